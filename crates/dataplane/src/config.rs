@@ -1,0 +1,709 @@
+//! The typed configuration model, read from and written to YAML.
+//!
+//! Keys follow vppcfg where it has them (`interfaces`, `sub-interfaces`, `addresses`, `l2xc`,
+//! `mtu`, `state`) plus `workers`, `routes`, `neighbors` and `mpls`. Loading is two steps:
+//! [`Config::from_yaml`] parses (unknown keys are errors) and [`Config::validate`] checks every
+//! value and reference, so an error always names the field, the bad value and what is allowed.
+
+use crate::buffer::DATA_CAPACITY;
+use crate::interface::{L2_OVERHEAD, MAX_INTERFACES};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+use wire::MacAddr;
+
+/// A configuration error that names the field, the value and what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The YAML could not be parsed into the model (syntax, unknown key, wrong type).
+    #[error("config: {0}")]
+    Parse(String),
+    /// A value is out of range or refers to something that does not exist.
+    #[error("{field}: {value} is not allowed; allowed: {allowed}")]
+    Invalid {
+        /// Dotted path of the field, e.g. `interfaces.port0.mtu`.
+        field: String,
+        /// The offending value as written.
+        value: String,
+        /// What would be accepted.
+        allowed: String,
+    },
+}
+
+fn invalid(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { field: field.into(), value: value.to_string(), allowed: allowed.into() }
+}
+
+/// Serde helpers for types that read and write themselves as text (`Display` + `FromStr`).
+mod as_text {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use std::{fmt::Display, str::FromStr};
+
+    pub fn serialize<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    where
+        T: FromStr<Err: Display>,
+        D: Deserializer<'de>,
+    {
+        String::deserialize(d)?.parse().map_err(D::Error::custom)
+    }
+}
+
+/// A MAC address written as `aa:bb:cc:dd:ee:ff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mac(#[serde(with = "as_text")] pub MacAddr);
+
+/// An IPv4 prefix written as `a.b.c.d/len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ipv4Prefix {
+    /// The address as written (host bits may be set, as in an interface address).
+    pub addr: Ipv4Addr,
+    /// Prefix length, 0–32.
+    pub len: u8,
+}
+
+impl FromStr for Ipv4Prefix {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, l) = s.split_once('/').ok_or_else(|| format!("'{s}' is not a prefix (want a.b.c.d/len)"))?;
+        let addr = a.parse().map_err(|_| format!("'{s}' is not a prefix (bad address '{a}')"))?;
+        let len = l
+            .parse::<u8>()
+            .ok()
+            .filter(|&l| l <= 32)
+            .ok_or_else(|| format!("'{s}' is not a prefix (length '{l}' not in 0..=32)"))?;
+        Ok(Ipv4Prefix { addr, len })
+    }
+}
+
+impl fmt::Display for Ipv4Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+impl Serialize for Ipv4Prefix {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        as_text::serialize(self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ipv4Prefix {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        as_text::deserialize(d)
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Config {
+    /// Worker threads and buffers.
+    #[serde(default)]
+    pub workers: Workers,
+    /// Interfaces by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interfaces: BTreeMap<String, InterfaceConfig>,
+    /// Static IPv4 routes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<Route>,
+    /// Static IPv4 neighbors (ARP entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub neighbors: Vec<Neighbor>,
+    /// MPLS label switching.
+    #[serde(default, skip_serializing_if = "Mpls::is_empty")]
+    pub mpls: Mpls,
+}
+
+/// Worker threads, their CPUs and their buffers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Workers {
+    /// Number of worker threads (1–64).
+    #[serde(default = "default_workers")]
+    pub count: u16,
+    /// CPU to pin the main thread to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_core: Option<u16>,
+    /// CPUs to pin workers to: worker i runs on `cores[i]`. Empty: no pinning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<u16>,
+    /// Packet buffers per worker (1024–1048576).
+    #[serde(default = "default_buffers")]
+    pub buffers: u32,
+}
+
+fn default_workers() -> u16 {
+    1
+}
+fn default_buffers() -> u32 {
+    16384
+}
+
+impl Default for Workers {
+    fn default() -> Self {
+        Self { count: default_workers(), main_core: None, cores: Vec::new(), buffers: default_buffers() }
+    }
+}
+
+/// Administrative state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdminState {
+    /// Forwarding.
+    #[default]
+    Up,
+    /// Everything received or sent is dropped.
+    Down,
+}
+
+/// The driver behind an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The embedded traffic generator and sink.
+    #[default]
+    Generator,
+}
+
+/// Which worker polls an interface's rx queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RxPlacement {
+    /// Worker number, 0-based.
+    pub worker: u16,
+}
+
+/// One interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct InterfaceConfig {
+    /// Fixed interface index (also the sFlow ifIndex), 1–1023. Default: the lowest free one,
+    /// in name order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u16>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Driver.
+    #[serde(default)]
+    pub driver: Driver,
+    /// MAC address. Default: 02:fe:00:00:HH:LL from the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<Mac>,
+    /// L3 MTU, 68–2030.
+    #[serde(default = "default_mtu")]
+    pub mtu: u16,
+    /// Administrative state.
+    #[serde(default)]
+    pub state: AdminState,
+    /// Rx queue placement. Default: interfaces spread over workers round-robin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_placement: Option<RxPlacement>,
+    /// Name of the interface every received frame is sent out of (L2 cross-connect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2xc: Option<String>,
+    /// IPv4 addresses with prefix length.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<Ipv4Prefix>,
+    /// Accept MPLS frames.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mpls: bool,
+    /// 802.1Q sub-interfaces by sub-id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sub_interfaces: BTreeMap<u32, SubInterfaceConfig>,
+    /// Generator streams (driver `generator` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorConfig>,
+}
+
+fn default_mtu() -> u16 {
+    1500
+}
+
+impl Default for InterfaceConfig {
+    /// A generator interface with every default (up, MTU 1500, no streams).
+    fn default() -> Self {
+        serde_json::from_value(serde_json::json!({})).expect("defaults deserialize")
+    }
+}
+
+/// Largest MTU a buffer can carry.
+pub const MAX_MTU: u16 = DATA_CAPACITY as u16 - L2_OVERHEAD;
+
+/// Tag matching of a sub-interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Encapsulation {
+    /// The 802.1Q VLAN id, 1–4094.
+    pub dot1q: u16,
+}
+
+/// An 802.1Q sub-interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SubInterfaceConfig {
+    /// The tag it matches.
+    pub encapsulation: Encapsulation,
+    /// L3 MTU; default the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    /// Administrative state.
+    #[serde(default)]
+    pub state: AdminState,
+    /// IPv4 addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<Ipv4Prefix>,
+    /// Accept MPLS frames.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mpls: bool,
+    /// L2 cross-connect target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2xc: Option<String>,
+}
+
+/// A static route.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Route {
+    /// Destination prefix.
+    pub prefix: Ipv4Prefix,
+    /// Next-hop address.
+    pub via: Ipv4Addr,
+    /// Output interface; default: the one whose address covers `via`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// MPLS labels to push, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_labels: Vec<u32>,
+}
+
+/// A static neighbor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Neighbor {
+    /// Interface the neighbor is on.
+    pub interface: String,
+    /// Its IPv4 address.
+    pub address: Ipv4Addr,
+    /// Its MAC address.
+    pub mac: Mac,
+}
+
+/// MPLS label switching.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Mpls {
+    /// Incoming labels and what to do with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_labels: Vec<LocalLabel>,
+}
+
+impl Mpls {
+    fn is_empty(&self) -> bool {
+        self.local_labels.is_empty()
+    }
+}
+
+/// One incoming label: swap to `out-labels` (or pop when empty) toward `via`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LocalLabel {
+    /// Incoming label, 16–1048575.
+    pub label: u32,
+    /// Next hop.
+    pub via: Ipv4Addr,
+    /// Output interface.
+    pub interface: String,
+    /// Labels to send with, outermost first; empty = pop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_labels: Vec<u32>,
+}
+
+/// The generator of one interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct GeneratorConfig {
+    /// Streams, interleaved vector by vector.
+    pub streams: Vec<StreamConfig>,
+}
+
+/// The frame a stream emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Template {
+    /// Ethernet with an opaque payload (ethertype 0x88b5, local experimental); the
+    /// varied addresses are the MACs.
+    L2,
+    /// Ethernet + IPv4 + UDP; the varied addresses are the IPv4 source and destination.
+    #[default]
+    Ipv4Udp,
+    /// Ethernet + MPLS label stack + IPv4 + UDP.
+    Mpls,
+}
+
+/// How a field walks its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RangeMode {
+    /// start, start+1, …, start+count−1, start, …
+    #[default]
+    Increment,
+    /// Uniformly random in [start, start+count−1], from a seeded PRNG.
+    Random,
+}
+
+/// A range of addresses starting at the stream's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AddrRange {
+    /// Number of distinct addresses, 1–16777216.
+    pub count: u32,
+    /// How they are walked.
+    #[serde(default)]
+    pub mode: RangeMode,
+}
+
+impl AddrRange {
+    /// A single address.
+    pub const ONE: AddrRange = AddrRange { count: 1, mode: RangeMode::Increment };
+}
+
+/// One generator stream (T-Rex-like).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StreamConfig {
+    /// Frame template.
+    #[serde(default)]
+    pub template: Template,
+    /// Frame size on the wire including the 4-byte FCS (64 = 60 bytes in the buffer).
+    #[serde(default = "default_frame_size")]
+    pub frame_size: u16,
+    /// Source MAC (the base of the range for template `l2`).
+    #[serde(default = "default_src_mac")]
+    pub src_mac: Mac,
+    /// Destination MAC (the base of the range for template `l2`). Default: the interface's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_mac: Option<Mac>,
+    /// 802.1Q VLAN id to tag with, 1–4094.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// MPLS labels, outermost first (template `mpls`), each 16–1048575.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<u32>,
+    /// IPv4 source (the base of the source range).
+    #[serde(default = "default_src_ip")]
+    pub src_ip: Ipv4Addr,
+    /// IPv4 destination (the base of the destination range).
+    #[serde(default = "default_dst_ip")]
+    pub dst_ip: Ipv4Addr,
+    /// UDP source port.
+    #[serde(default = "default_port")]
+    pub src_port: u16,
+    /// UDP destination port.
+    #[serde(default = "default_port")]
+    pub dst_port: u16,
+    /// IPv4 TTL (and MPLS TTL).
+    #[serde(default = "default_ttl")]
+    pub ttl: u8,
+    /// Source address range (IPv4, or MAC for `l2`).
+    #[serde(default = "default_src_range")]
+    pub src_range: AddrRange,
+    /// Destination address range (IPv4, or MAC for `l2`).
+    #[serde(default = "default_dst_range")]
+    pub dst_range: AddrRange,
+    /// Packets per second; absent = as fast as the worker can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_pps: Option<u64>,
+    /// Seed of the PRNG behind `random` ranges.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_frame_size() -> u16 {
+    64
+}
+fn default_src_mac() -> Mac {
+    Mac(MacAddr([0x02, 0x00, 0x00, 0x00, 0x00, 0x01]))
+}
+fn default_src_ip() -> Ipv4Addr {
+    Ipv4Addr::new(16, 0, 0, 1)
+}
+fn default_dst_ip() -> Ipv4Addr {
+    Ipv4Addr::new(48, 0, 0, 1)
+}
+fn default_port() -> u16 {
+    1024
+}
+fn default_ttl() -> u8 {
+    64
+}
+fn default_src_range() -> AddrRange {
+    AddrRange { count: 256, mode: RangeMode::Increment }
+}
+fn default_dst_range() -> AddrRange {
+    AddrRange::ONE
+}
+fn default_seed() -> u64 {
+    1
+}
+
+impl StreamConfig {
+    /// A stream with every default.
+    pub fn new(template: Template) -> Self {
+        serde_json::from_value(serde_json::json!({ "template": template })).expect("defaults deserialize")
+    }
+
+    /// Header bytes before the payload (Ethernet, tag, labels, IPv4, UDP).
+    pub fn header_len(&self) -> usize {
+        let l2 = 14 + if self.vlan.is_some() { 4 } else { 0 };
+        match self.template {
+            Template::L2 => l2,
+            Template::Ipv4Udp => l2 + 28,
+            Template::Mpls => l2 + 4 * self.labels.len() + 28,
+        }
+    }
+}
+
+/// Largest generator frame size: the buffer capacity plus the FCS.
+pub const MAX_FRAME_SIZE: u16 = DATA_CAPACITY as u16 + 4;
+
+impl Config {
+    /// Parses YAML. Unknown keys and wrong types are errors; values are not yet checked
+    /// (call [`Config::validate`]).
+    pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
+        serde_saphyr::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))
+    }
+
+    /// Parses and validates YAML.
+    pub fn load(text: &str) -> Result<Config, ConfigError> {
+        let c = Self::from_yaml(text)?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Writes the configuration as YAML.
+    pub fn to_yaml(&self) -> String {
+        serde_saphyr::to_string(self).expect("the model always serializes")
+    }
+
+    /// Checks every value and cross-reference.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let w = &self.workers;
+        if !(1..=64).contains(&w.count) {
+            return Err(invalid("workers.count", w.count, "1 to 64"));
+        }
+        if !(1024..=1 << 20).contains(&w.buffers) {
+            return Err(invalid("workers.buffers", w.buffers, "1024 to 1048576"));
+        }
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
+        for (i, c) in w.cores.iter().chain(&w.main_core).enumerate() {
+            if *c >= ncpu {
+                let f = if i < w.cores.len() { format!("workers.cores[{i}]") } else { "workers.main-core".into() };
+                return Err(invalid(f, c, format!("a CPU number 0 to {}", ncpu - 1)));
+            }
+        }
+        if !w.cores.is_empty() && w.cores.len() != w.count as usize {
+            return Err(invalid(
+                "workers.cores",
+                format!("{} entries", w.cores.len()),
+                format!("none, or one per worker ({})", w.count),
+            ));
+        }
+        if self.interfaces.len() >= MAX_INTERFACES {
+            return Err(invalid(
+                "interfaces",
+                format!("{} interfaces", self.interfaces.len()),
+                format!("at most {}", MAX_INTERFACES - 1),
+            ));
+        }
+        let mut indices = BTreeMap::new();
+        for (name, i) in &self.interfaces {
+            self.validate_interface(name, i)?;
+            if let Some(x) = i.index
+                && let Some(other) = indices.insert(x, name)
+            {
+                return Err(invalid(
+                    format!("interfaces.{name}.index"),
+                    x,
+                    format!("an index no other interface uses ({other} has it)"),
+                ));
+            }
+        }
+        self.validate_l3()
+    }
+
+    fn validate_interface(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.{k}");
+        if name.is_empty() || name.len() > 63 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+        {
+            return Err(invalid(
+                format!("interfaces.{name}"),
+                format!("name '{name}'"),
+                "1–63 characters of a-z A-Z 0-9 - _ . / :",
+            ));
+        }
+        if let Some(x) = i.index
+            && (x == 0 || x as usize >= MAX_INTERFACES)
+        {
+            return Err(invalid(f("index"), x, format!("1 to {}", MAX_INTERFACES - 1)));
+        }
+        if !(68..=MAX_MTU).contains(&i.mtu) {
+            return Err(invalid(f("mtu"), i.mtu, format!("68 to {MAX_MTU}")));
+        }
+        if let Some(p) = i.rx_placement
+            && p.worker >= self.workers.count
+        {
+            return Err(invalid(
+                f("rx-placement.worker"),
+                p.worker,
+                format!("0 to {} (workers.count is {})", self.workers.count - 1, self.workers.count),
+            ));
+        }
+        if let Some(peer) = &i.l2xc {
+            if !self.interfaces.contains_key(peer) || peer == name {
+                return Err(invalid(f("l2xc"), peer, "the name of another configured interface"));
+            }
+            if !i.addresses.is_empty() {
+                return Err(invalid(
+                    f("addresses"),
+                    format!("{} addresses", i.addresses.len()),
+                    "none on an L2 cross-connected interface",
+                ));
+            }
+        }
+        for (sub, s) in &i.sub_interfaces {
+            let sf = |k: &str| format!("interfaces.{name}.sub-interfaces.{sub}.{k}");
+            if *sub == 0 {
+                return Err(invalid(format!("interfaces.{name}.sub-interfaces"), sub, "sub-ids from 1"));
+            }
+            if !(1..=4094).contains(&s.encapsulation.dot1q) {
+                return Err(invalid(sf("encapsulation.dot1q"), s.encapsulation.dot1q, "1 to 4094"));
+            }
+            if let Some(m) = s.mtu.filter(|&m| !(68..=i.mtu).contains(&m)) {
+                return Err(invalid(sf("mtu"), m, format!("68 to the parent's MTU ({})", i.mtu)));
+            }
+            if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.interfaces.contains_key(*p)) {
+                return Err(invalid(sf("l2xc"), peer, "the name of a configured interface"));
+            }
+        }
+        let dups = i.sub_interfaces.values().map(|s| s.encapsulation.dot1q).collect::<std::collections::BTreeSet<_>>();
+        if dups.len() != i.sub_interfaces.len() {
+            return Err(invalid(
+                format!("interfaces.{name}.sub-interfaces"),
+                "a repeated dot1q tag",
+                "each VLAN id on at most one sub-interface",
+            ));
+        }
+        if let Some(g) = &i.generator {
+            for (k, s) in g.streams.iter().enumerate() {
+                validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_l3(&self) -> Result<(), ConfigError> {
+        let known = |n: &String| self.interfaces.contains_key(n);
+        for (k, r) in self.routes.iter().enumerate() {
+            if let Some(n) = r.interface.as_ref().filter(|n| !known(n)) {
+                return Err(invalid(format!("routes[{k}].interface"), n, "the name of a configured interface"));
+            }
+            check_labels(&format!("routes[{k}].out-labels"), &r.out_labels)?;
+        }
+        for (k, n) in self.neighbors.iter().enumerate() {
+            if !known(&n.interface) {
+                return Err(invalid(
+                    format!("neighbors[{k}].interface"),
+                    &n.interface,
+                    "the name of a configured interface",
+                ));
+            }
+        }
+        for (k, l) in self.mpls.local_labels.iter().enumerate() {
+            check_labels(&format!("mpls.local-labels[{k}].label"), &[l.label])?;
+            check_labels(&format!("mpls.local-labels[{k}].out-labels"), &l.out_labels)?;
+            if !known(&l.interface) {
+                return Err(invalid(
+                    format!("mpls.local-labels[{k}].interface"),
+                    &l.interface,
+                    "the name of a configured interface",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The first field that uses a feature this build does not forward yet (addresses,
+    /// routes, neighbors, MPLS, sub-interfaces), if any.
+    pub fn first_unsupported(&self) -> Option<String> {
+        if !self.routes.is_empty() {
+            return Some("routes".into());
+        }
+        if !self.neighbors.is_empty() {
+            return Some("neighbors".into());
+        }
+        if !self.mpls.local_labels.is_empty() {
+            return Some("mpls.local-labels".into());
+        }
+        self.interfaces.iter().find_map(|(n, i)| {
+            let field = if !i.addresses.is_empty() {
+                "addresses"
+            } else if i.mpls {
+                "mpls"
+            } else if !i.sub_interfaces.is_empty() {
+                "sub-interfaces"
+            } else {
+                return None;
+            };
+            Some(format!("interfaces.{n}.{field}"))
+        })
+    }
+}
+
+fn check_labels(field: &str, labels: &[u32]) -> Result<(), ConfigError> {
+    match labels.iter().find(|&&l| !(16..1 << 20).contains(&l)) {
+        Some(l) => Err(invalid(field, l, "labels 16 to 1048575")),
+        None if labels.len() > 8 => Err(invalid(field, format!("{} labels", labels.len()), "at most 8 labels")),
+        None => Ok(()),
+    }
+}
+
+fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
+    let f = |k: &str| format!("{field}.{k}");
+    let min = (s.header_len() as u16 + 4).max(64);
+    if !(min..=MAX_FRAME_SIZE).contains(&s.frame_size) {
+        return Err(invalid(
+            f("frame-size"),
+            s.frame_size,
+            format!("{min} to {MAX_FRAME_SIZE} bytes including the FCS (the headers need {min})"),
+        ));
+    }
+    if let Some(v) = s.vlan.filter(|v| !(1..=4094).contains(v)) {
+        return Err(invalid(f("vlan"), v, "1 to 4094"));
+    }
+    match s.template {
+        Template::Mpls if s.labels.is_empty() => {
+            return Err(invalid(f("labels"), "[]", "1 to 8 labels for template mpls"));
+        }
+        Template::Mpls => check_labels(&f("labels"), &s.labels)?,
+        _ if !s.labels.is_empty() => {
+            return Err(invalid(f("labels"), format!("{:?}", s.labels), "labels only with template mpls"));
+        }
+        _ => {}
+    }
+    for (k, r) in [("src-range.count", s.src_range), ("dst-range.count", s.dst_range)] {
+        if !(1..=1 << 24).contains(&r.count) {
+            return Err(invalid(f(k), r.count, "1 to 16777216"));
+        }
+    }
+    if let Some(r) = s.rate_pps.filter(|&r| !(1..=1_000_000_000).contains(&r)) {
+        return Err(invalid(f("rate-pps"), r, "1 to 1000000000 packets per second, or absent for unlimited"));
+    }
+    Ok(())
+}

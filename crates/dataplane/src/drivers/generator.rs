@@ -1,0 +1,448 @@
+//! The embedded traffic generator (T-Rex-like streams) and its sink.
+//!
+//! Rx side, node `generator-input`: each poll of a generator interface fills one vector of up
+//! to 256 fresh frames. Every frame is written whole from its stream's template, then its
+//! per-packet fields are set: the source and destination addresses walked over their ranges
+//! (IPv4 for `ipv4-udp`/`mpls`, MAC for `l2`) and, for IPv4, the header and UDP checksums they
+//! imply (computed from precomputed partial sums, not by re-summing the frame).
+//!
+//! Tx side, node `generator-tx`: the sink reads every byte of each frame once (folding it into
+//! a digest so the reads cannot be optimised away), counts it and frees the buffer.
+
+use crate::buffer::{BufferMeta, BufferPool, HEADROOM};
+use crate::config::{RangeMode, StreamConfig, Template};
+use crate::graph::Graph;
+use crate::interface::TxRun;
+use crate::vector::{VECTOR_SIZE, VecHandle};
+use std::net::Ipv4Addr;
+use wire::{EtherType, MacAddr, checksum, ipv4, mpls::MplsLabel, udp};
+
+/// Ethertype of `l2` template frames: IEEE 802 local experimental ethertype 1.
+pub const L2_ETHERTYPE: u16 = 0x88b5;
+
+/// Frames up to this length are copied with one fixed-size copy.
+const SMALL_FRAME: usize = 64;
+
+/// Walks `0..count` by increments or at random.
+#[derive(Debug, Clone)]
+struct Walk {
+    count: u32,
+    mode: RangeMode,
+    cur: u32,
+}
+
+impl Walk {
+    /// Writes the next `out.len()` offsets of the walk into `out`.
+    #[inline]
+    fn fill(&mut self, out: &mut [u32], rng: &mut u64) {
+        match self.mode {
+            RangeMode::Increment => {
+                let (mut cur, count) = (self.cur, self.count);
+                for o in out {
+                    *o = cur;
+                    cur += 1;
+                    if cur == count {
+                        cur = 0;
+                    }
+                }
+                self.cur = cur;
+            }
+            RangeMode::Random => {
+                let (mut r, count) = (*rng, u64::from(self.count));
+                for o in out {
+                    *o = ((u64::from(wyrand(&mut r) as u32) * count) >> 32) as u32;
+                }
+                *rng = r;
+            }
+        }
+    }
+}
+
+/// wyrand: a fast 64-bit PRNG (passes BigCrush), enough for address ranges.
+#[inline(always)]
+fn wyrand(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0xa076_1d64_78bd_642f);
+    let t = u128::from(*state) * u128::from(*state ^ 0xe703_7ed1_a0b4_28db);
+    (t >> 64) as u64 ^ t as u64
+}
+
+/// Where a stream's varying fields are and the partial checksums they complete.
+#[derive(Debug, Clone, Copy)]
+enum Fields {
+    /// MAC addresses vary (template `l2`): destination at 0, source at 6.
+    Mac,
+    /// IPv4 addresses vary; `ip` is the IPv4 header offset, `udp` the UDP header offset.
+    Ipv4 {
+        ip: usize,
+        udp: usize,
+        /// Sum of the IPv4 header words except the addresses and the checksum.
+        ip_sum: u32,
+        /// Sum of the UDP pseudo-header (without addresses), header and payload words.
+        udp_sum: u32,
+    },
+}
+
+/// Token bucket on the TSC, releasing at least ~100 µs of packets at a time.
+#[derive(Debug, Clone)]
+struct Rate {
+    pps: u64,
+    hz: u64,
+    credit: u64,
+    last: u64,
+    min_release: u64,
+}
+
+impl Rate {
+    fn new(pps: u64, hz: u64) -> Self {
+        Rate { pps, hz, credit: 0, last: 0, min_release: (pps / 10_000).clamp(1, VECTOR_SIZE as u64) }
+    }
+
+    /// Packets allowed now, at most `want`.
+    fn take(&mut self, now: u64, want: usize) -> usize {
+        if self.last == 0 {
+            self.last = now;
+        }
+        let dt = now.saturating_sub(self.last).min(self.hz);
+        self.last = now;
+        self.credit = (self.credit + dt * self.pps).min(VECTOR_SIZE as u64 * self.hz);
+        let avail = self.credit / self.hz;
+        if avail < self.min_release.min(want as u64) {
+            return 0;
+        }
+        let n = avail.min(want as u64);
+        self.credit -= n * self.hz;
+        n as usize
+    }
+
+    /// Gives back packets that were allowed but not sent.
+    fn refund(&mut self, n: usize) {
+        self.credit += n as u64 * self.hz;
+    }
+}
+
+/// A compiled stream: its template frame and how to vary it.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    /// The frame, padded with zeros to at least `SMALL_FRAME` bytes.
+    template: Vec<u8>,
+    len: usize,
+    fields: Fields,
+    src_base: u64,
+    dst_base: u64,
+    src: Walk,
+    dst: Walk,
+    rng: u64,
+    rate: Option<Rate>,
+}
+
+impl Stream {
+    /// Compiles a validated stream for an interface whose MAC is `if_mac`; `tsc_hz` paces it.
+    pub fn new(cfg: &StreamConfig, if_mac: MacAddr, tsc_hz: u64) -> Self {
+        let len = cfg.frame_size as usize - 4;
+        let mut t = vec![0u8; len.max(SMALL_FRAME)];
+        let dst_mac = cfg.dst_mac.map_or(if_mac, |m| m.0);
+        t[0..6].copy_from_slice(&dst_mac.0);
+        t[6..12].copy_from_slice(&cfg.src_mac.0.0);
+        let mut at = 12;
+        if let Some(vid) = cfg.vlan {
+            t[at..at + 4].copy_from_slice(&[0x81, 0x00, (vid >> 8) as u8, vid as u8]);
+            at += 4;
+        }
+        let ethertype = match cfg.template {
+            Template::L2 => L2_ETHERTYPE,
+            Template::Ipv4Udp => EtherType::IPV4,
+            Template::Mpls => EtherType::MPLS,
+        };
+        t[at..at + 2].copy_from_slice(&ethertype.to_be_bytes());
+        at += 2;
+        for (k, &label) in cfg.labels.iter().enumerate() {
+            let e = MplsLabel { label, tc: 0, bos: k + 1 == cfg.labels.len(), ttl: cfg.ttl };
+            t[at..at + 4].copy_from_slice(&e.to_u32().to_be_bytes());
+            at += 4;
+        }
+        let payload_start = if cfg.template == Template::L2 { at } else { at + 28 };
+        for (k, b) in t[payload_start..len].iter_mut().enumerate() {
+            *b = k as u8;
+        }
+        let fields = match cfg.template {
+            Template::L2 => Fields::Mac,
+            Template::Ipv4Udp | Template::Mpls => {
+                let (ip, u) = (at, at + ipv4::HEADER_LEN);
+                let zero = Ipv4Addr::UNSPECIFIED;
+                ipv4::write_header(&mut t[ip..u], (len - ip) as u16, cfg.ttl, ipv4::protocol::UDP, zero, zero);
+                udp::write_header(&mut t[u..len], zero, zero, cfg.src_port, cfg.dst_port);
+                // Partial sums with zero addresses and zero checksums.
+                t[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+                t[u + 6..u + 8].copy_from_slice(&[0, 0]);
+                let ip_sum = checksum::sum_words(&t[ip..u], 0);
+                let udp_sum = checksum::sum_words(&t[u..len], u32::from(ipv4::protocol::UDP) + (len - u) as u32);
+                Fields::Ipv4 { ip, udp: u, ip_sum, udp_sum }
+            }
+        };
+        let (src_base, dst_base) = match fields {
+            Fields::Mac => (cfg.src_mac.0.to_u64(), dst_mac.to_u64()),
+            Fields::Ipv4 { .. } => (u64::from(u32::from(cfg.src_ip)), u64::from(u32::from(cfg.dst_ip))),
+        };
+        Stream {
+            template: t,
+            len,
+            fields,
+            src_base,
+            dst_base,
+            src: Walk { count: cfg.src_range.count, mode: cfg.src_range.mode, cur: 0 },
+            dst: Walk { count: cfg.dst_range.count, mode: cfg.dst_range.mode, cur: 0 },
+            rng: cfg.seed,
+            rate: cfg.rate_pps.map(|pps| Rate::new(pps, tsc_hz)),
+        }
+    }
+
+    /// Frame length in the buffer (frame size minus FCS).
+    pub fn frame_len(&self) -> usize {
+        self.len
+    }
+
+    /// Writes one frame into each buffer of `bufs` (at most [`VECTOR_SIZE`]), received on
+    /// `port`. Returns the bytes written.
+    pub fn fill(&mut self, pool: &mut BufferPool, bufs: &[u32], port: u16) -> u64 {
+        let n = bufs.len();
+        let (mut src, mut dst) = ([0u32; VECTOR_SIZE], [0u32; VECTOR_SIZE]);
+        self.src.fill(&mut src[..n], &mut self.rng);
+        self.dst.fill(&mut dst[..n], &mut self.rng);
+        let meta = BufferMeta { len: self.len as u16, rx_if: port, ..BufferMeta::default() };
+        let (sb, db) = (self.src_base, self.dst_base);
+        if self.len <= SMALL_FRAME {
+            // The common case, kept branch-free: one 64-byte template copy per frame.
+            let t: [u8; SMALL_FRAME] = self.template[..SMALL_FRAME].try_into().expect("padded template");
+            let fields = self.fields;
+            for (k, &i) in bufs.iter().enumerate() {
+                let frame: &mut [u8; SMALL_FRAME] =
+                    (&mut pool.slot_mut(i)[HEADROOM..HEADROOM + SMALL_FRAME]).try_into().expect("64 bytes");
+                *frame = t;
+                fields.write(frame, sb + u64::from(src[k]), db + u64::from(dst[k]));
+                *pool.meta_mut(i) = meta;
+            }
+        } else {
+            for (k, &i) in bufs.iter().enumerate() {
+                let frame = &mut pool.slot_mut(i)[HEADROOM..HEADROOM + self.len];
+                frame.copy_from_slice(&self.template[..self.len]);
+                self.fields.write(frame, sb + u64::from(src[k]), db + u64::from(dst[k]));
+                *pool.meta_mut(i) = meta;
+            }
+        }
+        (n * self.len) as u64
+    }
+}
+
+impl Fields {
+    /// Writes source `s` and destination `d` (and the checksums they imply) into `frame`.
+    #[inline(always)]
+    fn write(self, frame: &mut [u8], s: u64, d: u64) {
+        match self {
+            Fields::Mac => {
+                frame[0..6].copy_from_slice(&d.to_be_bytes()[2..]);
+                frame[6..12].copy_from_slice(&s.to_be_bytes()[2..]);
+            }
+            Fields::Ipv4 { ip, udp, ip_sum, udp_sum } => {
+                let (s, d) = (s as u32, d as u32);
+                let a = (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff);
+                let ip_csum = !checksum::fold(ip_sum + a);
+                let udp_csum = match !checksum::fold(udp_sum + a) {
+                    0 => 0xffff,
+                    c => c,
+                };
+                let h = &mut frame[ip..ip + 20];
+                h[10..12].copy_from_slice(&ip_csum.to_be_bytes());
+                h[12..16].copy_from_slice(&s.to_be_bytes());
+                h[16..20].copy_from_slice(&d.to_be_bytes());
+                frame[udp + 6..udp + 8].copy_from_slice(&udp_csum.to_be_bytes());
+            }
+        }
+    }
+}
+
+/// The generator of one interface: its streams, taken in turn.
+#[derive(Debug, Clone)]
+pub struct GeneratorPort {
+    /// Interface index.
+    pub port: u16,
+    streams: Vec<Stream>,
+    next: usize,
+}
+
+impl GeneratorPort {
+    /// A generator for interface `port` with compiled `streams`.
+    pub fn new(port: u16, streams: Vec<Stream>) -> Self {
+        GeneratorPort { port, streams, next: 0 }
+    }
+
+    /// The `generator-input` node: fills one vector (up to 256 frames) as the streams' rates
+    /// and the free buffers allow. Returns `None` when there was nothing to send.
+    pub fn poll(&mut self, g: &mut Graph, now: u64) -> Option<VecHandle> {
+        if self.streams.is_empty() {
+            return None;
+        }
+        let v = g.vectors.alloc(self.port);
+        let (mut n, mut octets) = (0, 0);
+        for _ in 0..self.streams.len() {
+            let k = self.next;
+            self.next = (k + 1) % self.streams.len();
+            let s = &mut self.streams[k];
+            let want = VECTOR_SIZE - n;
+            let allowed = match &mut s.rate {
+                Some(r) => r.take(now, want),
+                None => want,
+            };
+            let slots = &mut g.vectors[v].slots_mut()[n..n + allowed];
+            let got = g.pool.alloc(slots);
+            if got < allowed {
+                g.counters.generator.no_buffer.add(1);
+                if let Some(r) = &mut s.rate {
+                    r.refund(allowed - got);
+                }
+            }
+            octets += s.fill(&mut g.pool, &g.vectors[v].slots_mut()[n..n + got], self.port);
+            n += got;
+            if n == VECTOR_SIZE {
+                break;
+            }
+        }
+        if n == 0 {
+            g.vectors.free(v);
+            return None;
+        }
+        g.vectors[v].set_len(n);
+        g.counters.generator.generated.add(n as u64);
+        g.count_rx(self.port, n as u64, octets);
+        Some(v)
+    }
+}
+
+/// Reads frame `i` of `len` bytes once. Returns the XOR of its 8-byte little-endian words
+/// and its first word. Frames of up to 64 bytes are read as the whole 64-byte line holding
+/// them (a fixed-size read, no length-dependent branches); longer ones word by word, the last
+/// word overlapping when the length is not a multiple of 8.
+#[inline(always)]
+fn read_frame(pool: &BufferPool, i: u32, len: usize) -> (u64, u64) {
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let line = pool.line(i);
+    if len <= 64 {
+        return ((0..8).fold(0, |x, k| x ^ word(line, 8 * k)), word(line, 0));
+    }
+    let f = pool.frame(i);
+    ((0..len - 8).step_by(8).fold(word(f, len - 8), |x, at| x ^ word(f, at)), word(line, 0))
+}
+
+/// The `generator-tx` node: reads each frame once, counts it on its output interface (tx
+/// packets, octets, unicast/multicast/broadcast) and in the sink totals, frees it.
+pub fn sink(g: &mut Graph, v: VecHandle) {
+    let mut digest = 0u64;
+    let mut run = TxRun::default();
+    for &i in g.vectors[v].indices() {
+        let m = *g.pool.meta(i);
+        if m.tx_if != run.tx_if {
+            run.flush(g.counters.interface(run.tx_if), m.tx_if);
+        }
+        let (x, first) = read_frame(&g.pool, i, m.len as usize);
+        run.add(m.len, u64::from_be(first));
+        digest ^= x;
+    }
+    run.flush(g.counters.interface(run.tx_if), 0);
+    let c = &g.counters.generator;
+    c.sink_packets.add(g.vectors[v].len() as u64);
+    c.sink_digest.set(c.sink_digest.get() ^ digest);
+    g.pool.free(g.vectors[v].indices());
+    g.vectors.free(v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AddrRange;
+    use wire::{EthernetFrame, Ipv4Packet, UdpDatagram};
+
+    fn frames(cfg: &StreamConfig, n: usize) -> Vec<Vec<u8>> {
+        let mut pool = BufferPool::new(64).unwrap();
+        let mut s = Stream::new(cfg, MacAddr([2, 0xfe, 0, 0, 0, 1]), 2_600_000_000);
+        let mut ids = vec![0u32; n];
+        pool.alloc(&mut ids);
+        s.fill(&mut pool, &ids, 3);
+        ids.iter()
+            .map(|&i| {
+                assert_eq!(pool.meta(i).rx_if, 3);
+                pool.frame(i).to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ipv4_udp_frames_increment_and_checksum() {
+        let mut cfg = StreamConfig::new(Template::Ipv4Udp);
+        cfg.src_range = AddrRange { count: 3, mode: RangeMode::Increment };
+        let out = frames(&cfg, 5);
+        let srcs: Vec<_> = out
+            .iter()
+            .map(|f| {
+                assert_eq!(f.len(), 60, "64-byte frame = 60 bytes + FCS");
+                let e = EthernetFrame::new_checked(&f[..]).unwrap();
+                assert_eq!(
+                    (e.ethertype(), e.dst(), e.src()),
+                    (0x0800, MacAddr([2, 0xfe, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 1]))
+                );
+                let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+                assert!(ip.checksum_ok());
+                assert_eq!(ip.total_len(), 46);
+                assert_eq!(ip.dst(), Ipv4Addr::new(48, 0, 0, 1));
+                let u = UdpDatagram::new_checked(&f[34..]).unwrap();
+                assert_ne!(u.checksum(), 0);
+                assert!(u.checksum_ok(ip.src(), ip.dst()));
+                ip.src().octets()[3]
+            })
+            .collect();
+        assert_eq!(srcs, [1, 2, 3, 1, 2]);
+    }
+
+    #[test]
+    fn mpls_vlan_and_l2_templates() {
+        let mut cfg = StreamConfig::new(Template::Mpls);
+        cfg.labels = vec![16, 17];
+        cfg.vlan = Some(100);
+        cfg.frame_size = 128;
+        let f = &frames(&cfg, 1)[0];
+        assert_eq!(f.len(), 124);
+        assert_eq!(&f[12..18], &[0x81, 0x00, 0x00, 100, 0x88, 0x47]);
+        assert_eq!(MplsLabel::parse(&f[18..]).unwrap(), MplsLabel { label: 16, tc: 0, bos: false, ttl: 64 });
+        assert_eq!(MplsLabel::parse(&f[22..]).unwrap(), MplsLabel { label: 17, tc: 0, bos: true, ttl: 64 });
+        let ip = Ipv4Packet::new_checked(&f[26..]).unwrap();
+        assert!(ip.checksum_ok());
+        assert_eq!(usize::from(ip.total_len()), 124 - 26);
+        let u = UdpDatagram::new_checked(&f[46..]).unwrap();
+        assert!(u.checksum_ok(ip.src(), ip.dst()));
+
+        let mut cfg = StreamConfig::new(Template::L2);
+        cfg.src_range = AddrRange { count: 1000, mode: RangeMode::Random };
+        let out = frames(&cfg, 20);
+        let mut macs: Vec<_> = out.iter().map(|f| EthernetFrame::new_checked(&f[..]).unwrap().src().to_u64()).collect();
+        assert!(macs.iter().all(|&m| (0x0200_0000_0001..0x0200_0000_0001 + 1000).contains(&m)));
+        macs.sort();
+        macs.dedup();
+        assert!(macs.len() > 10, "random walk gives distinct addresses");
+        assert_eq!(u16::from_be_bytes([out[0][12], out[0][13]]), L2_ETHERTYPE);
+    }
+
+    #[test]
+    fn rate_releases_at_the_configured_pace() {
+        let hz = 1_000_000_000;
+        let mut r = Rate::new(1_000_000, hz);
+        assert_eq!(r.take(1, 256), 0);
+        // 1 ms at 1 Mpps = 1000 packets, capped at one vector.
+        assert_eq!(r.take(1 + 1_000_000, 256), 256);
+        let mut sent = 0;
+        let mut t = 1 + 1_000_000;
+        for _ in 0..1000 {
+            t += 10_000; // 10 µs = 10 packets of credit each
+            sent += r.take(t, 256);
+        }
+        // 10 ms -> 10 000 packets, plus what was left over from the first millisecond.
+        assert!((10_000..=10_744).contains(&sent), "sent {sent}");
+    }
+}

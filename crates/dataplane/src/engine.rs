@@ -1,0 +1,283 @@
+//! The dataplane as the main thread sees it: builds interfaces and worker tables from a
+//! validated [`Config`], starts the workers, reads their counters, stops them.
+
+use crate::config::{AdminState, Config, Driver};
+use crate::drivers::generator::{GeneratorPort, Stream};
+use crate::errors::{DropReason, N_REASONS};
+use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
+use crate::interface::{DriverKind, IfStats, Interface, MAX_INTERFACES, RxMode, Tables};
+use crate::tsc;
+use crate::worker::{self, WorkerSetup};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::Instant;
+use wire::MacAddr;
+
+/// Why the dataplane could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The configuration uses a feature this build does not forward yet.
+    #[error(
+        "{0}: not supported by this build yet (IPv4 routing, MPLS and sub-interfaces are on the roadmap); remove it to start"
+    )]
+    Unsupported(String),
+    /// A worker could not be created (memory, thread, CPU pinning).
+    #[error("worker start-up: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct WorkerHandle {
+    id: u16,
+    core: Option<u16>,
+    counters: Arc<WorkerCounters>,
+    thread: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+/// One worker's runtime counters.
+#[derive(Debug, Clone)]
+pub struct WorkerRuntime {
+    /// Worker number.
+    pub id: u16,
+    /// CPU it is pinned to.
+    pub core: Option<u16>,
+    /// Per node, in [`NodeId::ALL`] order.
+    pub nodes: Vec<(NodeId, NodeStats)>,
+    /// Loop timing.
+    pub looping: LoopStats,
+}
+
+/// One row of `show errors`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorRow {
+    /// Frames dropped.
+    pub count: u64,
+    /// Node that dropped them.
+    pub node: &'static str,
+    /// Reason name.
+    pub reason: &'static str,
+    /// Input interface name.
+    pub interface: String,
+}
+
+/// A running dataplane.
+pub struct Dataplane {
+    interfaces: Vec<Interface>,
+    workers: Vec<WorkerHandle>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    config: Config,
+}
+
+/// Resolves interface indices: explicit ones first, then the lowest free index in name order.
+fn assign_indices(config: &Config) -> BTreeMap<String, u16> {
+    let mut taken: Vec<bool> = vec![false; MAX_INTERFACES];
+    taken[0] = true;
+    let mut out = BTreeMap::new();
+    for (name, i) in &config.interfaces {
+        if let Some(x) = i.index {
+            taken[x as usize] = true;
+            out.insert(name.clone(), x);
+        }
+    }
+    let mut next = 1;
+    for name in config.interfaces.keys() {
+        if !out.contains_key(name) {
+            while taken[next] {
+                next += 1;
+            }
+            taken[next] = true;
+            out.insert(name.clone(), next as u16);
+        }
+    }
+    out
+}
+
+/// Builds the interface list of a validated configuration.
+pub fn build_interfaces(config: &Config) -> Vec<Interface> {
+    let idx = assign_indices(config);
+    let mut rr = 0u16;
+    let mut out: Vec<Interface> = config
+        .interfaces
+        .iter()
+        .map(|(name, i)| {
+            let index = idx[name];
+            let rx_worker = i.rx_placement.map_or_else(
+                || {
+                    rr += 1;
+                    (rr - 1) % config.workers.count
+                },
+                |p| p.worker,
+            );
+            Interface {
+                index,
+                name: name.clone(),
+                admin_up: i.state == AdminState::Up,
+                mac: i.mac.map_or(MacAddr([0x02, 0xfe, 0, 0, (index >> 8) as u8, index as u8]), |m| m.0),
+                mtu: i.mtu,
+                mode: i.l2xc.as_ref().map_or(RxMode::L3, |p| RxMode::L2Xconnect { peer: idx[p] }),
+                driver: match i.driver {
+                    Driver::Generator => DriverKind::Generator,
+                },
+                rx_worker,
+            }
+        })
+        .collect();
+    out.sort_by_key(|i| i.index);
+    out
+}
+
+impl Dataplane {
+    /// Validates `config`, starts the workers and returns the running dataplane.
+    pub fn start(config: &Config) -> Result<Self, StartError> {
+        config.validate()?;
+        if let Some(field) = config.first_unsupported() {
+            return Err(StartError::Unsupported(field));
+        }
+        let interfaces = build_interfaces(config);
+        let tables = Arc::new(Tables::new(&interfaces));
+        let stop = Arc::new(AtomicBool::new(false));
+        let hz = tsc::hz();
+        let mut dp =
+            Dataplane { interfaces, workers: Vec::new(), stop, started: Instant::now(), config: config.clone() };
+        for id in 0..config.workers.count {
+            let ports = dp
+                .interfaces
+                .iter()
+                .filter(|i| i.rx_worker == id)
+                .filter_map(|i| {
+                    let g = config.interfaces[&i.name].generator.as_ref()?;
+                    Some(GeneratorPort::new(i.index, g.streams.iter().map(|s| Stream::new(s, i.mac, hz)).collect()))
+                })
+                .collect();
+            let counters = Arc::new(WorkerCounters::new());
+            let core = config.workers.cores.get(id as usize).copied();
+            let setup = WorkerSetup {
+                id,
+                core,
+                buffers: config.workers.buffers,
+                tables: tables.clone(),
+                counters: counters.clone(),
+                ports,
+                stop: dp.stop.clone(),
+            };
+            match worker::spawn(setup) {
+                Ok(t) => dp.workers.push(WorkerHandle { id, core, counters, thread: Some(t) }),
+                Err(e) => {
+                    dp.stop()?;
+                    return Err(e.into());
+                }
+            }
+        }
+        if let Some(core) = config.workers.main_core {
+            worker::pin_current_thread(core)?;
+        }
+        dp.started = Instant::now();
+        Ok(dp)
+    }
+
+    /// Stops every worker and waits for it; returns the first worker error.
+    pub fn stop(&mut self) -> std::io::Result<()> {
+        self.stop.store(true, Relaxed);
+        let mut first = Ok(());
+        for w in &mut self.workers {
+            if let Some(t) = w.thread.take() {
+                let r = t.join().unwrap_or_else(|_| Err(std::io::Error::other(format!("worker {} panicked", w.id))));
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+        }
+        first
+    }
+
+    /// The configuration it runs.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Seconds since start.
+    pub fn uptime(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// The interfaces, by index.
+    pub fn interfaces(&self) -> &[Interface] {
+        &self.interfaces
+    }
+
+    /// Counters of interface `index`, summed over workers.
+    pub fn interface_stats(&self, index: u16) -> IfStats {
+        let mut s = IfStats::default();
+        for w in &self.workers {
+            w.counters.interface(index).add_to(&mut s);
+        }
+        s
+    }
+
+    /// Each worker's per-node counters and loop timing.
+    pub fn runtime(&self) -> Vec<WorkerRuntime> {
+        self.workers
+            .iter()
+            .map(|w| {
+                let nodes = NodeId::ALL
+                    .iter()
+                    .map(|&n| {
+                        let mut s = NodeStats::default();
+                        w.counters.nodes[n as usize].add_to(&mut s);
+                        (n, s)
+                    })
+                    .collect();
+                let mut looping = LoopStats::default();
+                w.counters.looping.add_to(&mut looping);
+                WorkerRuntime { id: w.id, core: w.core, nodes, looping }
+            })
+            .collect()
+    }
+
+    /// Non-zero drop counters per (reason, input interface), summed over workers.
+    pub fn errors(&self) -> Vec<ErrorRow> {
+        let mut rows = Vec::new();
+        for i in &self.interfaces {
+            for &r in DropReason::ALL {
+                let count: u64 = self.workers.iter().map(|w| w.counters.error(i.index, r).get()).sum();
+                if count > 0 {
+                    rows.push(ErrorRow { count, node: r.node().name(), reason: r.name(), interface: i.name.clone() });
+                }
+            }
+        }
+        rows
+    }
+
+    /// Drops of input interface `index` by reason, summed over workers.
+    pub fn drops_of(&self, index: u16) -> [u64; N_REASONS] {
+        let mut out = [0; N_REASONS];
+        for w in &self.workers {
+            for &r in DropReason::ALL {
+                out[r as usize] += w.counters.error(index, r).get();
+            }
+        }
+        out
+    }
+
+    /// Generator and sink totals, summed over workers.
+    pub fn generator_stats(&self) -> GenStats {
+        let mut s = GenStats::default();
+        for w in &self.workers {
+            w.counters.generator.add_to(&mut s);
+        }
+        s
+    }
+}
+
+impl Drop for Dataplane {
+    fn drop(&mut self) {
+        // A worker error at drop time has nowhere to go; `stop` reports it to callers who ask.
+        let _ = self.stop();
+    }
+}

@@ -1,0 +1,94 @@
+//! Named drop reasons and the interface counter each one feeds.
+//!
+//! Every node that drops a packet sets its [`DropReason`] in the buffer metadata and sends it
+//! to `error-drop`, which counts it per input interface and per reason.
+
+use crate::graph::NodeId;
+
+/// The interface counter a drop is charged to (the IF-MIB / sFlow generic counter names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropClass {
+    /// ifInDiscards: a good frame dropped on input (policy, state, resources).
+    InDiscards,
+    /// ifInErrors: a malformed frame.
+    InErrors,
+    /// ifInUnknownProtos: a protocol the interface does not handle.
+    InUnknownProtos,
+    /// ifOutDiscards: dropped on the way out.
+    OutDiscards,
+}
+
+macro_rules! drop_reasons {
+    ($($variant:ident = $name:literal, $class:ident, $node:ident, $desc:literal;)*) => {
+        /// Why a packet was dropped. The names are what `show errors` prints.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        pub enum DropReason {
+            $(#[doc = $desc] $variant,)*
+        }
+
+        impl DropReason {
+            /// Every reason, in counter-index order.
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$variant),*];
+
+            /// The reason's counter name, e.g. `truncated-ethernet`.
+            pub fn name(self) -> &'static str {
+                match self { $(DropReason::$variant => $name,)* }
+            }
+
+            /// One line saying what it means.
+            pub fn description(self) -> &'static str {
+                match self { $(DropReason::$variant => $desc,)* }
+            }
+
+            /// The node that drops for this reason.
+            pub fn node(self) -> NodeId {
+                match self { $(DropReason::$variant => NodeId::$node,)* }
+            }
+
+            /// The interface counter it is charged to.
+            pub fn class(self) -> DropClass {
+                match self { $(DropReason::$variant => DropClass::$class,)* }
+            }
+        }
+    };
+}
+
+drop_reasons! {
+    Unspecified = "unspecified", InDiscards, ErrorDrop, "sent to error-drop without a reason (a bug if it ever counts)";
+    TruncatedEthernet = "truncated-ethernet", InErrors, EthernetInput, "frame shorter than the 14-byte Ethernet header";
+    Oversize = "oversize", InErrors, EthernetInput, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
+    InterfaceDown = "interface-down", InDiscards, EthernetInput, "frame received on an interface that is administratively down";
+    UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, "ethertype the interface does not handle";
+    Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, "IPv4 frame on an interface without IPv4 forwarding";
+    MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, "MPLS frame on an interface without MPLS forwarding";
+    TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, "output interface is administratively down";
+    MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
+}
+
+/// Number of drop reasons (the width of a per-interface error counter row).
+pub const N_REASONS: usize = DropReason::ALL.len();
+
+impl DropReason {
+    /// The reason with counter index `i`, if any.
+    pub fn from_index(i: u16) -> Option<DropReason> {
+        DropReason::ALL.get(i as usize).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_and_names_are_unique() {
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i);
+            assert_eq!(DropReason::from_index(i as u16), Some(*r));
+        }
+        let mut names: Vec<_> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), N_REASONS);
+    }
+}

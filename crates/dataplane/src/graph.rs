@@ -1,0 +1,270 @@
+//! The per-worker graph runtime: node ids, the pending-vector queue, dispatch and splitting.
+//!
+//! A node receives a whole vector. When all its packets go to the same next node it hands the
+//! vector on unchanged ([`Graph::forward`], O(1)); otherwise it writes each packet's next node
+//! into [`Graph::nexts`] and calls [`Graph::split`], which builds one vector per next node.
+//! [`Graph::run`] walks pending vectors depth-first, timing each node call with one TSC read.
+
+use crate::buffer::BufferPool;
+use crate::counter::Counter;
+use crate::errors::{DropReason, N_REASONS};
+use crate::interface::{IfCounters, MAX_INTERFACES, Tables};
+use crate::stats::counter_set;
+use crate::vector::{VECTOR_SIZE, VecHandle, VectorPool};
+use crate::{nodes, tsc};
+use std::sync::Arc;
+
+macro_rules! node_ids {
+    ($($variant:ident = $name:literal: $desc:literal,)*) => {
+        /// Every node of the graph. Input nodes (drivers' rx) are called by the worker loop;
+        /// the rest are reached through vectors.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum NodeId {
+            $(#[doc = $desc] $variant,)*
+        }
+
+        impl NodeId {
+            /// Every node, in index order.
+            pub const ALL: &'static [NodeId] = &[$(NodeId::$variant),*];
+
+            /// The node's name as `show runtime` prints it.
+            pub fn name(self) -> &'static str {
+                match self { $(NodeId::$variant => $name,)* }
+            }
+        }
+    };
+}
+
+node_ids! {
+    GeneratorInput = "generator-input": "the embedded generator's rx side: fills fresh frames from stream templates",
+    EthernetInput = "ethernet-input": "checks frame length and interface state, counts unicast/multicast/broadcast, dispatches by interface mode and ethertype",
+    L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
+    InterfaceOutput = "interface-output": "checks the output interface's state and MTU, counts tx, hands frames to the driver",
+    GeneratorTx = "generator-tx": "the generator's tx side (sink): reads each frame once and frees it",
+    ErrorDrop = "error-drop": "counts each dropped frame per input interface and reason, frees it",
+}
+
+/// Number of graph nodes.
+pub const N_NODES: usize = NodeId::ALL.len();
+const _: () = assert!(N_NODES * N_NODES < VectorPool::CAPACITY);
+
+counter_set! {
+    /// One worker's runtime counters for one node.
+    NodeCounters,
+    /// Runtime counters of one node (one worker or summed).
+    NodeStats {
+        /// Times the node was called with a vector (input nodes: polls that produced packets).
+        calls,
+        /// Packets processed (VPP calls these "vectors").
+        vectors,
+        /// Input nodes only: polls that found nothing to do, after which the worker idled.
+        suspends,
+        /// TSC ticks spent in the node.
+        clocks,
+    }
+}
+
+counter_set! {
+    /// One worker's generator and sink totals.
+    GenCounters,
+    /// Generator and sink totals (one worker or summed).
+    GenStats {
+        /// Frames the generator emitted.
+        generated,
+        /// Polls where the buffer pool ran dry, so the generator emitted fewer frames.
+        no_buffer,
+        /// Frames the sink read (their bytes are in the output interfaces' tx counters).
+        sink_packets,
+        /// XOR of every 8-byte word the sink read (proves the reads happen).
+        sink_digest,
+    }
+}
+
+counter_set! {
+    /// One worker's loop timing.
+    LoopCounters,
+    /// A worker's loop timing.
+    LoopStats {
+        /// TSC when the worker started forwarding.
+        start_tsc,
+        /// TSC at the last loop iteration.
+        last_tsc,
+        /// Loop iterations.
+        loops,
+    }
+}
+
+/// Everything a worker counts, shared read-only with the main thread.
+pub struct WorkerCounters {
+    /// Per node, indexed by `NodeId as usize`.
+    pub nodes: Vec<NodeCounters>,
+    /// Per interface, indexed by interface index.
+    pub ifs: Vec<IfCounters>,
+    /// Per input interface and drop reason: `errors[if_index * N_REASONS + reason]`.
+    pub errors: Vec<Counter>,
+    /// Generator and sink totals.
+    pub generator: GenCounters,
+    /// Loop timing.
+    pub looping: LoopCounters,
+}
+
+impl WorkerCounters {
+    /// All counters at zero.
+    pub fn new() -> Self {
+        Self {
+            nodes: (0..N_NODES).map(|_| NodeCounters::default()).collect(),
+            ifs: (0..MAX_INTERFACES).map(|_| IfCounters::default()).collect(),
+            errors: (0..MAX_INTERFACES * N_REASONS).map(|_| Counter::default()).collect(),
+            generator: GenCounters::default(),
+            looping: LoopCounters::default(),
+        }
+    }
+
+    /// The drop counter of `(input interface, reason)`.
+    #[inline(always)]
+    pub fn error(&self, rx_if: u16, reason: DropReason) -> &Counter {
+        &self.errors[(rx_if as usize % MAX_INTERFACES) * N_REASONS + reason as usize]
+    }
+
+    /// The counters of interface `index` (indices beyond the table share slot 0, "unknown").
+    #[inline(always)]
+    pub fn interface(&self, index: u16) -> &IfCounters {
+        self.ifs.get(index as usize).unwrap_or(&self.ifs[0])
+    }
+}
+
+impl Default for WorkerCounters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One worker's graph state: its buffers and vectors, the tables it forwards with, and the
+/// queue of vectors waiting for a node.
+pub struct Graph {
+    /// The worker's packet buffers.
+    pub pool: BufferPool,
+    /// The worker's vectors.
+    pub vectors: VectorPool,
+    /// Forwarding tables (an immutable snapshot).
+    pub tables: Arc<Tables>,
+    /// Counters shared with the main thread.
+    pub counters: Arc<WorkerCounters>,
+    /// Scratch: next node per packet of the vector being split.
+    pub nexts: [NodeId; VECTOR_SIZE],
+    pending: Vec<(NodeId, VecHandle)>,
+}
+
+impl Graph {
+    /// A graph with `buffers` packet buffers.
+    pub fn new(buffers: u32, tables: Arc<Tables>, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
+        Ok(Self {
+            pool: BufferPool::new(buffers)?,
+            vectors: VectorPool::new(),
+            tables,
+            counters,
+            nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
+            pending: Vec::with_capacity(VectorPool::CAPACITY),
+        })
+    }
+
+    /// Queues vector `v` for node `next`, unchanged.
+    #[inline(always)]
+    pub fn forward(&mut self, v: VecHandle, next: NodeId) {
+        self.pending.push((next, v));
+    }
+
+    /// Splits vector `v` by `self.nexts[k]` (the next node of its k-th packet), keeping the
+    /// packets' order within each new vector, and queues the new vectors.
+    pub fn split(&mut self, v: VecHandle) {
+        let mut outs: [Option<VecHandle>; N_NODES] = [None; N_NODES];
+        let port = self.vectors[v].port;
+        for k in 0..self.vectors[v].len() {
+            let next = self.nexts[k] as usize;
+            let h = *outs[next].get_or_insert_with(|| self.vectors.alloc(port));
+            let i = self.vectors[v].indices()[k];
+            self.vectors[h].push(i);
+        }
+        self.vectors.free(v);
+        for (node, h) in NodeId::ALL.iter().zip(outs) {
+            if let Some(h) = h {
+                self.pending.push((*node, h));
+            }
+        }
+    }
+
+    /// Sends packet `k` of the vector being split to `error-drop` with `reason`.
+    #[inline]
+    pub fn mark_drop(&mut self, k: usize, buffer: u32, reason: DropReason) {
+        self.pool.meta_mut(buffer).error = reason as u16;
+        self.nexts[k] = NodeId::ErrorDrop;
+    }
+
+    /// The vectors waiting, as (node, handle), last queued last.
+    pub fn pending(&self) -> &[(NodeId, VecHandle)] {
+        &self.pending
+    }
+
+    /// Removes and returns the most recently queued vector, without running it.
+    pub fn take_pending(&mut self) -> Option<(NodeId, VecHandle)> {
+        self.pending.pop()
+    }
+
+    /// Runs node `node` on vector `v` once (no timing). Tests use it to check one node.
+    pub fn dispatch(&mut self, node: NodeId, v: VecHandle) {
+        match node {
+            NodeId::EthernetInput => nodes::ethernet_input::run(self, v),
+            NodeId::L2Xconnect => nodes::l2_xconnect::run(self, v),
+            NodeId::InterfaceOutput => nodes::interface_output::run(self, v),
+            NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
+            NodeId::ErrorDrop => nodes::error_drop::run(self, v),
+            NodeId::GeneratorInput => unreachable!("input nodes are polled, not queued"),
+        }
+    }
+
+    /// Runs every pending vector to completion, charging each node call its TSC ticks.
+    /// `t` is the TSC at entry; returns the TSC at exit.
+    pub fn run(&mut self, mut t: u64) -> u64 {
+        while let Some((node, v)) = self.pending.pop() {
+            let n = self.vectors[v].len() as u64;
+            self.dispatch(node, v);
+            let t2 = tsc::now();
+            let c = &self.counters.nodes[node as usize];
+            c.calls.add(1);
+            c.vectors.add(n);
+            c.clocks.add(t2 - t);
+            t = t2;
+        }
+        t
+    }
+
+    /// Counts a received vector on the rx interface (what a driver's input node does).
+    #[inline(always)]
+    pub fn count_rx(&self, port: u16, packets: u64, octets: u64) {
+        let c = self.counters.interface(port);
+        c.rx_packets.add(packets);
+        c.rx_octets.add(octets);
+    }
+
+    /// Copies `frames` into fresh buffers as one vector received on interface `port` and
+    /// returns it (not queued), counting it as received. Returns `None` when the pool has too few free buffers.
+    /// Used by tests and by capture-replay drivers; at most [`VECTOR_SIZE`] frames.
+    pub fn inject(&mut self, port: u16, frames: &[&[u8]]) -> Option<VecHandle> {
+        assert!(frames.len() <= VECTOR_SIZE);
+        if self.pool.free_count() < frames.len() {
+            return None;
+        }
+        let v = self.vectors.alloc(port);
+        let n = self.pool.alloc(&mut self.vectors[v].slots_mut()[..frames.len()]);
+        self.vectors[v].set_len(n);
+        let mut octets = 0;
+        for (k, f) in frames.iter().enumerate() {
+            let i = self.vectors[v].indices()[k];
+            octets += self.pool.write_frame(i, f) as u64;
+            self.pool.meta_mut(i).rx_if = port;
+        }
+        self.count_rx(port, n as u64, octets);
+        Some(v)
+    }
+}

@@ -1,0 +1,206 @@
+//! Interfaces: the main thread's description of each one, the compact per-interface facts
+//! workers read, and the per-worker counters that sFlow's generic/ethernet records need.
+
+use crate::graph::NodeId;
+use crate::stats::counter_set;
+use serde::Serialize;
+use wire::MacAddr;
+
+/// Highest interface index + 1. Index 0 is reserved for "unknown" (as in sFlow).
+pub const MAX_INTERFACES: usize = 1024;
+
+/// Bytes a frame may carry beyond the MTU: a 14-byte Ethernet header and one 802.1Q tag.
+pub const L2_OVERHEAD: u16 = 18;
+
+/// What an interface does with the frames it receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RxMode {
+    /// Layer-3 interface: frames are dispatched by ethertype.
+    L3,
+    /// Every frame is sent out of the peer interface unchanged.
+    L2Xconnect {
+        /// Index of the output interface.
+        peer: u16,
+    },
+}
+
+/// The driver behind an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverKind {
+    /// The embedded traffic generator (rx) and sink (tx).
+    Generator,
+}
+
+impl DriverKind {
+    /// The graph node that transmits on this driver.
+    pub fn tx_node(self) -> NodeId {
+        match self {
+            DriverKind::Generator => NodeId::GeneratorTx,
+        }
+    }
+}
+
+/// An interface as the main thread knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Interface {
+    /// Index, also the sFlow ifIndex (≥ 1).
+    pub index: u16,
+    /// Name, unique.
+    pub name: String,
+    /// Administrative state.
+    pub admin_up: bool,
+    /// MAC address.
+    #[serde(serialize_with = "ser_display")]
+    pub mac: MacAddr,
+    /// L3 MTU in bytes.
+    pub mtu: u16,
+    /// Receive behaviour.
+    pub mode: RxMode,
+    /// Driver.
+    pub driver: DriverKind,
+    /// Worker that polls its rx queue.
+    pub rx_worker: u16,
+}
+
+fn ser_display<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// What a worker needs to know about one interface, packed for the hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IfRuntime {
+    /// Administrative state.
+    pub admin_up: bool,
+    /// Longest frame accepted on rx or sent on tx: MTU + [`L2_OVERHEAD`].
+    pub max_frame: u16,
+    /// Receive behaviour.
+    pub mode: RxMode,
+    /// Node that transmits on it (its driver's tx node), or `error-drop` when it is down.
+    pub tx_node: NodeId,
+}
+
+impl IfRuntime {
+    /// The entry for an unused index: down, drops everything.
+    pub const UNUSED: IfRuntime =
+        IfRuntime { admin_up: false, max_frame: 0, mode: RxMode::L3, tx_node: NodeId::ErrorDrop };
+}
+
+/// The immutable tables a worker forwards with. Replaced as a whole (never edited in place)
+/// when the configuration changes.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    /// Indexed by interface index; `MAX_INTERFACES` long so any `u16` below that is valid.
+    pub ifs: Vec<IfRuntime>,
+}
+
+impl Tables {
+    /// Builds the worker tables from the interface list.
+    pub fn new(interfaces: &[Interface]) -> Self {
+        let mut ifs = vec![IfRuntime::UNUSED; MAX_INTERFACES];
+        for i in interfaces {
+            ifs[i.index as usize] = IfRuntime {
+                admin_up: i.admin_up,
+                max_frame: i.mtu + L2_OVERHEAD,
+                mode: i.mode,
+                tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
+            };
+        }
+        Self { ifs }
+    }
+
+    /// The entry of interface `index` (indices ≥ `MAX_INTERFACES` are treated as unused).
+    #[inline(always)]
+    pub fn get(&self, index: u16) -> &IfRuntime {
+        self.ifs.get(index as usize).unwrap_or(&IfRuntime::UNUSED)
+    }
+}
+
+counter_set! {
+    /// One worker's counters for one interface.
+    IfCounters,
+    /// Counters of one interface, summed over workers.
+    IfStats {
+        /// Frames received.
+        rx_packets,
+        /// Bytes received (frames without FCS).
+        rx_octets,
+        /// Frames received with a unicast destination.
+        rx_unicast,
+        /// Frames received with a multicast (non-broadcast group) destination.
+        rx_multicast,
+        /// Frames received with the broadcast destination.
+        rx_broadcast,
+        /// Frames received here that reached an output interface.
+        rx_forwarded,
+        /// ifInDiscards.
+        in_discards,
+        /// ifInErrors.
+        in_errors,
+        /// ifInUnknownProtos.
+        in_unknown_protos,
+        /// Frames sent.
+        tx_packets,
+        /// Bytes sent.
+        tx_octets,
+        /// Frames sent with a unicast destination.
+        tx_unicast,
+        /// Frames sent with a multicast destination.
+        tx_multicast,
+        /// Frames sent with the broadcast destination.
+        tx_broadcast,
+        /// ifOutDiscards.
+        out_discards,
+        /// ifOutErrors.
+        out_errors,
+    }
+}
+
+/// Unicast / multicast / broadcast classification of a frame from its first 8 bytes
+/// (destination MAC in the top 48 bits): returns `(is_group, is_broadcast)` as 0/1.
+#[inline(always)]
+pub fn cast_bits(head: u64) -> (u64, u64) {
+    ((head >> 56) & 1, u64::from(head >> 16 == 0xffff_ffff_ffff))
+}
+
+/// Frames sent out of one interface, summed over a run of frames, for its tx counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TxRun {
+    /// Output interface.
+    pub tx_if: u16,
+    /// Frames.
+    pub packets: u64,
+    /// Bytes.
+    pub octets: u64,
+    /// Frames with a group (multicast or broadcast) destination.
+    pub group: u64,
+    /// Frames with the broadcast destination.
+    pub bcast: u64,
+}
+
+impl TxRun {
+    /// Adds one frame of `len` bytes whose first 8 bytes are `head` (big-endian).
+    #[inline(always)]
+    pub fn add(&mut self, len: u16, head: u64) {
+        let (g, b) = cast_bits(head);
+        self.packets += 1;
+        self.octets += u64::from(len);
+        self.group += g;
+        self.bcast += b;
+    }
+
+    /// Adds the run to `c` (the counters of `self.tx_if`) and restarts it for `tx_if`.
+    /// Kept out of line: it runs once per run, and inlining it costs the caller's loop registers.
+    #[inline(never)]
+    pub fn flush(&mut self, c: &IfCounters, tx_if: u16) {
+        if self.packets > 0 {
+            c.tx_packets.add(self.packets);
+            c.tx_octets.add(self.octets);
+            c.tx_unicast.add(self.packets - self.group);
+            c.tx_multicast.add(self.group - self.bcast);
+            c.tx_broadcast.add(self.bcast);
+        }
+        *self = TxRun { tx_if, ..TxRun::default() };
+    }
+}

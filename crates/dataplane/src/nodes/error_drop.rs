@@ -1,0 +1,26 @@
+//! `error-drop`: the end of every dropped frame. Counts it under its reason (set by the node
+//! that dropped it) per input interface, charges the interface counter the reason maps to
+//! (ifInDiscards, ifInErrors, ifInUnknownProtos on the input interface; ifOutDiscards on the
+//! output interface), and frees the buffer.
+
+use crate::errors::{DropClass, DropReason};
+use crate::graph::Graph;
+use crate::vector::VecHandle;
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let c = &g.counters;
+    for &i in g.vectors[v].indices() {
+        let m = g.pool.meta(i);
+        let reason = DropReason::from_index(m.error).unwrap_or(DropReason::Unspecified);
+        c.error(m.rx_if, reason).add(1);
+        match reason.class() {
+            DropClass::InDiscards => c.interface(m.rx_if).in_discards.add(1),
+            DropClass::InErrors => c.interface(m.rx_if).in_errors.add(1),
+            DropClass::InUnknownProtos => c.interface(m.rx_if).in_unknown_protos.add(1),
+            DropClass::OutDiscards => c.interface(m.tx_if).out_discards.add(1),
+        }
+    }
+    g.pool.free(g.vectors[v].indices());
+    g.vectors.free(v);
+}

@@ -1,0 +1,64 @@
+//! `interface-output`: the last node before a driver's tx.
+//!
+//! For each frame it checks the output interface (`tx_if` in the metadata) is up and the frame
+//! fits its MTU (+ 18 bytes of tagged Ethernet header), counts it as forwarded on its input
+//! interface and hands it to the output interface's driver tx node, which counts what it
+//! sends (see [`crate::interface::TxRun`]). The fast path — every frame of the vector with the
+//! same (input, output) pair, the usual case — reads only the metadata and looks the output
+//! interface up once.
+//!
+//! Drops: `tx-interface-down`, `mtu-exceeded`.
+
+use crate::errors::DropReason;
+use crate::graph::{Graph, NodeId};
+use crate::vector::VecHandle;
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let idx = g.vectors[v].indices();
+    let Some(&first) = idx.first() else {
+        g.vectors.free(v);
+        return;
+    };
+    let m0 = *g.pool.meta(first);
+    let (mut mixed, mut longest) = (false, 0u16);
+    for &i in idx {
+        let m = g.pool.meta(i);
+        mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
+        longest = longest.max(m.len);
+    }
+    let out = *g.tables.get(m0.tx_if);
+    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame {
+        g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
+        g.forward(v, out.tx_node);
+    } else {
+        each_frame(g, v);
+    }
+}
+
+/// The general path: per-frame output checks, split by next node.
+#[cold]
+fn each_frame(g: &mut Graph, v: VecHandle) {
+    let mut first = None;
+    let mut same = true;
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let m = *g.pool.meta(i);
+        let out = *g.tables.get(m.tx_if);
+        let next = if out.tx_node != NodeId::ErrorDrop && m.len <= out.max_frame {
+            g.counters.interface(m.rx_if).rx_forwarded.add(1);
+            out.tx_node
+        } else {
+            let reason =
+                if out.tx_node == NodeId::ErrorDrop { DropReason::TxInterfaceDown } else { DropReason::MtuExceeded };
+            g.pool.meta_mut(i).error = reason as u16;
+            NodeId::ErrorDrop
+        };
+        g.nexts[k] = next;
+        same &= *first.get_or_insert(next) == next;
+    }
+    match first {
+        Some(next) if same => g.forward(v, next),
+        _ => g.split(v),
+    }
+}

@@ -1,0 +1,35 @@
+//! Counter sets: a worker-owned set of [`Counter`]s and its plain, summable snapshot.
+
+/// Declares a cache-aligned set of single-writer counters (`$set`) and a plain snapshot
+/// (`$snap`) with the same fields that sums the sets of several workers.
+macro_rules! counter_set {
+    ($(#[$doc:meta])* $set:ident, $(#[$sdoc:meta])* $snap:ident { $($(#[$fdoc:meta])* $field:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Default)]
+        #[repr(C, align(64))]
+        pub struct $set {
+            $($(#[$fdoc])* pub $field: $crate::counter::Counter,)*
+        }
+
+        $(#[$sdoc])*
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+        pub struct $snap {
+            $($(#[$fdoc])* pub $field: u64,)*
+        }
+
+        impl $set {
+            /// Adds this worker's values into `into`.
+            pub fn add_to(&self, into: &mut $snap) {
+                $(into.$field += self.$field.get();)*
+            }
+        }
+
+        impl std::ops::AddAssign for $snap {
+            fn add_assign(&mut self, o: $snap) {
+                $(self.$field += o.$field;)*
+            }
+        }
+    };
+}
+
+pub(crate) use counter_set;

@@ -1,0 +1,110 @@
+//! The configuration model: YAML round trips and errors that name the field.
+
+use dataplane::config::{Config, ConfigError};
+
+const LAB: &str = include_str!("../../../examples/lab.yaml");
+
+#[test]
+fn lab_round_trips_through_yaml() {
+    let c = Config::load(LAB).unwrap();
+    assert_eq!(c.interfaces.len(), 8);
+    let again = Config::load(&c.to_yaml()).unwrap();
+    assert_eq!(again, c);
+}
+
+#[test]
+fn l3_sections_round_trip() {
+    let yaml = "
+interfaces:
+  eth0:
+    addresses: [100.64.0.1/31]
+    mpls: true
+    sub-interfaces:
+      100: {encapsulation: {dot1q: 100}, addresses: [10.0.0.1/24]}
+  eth1: {}
+routes:
+  - {prefix: 16.0.0.0/24, via: 100.64.0.0, interface: eth0, out-labels: [17]}
+neighbors:
+  - {interface: eth0, address: 100.64.0.0, mac: 00:1b:21:06:00:00}
+mpls:
+  local-labels:
+    - {label: 16, via: 100.64.1.0, interface: eth1, out-labels: [17]}
+";
+    let c = Config::load(yaml).unwrap();
+    assert_eq!(Config::load(&c.to_yaml()).unwrap(), c);
+    assert_eq!(c.first_unsupported().as_deref(), Some("routes"));
+}
+
+fn err(yaml: &str) -> String {
+    match Config::load(yaml) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted: {yaml}"),
+    }
+}
+
+#[test]
+fn errors_name_the_field_the_value_and_what_is_allowed() {
+    let cases = [
+        ("interfaces: {p0: {mtu: 9000}}", "interfaces.p0.mtu: 9000 is not allowed; allowed: 68 to 2030"),
+        (
+            "interfaces: {p0: {l2xc: nowhere}}",
+            "interfaces.p0.l2xc: nowhere is not allowed; allowed: the name of another configured interface",
+        ),
+        ("interfaces: {p0: {l2xc: p0}}", "interfaces.p0.l2xc: p0"),
+        ("workers: {count: 0}", "workers.count: 0 is not allowed; allowed: 1 to 64"),
+        ("workers: {buffers: 10}", "workers.buffers: 10 is not allowed; allowed: 1024 to 1048576"),
+        (
+            "interfaces: {p0: {rx-placement: {worker: 3}}}",
+            "interfaces.p0.rx-placement.worker: 3 is not allowed; allowed: 0 to 0",
+        ),
+        ("interfaces: {p0: {index: 0}}", "interfaces.p0.index: 0 is not allowed; allowed: 1 to 1023"),
+        (
+            "interfaces: {a: {index: 5}, b: {index: 5}}",
+            "interfaces.b.index: 5 is not allowed; allowed: an index no other interface uses (a has it)",
+        ),
+        (
+            "interfaces: {p0: {generator: {streams: [{frame-size: 63}]}}}",
+            "interfaces.p0.generator.streams[0].frame-size: 63 is not allowed; allowed: 64 to 2052",
+        ),
+        (
+            "interfaces: {p0: {generator: {streams: [{template: mpls}]}}}",
+            "interfaces.p0.generator.streams[0].labels: [] is not allowed; allowed: 1 to 8 labels for template mpls",
+        ),
+        (
+            "interfaces: {p0: {generator: {streams: [{vlan: 4095}]}}}",
+            "interfaces.p0.generator.streams[0].vlan: 4095 is not allowed; allowed: 1 to 4094",
+        ),
+        (
+            "interfaces: {p0: {generator: {streams: [{src-range: {count: 0}}]}}}",
+            "interfaces.p0.generator.streams[0].src-range.count: 0",
+        ),
+        ("interfaces: {p0: {generator: {streams: [{rate-pps: 0}]}}}", "interfaces.p0.generator.streams[0].rate-pps: 0"),
+        (
+            "interfaces: {p0: {sub-interfaces: {1: {encapsulation: {dot1q: 5000}}}}}",
+            "interfaces.p0.sub-interfaces.1.encapsulation.dot1q: 5000",
+        ),
+        (
+            "interfaces: {p0: {}}\nroutes: [{prefix: 1.0.0.0/8, via: 1.1.1.1, out-labels: [3]}]",
+            "routes[0].out-labels: 3 is not allowed; allowed: labels 16 to 1048575",
+        ),
+        (
+            "interfaces: {p0: {}}\nneighbors: [{interface: p9, address: 1.1.1.1, mac: 00:00:00:00:00:01}]",
+            "neighbors[0].interface: p9",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let got = err(yaml);
+        assert!(got.starts_with(want), "for {yaml}\n got: {got}\nwant: {want}");
+    }
+}
+
+#[test]
+fn parse_errors_say_what_is_wrong() {
+    let e = Config::load("interfaces: {p0: {mtux: 1500}}").unwrap_err();
+    assert!(matches!(e, ConfigError::Parse(_)));
+    assert!(e.to_string().contains("mtux"), "{e}");
+    let e = Config::load("interfaces: {p0: {mac: 00:11:22}}").unwrap_err().to_string();
+    assert!(e.contains("not a MAC address"), "{e}");
+    let e = Config::load("routes: [{prefix: 10.0.0.0/33, via: 1.1.1.1}]").unwrap_err().to_string();
+    assert!(e.contains("not in 0..=32"), "{e}");
+}

@@ -1,0 +1,203 @@
+//! `vecflow bench`: cycles per packet of each forwarding path, one worker, 64-byte frames,
+//! generator to sink in memory.
+//!
+//! Each run starts a dataplane, lets it warm up, then measures over a window: the worker's
+//! wall-clock TSC ÷ packets generated (so everything counts: generator, graph, sink, loop),
+//! plus each node's TSC ÷ the packets it processed. `--runs N` repeats and reports the median.
+
+use anyhow::{Context, bail};
+use dataplane::config::{Config, GeneratorConfig, InterfaceConfig, StreamConfig, Template, Workers};
+use dataplane::engine::WorkerRuntime;
+use dataplane::graph::{NodeId, NodeStats};
+use dataplane::{Dataplane, tsc};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::time::Duration;
+
+/// Options of `vecflow bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenarios to run (repeatable); default: all.
+    #[arg(long = "scenario", value_name = "NAME")]
+    scenarios: Vec<String>,
+    /// Runs per scenario; the median (by cycles/packet) is reported.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    runs: u32,
+    /// Measurement window per run, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Warm-up before each window, seconds.
+    #[arg(long, default_value_t = 0.5)]
+    warmup: f64,
+    /// CPU to pin the worker to; default: the last CPU when there are several, else none.
+    #[arg(long)]
+    core: Option<u16>,
+    /// Print only JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A named forwarding path and the configuration that exercises it.
+struct Scenario {
+    name: &'static str,
+    build: fn(Option<u16>) -> Config,
+}
+
+const SCENARIOS: &[Scenario] = &[Scenario { name: "l2xc", build: l2xc }];
+
+/// Two generator interfaces cross-connected to each other, both sending 64-byte IPv4/UDP as
+/// fast as the worker can.
+fn l2xc(core: Option<u16>) -> Config {
+    let mut c = Config {
+        workers: Workers { count: 1, cores: core.into_iter().collect(), ..Workers::default() },
+        ..Config::default()
+    };
+    for (name, peer) in [("gen0", "gen1"), ("gen1", "gen0")] {
+        let generator = Some(GeneratorConfig { streams: vec![StreamConfig::new(Template::Ipv4Udp)] });
+        c.interfaces
+            .insert(name.into(), InterfaceConfig { l2xc: Some(peer.into()), generator, ..InterfaceConfig::default() });
+    }
+    c
+}
+
+/// What one measured window gave.
+#[derive(Debug, Clone, Serialize)]
+struct Measured {
+    name: &'static str,
+    sflow_rate: u32,
+    packets: u64,
+    mpps: f64,
+    cycles_per_packet: f64,
+    vectors_per_call: f64,
+    nodes: Vec<NodeCost>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct NodeCost {
+    name: &'static str,
+    clocks_per_packet: f64,
+    vectors_per_call: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    tsc_hz: u64,
+    runs: u32,
+    seconds: f64,
+    scenarios: Vec<Measured>,
+}
+
+fn worker0(dp: &Dataplane) -> WorkerRuntime {
+    dp.runtime().into_iter().next().expect("one worker")
+}
+
+fn node(w: &WorkerRuntime, id: NodeId) -> NodeStats {
+    w.nodes.iter().find(|(n, _)| *n == id).map(|(_, s)| *s).unwrap_or_default()
+}
+
+fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Result<Measured> {
+    let mut dp = Dataplane::start(&(s.build)(core)).with_context(|| format!("scenario {}", s.name))?;
+    std::thread::sleep(Duration::from_secs_f64(args.warmup));
+    let a = worker0(&dp);
+    std::thread::sleep(Duration::from_secs_f64(args.seconds));
+    let b = worker0(&dp);
+    dp.stop()?;
+    let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
+    let packets = input(&b).vectors - input(&a).vectors;
+    if packets == 0 {
+        bail!("scenario {}: no packets in the window", s.name);
+    }
+    let wall = b.looping.last_tsc - a.looping.last_tsc;
+    let nodes = NodeId::ALL
+        .iter()
+        .map(|&id| {
+            let (x, y) = (node(&a, id), node(&b, id));
+            let (calls, vecs, clocks) = (y.calls - x.calls, y.vectors - x.vectors, y.clocks - x.clocks);
+            NodeCost {
+                name: id.name(),
+                clocks_per_packet: clocks as f64 / vecs.max(1) as f64,
+                vectors_per_call: vecs as f64 / calls.max(1) as f64,
+            }
+        })
+        .filter(|n| n.vectors_per_call > 0.0)
+        .collect::<Vec<_>>();
+    let input_calls = input(&b).calls - input(&a).calls;
+    Ok(Measured {
+        name: s.name,
+        sflow_rate: 0,
+        packets,
+        mpps: packets as f64 / (wall as f64 / hz as f64) / 1e6,
+        cycles_per_packet: wall as f64 / packets as f64,
+        vectors_per_call: packets as f64 / input_calls.max(1) as f64,
+        nodes,
+    })
+}
+
+/// Runs the benchmark.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let chosen: Vec<&Scenario> = if args.scenarios.is_empty() {
+        SCENARIOS.iter().collect()
+    } else {
+        args.scenarios
+            .iter()
+            .map(|n| {
+                SCENARIOS.iter().find(|s| s.name == n).with_context(|| {
+                    format!(
+                        "--scenario {n}: unknown; known: {}",
+                        SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    if !(0.1..=600.0).contains(&args.seconds) || !(0.0..=60.0).contains(&args.warmup) {
+        bail!("--seconds must be 0.1 to 600 and --warmup 0 to 60");
+    }
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
+    let core = args.core.or((ncpu > 1).then(|| ncpu - 1));
+    let hz = tsc::hz();
+    let bar = ProgressBar::new(chosen.len() as u64 * u64::from(args.runs));
+    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("template"));
+    let mut rows = Vec::new();
+    for s in chosen {
+        let mut runs = Vec::new();
+        for r in 0..args.runs {
+            bar.set_message(format!("{} run {}", s.name, r + 1));
+            runs.push(measure(s, &args, core, hz)?);
+            bar.inc(1);
+        }
+        runs.sort_by(|a, b| a.cycles_per_packet.total_cmp(&b.cycles_per_packet));
+        rows.push(runs.swap_remove(runs.len() / 2));
+    }
+    bar.finish_and_clear();
+    let report = Report { tsc_hz: hz, runs: args.runs, seconds: args.seconds, scenarios: rows };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_table(&report, core);
+    }
+    Ok(())
+}
+
+fn print_table(r: &Report, core: Option<u16>) {
+    let pin = core.map_or("unpinned".to_string(), |c| format!("worker on CPU {c}"));
+    println!(
+        "vecflow bench: TSC {:.3} GHz, {pin}, {} s window, median of {} run(s)",
+        r.tsc_hz as f64 / 1e9,
+        r.seconds,
+        r.runs
+    );
+    println!("{:<12} {:>10} {:>8} {:>14} {:>13}", "scenario", "sflow", "Mpps", "cycles/packet", "vectors/call");
+    for s in &r.scenarios {
+        println!(
+            "{:<12} {:>10} {:>8.2} {:>14.2} {:>13.1}",
+            s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call
+        );
+        for n in &s.nodes {
+            println!(
+                "  {:<22} {:>8.2} clocks/packet {:>8.1} vectors/call",
+                n.name, n.clocks_per_packet, n.vectors_per_call
+            );
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! `vecflow`: the command-line front end.
+//!
+//! - `vecflow demo` runs the example lab on generator interfaces and shows what flows.
+//! - `vecflow bench` measures cycles per packet of the forwarding paths.
+
+mod bench;
+mod demo;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Userspace vector packet dataplane with a built-in sFlow v5 agent.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a lab config on generator interfaces for a while and show what flowed.
+    Demo(demo::Args),
+    /// Measure cycles per packet of the forwarding paths (one worker, in memory).
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => demo::run(a),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vecflow: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

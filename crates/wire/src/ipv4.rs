@@ -1,0 +1,135 @@
+//! IPv4 headers.
+
+use crate::{WireError, be16, be32, check_len, checksum};
+use std::net::Ipv4Addr;
+
+/// Length of an IPv4 header without options.
+pub const HEADER_LEN: usize = 20;
+
+/// IP protocol numbers vecflow knows by name.
+pub mod protocol {
+    /// ICMP.
+    pub const ICMP: u8 = 1;
+    /// TCP.
+    pub const TCP: u8 = 6;
+    /// UDP.
+    pub const UDP: u8 = 17;
+}
+
+/// A view over an IPv4 packet.
+#[derive(Debug, Clone, Copy)]
+pub struct Ipv4Packet<T> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> Ipv4Packet<T> {
+    /// Wraps `buf`, checking it holds the 20-byte fixed header.
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        check_len(buf.as_ref(), HEADER_LEN)?;
+        Ok(Self { buf })
+    }
+
+    /// The version field (4 for IPv4).
+    pub fn version(&self) -> u8 {
+        self.buf.as_ref()[0] >> 4
+    }
+
+    /// Header length in bytes (IHL × 4).
+    pub fn header_len(&self) -> usize {
+        usize::from(self.buf.as_ref()[0] & 0x0f) * 4
+    }
+
+    /// The type-of-service (DSCP + ECN) byte.
+    pub fn tos(&self) -> u8 {
+        self.buf.as_ref()[1]
+    }
+
+    /// Total length of the packet per the header.
+    pub fn total_len(&self) -> u16 {
+        be16(self.buf.as_ref(), 2)
+    }
+
+    /// Time to live.
+    pub fn ttl(&self) -> u8 {
+        self.buf.as_ref()[8]
+    }
+
+    /// Protocol of the payload.
+    pub fn protocol(&self) -> u8 {
+        self.buf.as_ref()[9]
+    }
+
+    /// Header checksum field.
+    pub fn header_checksum(&self) -> u16 {
+        be16(self.buf.as_ref(), 10)
+    }
+
+    /// Source address.
+    pub fn src(&self) -> Ipv4Addr {
+        Ipv4Addr::from(be32(self.buf.as_ref(), 12))
+    }
+
+    /// Destination address.
+    pub fn dst(&self) -> Ipv4Addr {
+        Ipv4Addr::from(be32(self.buf.as_ref(), 16))
+    }
+
+    /// True when the header checksum verifies (the header must be fully present).
+    pub fn checksum_ok(&self) -> bool {
+        let hl = self.header_len();
+        let b = self.buf.as_ref();
+        hl >= HEADER_LEN && b.len() >= hl && checksum::checksum(&b[..hl]) == 0
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
+    /// Sets the source address (the checksum is not updated).
+    pub fn set_src(&mut self, a: Ipv4Addr) {
+        self.buf.as_mut()[12..16].copy_from_slice(&a.octets());
+    }
+
+    /// Sets the destination address (the checksum is not updated).
+    pub fn set_dst(&mut self, a: Ipv4Addr) {
+        self.buf.as_mut()[16..20].copy_from_slice(&a.octets());
+    }
+
+    /// Recomputes and stores the header checksum.
+    pub fn fill_checksum(&mut self) {
+        let hl = self.header_len().max(HEADER_LEN).min(self.buf.as_ref().len());
+        let b = self.buf.as_mut();
+        b[10..12].copy_from_slice(&[0, 0]);
+        let c = checksum::checksum(&b[..hl]);
+        b[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+}
+
+/// Writes a 20-byte IPv4 header without options into `out[..20]`, checksum filled.
+pub fn write_header(out: &mut [u8], total_len: u16, ttl: u8, protocol: u8, src: Ipv4Addr, dst: Ipv4Addr) {
+    out[..HEADER_LEN].copy_from_slice(&[0u8; HEADER_LEN]);
+    out[0] = 0x45;
+    out[2..4].copy_from_slice(&total_len.to_be_bytes());
+    out[6] = 0x40; // don't fragment
+    out[8] = ttl;
+    out[9] = protocol;
+    let mut p = Ipv4Packet { buf: &mut out[..HEADER_LEN] };
+    p.set_src(src);
+    p.set_dst(dst);
+    p.fill_checksum();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip() {
+        let mut b = [0u8; 20];
+        write_header(&mut b, 46, 64, protocol::UDP, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 1));
+        let p = Ipv4Packet::new_checked(&b[..]).unwrap();
+        assert_eq!((p.version(), p.header_len(), p.total_len(), p.ttl()), (4, 20, 46, 64));
+        assert_eq!((p.src(), p.dst()), (Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 1)));
+        assert!(p.checksum_ok());
+        b[8] = 63;
+        assert!(!Ipv4Packet::new_checked(&b[..]).unwrap().checksum_ok());
+    }
+}
