@@ -7,6 +7,18 @@ cd "$(dirname "$0")"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The decoder fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+
+# Installs a cargo subcommand from crates.io when it is missing.
+need_cargo_tool() {
+    local bin=$1 crate=$2 version=$3
+    if ! command -v "$bin" >/dev/null 2>&1; then
+        step "installing $crate $version (needed by the tests)"
+        cargo install --locked "$crate" --version "$version"
+    fi
+}
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -16,6 +28,12 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (debug: unit, node, property, engine and CLI tests)"
 cargo test --workspace --quiet 2>&1 | tee target/test.log
 summary=$(grep -E '^test result:' target/test.log | awk '{p+=$4; f+=$6; i+=$8} END {printf "%d passed, %d failed, %d skipped\n", p, f, i}')
+
+step "fuzz the sFlow decoder for ${FUZZ_SECONDS}s (cargo +nightly fuzz, seed 1)"
+need_cargo_tool cargo-fuzz cargo-fuzz 0.13.2
+(cd crates/sflow && cargo +nightly fuzz run decode -- -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 2>&1 |
+    tee ../../target/fuzz.log | grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' || true)
+grep -q '^Done ' target/fuzz.log || { echo "fuzzing failed:"; tail -40 target/fuzz.log; exit 1; }
 
 step "summary"
 echo "$summary"

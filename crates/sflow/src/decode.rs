@@ -74,10 +74,20 @@ pub fn decode(buf: &[u8]) -> Result<Datagram<'_>, DecodeError> {
     Ok(Datagram { agent, sub_agent_id, sequence, uptime_ms, samples })
 }
 
-/// Reads a TLV header and returns (format, body reader, body offset).
+/// Reads a TLV header and returns (format, body reader). XDR pads every body to a multiple
+/// of 4 bytes, so any other length is malformed.
 fn tlv<'a>(r: &mut Reader<'a>) -> Result<(DataFormat, Reader<'a>), DecodeError> {
+    let at = r.offset();
     let format = DataFormat::from_u32(r.u32()?);
     let len = r.u32()? as usize;
+    if !len.is_multiple_of(4) {
+        return Err(DecodeError::Length {
+            at,
+            what: format!("structure {format}"),
+            len,
+            problem: "not a multiple of 4".into(),
+        });
+    }
     Ok((format, r.sub(len)?))
 }
 
@@ -244,7 +254,12 @@ fn flow_record<'a>(r: &mut Reader<'a>) -> Result<FlowRecord<'a>, DecodeError> {
             })
         })?),
         1001 => FlowRecord::Switch(known(body, what, |b| {
-            Ok(ExtendedSwitch { src_vlan: b.u32()?, src_priority: b.u32()?, dst_vlan: b.u32()?, dst_priority: b.u32()? })
+            Ok(ExtendedSwitch {
+                src_vlan: b.u32()?,
+                src_priority: b.u32()?,
+                dst_vlan: b.u32()?,
+                dst_priority: b.u32()?,
+            })
         })?),
         1002 => FlowRecord::Router(known(body, what, |b| {
             Ok(ExtendedRouter { next_hop: next_hop(b)?, src_mask_len: b.u32()?, dst_mask_len: b.u32()? })

@@ -40,7 +40,13 @@ pub struct DatagramBuilder<'b> {
 
 impl<'b> DatagramBuilder<'b> {
     /// Starts a datagram in `buf` (its length is the size limit) with the given header fields.
-    pub fn new(buf: &'b mut [u8], agent: IpAddr, sub_agent_id: u32, sequence: u32, uptime_ms: u32) -> Result<Self, EncodeError> {
+    pub fn new(
+        buf: &'b mut [u8],
+        agent: IpAddr,
+        sub_agent_id: u32,
+        sequence: u32,
+        uptime_ms: u32,
+    ) -> Result<Self, EncodeError> {
         let need = HEADER_V4 - 8 + address_len(Some(agent));
         if need > buf.len() {
             return Err(EncodeError::WouldNotFit { need, free: buf.len() });
@@ -114,7 +120,9 @@ fn flow_expanded(f: &FlowSample<'_>) -> bool {
 /// Encoded size of a sample, tag and length included.
 pub fn sample_len(s: &Sample<'_>) -> usize {
     TLV + match s {
-        Sample::Flow(f) => (if flow_expanded(f) { 44 } else { 32 }) + f.records.iter().map(flow_record_len).sum::<usize>(),
+        Sample::Flow(f) => {
+            (if flow_expanded(f) { 44 } else { 32 }) + f.records.iter().map(flow_record_len).sum::<usize>()
+        }
         Sample::Counters(c) => {
             (if c.source.fits_compact() { 12 } else { 16 }) + c.records.iter().map(counter_record_len).sum::<usize>()
         }
@@ -307,11 +315,25 @@ fn write_counter_record(w: &mut Writer<'_>, r: &CounterRecord<'_>) {
             w.u32(c.if_direction);
             w.u32(c.if_status);
             w.u64(c.in_octets);
-            for v in [c.in_ucast_pkts, c.in_multicast_pkts, c.in_broadcast_pkts, c.in_discards, c.in_errors, c.in_unknown_protos] {
+            for v in [
+                c.in_ucast_pkts,
+                c.in_multicast_pkts,
+                c.in_broadcast_pkts,
+                c.in_discards,
+                c.in_errors,
+                c.in_unknown_protos,
+            ] {
                 w.u32(v);
             }
             w.u64(c.out_octets);
-            for v in [c.out_ucast_pkts, c.out_multicast_pkts, c.out_broadcast_pkts, c.out_discards, c.out_errors, c.promiscuous_mode] {
+            for v in [
+                c.out_ucast_pkts,
+                c.out_multicast_pkts,
+                c.out_broadcast_pkts,
+                c.out_discards,
+                c.out_errors,
+                c.promiscuous_mode,
+            ] {
                 w.u32(v);
             }
         }

@@ -419,14 +419,19 @@ pub struct VlanCounters {
     pub discards: u32,
 }
 
+/// Bytes as lower-case hex. (serde's `serialize_with` hands over the field's own type.)
+#[allow(clippy::ptr_arg)]
 fn ser_bytes<S: serde::Serializer>(b: &Cow<'_, [u8]>, s: S) -> Result<S::Ok, S::Error> {
+    use std::fmt::Write;
     let mut hex = String::with_capacity(b.len() * 2);
     for x in b.iter() {
-        hex.push_str(&format!("{x:02x}"));
+        let _ = write!(hex, "{x:02x}");
     }
     s.serialize_str(&hex)
 }
 
+/// Bytes as text, invalid UTF-8 replaced.
+#[allow(clippy::ptr_arg)]
 fn ser_text<S: serde::Serializer>(b: &Cow<'_, [u8]>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&String::from_utf8_lossy(b))
 }
@@ -455,7 +460,9 @@ impl FlowRecord<'_> {
     /// A copy that owns all its bytes.
     pub fn into_owned(self) -> FlowRecord<'static> {
         match self {
-            FlowRecord::RawHeader(h) => FlowRecord::RawHeader(RawHeader { header: Cow::Owned(h.header.into_owned()), ..h }),
+            FlowRecord::RawHeader(h) => {
+                FlowRecord::RawHeader(RawHeader { header: Cow::Owned(h.header.into_owned()), ..h })
+            }
             FlowRecord::Ethernet(x) => FlowRecord::Ethernet(x),
             FlowRecord::Ipv4(x) => FlowRecord::Ipv4(x),
             FlowRecord::Ipv6(x) => FlowRecord::Ipv6(x),
@@ -475,7 +482,9 @@ impl CounterRecord<'_> {
             CounterRecord::Ethernet(x) => CounterRecord::Ethernet(x),
             CounterRecord::Vlan(x) => CounterRecord::Vlan(x),
             CounterRecord::PortName(n) => CounterRecord::PortName(Cow::Owned(n.into_owned())),
-            CounterRecord::Unknown { format, data } => CounterRecord::Unknown { format, data: Cow::Owned(data.into_owned()) },
+            CounterRecord::Unknown { format, data } => {
+                CounterRecord::Unknown { format, data: Cow::Owned(data.into_owned()) }
+            }
         }
     }
 }

@@ -8,9 +8,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Parses hex written as words, ignoring whitespace and `# comments` to the end of a line.
 fn hex(text: &str) -> Vec<u8> {
-    let digits: String =
-        text.lines().map(|l| l.split('#').next().unwrap()).collect::<String>().chars().filter(|c| !c.is_whitespace()).collect();
-    assert!(digits.len() % 2 == 0, "odd number of hex digits");
+    let digits: String = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap())
+        .collect::<String>()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    assert!(digits.len().is_multiple_of(2), "odd number of hex digits");
     (0..digits.len()).step_by(2).map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap()).collect()
 }
 
@@ -54,7 +59,8 @@ fn empty_datagram_is_28_bytes() {
 fn ipv6_agent_header_is_40_bytes() {
     let b = hex("00000005 00000002 20010db8000000000000000000000001 00000000 00000001 00000002 00000000");
     assert_eq!(b.len(), 40);
-    let want = Datagram { agent: "2001:db8::1".parse().unwrap(), sub_agent_id: 0, sequence: 1, uptime_ms: 2, samples: vec![] };
+    let want =
+        Datagram { agent: "2001:db8::1".parse().unwrap(), sub_agent_id: 0, sequence: 1, uptime_ms: 2, samples: vec![] };
     check(&b, &want);
 }
 
@@ -83,7 +89,12 @@ fn compact_flow_sample_with_raw_header_and_switch() {
         input: Interface::Index(3),
         output: Interface::Index(5),
         records: vec![
-            FlowRecord::RawHeader(RawHeader { protocol: 1, frame_length: 38, stripped: 4, header: Cow::Owned(hex(FRAME)) }),
+            FlowRecord::RawHeader(RawHeader {
+                protocol: 1,
+                frame_length: 38,
+                stripped: 4,
+                header: Cow::Owned(hex(FRAME)),
+            }),
             FlowRecord::Switch(ExtendedSwitch { src_vlan: 10, src_priority: 0, dst_vlan: 20, dst_priority: 0 }),
         ],
     });
@@ -101,7 +112,16 @@ fn compact_interface_formats_internal_discarded_multiple() {
         header(2)
     ));
     let f = |sequence, sample_pool, drops, input, output| {
-        Sample::Flow(FlowSample { sequence, source: DataSource::interface(4), sampling_rate: 100, sample_pool, drops, input, output, records: vec![] })
+        Sample::Flow(FlowSample {
+            sequence,
+            source: DataSource::interface(4),
+            sampling_rate: 100,
+            sample_pool,
+            drops,
+            input,
+            output,
+            records: vec![],
+        })
     };
     let want = datagram(vec![
         f(1, 200, 1, Interface::Internal, Interface::Multiple(7)),
@@ -210,11 +230,16 @@ fn expanded_counter_sample_with_ethernet_vlan_and_port_name() {
         internal_mac_receive_errors: 111,
         symbol_errors: 112,
     };
-    let v = VlanCounters { vlan_id: 100, octets: 4096, ucast_pkts: 1, multicast_pkts: 2, broadcast_pkts: 3, discards: 4 };
+    let v =
+        VlanCounters { vlan_id: 100, octets: 4096, ucast_pkts: 1, multicast_pkts: 2, broadcast_pkts: 3, discards: 4 };
     let want = datagram(vec![Sample::Counters(CountersSample {
         sequence: 12,
         source: DataSource { class: 0, index: 0x0100_0005 },
-        records: vec![CounterRecord::Ethernet(e), CounterRecord::Vlan(v), CounterRecord::PortName(Cow::Borrowed(b"dp0/port5"))],
+        records: vec![
+            CounterRecord::Ethernet(e),
+            CounterRecord::Vlan(v),
+            CounterRecord::PortName(Cow::Borrowed(b"dp0/port5")),
+        ],
     })]);
     check(&b, &want);
 }
@@ -237,7 +262,12 @@ fn discard_sample_with_raw_header() {
         input: 3,
         output: 0,
         reason: 258,
-        records: vec![FlowRecord::RawHeader(RawHeader { protocol: 1, frame_length: 38, stripped: 4, header: Cow::Owned(hex(FRAME)) })],
+        records: vec![FlowRecord::RawHeader(RawHeader {
+            protocol: 1,
+            frame_length: 38,
+            stripped: 4,
+            header: Cow::Owned(hex(FRAME)),
+        })],
     })]);
     check(&b, &want);
 }
@@ -263,7 +293,12 @@ fn sampled_ethernet_ipv4_ipv6_router_and_mpls_records() {
     ));
     let v6 = |x: u16| Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, x);
     let records = vec![
-        FlowRecord::Ethernet(SampledEthernet { length: 64, src: [2, 0, 0, 0, 0, 1], dst: [2, 0, 0, 0, 0, 2], eth_type: 0x800 }),
+        FlowRecord::Ethernet(SampledEthernet {
+            length: 64,
+            src: [2, 0, 0, 0, 0, 1],
+            dst: [2, 0, 0, 0, 0, 2],
+            eth_type: 0x800,
+        }),
         FlowRecord::Ipv4(SampledIpv4 {
             length: 46,
             protocol: 17,
@@ -274,10 +309,27 @@ fn sampled_ethernet_ipv4_ipv6_router_and_mpls_records() {
             tcp_flags: 0,
             tos: 0,
         }),
-        FlowRecord::Ipv6(SampledIpv6 { length: 64, protocol: 6, src: v6(1), dst: v6(2), src_port: 80, dst_port: 49152, tcp_flags: 0x12, priority: 0 }),
-        FlowRecord::Router(ExtendedRouter { next_hop: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), src_mask_len: 24, dst_mask_len: 16 }),
+        FlowRecord::Ipv6(SampledIpv6 {
+            length: 64,
+            protocol: 6,
+            src: v6(1),
+            dst: v6(2),
+            src_port: 80,
+            dst_port: 49152,
+            tcp_flags: 0x12,
+            priority: 0,
+        }),
+        FlowRecord::Router(ExtendedRouter {
+            next_hop: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            src_mask_len: 24,
+            dst_mask_len: 16,
+        }),
         FlowRecord::Router(ExtendedRouter { next_hop: IpAddr::V6(v6(9)), src_mask_len: 48, dst_mask_len: 64 }),
-        FlowRecord::Mpls(ExtendedMpls { next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 1)), in_stack: vec![0x0001_1140], out_stack: vec![0x0001_2140] }),
+        FlowRecord::Mpls(ExtendedMpls {
+            next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 1)),
+            in_stack: vec![0x0001_1140],
+            out_stack: vec![0x0001_2140],
+        }),
     ];
     let want = datagram(vec![Sample::Flow(FlowSample {
         sequence: 1,
@@ -304,7 +356,14 @@ fn unknown_next_hop_address_type_reads_as_unspecified() {
     ));
     let got = decode(&b).unwrap();
     let Sample::Flow(f) = &got.samples[0] else { panic!("flow") };
-    assert_eq!(f.records[0], FlowRecord::Router(ExtendedRouter { next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED), src_mask_len: 24, dst_mask_len: 16 }));
+    assert_eq!(
+        f.records[0],
+        FlowRecord::Router(ExtendedRouter {
+            next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            src_mask_len: 24,
+            dst_mask_len: 16
+        })
+    );
 }
 
 #[test]
@@ -321,10 +380,16 @@ fn unknown_samples_and_records_are_skipped_by_length_and_kept() {
     assert_eq!(got.samples.len(), 2);
     assert_eq!(
         got.samples[0],
-        Sample::Unknown { format: DataFormat { enterprise: 4300, format: 1002 }, data: Cow::Owned(hex("deadbeef cafef00d")) }
+        Sample::Unknown {
+            format: DataFormat { enterprise: 4300, format: 1002 },
+            data: Cow::Owned(hex("deadbeef cafef00d"))
+        }
     );
     let Sample::Counters(c) = &got.samples[1] else { panic!("counters") };
-    assert_eq!(c.records[0], CounterRecord::Unknown { format: DataFormat::standard(2001), data: Cow::Owned(hex("12345678")) });
+    assert_eq!(
+        c.records[0],
+        CounterRecord::Unknown { format: DataFormat::standard(2001), data: Cow::Owned(hex("12345678")) }
+    );
     assert_eq!(c.records[1], CounterRecord::PortName(Cow::Borrowed(b"eth")));
     let mut buf = [0u8; 256];
     let n = encode(&got, &mut buf).unwrap();
@@ -347,9 +412,16 @@ fn malformed_inputs_are_errors_not_panics() {
     trailing.extend_from_slice(&[0, 0, 0, 0]);
     assert_eq!(decode(&trailing).unwrap_err(), DecodeError::Trailing(4));
     // The generic record claims 92 bytes inside a sample that has room for them.
-    let long = hex(&format!("{} 00000002 00000070 0000000b 00000003 00000001 00000001 0000005c {}\n 00000000", header(1), &GENERIC[GENERIC.find("00000003 00000006").unwrap()..]));
+    let long = hex(&format!(
+        "{} 00000002 00000070 0000000b 00000003 00000001 00000001 0000005c {}\n 00000000",
+        header(1),
+        &GENERIC[GENERIC.find("00000003 00000006").unwrap()..]
+    ));
     let e = decode(&long).unwrap_err().to_string();
     assert!(e.contains("counter record 0:1 with length 92: 4 bytes left over"), "{e}");
+    // XDR bodies are padded: a length that is not a multiple of 4 is malformed.
+    let odd = hex(&format!("{} 010cc3ea 00000005 deadbeef 01000000", header(1)));
+    assert!(decode(&odd).unwrap_err().to_string().contains("structure 4300:1002 with length 5: not a multiple of 4"));
     // A sample count far beyond the data: fails on the first missing sample, allocates nothing big.
     let many = hex(&header(u32::MAX));
     assert!(matches!(decode(&many).unwrap_err(), DecodeError::Truncated { at: 28, .. }));
@@ -359,7 +431,11 @@ fn malformed_inputs_are_errors_not_panics() {
 fn builder_reports_a_sample_that_does_not_fit_and_keeps_the_datagram() {
     let mut buf = [0u8; 200];
     let mut b = DatagramBuilder::new(&mut buf, agent(), 1, 42, 123456).unwrap();
-    let c = Sample::Counters(CountersSample { sequence: 11, source: DataSource::interface(3), records: vec![CounterRecord::Generic(generic())] });
+    let c = Sample::Counters(CountersSample {
+        sequence: 11,
+        source: DataSource::interface(3),
+        records: vec![CounterRecord::Generic(generic())],
+    });
     b.push(&c).unwrap(); // 28 + 116
     let before = b.len();
     assert_eq!(b.push(&c), Err(EncodeError::WouldNotFit { need: 116, free: 200 - 144 }));

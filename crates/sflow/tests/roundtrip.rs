@@ -12,7 +12,10 @@ fn bytes4(max_words: usize) -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn ip() -> impl Strategy<Value = IpAddr> {
-    prop_oneof![any::<[u8; 4]>().prop_map(|b| IpAddr::V4(Ipv4Addr::from(b))), any::<[u8; 16]>().prop_map(|b| IpAddr::V6(Ipv6Addr::from(b)))]
+    prop_oneof![
+        any::<[u8; 4]>().prop_map(|b| IpAddr::V4(Ipv4Addr::from(b))),
+        any::<[u8; 16]>().prop_map(|b| IpAddr::V6(Ipv6Addr::from(b)))
+    ]
 }
 
 fn interface() -> impl Strategy<Value = Interface> {
@@ -32,21 +35,51 @@ fn vendor_format() -> impl Strategy<Value = DataFormat> {
 
 fn flow_record() -> impl Strategy<Value = FlowRecord<'static>> {
     prop_oneof![
-        (any::<u32>(), any::<u32>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..256))
-            .prop_map(|(protocol, frame_length, stripped, h)| FlowRecord::RawHeader(RawHeader { protocol, frame_length, stripped, header: Cow::Owned(h) })),
-        (any::<u32>(), any::<[u8; 6]>(), any::<[u8; 6]>(), any::<u32>())
-            .prop_map(|(length, src, dst, eth_type)| FlowRecord::Ethernet(SampledEthernet { length, src, dst, eth_type })),
+        (any::<u32>(), any::<u32>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..256)).prop_map(
+            |(protocol, frame_length, stripped, h)| FlowRecord::RawHeader(RawHeader {
+                protocol,
+                frame_length,
+                stripped,
+                header: Cow::Owned(h)
+            })
+        ),
+        (any::<u32>(), any::<[u8; 6]>(), any::<[u8; 6]>(), any::<u32>()).prop_map(|(length, src, dst, eth_type)| {
+            FlowRecord::Ethernet(SampledEthernet { length, src, dst, eth_type })
+        }),
         (any::<[u32; 6]>(), any::<[u8; 4]>(), any::<[u8; 4]>()).prop_map(|(w, s, d)| FlowRecord::Ipv4(SampledIpv4 {
-            length: w[0], protocol: w[1], src: s.into(), dst: d.into(), src_port: w[2], dst_port: w[3], tcp_flags: w[4], tos: w[5]
+            length: w[0],
+            protocol: w[1],
+            src: s.into(),
+            dst: d.into(),
+            src_port: w[2],
+            dst_port: w[3],
+            tcp_flags: w[4],
+            tos: w[5]
         })),
         (any::<[u32; 6]>(), any::<[u8; 16]>(), any::<[u8; 16]>()).prop_map(|(w, s, d)| FlowRecord::Ipv6(SampledIpv6 {
-            length: w[0], protocol: w[1], src: s.into(), dst: d.into(), src_port: w[2], dst_port: w[3], tcp_flags: w[4], priority: w[5]
+            length: w[0],
+            protocol: w[1],
+            src: s.into(),
+            dst: d.into(),
+            src_port: w[2],
+            dst_port: w[3],
+            tcp_flags: w[4],
+            priority: w[5]
         })),
-        any::<[u32; 4]>().prop_map(|w| FlowRecord::Switch(ExtendedSwitch { src_vlan: w[0], src_priority: w[1], dst_vlan: w[2], dst_priority: w[3] })),
-        (ip(), any::<u32>(), any::<u32>())
-            .prop_map(|(next_hop, s, d)| FlowRecord::Router(ExtendedRouter { next_hop, src_mask_len: s, dst_mask_len: d })),
-        (ip(), proptest::collection::vec(any::<u32>(), 0..4), proptest::collection::vec(any::<u32>(), 0..4))
-            .prop_map(|(next_hop, in_stack, out_stack)| FlowRecord::Mpls(ExtendedMpls { next_hop, in_stack, out_stack })),
+        any::<[u32; 4]>().prop_map(|w| FlowRecord::Switch(ExtendedSwitch {
+            src_vlan: w[0],
+            src_priority: w[1],
+            dst_vlan: w[2],
+            dst_priority: w[3]
+        })),
+        (ip(), any::<u32>(), any::<u32>()).prop_map(|(next_hop, s, d)| FlowRecord::Router(ExtendedRouter {
+            next_hop,
+            src_mask_len: s,
+            dst_mask_len: d
+        })),
+        (ip(), proptest::collection::vec(any::<u32>(), 0..4), proptest::collection::vec(any::<u32>(), 0..4)).prop_map(
+            |(next_hop, in_stack, out_stack)| FlowRecord::Mpls(ExtendedMpls { next_hop, in_stack, out_stack })
+        ),
         (vendor_format(), bytes4(8)).prop_map(|(format, d)| FlowRecord::Unknown { format, data: Cow::Owned(d) }),
     ]
 }
@@ -54,19 +87,48 @@ fn flow_record() -> impl Strategy<Value = FlowRecord<'static>> {
 fn counter_record() -> impl Strategy<Value = CounterRecord<'static>> {
     prop_oneof![
         (any::<[u32; 16]>(), any::<[u64; 3]>()).prop_map(|(w, h)| CounterRecord::Generic(IfCounters {
-            if_index: w[0], if_type: w[1], if_speed: h[0], if_direction: w[2], if_status: w[3], in_octets: h[1],
-            in_ucast_pkts: w[4], in_multicast_pkts: w[5], in_broadcast_pkts: w[6], in_discards: w[7], in_errors: w[8],
-            in_unknown_protos: w[9], out_octets: h[2], out_ucast_pkts: w[10], out_multicast_pkts: w[11],
-            out_broadcast_pkts: w[12], out_discards: w[13], out_errors: w[14], promiscuous_mode: w[15],
+            if_index: w[0],
+            if_type: w[1],
+            if_speed: h[0],
+            if_direction: w[2],
+            if_status: w[3],
+            in_octets: h[1],
+            in_ucast_pkts: w[4],
+            in_multicast_pkts: w[5],
+            in_broadcast_pkts: w[6],
+            in_discards: w[7],
+            in_errors: w[8],
+            in_unknown_protos: w[9],
+            out_octets: h[2],
+            out_ucast_pkts: w[10],
+            out_multicast_pkts: w[11],
+            out_broadcast_pkts: w[12],
+            out_discards: w[13],
+            out_errors: w[14],
+            promiscuous_mode: w[15],
         })),
         any::<[u32; 13]>().prop_map(|w| CounterRecord::Ethernet(EthernetCounters {
-            alignment_errors: w[0], fcs_errors: w[1], single_collision_frames: w[2], multiple_collision_frames: w[3],
-            sqe_test_errors: w[4], deferred_transmissions: w[5], late_collisions: w[6], excessive_collisions: w[7],
-            internal_mac_transmit_errors: w[8], carrier_sense_errors: w[9], frame_too_longs: w[10],
-            internal_mac_receive_errors: w[11], symbol_errors: w[12],
+            alignment_errors: w[0],
+            fcs_errors: w[1],
+            single_collision_frames: w[2],
+            multiple_collision_frames: w[3],
+            sqe_test_errors: w[4],
+            deferred_transmissions: w[5],
+            late_collisions: w[6],
+            excessive_collisions: w[7],
+            internal_mac_transmit_errors: w[8],
+            carrier_sense_errors: w[9],
+            frame_too_longs: w[10],
+            internal_mac_receive_errors: w[11],
+            symbol_errors: w[12],
         })),
         (any::<[u32; 5]>(), any::<u64>()).prop_map(|(w, octets)| CounterRecord::Vlan(VlanCounters {
-            vlan_id: w[0], octets, ucast_pkts: w[1], multicast_pkts: w[2], broadcast_pkts: w[3], discards: w[4]
+            vlan_id: w[0],
+            octets,
+            ucast_pkts: w[1],
+            multicast_pkts: w[2],
+            broadcast_pkts: w[3],
+            discards: w[4]
         })),
         "[a-z0-9/.-]{0,40}".prop_map(|n| CounterRecord::PortName(Cow::Owned(n.into_bytes()))),
         (vendor_format(), bytes4(8)).prop_map(|(format, d)| CounterRecord::Unknown { format, data: Cow::Owned(d) }),
@@ -74,26 +136,54 @@ fn counter_record() -> impl Strategy<Value = CounterRecord<'static>> {
 }
 
 fn source() -> impl Strategy<Value = DataSource> {
-    prop_oneof![(0u32..4, 0u32..1 << 24).prop_map(|(class, index)| DataSource { class, index }), any::<(u32, u32)>().prop_map(|(class, index)| DataSource { class, index })]
+    prop_oneof![
+        (0u32..4, 0u32..1 << 24).prop_map(|(class, index)| DataSource { class, index }),
+        any::<(u32, u32)>().prop_map(|(class, index)| DataSource { class, index })
+    ]
 }
 
 fn sample() -> impl Strategy<Value = Sample<'static>> {
     prop_oneof![
-        (any::<[u32; 4]>(), source(), interface(), interface(), proptest::collection::vec(flow_record(), 0..5)).prop_map(|(w, source, input, output, records)| {
-            Sample::Flow(FlowSample { sequence: w[0], source, sampling_rate: w[1], sample_pool: w[2], drops: w[3], input, output, records })
-        }),
+        (any::<[u32; 4]>(), source(), interface(), interface(), proptest::collection::vec(flow_record(), 0..5))
+            .prop_map(|(w, source, input, output, records)| {
+                Sample::Flow(FlowSample {
+                    sequence: w[0],
+                    source,
+                    sampling_rate: w[1],
+                    sample_pool: w[2],
+                    drops: w[3],
+                    input,
+                    output,
+                    records,
+                })
+            }),
         (any::<u32>(), source(), proptest::collection::vec(counter_record(), 0..5))
             .prop_map(|(sequence, source, records)| Sample::Counters(CountersSample { sequence, source, records })),
-        (any::<[u32; 5]>(), source(), proptest::collection::vec(flow_record(), 0..3)).prop_map(|(w, source, records)| {
-            Sample::Discard(DiscardSample { sequence: w[0], source, drops: w[1], input: w[2], output: w[3], reason: w[4], records })
-        }),
+        (any::<[u32; 5]>(), source(), proptest::collection::vec(flow_record(), 0..3)).prop_map(
+            |(w, source, records)| {
+                Sample::Discard(DiscardSample {
+                    sequence: w[0],
+                    source,
+                    drops: w[1],
+                    input: w[2],
+                    output: w[3],
+                    reason: w[4],
+                    records,
+                })
+            }
+        ),
         (vendor_format(), bytes4(16)).prop_map(|(format, d)| Sample::Unknown { format, data: Cow::Owned(d) }),
     ]
 }
 
 fn datagram_of(samples: impl Strategy<Value = Sample<'static>>) -> impl Strategy<Value = Datagram<'static>> {
-    (ip(), any::<[u32; 3]>(), proptest::collection::vec(samples, 0..8))
-        .prop_map(|(agent, w, samples)| Datagram { agent, sub_agent_id: w[0], sequence: w[1], uptime_ms: w[2], samples })
+    (ip(), any::<[u32; 3]>(), proptest::collection::vec(samples, 0..8)).prop_map(|(agent, w, samples)| Datagram {
+        agent,
+        sub_agent_id: w[0],
+        sequence: w[1],
+        uptime_ms: w[2],
+        samples,
+    })
 }
 
 fn datagram() -> impl Strategy<Value = Datagram<'static>> {
@@ -108,10 +198,19 @@ fn datagram_without_discards() -> impl Strategy<Value = Datagram<'static>> {
 }
 
 fn discard() -> impl Strategy<Value = Sample<'static>> {
-    let raw = (any::<u32>(), proptest::collection::vec(any::<u8>(), 0..200))
-        .prop_map(|(len, h)| FlowRecord::RawHeader(RawHeader { protocol: 1, frame_length: len, stripped: 4, header: Cow::Owned(h) }));
+    let raw = (any::<u32>(), proptest::collection::vec(any::<u8>(), 0..200)).prop_map(|(len, h)| {
+        FlowRecord::RawHeader(RawHeader { protocol: 1, frame_length: len, stripped: 4, header: Cow::Owned(h) })
+    });
     (any::<[u32; 5]>(), source(), proptest::collection::vec(raw, 0..3)).prop_map(|(w, source, records)| {
-        Sample::Discard(DiscardSample { sequence: w[0], source, drops: w[1], input: w[2], output: w[3], reason: w[4] % 400, records })
+        Sample::Discard(DiscardSample {
+            sequence: w[0],
+            source,
+            drops: w[1],
+            input: w[2],
+            output: w[3],
+            reason: w[4] % 400,
+            records,
+        })
     })
 }
 
@@ -143,7 +242,7 @@ proptest! {
             prop_assert_eq!((t.sequence_number, t.source_id.source_id_type, t.source_id.source_id_index), (x.sequence, x.source.class, x.source.index));
             prop_assert_eq!((t.drops, t.input_ifindex, t.output_ifindex, t.flow_records.len()), (x.drops, x.input, x.output, x.records.len()));
             if let Some(known) = sflow_parser::models::DropReason::from_u32(x.reason) {
-                prop_assert_eq!(t.reason.clone(), known);
+                prop_assert_eq!(t.reason, known);
             }
         }
     }

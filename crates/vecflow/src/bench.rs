@@ -37,13 +37,25 @@ pub struct Args {
     json: bool,
 }
 
-/// A named forwarding path and the configuration that exercises it.
+/// A named scenario: a forwarding path and the configuration that exercises it, or a
+/// measurement of the sFlow codec.
 struct Scenario {
     name: &'static str,
-    build: fn(Option<u16>) -> Config,
+    kind: Kind,
 }
 
-const SCENARIOS: &[Scenario] = &[Scenario { name: "l2xc", build: l2xc }];
+enum Kind {
+    /// Forwarding through the dataplane built from this configuration.
+    Forward(fn(Option<u16>) -> Config),
+    /// sFlow samples encoded (`true`) or decoded (`false`) per second.
+    Codec(bool),
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario { name: "l2xc", kind: Kind::Forward(l2xc) },
+    Scenario { name: "sflow-encode", kind: Kind::Codec(true) },
+    Scenario { name: "sflow-decode", kind: Kind::Codec(false) },
+];
 
 /// Two generator interfaces cross-connected to each other, both sending 64-byte IPv4/UDP as
 /// fast as the worker can.
@@ -60,7 +72,7 @@ fn l2xc(core: Option<u16>) -> Config {
     c
 }
 
-/// What one measured window gave.
+/// What one measured window of a forwarding scenario gave.
 #[derive(Debug, Clone, Serialize)]
 struct Measured {
     name: &'static str,
@@ -70,6 +82,32 @@ struct Measured {
     cycles_per_packet: f64,
     vectors_per_call: f64,
     nodes: Vec<NodeCost>,
+}
+
+/// What one measured window of a codec scenario gave.
+#[derive(Debug, Clone, Serialize)]
+struct CodecMeasured {
+    name: &'static str,
+    samples_per_s: f64,
+    cycles_per_sample: f64,
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum Row {
+    Forward(Measured),
+    Codec(CodecMeasured),
+}
+
+impl Row {
+    /// What the median is taken over (lower is better).
+    fn cost(&self) -> f64 {
+        match self {
+            Row::Forward(m) => m.cycles_per_packet,
+            Row::Codec(c) => c.cycles_per_sample,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,7 +122,7 @@ struct Report {
     tsc_hz: u64,
     runs: u32,
     seconds: f64,
-    scenarios: Vec<Measured>,
+    scenarios: Vec<Row>,
 }
 
 fn worker0(dp: &Dataplane) -> WorkerRuntime {
@@ -95,8 +133,22 @@ fn node(w: &WorkerRuntime, id: NodeId) -> NodeStats {
     w.nodes.iter().find(|(n, _)| *n == id).map(|(_, s)| *s).unwrap_or_default()
 }
 
-fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Result<Measured> {
-    let mut dp = Dataplane::start(&(s.build)(core)).with_context(|| format!("scenario {}", s.name))?;
+fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Result<Row> {
+    match s.kind {
+        Kind::Forward(build) => Ok(Row::Forward(measure_forward(s.name, build(core), args, hz)?)),
+        Kind::Codec(encode) => {
+            if let Some(c) = core {
+                dataplane::worker::pin_current_thread(c)?;
+            }
+            let (enc, dec) = crate::codec_bench::measure(Duration::from_secs_f64(args.seconds));
+            let rate = if encode { enc } else { dec };
+            Ok(Row::Codec(CodecMeasured { name: s.name, samples_per_s: rate, cycles_per_sample: hz as f64 / rate }))
+        }
+    }
+}
+
+fn measure_forward(name: &'static str, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
+    let mut dp = Dataplane::start(&config).with_context(|| format!("scenario {name}"))?;
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
     let a = worker0(&dp);
     std::thread::sleep(Duration::from_secs_f64(args.seconds));
@@ -105,7 +157,7 @@ fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Res
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
     let packets = input(&b).vectors - input(&a).vectors;
     if packets == 0 {
-        bail!("scenario {}: no packets in the window", s.name);
+        bail!("scenario {name}: no packets in the window");
     }
     let wall = b.looping.last_tsc - a.looping.last_tsc;
     let nodes = NodeId::ALL
@@ -123,7 +175,7 @@ fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Res
         .collect::<Vec<_>>();
     let input_calls = input(&b).calls - input(&a).calls;
     Ok(Measured {
-        name: s.name,
+        name,
         sflow_rate: 0,
         packets,
         mpps: packets as f64 / (wall as f64 / hz as f64) / 1e6,
@@ -166,7 +218,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runs.push(measure(s, &args, core, hz)?);
             bar.inc(1);
         }
-        runs.sort_by(|a, b| a.cycles_per_packet.total_cmp(&b.cycles_per_packet));
+        runs.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
         rows.push(runs.swap_remove(runs.len() / 2));
     }
     bar.finish_and_clear();
@@ -188,16 +240,23 @@ fn print_table(r: &Report, core: Option<u16>) {
         r.runs
     );
     println!("{:<12} {:>10} {:>8} {:>14} {:>13}", "scenario", "sflow", "Mpps", "cycles/packet", "vectors/call");
-    for s in &r.scenarios {
-        println!(
-            "{:<12} {:>10} {:>8.2} {:>14.2} {:>13.1}",
-            s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call
-        );
-        for n in &s.nodes {
-            println!(
-                "  {:<22} {:>8.2} clocks/packet {:>8.1} vectors/call",
-                n.name, n.clocks_per_packet, n.vectors_per_call
-            );
+    for row in &r.scenarios {
+        match row {
+            Row::Forward(s) => {
+                let (name, rate, mpps, cpp, vpc) =
+                    (s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call);
+                println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {vpc:>13.1}");
+                for n in &s.nodes {
+                    let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
+                    println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call");
+                }
+            }
+            Row::Codec(c) => {
+                let (name, rate, cps) = (c.name, c.samples_per_s / 1e6, c.cycles_per_sample);
+                println!(
+                    "{name:<12} {rate:>8.2} M samples/s {cps:>8.1} cycles/sample (flow samples, 128-byte headers)"
+                );
+            }
         }
     }
 }

@@ -1,9 +1,12 @@
 //! `vecflow`: the command-line front end.
 //!
 //! - `vecflow demo` runs the example lab on generator interfaces and shows what flows.
-//! - `vecflow bench` measures cycles per packet of the forwarding paths.
+//! - `vecflow bench` measures cycles per packet of the forwarding paths and the sFlow codec.
+//! - `vecflow collect` receives sFlow and prints it or summarises it with estimates.
 
 mod bench;
+mod codec_bench;
+mod collect;
 mod demo;
 
 use clap::{Parser, Subcommand};
@@ -21,8 +24,10 @@ struct Cli {
 enum Command {
     /// Run a lab config on generator interfaces for a while and show what flowed.
     Demo(demo::Args),
-    /// Measure cycles per packet of the forwarding paths (one worker, in memory).
+    /// Measure cycles per packet of the forwarding paths (one worker, in memory) and the sFlow codec.
     Bench(bench::Args),
+    /// Receive sFlow (UDP or pcap) and print it, or summarise it with estimates and error bounds.
+    Collect(collect::Args),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Collect(a) => collect::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,230 @@
+//! `vecflow collect` end to end: a pcap of datagrams made by our encoder, and live UDP over
+//! IPv4 and IPv6 loopback on a random high port.
+
+use pcap_file::pcap::{PcapPacket, PcapWriter};
+use sflow::*;
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn vecflow() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vecflow"))
+}
+
+/// A 64-byte IPv4/UDP frame 16.0.0.1:1024 -> 48.0.0.<k>:2048.
+fn frame(k: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[8, 0]);
+    wire::ipv4::write_header(&mut f[14..34], 46, 64, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, k));
+    wire::udp::write_header(&mut f[34..], Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, k), 1024, 2048);
+    f
+}
+
+/// Datagram `seq` with flow samples for destinations 1..=k and one counter sample.
+fn datagram(seq: u32, k: u8) -> Vec<u8> {
+    let frames: Vec<Vec<u8>> = (1..=k).map(frame).collect();
+    let mut samples: Vec<Sample<'_>> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            Sample::Flow(FlowSample {
+                sequence: seq * 10 + i as u32,
+                source: DataSource::interface(3),
+                sampling_rate: 100,
+                sample_pool: (seq * 10 + i as u32) * 100,
+                drops: 0,
+                input: Interface::Index(3),
+                output: Interface::Index(5),
+                records: vec![FlowRecord::RawHeader(RawHeader {
+                    protocol: 1,
+                    frame_length: 64,
+                    stripped: 4,
+                    header: Cow::Borrowed(f),
+                })],
+            })
+        })
+        .collect();
+    let generic =
+        IfCounters { if_index: 3, in_octets: u64::from(seq) * 1000, in_ucast_pkts: seq * 10, ..IfCounters::default() };
+    samples.push(Sample::Counters(CountersSample {
+        sequence: seq,
+        source: DataSource::interface(3),
+        records: vec![CounterRecord::Generic(generic)],
+    }));
+    let d = Datagram {
+        agent: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+        sub_agent_id: 0,
+        sequence: seq,
+        uptime_ms: seq * 1000,
+        samples,
+    };
+    let mut buf = vec![0u8; 1400];
+    let n = encode(&d, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// Wraps a UDP payload in Ethernet/IPv4/UDP 127.0.0.1:40000 -> 127.0.0.1:`port`.
+fn udp_frame(payload: &[u8], port: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 42 + payload.len()];
+    f[12..14].copy_from_slice(&[8, 0]);
+    let lo = Ipv4Addr::LOCALHOST;
+    wire::ipv4::write_header(&mut f[14..34], (28 + payload.len()) as u16, 64, 17, lo, lo);
+    f[42..].copy_from_slice(payload);
+    wire::udp::write_header(&mut f[34..], lo, lo, 40000, port);
+    f
+}
+
+struct TempDir(std::path::PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn write_pcap(name: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir(std::env::temp_dir().join(format!("vecflow-collect-{name}-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let path = dir.0.join("sflow.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+    // Datagrams 1, 2 and 4 (3 is lost), one unrelated UDP packet, one malformed sFlow payload.
+    let frames = [
+        udp_frame(&datagram(1, 3), 6343),
+        udp_frame(&datagram(2, 3), 6343),
+        udp_frame(b"not sflow", 53),
+        udp_frame(&datagram(4, 3), 6343),
+        udp_frame(&[0, 0, 0, 5, 0], 6343),
+    ];
+    for (i, f) in frames.iter().enumerate() {
+        w.write_packet(&PcapPacket::new(Duration::from_secs(1_700_000_000 + i as u64), f.len() as u32, f)).unwrap();
+    }
+    (dir, path)
+}
+
+fn run(args: &[&str]) -> String {
+    let out = vecflow().args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn pcap_to_json_lines() {
+    let (_dir, path) = write_pcap("json");
+    let out = run(&["collect", "--pcap", path.to_str().unwrap(), "--json"]);
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 4, "3 datagrams and 1 decode error; the DNS packet is not ours:\n{out}");
+    assert_eq!(lines[0]["source"], "127.0.0.1:40000");
+    assert_eq!(lines[0]["unix_secs"], 1_700_000_000u64);
+    let d = &lines[0]["datagram"];
+    assert_eq!((d["agent"].as_str(), d["sequence"].as_u64()), (Some("192.0.2.1"), Some(1)));
+    let flow = &d["samples"][0]["flow"];
+    assert_eq!((flow["sampling_rate"].as_u64(), flow["input"]["index"].as_u64()), (Some(100), Some(3)));
+    assert_eq!(flow["records"][0]["raw_header"]["frame_length"], 64);
+    assert!(lines[3]["error"].as_str().unwrap().contains("truncated"), "{}", lines[3]);
+}
+
+#[test]
+fn pcap_to_sflowtool_style_text() {
+    let (_dir, path) = write_pcap("text");
+    let out = run(&["collect", "--pcap", path.to_str().unwrap(), "--count", "1"]);
+    for line in [
+        "startDatagram =================================",
+        "agent 192.0.2.1",
+        "packetSequenceNo 1",
+        "samplesInPacket 4",
+        "sampleType FLOWSAMPLE",
+        "meanSkipCount 100",
+        "inputPort 3",
+        "sampledPacketSize 64",
+        "srcIP 16.0.0.1",
+        "dstIP 48.0.0.2",
+        "UDPSrcPort 1024",
+        "UDPDstPort 2048",
+        "sampleType COUNTERSSAMPLE",
+        "ifInOctets 1000",
+        "endDatagram   =================================",
+    ] {
+        assert!(out.lines().any(|l| l == line), "missing '{line}' in\n{out}");
+    }
+    assert_eq!(out.matches("startDatagram").count(), 1, "--count 1");
+}
+
+#[test]
+fn pcap_summary_estimates_and_gaps() {
+    let (_dir, path) = write_pcap("summary");
+    let out = run(&["collect", "--pcap", path.to_str().unwrap(), "--summary", "--json"]);
+    let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(r["decode_errors"], 1);
+    assert_eq!((r["agents"][0]["datagrams"].as_u64(), r["agents"][0]["lost_datagrams"].as_u64()), (Some(3), Some(1)));
+    let flows = r["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 3);
+    // Each destination: 3 samples at 1:100 of 64-byte frames -> 300 packets, 19 200 bytes, ±113 %.
+    for f in flows {
+        assert_eq!(f["estimate"]["samples"], 3);
+        assert_eq!(f["estimate"]["packets"], 300.0);
+        assert_eq!(f["estimate"]["bytes"], 19200.0);
+        assert!((f["error_pct"].as_f64().unwrap() - 196.0 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(f["key"]["dst_port"], 2048);
+    }
+    assert_eq!(r["interfaces"][0]["ingress"]["samples"], 9);
+    let c = &r["counters"][0];
+    assert_eq!(
+        (
+            c["if_index"].as_u64(),
+            c["polls"].as_u64(),
+            c["in_octets"].as_u64(),
+            c["in_packets"].as_u64(),
+            c["seconds"].as_f64()
+        ),
+        (Some(3), Some(3), Some(3000), Some(30), Some(3.0))
+    );
+    let text = run(&["collect", "--pcap", path.to_str().unwrap(), "--summary"]);
+    assert!(text.contains("== top 3 flows by bytes") && text.contains("16.0.0.1:1024 > 48.0.0.1:2048 p17"), "{text}");
+}
+
+#[test]
+fn listens_on_ipv4_and_ipv6_loopback() {
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = vecflow()
+        .args(["collect", "--port", &port.to_string(), "--json", "--count", "2", "--duration", "20"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("listening on"), "{line}");
+    let v4 = UdpSocket::bind("127.0.0.1:0").unwrap();
+    v4.send_to(&datagram(7, 1), ("127.0.0.1", port)).unwrap();
+    let sent_v6 = UdpSocket::bind("[::1]:0").and_then(|s| s.send_to(&datagram(8, 1), ("::1", port)).map(|_| s));
+    if sent_v6.is_err() {
+        eprintln!("SKIP ipv6 part: no IPv6 loopback on this machine");
+        v4.send_to(&datagram(8, 1), ("127.0.0.1", port)).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0]["source"].as_str().unwrap().starts_with("127.0.0.1:"), "{}", lines[0]);
+    assert_eq!(lines[0]["datagram"]["sequence"], 7);
+    assert_eq!(lines[1]["datagram"]["sequence"], 8);
+    if sent_v6.is_ok() {
+        assert!(lines[1]["source"].as_str().unwrap().starts_with("[::1]:"), "{}", lines[1]);
+    }
+}
+
+#[test]
+fn bad_pcap_is_a_clear_error() {
+    let dir = TempDir(std::env::temp_dir().join(format!("vecflow-collect-bad-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let p = dir.0.join("x.pcap");
+    std::fs::write(&p, b"hello").unwrap();
+    let out = vecflow().args(["collect", "--pcap", p.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a pcap file"));
+}
