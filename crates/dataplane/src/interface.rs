@@ -180,20 +180,20 @@ pub struct TxRun {
 }
 
 impl TxRun {
-    /// Adds one frame of `len` bytes whose first 8 bytes are `head` (big-endian).
+    /// Adds one frame of `len` bytes whose first 8 bytes, read little-endian, are `head_le`
+    /// (so the destination MAC is the low 48 bits, its first octet the low byte).
     #[inline(always)]
-    pub fn add(&mut self, len: u16, head: u64) {
-        let (g, b) = cast_bits(head);
+    pub fn add_le(&mut self, len: u16, head_le: u64) {
         self.packets += 1;
         self.octets += u64::from(len);
-        self.group += g;
-        self.bcast += b;
+        self.group += head_le & 1;
+        self.bcast += u64::from(head_le << 16 == 0xffff_ffff_ffff_0000);
     }
 
-    /// Adds the run to `c` (the counters of `self.tx_if`) and restarts it for `tx_if`.
-    /// Kept out of line: it runs once per run, and inlining it costs the caller's loop registers.
+    /// Adds the run to `c` (the counters of `self.tx_if`). Takes the run by value so that
+    /// callers' accumulators stay in registers; kept out of line, as it runs once per run.
     #[inline(never)]
-    pub fn flush(&mut self, c: &IfCounters, tx_if: u16) {
+    pub fn flush(self, c: &IfCounters) {
         if self.packets > 0 {
             c.tx_packets.add(self.packets);
             c.tx_octets.add(self.octets);
@@ -201,6 +201,5 @@ impl TxRun {
             c.tx_multicast.add(self.group - self.bcast);
             c.tx_broadcast.add(self.bcast);
         }
-        *self = TxRun { tx_if, ..TxRun::default() };
     }
 }
