@@ -140,8 +140,9 @@ fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Res
             if let Some(c) = core {
                 dataplane::worker::pin_current_thread(c)?;
             }
-            let (enc, dec) = crate::codec_bench::measure(Duration::from_secs_f64(args.seconds));
-            let rate = if encode { enc } else { dec };
+            let window = Duration::from_secs_f64(args.seconds);
+            let rate =
+                if encode { crate::codec_bench::encode_rate(window) } else { crate::codec_bench::decode_rate(window) };
             Ok(Row::Codec(CodecMeasured { name: s.name, samples_per_s: rate, cycles_per_sample: hz as f64 / rate }))
         }
     }
