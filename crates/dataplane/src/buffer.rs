@@ -20,29 +20,43 @@ pub const DATA_CAPACITY: usize = STRIDE - HEADROOM;
 /// Marker for "no sample slot" in [`BufferMeta::sample_slot`].
 pub const NO_SLOT: u32 = u32::MAX;
 
-/// Per-buffer metadata, kept apart from the packet bytes.
+/// Per-buffer metadata, kept apart from the packet bytes: 32 bytes, two per cache line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C, align(16))]
+#[repr(C, align(32))]
 pub struct BufferMeta {
     /// Start of the frame within the slot.
     pub offset: u16,
     /// Frame length in bytes (without FCS).
     pub len: u16,
-    /// Interface the frame arrived on.
+    /// Interface the frame arrived on (a sub-interface for tagged frames).
     pub rx_if: u16,
     /// Interface chosen for output (0 = not yet decided).
     pub tx_if: u16,
     /// Drop reason (a [`crate::errors::DropReason`] as `u16`) when sent to `error-drop`.
     pub error: u16,
-    /// Free for per-feature flags.
-    pub flags: u16,
+    /// Bytes from the frame start to the network header (set by `ethernet-input`).
+    pub l3_offset: u16,
+    /// Length of the prefix the destination matched (set by the lookup).
+    pub dst_prefix_len: u8,
     /// Sample ring slot of an sFlow-chosen packet, or [`NO_SLOT`].
     pub sample_slot: u32,
+    /// Adjacency (next hop) chosen by the lookup.
+    pub adj: u32,
 }
 
 impl Default for BufferMeta {
     fn default() -> Self {
-        Self { offset: HEADROOM as u16, len: 0, rx_if: 0, tx_if: 0, error: 0, flags: 0, sample_slot: NO_SLOT }
+        Self {
+            offset: HEADROOM as u16,
+            len: 0,
+            rx_if: 0,
+            tx_if: 0,
+            error: 0,
+            l3_offset: 0,
+            dst_prefix_len: 0,
+            sample_slot: NO_SLOT,
+            adj: 0,
+        }
     }
 }
 

@@ -3,10 +3,14 @@
 //! The console, `vecflow ctl`, `demo` and `bench` all go through [`Registry::execute`], so a
 //! command added here (later: `show sflow`, `show ip fib`) is available everywhere at once.
 
+use crate::config::Ipv4Prefix;
 use crate::engine::Dataplane;
+use crate::fib::Route;
 use crate::graph::NodeId;
+use crate::l3::Adjacency;
 use serde_json::{Value, json};
 use std::fmt::Write;
+use std::net::Ipv4Addr;
 
 /// A command's answer: text for people, JSON for programs.
 #[derive(Debug, Clone)]
@@ -53,6 +57,16 @@ impl Registry {
             words: "show interface",
             help: "interfaces with their state and counters; optional interface name",
             run: show_interface,
+        });
+        r.register(Command {
+            words: "show ip fib",
+            help: "IPv4 routes and their adjacencies; optional prefix (exact) or address (longest match)",
+            run: show_ip_fib,
+        });
+        r.register(Command {
+            words: "show neighbors",
+            help: "static IPv4 neighbors (ARP entries)",
+            run: show_neighbors,
         });
         r
     }
@@ -172,4 +186,77 @@ fn show_interface(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
         list.push(json!({"interface": i, "counters": counters}));
     }
     Ok(Reply { text, json: json!({"interfaces": list}) })
+}
+
+/// One `show ip fib` row.
+fn fib_row(dp: &Dataplane, r: Route, text: &mut String) -> Value {
+    let prefix = format!("{}/{}", Ipv4Addr::from(r.prefix), r.len);
+    let adj = dp.l3().adjs.get(r.adj as usize).copied().unwrap_or(Adjacency::Drop);
+    let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or("?".to_string(), |x| x.name.clone());
+    let detail = match adj {
+        Adjacency::Drop => "drop".to_string(),
+        Adjacency::Local => "local (this router)".to_string(),
+        Adjacency::Glean { tx_if } => format!("connected, out {}", name(tx_if)),
+        Adjacency::Via { tx_if, next_hop, rewrite } => {
+            let mac = rewrite.map_or("unresolved: no neighbor".to_string(), |r| {
+                wire::MacAddr([r[0], r[1], r[2], r[3], r[4], r[5]]).to_string()
+            });
+            format!("via {next_hop} out {} ({mac})", name(tx_if))
+        }
+    };
+    let _ = writeln!(text, "{prefix:<20} {:>6}  {detail}", r.adj);
+    json!({"prefix": prefix, "adjacency_index": r.adj, "adjacency": adj, "detail": detail})
+}
+
+fn show_ip_fib(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let fib = dp.fib();
+    let routes: Vec<Route> = match args {
+        [] => fib.routes().collect(),
+        [a] if a.contains('/') => {
+            let p: Ipv4Prefix = a.parse()?;
+            let want = crate::fib::Route::new(p.addr, p.len, 0);
+            fib.routes().filter(|r| (r.prefix, r.len) == (want.prefix, want.len)).collect()
+        }
+        [a] => {
+            let addr: Ipv4Addr = a
+                .parse()
+                .map_err(|_| format!("show ip fib: '{a}' is neither a prefix (a.b.c.d/len) nor an address"))?;
+            let leaf = fib.fib().lookup(u32::from(addr));
+            let want = leaf.map(|l| crate::fib::Route::new(addr, l.prefix_len, l.adj));
+            fib.routes().filter(|r| want.is_some_and(|w| (r.prefix, r.len) == (w.prefix, w.len))).collect()
+        }
+        _ => return Err("show ip fib: at most one prefix or address".into()),
+    };
+    let mut text = format!("{:<20} {:>6}  {}\n", "Prefix", "Adj", "Forwarding");
+    let rows: Vec<Value> = routes.iter().map(|r| fib_row(dp, *r, &mut text)).collect();
+    let _ = writeln!(
+        text,
+        "{} of {} routes; tbl8 groups in use {} of {}",
+        rows.len(),
+        fib.len(),
+        fib.tbl8_in_use(),
+        fib.fib().tbl8_groups()
+    );
+    Ok(Reply {
+        text,
+        json: json!({"routes": rows, "total_routes": fib.len(), "tbl8_in_use": fib.tbl8_in_use(), "tbl8_groups": fib.fib().tbl8_groups()}),
+    })
+}
+
+fn show_neighbors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let mut rows: Vec<(String, Ipv4Addr, String)> = dp
+        .l3()
+        .neighbors
+        .iter()
+        .map(|(&(i, a), mac)| {
+            (dp.interfaces().iter().find(|x| x.index == i).map_or("?".into(), |x| x.name.clone()), a, mac.to_string())
+        })
+        .collect();
+    rows.sort();
+    let mut text = format!("{:<16} {:<16} {}\n", "Interface", "Address", "MAC");
+    for (i, a, m) in &rows {
+        let _ = writeln!(text, "{i:<16} {a:<16} {m}");
+    }
+    let json = json!({"neighbors": rows.iter().map(|(i, a, m)| json!({"interface": i, "address": a, "mac": m, "static": true})).collect::<Vec<_>>()});
+    Ok(Reply { text, json })
 }

@@ -118,6 +118,28 @@ pub struct Config {
     /// MPLS label switching.
     #[serde(default, skip_serializing_if = "Mpls::is_empty")]
     pub mpls: Mpls,
+    /// IPv4 FIB sizing.
+    #[serde(default)]
+    pub fib: FibConfig,
+}
+
+/// IPv4 FIB sizing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FibConfig {
+    /// Groups of 256 entries for /24s holding longer prefixes (1 KiB each), 1–1048576.
+    #[serde(default = "default_tbl8_groups")]
+    pub tbl8_groups: u32,
+}
+
+fn default_tbl8_groups() -> u32 {
+    4096
+}
+
+impl Default for FibConfig {
+    fn default() -> Self {
+        FibConfig { tbl8_groups: default_tbl8_groups() }
+    }
 }
 
 /// Worker threads, their CPUs and their buffers.
@@ -609,10 +631,24 @@ impl Config {
     }
 
     fn validate_l3(&self) -> Result<(), ConfigError> {
+        if !(1..=1 << 20).contains(&self.fib.tbl8_groups) {
+            return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
+        }
         let known = |n: &String| self.interfaces.contains_key(n);
+        let connected =
+            |a: Ipv4Addr| self.interfaces.values().flat_map(|i| &i.addresses).any(|p| crate::l3::covers(p, a));
         for (k, r) in self.routes.iter().enumerate() {
             if let Some(n) = r.interface.as_ref().filter(|n| !known(n)) {
                 return Err(invalid(format!("routes[{k}].interface"), n, "the name of a configured interface"));
+            }
+            if r.interface.is_none() && !connected(r.via) {
+                return Err(invalid(
+                    format!("routes[{k}].via"),
+                    r.via,
+                    format!(
+                        "an address inside a configured interface's subnet, or name the interface in routes[{k}].interface"
+                    ),
+                ));
             }
             check_labels(&format!("routes[{k}].out-labels"), &r.out_labels)?;
         }
@@ -639,22 +675,17 @@ impl Config {
         Ok(())
     }
 
-    /// The first field that uses a feature this build does not forward yet (addresses,
-    /// routes, neighbors, MPLS, sub-interfaces), if any.
+    /// The first field that uses a feature this build does not forward yet (MPLS, route
+    /// out-labels, sub-interfaces), if any.
     pub fn first_unsupported(&self) -> Option<String> {
-        if !self.routes.is_empty() {
-            return Some("routes".into());
-        }
-        if !self.neighbors.is_empty() {
-            return Some("neighbors".into());
+        if let Some(k) = self.routes.iter().position(|r| !r.out_labels.is_empty()) {
+            return Some(format!("routes[{k}].out-labels"));
         }
         if !self.mpls.local_labels.is_empty() {
             return Some("mpls.local-labels".into());
         }
         self.interfaces.iter().find_map(|(n, i)| {
-            let field = if !i.addresses.is_empty() {
-                "addresses"
-            } else if i.mpls {
+            let field = if i.mpls {
                 "mpls"
             } else if !i.sub_interfaces.is_empty() {
                 "sub-interfaces"

@@ -4,8 +4,11 @@
 use crate::config::{AdminState, Config, Driver};
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::errors::{DropReason, N_REASONS};
+use crate::fib::{Fib, FibError, FibWriter};
 use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
 use crate::interface::{DriverKind, IfStats, Interface, MAX_INTERFACES, RxMode, Tables};
+use crate::l3::L3;
+use crate::qsbr::Qsbr;
 use crate::tsc;
 use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
@@ -24,12 +27,15 @@ pub enum StartError {
     Config(#[from] crate::config::ConfigError),
     /// The configuration uses a feature this build does not forward yet.
     #[error(
-        "{0}: not supported by this build yet (IPv4 routing, MPLS and sub-interfaces are on the roadmap); remove it to start"
+        "{0}: not supported by this build yet (MPLS and 802.1Q sub-interfaces are on the roadmap); remove it to start"
     )]
     Unsupported(String),
     /// A worker could not be created (memory, thread, CPU pinning).
     #[error("worker start-up: {0}")]
     Io(#[from] std::io::Error),
+    /// The routes do not fit the FIB.
+    #[error(transparent)]
+    Fib(#[from] FibError),
 }
 
 struct WorkerHandle {
@@ -68,6 +74,8 @@ pub struct ErrorRow {
 /// A running dataplane.
 pub struct Dataplane {
     interfaces: Vec<Interface>,
+    tables: Arc<Tables>,
+    fib: FibWriter,
     workers: Vec<WorkerHandle>,
     stop: Arc<AtomicBool>,
     started: Instant,
@@ -125,11 +133,33 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
                     Driver::Generator => DriverKind::Generator,
                 },
                 rx_worker,
+                addresses: i.addresses.clone(),
             }
         })
         .collect();
     out.sort_by_key(|i| i.index);
     out
+}
+
+/// What workers forward with, built from a validated configuration.
+pub struct Forwarding {
+    /// The interfaces, by index.
+    pub interfaces: Vec<Interface>,
+    /// Interface facts, adjacencies and neighbors.
+    pub tables: Arc<Tables>,
+    /// The FIB with the interface addresses and routes installed.
+    pub fib: FibWriter,
+}
+
+/// Builds interfaces, tables and the FIB of a validated `config`; the FIB's readers announce
+/// quiescent states through `qsbr`.
+pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, StartError> {
+    let interfaces = build_interfaces(config);
+    let (l3, inserts) = crate::l3::build(config, &interfaces);
+    let tables = Arc::new(Tables::new(&interfaces, l3));
+    let mut fib = FibWriter::new(Arc::new(Fib::new(config.fib.tbl8_groups)?), qsbr);
+    fib.apply(&inserts)?;
+    Ok(Forwarding { interfaces, tables, fib })
 }
 
 impl Dataplane {
@@ -139,12 +169,19 @@ impl Dataplane {
         if let Some(field) = config.first_unsupported() {
             return Err(StartError::Unsupported(field));
         }
-        let interfaces = build_interfaces(config);
-        let tables = Arc::new(Tables::new(&interfaces));
+        let qsbr = Arc::new(Qsbr::new(config.workers.count as usize));
+        let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
         let stop = Arc::new(AtomicBool::new(false));
         let hz = tsc::hz();
-        let mut dp =
-            Dataplane { interfaces, workers: Vec::new(), stop, started: Instant::now(), config: config.clone() };
+        let mut dp = Dataplane {
+            interfaces,
+            tables: tables.clone(),
+            fib,
+            workers: Vec::new(),
+            stop,
+            started: Instant::now(),
+            config: config.clone(),
+        };
         for id in 0..config.workers.count {
             let ports = dp
                 .interfaces
@@ -162,6 +199,8 @@ impl Dataplane {
                 core,
                 buffers: config.workers.buffers,
                 tables: tables.clone(),
+                fib: dp.fib.fib().clone(),
+                qsbr: qsbr.clone(),
                 counters: counters.clone(),
                 ports,
                 stop: dp.stop.clone(),
@@ -209,6 +248,22 @@ impl Dataplane {
     /// The interfaces, by index.
     pub fn interfaces(&self) -> &[Interface] {
         &self.interfaces
+    }
+
+    /// The layer 3 tables the workers forward with.
+    pub fn l3(&self) -> &L3 {
+        &self.tables.l3
+    }
+
+    /// The FIB (routes, lookups).
+    pub fn fib(&self) -> &FibWriter {
+        &self.fib
+    }
+
+    /// Applies a batch of route changes to the running FIB (inserts or replaces with
+    /// `Some(adjacency)`, deletes with `None`), in place and without stopping the workers.
+    pub fn apply_routes(&mut self, changes: &[crate::l3::FibInsert]) -> Result<(), FibError> {
+        self.fib.apply(changes)
     }
 
     /// Counters of interface `index`, summed over workers.

@@ -62,6 +62,13 @@ drop_reasons! {
     UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, "ethertype the interface does not handle";
     Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, "IPv4 frame on an interface without IPv4 forwarding";
     MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, "MPLS frame on an interface without MPLS forwarding";
+    Truncated = "truncated", InErrors, Ip4Input, "IPv4 header or packet longer than the frame carrying it";
+    BadIpHeader = "bad-ip-header", InErrors, Ip4Input, "IPv4 version not 4, header length below 20 bytes, or total length below the header length";
+    BadChecksum = "bad-checksum", InErrors, Ip4Input, "IPv4 header checksum does not verify";
+    TtlExpired = "ttl-expired", InDiscards, Ip4Input, "TTL of 0 or 1: forwarding would take it to 0";
+    NoRoute = "no-route", InDiscards, Ip4Lookup, "no route matches the destination";
+    Ip4Local = "ip4-local", InDiscards, Ip4Lookup, "addressed to one of this router's own addresses (vecflow has no host stack)";
+    NoNeighbor = "no-neighbor", OutDiscards, Ip4Rewrite, "next hop has no neighbor (MAC) entry on the output interface";
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, "output interface is administratively down";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
 }

@@ -8,6 +8,7 @@
 use crate::buffer::BufferPool;
 use crate::counter::Counter;
 use crate::errors::{DropReason, N_REASONS};
+use crate::fib::Fib;
 use crate::interface::{IfCounters, MAX_INTERFACES, Tables};
 use crate::stats::counter_set;
 use crate::vector::{VECTOR_SIZE, VecHandle, VectorPool};
@@ -40,6 +41,9 @@ node_ids! {
     GeneratorInput = "generator-input": "the embedded generator's rx side: fills fresh frames from stream templates",
     EthernetInput = "ethernet-input": "checks frame length and interface state, counts unicast/multicast/broadcast, dispatches by interface mode and ethertype",
     L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
+    Ip4Input = "ip4-input": "checks IPv4 version, header length, total length, checksum and TTL",
+    Ip4Lookup = "ip4-lookup": "longest-prefix match of the destination for a whole vector, with prefetching",
+    Ip4Rewrite = "ip4-rewrite": "decrements TTL (incremental checksum), writes next-hop and own MAC, sets the output interface",
     InterfaceOutput = "interface-output": "checks the output interface's state and MTU, counts tx, hands frames to the driver",
     GeneratorTx = "generator-tx": "the generator's tx side (sink): reads each frame once and frees it",
     ErrorDrop = "error-drop": "counts each dropped frame per input interface and reason, frees it",
@@ -149,6 +153,8 @@ pub struct Graph {
     pub vectors: VectorPool,
     /// Forwarding tables (an immutable snapshot).
     pub tables: Arc<Tables>,
+    /// The IPv4 FIB (updated in place by the main thread).
+    pub fib: Arc<Fib>,
     /// Counters shared with the main thread.
     pub counters: Arc<WorkerCounters>,
     /// Scratch: next node per packet of the vector being split.
@@ -157,12 +163,18 @@ pub struct Graph {
 }
 
 impl Graph {
-    /// A graph with `buffers` packet buffers.
-    pub fn new(buffers: u32, tables: Arc<Tables>, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
+    /// A graph with `buffers` packet buffers, forwarding with `tables` and `fib`.
+    pub fn new(
+        buffers: u32,
+        tables: Arc<Tables>,
+        fib: Arc<Fib>,
+        counters: Arc<WorkerCounters>,
+    ) -> std::io::Result<Self> {
         Ok(Self {
             pool: BufferPool::new(buffers)?,
             vectors: VectorPool::new(),
             tables,
+            fib,
             counters,
             nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
             pending: Vec::with_capacity(VectorPool::CAPACITY),
@@ -216,6 +228,9 @@ impl Graph {
         match node {
             NodeId::EthernetInput => nodes::ethernet_input::run(self, v),
             NodeId::L2Xconnect => nodes::l2_xconnect::run(self, v),
+            NodeId::Ip4Input => nodes::ip4_input::run(self, v),
+            NodeId::Ip4Lookup => nodes::ip4_lookup::run(self, v),
+            NodeId::Ip4Rewrite => nodes::ip4_rewrite::run(self, v),
             NodeId::InterfaceOutput => nodes::interface_output::run(self, v),
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),

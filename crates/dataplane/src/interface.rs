@@ -62,6 +62,13 @@ pub struct Interface {
     pub driver: DriverKind,
     /// Worker that polls its rx queue.
     pub rx_worker: u16,
+    /// IPv4 addresses (IPv4 forwarding is on when there is at least one).
+    #[serde(serialize_with = "ser_display_list")]
+    pub addresses: Vec<crate::config::Ipv4Prefix>,
+}
+
+fn ser_display_list<T: std::fmt::Display, S: serde::Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|x| x.to_string()))
 }
 
 fn ser_display<T: std::fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -79,12 +86,22 @@ pub struct IfRuntime {
     pub mode: RxMode,
     /// Node that transmits on it (its driver's tx node), or `error-drop` when it is down.
     pub tx_node: NodeId,
+    /// IPv4 frames are forwarded (the interface has an address).
+    pub ip4: bool,
+    /// Its MAC address (the source of frames routed out of it).
+    pub mac: MacAddr,
 }
 
 impl IfRuntime {
     /// The entry for an unused index: down, drops everything.
-    pub const UNUSED: IfRuntime =
-        IfRuntime { admin_up: false, max_frame: 0, mode: RxMode::L3, tx_node: NodeId::ErrorDrop };
+    pub const UNUSED: IfRuntime = IfRuntime {
+        admin_up: false,
+        max_frame: 0,
+        mode: RxMode::L3,
+        tx_node: NodeId::ErrorDrop,
+        ip4: false,
+        mac: MacAddr([0; 6]),
+    };
 }
 
 /// The immutable tables a worker forwards with. Replaced as a whole (never edited in place)
@@ -93,11 +110,13 @@ impl IfRuntime {
 pub struct Tables {
     /// Indexed by interface index; `MAX_INTERFACES` long so any `u16` below that is valid.
     pub ifs: Vec<IfRuntime>,
+    /// Adjacencies and neighbors.
+    pub l3: crate::l3::L3,
 }
 
 impl Tables {
-    /// Builds the worker tables from the interface list.
-    pub fn new(interfaces: &[Interface]) -> Self {
+    /// Builds the worker tables from the interface list and the layer 3 tables.
+    pub fn new(interfaces: &[Interface], l3: crate::l3::L3) -> Self {
         let mut ifs = vec![IfRuntime::UNUSED; MAX_INTERFACES];
         for i in interfaces {
             ifs[i.index as usize] = IfRuntime {
@@ -105,9 +124,11 @@ impl Tables {
                 max_frame: i.mtu + L2_OVERHEAD,
                 mode: i.mode,
                 tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
+                ip4: !i.addresses.is_empty(),
+                mac: i.mac,
             };
         }
-        Self { ifs }
+        Self { ifs, l3 }
     }
 
     /// The entry of interface `index` (indices ≥ `MAX_INTERFACES` are treated as unused).

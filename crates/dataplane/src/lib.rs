@@ -19,6 +19,7 @@ pub mod fib;
 pub mod graph;
 pub mod hugemem;
 pub mod interface;
+pub mod l3;
 pub mod nodes;
 pub mod qsbr;
 mod stats;

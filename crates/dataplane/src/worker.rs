@@ -6,8 +6,10 @@
 //! blocks on a lock, never allocates after start-up and makes no per-packet system call.
 
 use crate::drivers::generator::GeneratorPort;
+use crate::fib::Fib;
 use crate::graph::{Graph, NodeId, WorkerCounters};
 use crate::interface::Tables;
+use crate::qsbr::Qsbr;
 use crate::tsc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -27,6 +29,10 @@ pub struct WorkerSetup {
     pub buffers: u32,
     /// Forwarding tables.
     pub tables: Arc<Tables>,
+    /// The IPv4 FIB.
+    pub fib: Arc<Fib>,
+    /// Where it announces quiescent states (between vectors), as reader `id`.
+    pub qsbr: Arc<Qsbr>,
     /// Counters, shared with the main thread.
     pub counters: Arc<WorkerCounters>,
     /// The rx queues it polls.
@@ -59,11 +65,13 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         pin_current_thread(core)
             .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;
     }
-    let mut g = Graph::new(s.buffers, s.tables, s.counters.clone())?;
+    let mut g = Graph::new(s.buffers, s.tables, s.fib, s.counters.clone())?;
     let c = &s.counters;
     let input = &c.nodes[NodeId::GeneratorInput as usize];
+    let reader = usize::from(s.id);
     c.looping.start_tsc.set(tsc::now());
     while !s.stop.load(Relaxed) {
+        s.qsbr.quiescent(reader);
         let mut busy = false;
         for port in &mut s.ports {
             let t0 = tsc::now();
@@ -85,5 +93,6 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             std::thread::sleep(IDLE_SLEEP);
         }
     }
+    s.qsbr.offline(reader);
     Ok(())
 }

@@ -32,7 +32,7 @@ mpls:
 ";
     let c = Config::load(yaml).unwrap();
     assert_eq!(Config::load(&c.to_yaml()).unwrap(), c);
-    assert_eq!(c.first_unsupported().as_deref(), Some("routes"));
+    assert_eq!(c.first_unsupported().as_deref(), Some("routes[0].out-labels"));
 }
 
 fn err(yaml: &str) -> String {
@@ -84,9 +84,14 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces.p0.sub-interfaces.1.encapsulation.dot1q: 5000",
         ),
         (
-            "interfaces: {p0: {}}\nroutes: [{prefix: 1.0.0.0/8, via: 1.1.1.1, out-labels: [3]}]",
+            "interfaces: {p0: {}}\nroutes: [{prefix: 1.0.0.0/8, via: 1.1.1.1, interface: p0, out-labels: [3]}]",
             "routes[0].out-labels: 3 is not allowed; allowed: labels 16 to 1048575",
         ),
+        (
+            "interfaces: {p0: {addresses: [10.0.0.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.1.1}]",
+            "routes[0].via: 10.0.1.1 is not allowed; allowed: an address inside a configured interface's subnet, or name the interface in routes[0].interface",
+        ),
+        ("fib: {tbl8-groups: 0}", "fib.tbl8-groups: 0 is not allowed; allowed: 1 to 1048576"),
         (
             "interfaces: {p0: {}}\nneighbors: [{interface: p9, address: 1.1.1.1, mac: 00:00:00:00:00:01}]",
             "neighbors[0].interface: p9",

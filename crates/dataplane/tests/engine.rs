@@ -1,7 +1,6 @@
 //! The running dataplane: workers forward generated traffic and the counters add up.
 
 use dataplane::cli::Registry;
-use dataplane::errors::DropReason;
 use dataplane::{Config, Dataplane};
 use std::time::Duration;
 
@@ -19,16 +18,15 @@ fn lab_forwards_on_two_workers_and_every_packet_is_accounted_for() {
         let dropped: u64 = dp.drops_of(i.index).iter().sum();
         assert_eq!(s.rx_packets, s.rx_forwarded + dropped, "{}: {s:?}", i.name);
     }
-    // Cross-connected pairs: what one receives the other sends.
-    for (a, b) in [("port2", "port3"), ("port6", "port7")] {
+    // Cross-connected and routed pairs: what one receives and forwards the other sends.
+    for (a, b) in [("port0", "port1"), ("port4", "port5"), ("port2", "port3"), ("port6", "port7")] {
         let (sa, sb) = (dp.interface_stats(by_name(a)), dp.interface_stats(by_name(b)));
         assert!(sa.rx_packets > 10_000, "{a} generated {}", sa.rx_packets);
         assert_eq!(sa.rx_forwarded, sb.tx_packets);
         assert_eq!(sb.rx_forwarded, sa.tx_packets);
     }
-    // The routed port drops IPv4 until routing exists.
-    let p0 = by_name("port0");
-    assert!(dp.drops_of(p0)[DropReason::Ip4NotEnabled as usize] > 0);
+    // The lab is clean: nothing is dropped.
+    assert!(dp.interfaces().iter().all(|i| dp.drops_of(i.index).iter().all(|&d| d == 0)), "{:?}", dp.errors());
     let g = dp.generator_stats();
     let tx: u64 = dp.interfaces().iter().map(|i| dp.interface_stats(i.index).tx_packets).sum();
     assert_eq!(g.sink_packets, tx);
@@ -43,12 +41,31 @@ fn show_commands_answer_in_text_and_json() {
     let r = Registry::with_builtins();
     let rt = r.execute(&dp, "show runtime").unwrap();
     assert_eq!(rt.json["workers"].as_array().unwrap().len(), 2);
-    for node in ["generator-input", "ethernet-input", "l2-xconnect", "interface-output", "generator-tx", "error-drop"] {
+    for node in [
+        "generator-input",
+        "ethernet-input",
+        "l2-xconnect",
+        "ip4-input",
+        "ip4-lookup",
+        "ip4-rewrite",
+        "interface-output",
+        "generator-tx",
+    ] {
         assert!(rt.text.contains(node), "{node} missing from\n{}", rt.text);
     }
     let errs = r.execute(&dp, "show errors").unwrap();
-    assert!(errs.text.contains("ip4-not-enabled") && errs.text.contains("port0"), "{}", errs.text);
-    assert_eq!(errs.json["errors"][0]["node"], "ethernet-input");
+    assert_eq!(errs.json["errors"].as_array().unwrap().len(), 0, "{}", errs.text);
+    let fib = r.execute(&dp, "show ip fib").unwrap();
+    assert_eq!(fib.json["total_routes"], 12, "4 routes + 4 connected /31s + 4 local /32s:\n{}", fib.text);
+    let one = r.execute(&dp, "show ip fib 48.0.0.77").unwrap();
+    assert_eq!(one.json["routes"][0]["prefix"], "48.0.0.0/24");
+    assert!(one.text.contains("via 100.64.1.0 out port1 (00:1b:21:06:00:01)"), "{}", one.text);
+    let exact = r.execute(&dp, "show ip fib 100.64.0.1/32").unwrap();
+    assert_eq!(exact.json["routes"][0]["adjacency"]["kind"], "local");
+    assert!(r.execute(&dp, "show ip fib nonsense").unwrap_err().contains("neither a prefix"));
+    let n = r.execute(&dp, "show neighbors").unwrap();
+    assert_eq!(n.json["neighbors"].as_array().unwrap().len(), 4);
+    assert_eq!(n.json["neighbors"][0]["interface"], "port0");
     let one = r.execute(&dp, "show interface port2").unwrap();
     assert_eq!(one.json["interfaces"].as_array().unwrap().len(), 1);
     assert!(one.json["interfaces"][0]["counters"]["rx_packets"].as_u64().unwrap() > 0);
@@ -58,7 +75,8 @@ fn show_commands_answer_in_text_and_json() {
 
 #[test]
 fn unsupported_sections_are_refused_with_the_field_named() {
-    let cfg = Config::load("interfaces: {p0: {}}\nroutes: [{prefix: 1.0.0.0/8, via: 1.1.1.1}]").unwrap();
+    let cfg =
+        Config::load("interfaces: {p0: {}}\nmpls: {local-labels: [{label: 16, via: 1.1.1.1, interface: p0}]}").unwrap();
     let e = Dataplane::start(&cfg).err().unwrap().to_string();
-    assert!(e.starts_with("routes: not supported by this build yet"), "{e}");
+    assert!(e.starts_with("mpls.local-labels: not supported by this build yet"), "{e}");
 }

@@ -2,10 +2,11 @@
 //! accounting rule (packets in = packets forwarded + packets dropped with that input).
 
 use dataplane::config::Config;
-use dataplane::engine::build_interfaces;
+use dataplane::engine::build_forwarding;
 use dataplane::errors::{DropReason, N_REASONS};
 use dataplane::graph::{Graph, NodeId, WorkerCounters};
-use dataplane::interface::{IfStats, Tables};
+use dataplane::interface::IfStats;
+use dataplane::qsbr::Qsbr;
 use dataplane::vector::VecHandle;
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -23,8 +24,8 @@ interfaces:
 
 fn graph() -> Graph {
     let cfg = Config::load(YAML).unwrap();
-    let tables = Arc::new(Tables::new(&build_interfaces(&cfg)));
-    Graph::new(1024, tables, Arc::new(WorkerCounters::new())).unwrap()
+    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
+    Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap()
 }
 
 /// A frame of `len` bytes: dst `dst`, src 02:00:00:00:00:01, ethertype `et`, payload 0,1,2…

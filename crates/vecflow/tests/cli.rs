@@ -39,7 +39,7 @@ fn demo_prints_status_lines_then_the_show_commands() {
     for cmd in ["vecflow# show interface", "vecflow# show errors", "vecflow# show runtime"] {
         assert!(out.contains(cmd), "{cmd} missing:\n{out}");
     }
-    assert!(out.contains("l2-xconnect") && out.contains("ip4-not-enabled"), "{out}");
+    assert!(out.contains("l2-xconnect") && out.contains("ip4-rewrite"), "{out}");
 }
 
 #[test]

@@ -11,7 +11,7 @@
 
 mod writer;
 
-pub use writer::{FibError, FibWriter, Route};
+pub use writer::{FibError, FibWriter, Route, mask};
 
 use crate::hugemem::HugeRegion;
 use std::sync::atomic::{AtomicU32, Ordering::Acquire};

@@ -3,10 +3,12 @@
 //! For every frame of a vector (all from one interface) it checks the length (at least the
 //! 14-byte header, at most MTU + 18) and counts the destination as unicast, multicast or
 //! broadcast on the rx interface. Then, by the interface's mode:
-//! - L2 cross-connect: every frame goes to `l2-xconnect` (the whole vector, unchanged, when
-//!   nothing is dropped);
-//! - L3: IPv4 and MPLS frames are dropped as `ip4-not-enabled` / `mpls-not-enabled` (this
-//!   build does not route yet), anything else as `unknown-ethertype`.
+//! - L2 cross-connect: every frame goes to `l2-xconnect`;
+//! - L3: IPv4 goes to `ip4-input` (with `l3_offset` set) when the interface has an address,
+//!   else it is dropped as `ip4-not-enabled`; MPLS is dropped as `mpls-not-enabled`, anything
+//!   else as `unknown-ethertype`.
+//!
+//! When nothing is dropped and every frame goes the same way, the vector is handed on unchanged.
 //!
 //! Drops: `truncated-ethernet`, `oversize`, `interface-down`, `unknown-ethertype`,
 //! `ip4-not-enabled`, `mpls-not-enabled`.
@@ -23,15 +25,20 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
     let ifc = *g.tables.get(port);
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
-    let (mut valid, mut group, mut bcast) = (0u64, 0u64, 0u64);
+    let l3 = matches!(ifc.mode, RxMode::L3);
+    let (mut valid, mut group, mut bcast, mut ip4) = (0u64, 0u64, 0u64, 0u64);
     for &i in g.vectors[v].indices() {
         let ok = g.pool.meta(i).len.wrapping_sub(HEADER_LEN as u16) <= span;
         valid += u64::from(ok);
+        let line = g.pool.line(i);
         // Unicast traffic takes one byte load and one well-predicted branch.
-        if ok && g.pool.line(i)[0] & 1 == 1 {
+        if ok && line[0] & 1 == 1 {
             let (_, is_bcast) = cast_bits(g.pool.head_u64(i));
             group += 1;
             bcast += is_bcast;
+        }
+        if l3 {
+            ip4 += u64::from(ok && u16::from_be_bytes([line[12], line[13]]) == EtherType::IPV4);
         }
     }
     let c = g.counters.interface(port);
@@ -39,10 +46,17 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     c.rx_multicast.add(group - bcast);
     c.rx_broadcast.add(bcast);
 
-    let all_valid = valid == g.vectors[v].len() as u64;
+    let n = g.vectors[v].len() as u64;
     match ifc.mode {
-        RxMode::L2Xconnect { .. } if all_valid && ifc.admin_up => g.forward(v, NodeId::L2Xconnect),
-        _ => classify_each(g, v),
+        _ if valid != n || !ifc.admin_up => classify_each(g, v),
+        RxMode::L2Xconnect { .. } => g.forward(v, NodeId::L2Xconnect),
+        RxMode::L3 if ip4 == n && ifc.ip4 => {
+            for &i in g.vectors[v].indices() {
+                g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
+            }
+            g.forward(v, NodeId::Ip4Input);
+        }
+        RxMode::L3 => classify_each(g, v),
     }
 }
 
@@ -53,25 +67,29 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let frame = g.pool.frame(i);
-        let drop = if !ifc.admin_up {
-            Some(DropReason::InterfaceDown)
+        let next = if !ifc.admin_up {
+            Err(DropReason::InterfaceDown)
         } else if frame.len() < HEADER_LEN {
-            Some(DropReason::TruncatedEthernet)
+            Err(DropReason::TruncatedEthernet)
         } else if frame.len() > ifc.max_frame as usize {
-            Some(DropReason::Oversize)
+            Err(DropReason::Oversize)
         } else {
             match ifc.mode {
-                RxMode::L2Xconnect { .. } => None,
-                RxMode::L3 => Some(match u16::from_be_bytes([frame[12], frame[13]]) {
-                    EtherType::IPV4 => DropReason::Ip4NotEnabled,
-                    EtherType::MPLS => DropReason::MplsNotEnabled,
-                    _ => DropReason::UnknownEthertype,
-                }),
+                RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
+                RxMode::L3 => match u16::from_be_bytes([frame[12], frame[13]]) {
+                    EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
+                    EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
+                    EtherType::MPLS => Err(DropReason::MplsNotEnabled),
+                    _ => Err(DropReason::UnknownEthertype),
+                },
             }
         };
-        match drop {
-            Some(reason) => g.mark_drop(k, i, reason),
-            None => g.nexts[k] = NodeId::L2Xconnect,
+        match next {
+            Ok(node) => {
+                g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
+                g.nexts[k] = node;
+            }
+            Err(reason) => g.mark_drop(k, i, reason),
         }
     }
     g.split(v);

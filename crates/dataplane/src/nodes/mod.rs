@@ -3,4 +3,7 @@
 pub mod error_drop;
 pub mod ethernet_input;
 pub mod interface_output;
+pub mod ip4_input;
+pub mod ip4_lookup;
+pub mod ip4_rewrite;
 pub mod l2_xconnect;

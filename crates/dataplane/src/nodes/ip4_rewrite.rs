@@ -1,0 +1,66 @@
+//! `ip4-rewrite`: turns a routed packet into a frame for its next hop.
+//!
+//! For the packet's adjacency it writes the next hop's MAC as destination and the output
+//! interface's MAC as source, decrements the TTL with an incremental checksum update
+//! (RFC 1624), sets the output interface and sends it to `interface-output`. A connected
+//! (glean) adjacency finds the destination's own MAC in the neighbor table. Without a neighbor
+//! entry the packet is dropped as `no-neighbor` (charged to the output interface).
+
+use crate::errors::DropReason;
+use crate::graph::{Graph, NodeId};
+use crate::l3::Adjacency;
+use crate::vector::VecHandle;
+use std::net::Ipv4Addr;
+use wire::checksum;
+
+/// Writes the MACs and decrements the TTL of the IPv4 packet at `l3` in `frame`.
+#[inline(always)]
+fn rewrite(frame: &mut [u8], l3: usize, macs: &[u8; 12]) {
+    frame[..12].copy_from_slice(macs);
+    let ip = &mut frame[l3..l3 + 12];
+    let old = u16::from_be_bytes([ip[8], ip[9]]);
+    let new = old - 0x0100; // TTL is the high byte; ip4-input ensured it is at least 2
+    let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+    ip[8..10].copy_from_slice(&new.to_be_bytes());
+    ip[10..12].copy_from_slice(&csum.to_be_bytes());
+}
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let mut all_ok = true;
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let m = *g.pool.meta(i);
+        let l3 = usize::from(m.l3_offset);
+        let (tx_if, macs) = match g.tables.l3.adjs.get(m.adj as usize) {
+            Some(&Adjacency::Via { tx_if, rewrite, .. }) => (tx_if, rewrite),
+            Some(&Adjacency::Glean { tx_if }) => {
+                let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
+                let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
+                (tx_if, g.tables.l3.neighbors.get(&(tx_if, dst)).map(|mac| glean_rewrite(g, tx_if, mac.0)))
+            }
+            // ip4-lookup never sends drop or local adjacencies here.
+            _ => (0, None),
+        };
+        g.pool.meta_mut(i).tx_if = tx_if;
+        match macs {
+            Some(macs) => {
+                rewrite(g.pool.frame_mut(i), l3, &macs);
+                g.nexts[k] = NodeId::InterfaceOutput;
+            }
+            None => {
+                g.mark_drop(k, i, DropReason::NoNeighbor);
+                all_ok = false;
+            }
+        }
+    }
+    if all_ok { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+}
+
+/// Destination `mac` and the output interface's own MAC.
+fn glean_rewrite(g: &Graph, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
+    let mut r = [0u8; 12];
+    r[..6].copy_from_slice(&mac);
+    r[6..].copy_from_slice(&g.tables.get(tx_if).mac.0);
+    r
+}

@@ -1,0 +1,189 @@
+//! IPv4 forwarding node by node: exact output bytes, the malformed corpus with its drop
+//! reasons, and the per-input accounting rule.
+
+use dataplane::config::Config;
+use dataplane::engine::build_forwarding;
+use dataplane::errors::{DropReason, N_REASONS};
+use dataplane::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::interface::IfStats;
+use dataplane::qsbr::Qsbr;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use wire::{Ipv4Packet, checksum};
+
+/// The seed's routed pair plus a LAN with one known and one unknown neighbor.
+const YAML: &str = "
+interfaces:
+  port0: {index: 1, mac: '9c:69:b4:61:a1:dc', addresses: [100.64.0.1/31]}
+  port1: {index: 2, mac: '9c:69:b4:61:a1:dd', addresses: [100.64.1.1/31]}
+  lan: {index: 3, mac: '02:fe:00:00:00:03', addresses: [192.168.7.1/24]}
+  plain: {index: 4}
+routes:
+  - {prefix: 16.0.0.0/24, via: 100.64.0.0}
+  - {prefix: 48.0.0.0/24, via: 100.64.1.0}
+  - {prefix: 30.0.0.0/8, via: 192.168.7.99}
+neighbors:
+  - {interface: port0, address: 100.64.0.0, mac: '00:1b:21:06:00:00'}
+  - {interface: port1, address: 100.64.1.0, mac: '00:1b:21:06:00:01'}
+  - {interface: lan, address: 192.168.7.8, mac: '02:00:00:00:07:08'}
+";
+
+fn graph() -> Graph {
+    let cfg = Config::load(YAML).unwrap();
+    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
+    Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap()
+}
+
+/// A 60-byte Ethernet/IPv4/UDP frame to port0's MAC.
+fn frame(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc]);
+    f[6..12].copy_from_slice(&[0x00, 0x1b, 0x21, 0x06, 0x00, 0x00]);
+    f[12..14].copy_from_slice(&[8, 0]);
+    wire::ipv4::write_header(&mut f[14..34], 46, ttl, 17, Ipv4Addr::from(src), Ipv4Addr::from(dst));
+    wire::udp::write_header(&mut f[34..], Ipv4Addr::from(src), Ipv4Addr::from(dst), 1024, 2048);
+    f
+}
+
+fn receive(g: &mut Graph, port: u16, frames: &[Vec<u8>]) {
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let v = g.inject(port, &refs).unwrap();
+    g.forward(v, NodeId::EthernetInput);
+    g.run(0);
+}
+
+fn stats(g: &Graph, index: u16) -> IfStats {
+    let mut s = IfStats::default();
+    g.counters.interface(index).add_to(&mut s);
+    s
+}
+
+fn drops(g: &Graph, index: u16, r: DropReason) -> u64 {
+    g.counters.error(index, r).get()
+}
+
+/// Runs `frames` from port0 through ethernet-input .. ip4-rewrite and returns what reaches
+/// interface-output.
+fn routed(frames: &[Vec<u8>]) -> (Graph, Vec<(u16, u8, Vec<u8>)>) {
+    let mut g = graph();
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let v = g.inject(1, &refs).unwrap();
+    let mut out = Vec::new();
+    let mut queue = vec![(NodeId::EthernetInput, v)];
+    while let Some((node, v)) = queue.pop() {
+        if node == NodeId::InterfaceOutput {
+            for &i in g.vectors[v].indices() {
+                let m = *g.pool.meta(i);
+                out.push((m.tx_if, m.dst_prefix_len, g.pool.frame(i).to_vec()));
+            }
+            continue;
+        }
+        g.dispatch(node, v);
+        while let Some(p) = g.take_pending() {
+            queue.push(p);
+        }
+    }
+    (g, out)
+}
+
+#[test]
+fn routed_frame_has_new_macs_ttl_minus_one_and_a_valid_checksum() {
+    let input = frame([16, 0, 0, 1], [48, 0, 0, 5], 64);
+    let (_, out) = routed(std::slice::from_ref(&input));
+    assert_eq!(out.len(), 1);
+    let (tx_if, plen, f) = &out[0];
+    assert_eq!((*tx_if, *plen), (2, 24));
+    let mut want = input.clone();
+    want[..6].copy_from_slice(&[0x00, 0x1b, 0x21, 0x06, 0x00, 0x01]); // neighbor 100.64.1.0
+    want[6..12].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd]); // port1's own MAC
+    want[14 + 8] = 63;
+    want[24..26].copy_from_slice(&[0, 0]);
+    let c = checksum::checksum(&want[14..34]);
+    want[24..26].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(f, &want, "only MACs, TTL and the IPv4 checksum change");
+    assert!(Ipv4Packet::new_checked(&f[14..]).unwrap().checksum_ok());
+}
+
+#[test]
+fn incremental_checksum_matches_a_full_recompute_for_every_ttl_and_address() {
+    for x in [0u8, 1, 127, 255] {
+        let frames: Vec<Vec<u8>> = (2..=255u8).map(|ttl| frame([16, 0, x, 255 - x], [48, 0, 0, x], ttl)).collect();
+        let (_, out) = routed(&frames);
+        assert_eq!(out.len(), frames.len());
+        for (ttl, (_, _, f)) in (2..=255u8).zip(&out) {
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!(ip.ttl(), ttl - 1);
+            assert!(ip.checksum_ok(), "ttl {ttl} x {x}");
+        }
+    }
+}
+
+#[test]
+fn glean_resolves_connected_hosts_from_the_neighbor_table() {
+    let (g, out) = routed(&[
+        frame([16, 0, 0, 1], [192, 168, 7, 8], 64),
+        frame([16, 0, 0, 1], [192, 168, 7, 9], 64),
+        frame([16, 0, 0, 1], [30, 1, 2, 3], 64),
+    ]);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, out[0].1), (3, 24));
+    assert_eq!(&out[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
+    // .9 has no neighbor; 30/8 goes via .99, which has none either.
+    assert_eq!(drops(&g, 1, DropReason::NoNeighbor), 2);
+    assert_eq!(stats(&g, 3).out_discards, 2, "no-neighbor is charged to the output interface");
+}
+
+#[test]
+fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
+    let ok = frame([16, 0, 0, 1], [48, 0, 0, 5], 64);
+    let with = |at: usize, b: u8, fix: bool| {
+        let mut f = ok.clone();
+        f[at] = b;
+        if fix {
+            f[24..26].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+        f
+    };
+    let cases: Vec<(Vec<u8>, DropReason)> = vec![
+        (with(14, 0x44, true), DropReason::BadIpHeader), // IHL 4
+        (with(14, 0x65, true), DropReason::BadIpHeader), // version 6 in an IPv4 frame
+        (with(17, 10, true), DropReason::BadIpHeader),   // total length 10 < 20
+        (with(17, 200, true), DropReason::Truncated),    // total length beyond the frame
+        (ok[..30].to_vec(), DropReason::Truncated),      // header cut short
+        (with(20, 0x41, false), DropReason::BadChecksum),
+        (with(22, 1, true), DropReason::TtlExpired),
+        (with(22, 0, true), DropReason::TtlExpired),
+        (frame([16, 0, 0, 1], [99, 0, 0, 1], 64), DropReason::NoRoute),
+        (frame([16, 0, 0, 1], [100, 64, 0, 1], 64), DropReason::Ip4Local),
+    ];
+    let mut g = graph();
+    let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).chain([ok.clone()]).collect();
+    receive(&mut g, 1, &frames);
+    for r in [
+        DropReason::BadIpHeader,
+        DropReason::Truncated,
+        DropReason::BadChecksum,
+        DropReason::TtlExpired,
+        DropReason::NoRoute,
+        DropReason::Ip4Local,
+    ] {
+        let want = cases.iter().filter(|(_, x)| *x == r).count() as u64;
+        assert_eq!(drops(&g, 1, r), want, "{}", r.name());
+    }
+    let s = stats(&g, 1);
+    assert_eq!(s.rx_packets, 11);
+    assert_eq!(s.rx_forwarded, 1);
+    let dropped: u64 = (0..N_REASONS).map(|r| g.counters.errors[N_REASONS + r].get()).sum();
+    assert_eq!(s.rx_packets, s.rx_forwarded + dropped);
+    assert_eq!(stats(&g, 2).tx_packets, 1);
+    assert_eq!(g.pool.free_count(), 1024);
+}
+
+#[test]
+fn ipv4_on_an_interface_without_addresses_is_ip4_not_enabled() {
+    let mut g = graph();
+    receive(&mut g, 4, &[frame([16, 0, 0, 1], [48, 0, 0, 5], 64)]);
+    assert_eq!(drops(&g, 4, DropReason::Ip4NotEnabled), 1);
+}
