@@ -384,7 +384,7 @@ pub enum RangeMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct AddrRange {
-    /// Number of distinct addresses, 1–16777216.
+    /// Number of distinct addresses, 1–4294967295.
     pub count: u32,
     /// How they are walked.
     #[serde(default)]
@@ -729,8 +729,8 @@ fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
         _ => {}
     }
     for (k, r) in [("src-range.count", s.src_range), ("dst-range.count", s.dst_range)] {
-        if !(1..=1 << 24).contains(&r.count) {
-            return Err(invalid(f(k), r.count, "1 to 16777216"));
+        if r.count == 0 {
+            return Err(invalid(f(k), r.count, "1 to 4294967295"));
         }
     }
     if let Some(r) = s.rate_pps.filter(|&r| !(1..=1_000_000_000).contains(&r)) {

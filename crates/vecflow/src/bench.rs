@@ -6,12 +6,15 @@
 //! plus each node's TSC ÷ the packets it processed. `--runs N` repeats and reports the median.
 
 use anyhow::{Context, bail};
-use dataplane::config::{Config, GeneratorConfig, InterfaceConfig, StreamConfig, Template, Workers};
+use dataplane::config::{
+    AddrRange, Config, GeneratorConfig, InterfaceConfig, Ipv4Prefix, RangeMode, Route, StreamConfig, Template, Workers,
+};
 use dataplane::engine::WorkerRuntime;
 use dataplane::graph::{NodeId, NodeStats};
 use dataplane::{Dataplane, tsc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 /// Options of `vecflow bench`.
@@ -53,6 +56,8 @@ enum Kind {
 
 const SCENARIOS: &[Scenario] = &[
     Scenario { name: "l2xc", kind: Kind::Forward(l2xc) },
+    Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab) },
+    Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m) },
     Scenario { name: "sflow-encode", kind: Kind::Codec(true) },
     Scenario { name: "sflow-decode", kind: Kind::Codec(false) },
 ];
@@ -72,6 +77,83 @@ fn l2xc(core: Option<u16>) -> Config {
     c
 }
 
+/// The seed's first routed pair on one worker: port0 and port1 with /31s toward their T-Rex
+/// ports and static neighbors; each sends 64-byte UDP from 16.0.0.0/24 to 48.0.0.0/24 (and
+/// back) as fast as the worker can, so every packet is routed once.
+const IP4_LAB: &str = "
+interfaces:
+  port0:
+    mac: 9c:69:b4:61:a1:dc
+    addresses: [100.64.0.1/31]
+    generator: {streams: [{src-mac: 00:1b:21:06:00:00, src-ip: 16.0.0.1, dst-ip: 48.0.0.1, src-range: {count: 254}, dst-range: {count: 254}}]}
+  port1:
+    mac: 9c:69:b4:61:a1:dd
+    addresses: [100.64.1.1/31]
+    generator: {streams: [{src-mac: 00:1b:21:06:00:01, src-ip: 48.0.0.1, dst-ip: 16.0.0.1, src-range: {count: 254}, dst-range: {count: 254}}]}
+routes:
+  - {prefix: 16.0.0.0/24, via: 100.64.0.0}
+  - {prefix: 48.0.0.0/24, via: 100.64.1.0}
+neighbors:
+  - {interface: port0, address: 100.64.0.0, mac: 00:1b:21:06:00:00}
+  - {interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}
+";
+
+fn ip4_lab(core: Option<u16>) -> Config {
+    let mut c = Config::load(IP4_LAB).expect("the ip4-lab scenario is valid");
+    c.workers.cores = core.into_iter().collect();
+    c
+}
+
+/// `ip4-lab` plus 1 000 000 random prefixes with a BGP-like length mix (60 % /24, 20 % /22–/23,
+/// 19.9 % /16–/21, 0.1 % /8–/15) split over the two next hops, and a default route. Both ports
+/// send to random destinations anywhere in 1.0.0.0–223.255.255.255 (seeded).
+fn ip4_1m(core: Option<u16>) -> Config {
+    let mut c = ip4_lab(core);
+    let mut rng = 0x1d1d_5eed_u64;
+    let mut next = || {
+        rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut seen = std::collections::HashSet::new();
+    let hops = [Ipv4Addr::new(100, 64, 0, 0), Ipv4Addr::new(100, 64, 1, 0)];
+    c.routes.push(Route {
+        prefix: "0.0.0.0/0".parse().expect("prefix"),
+        via: hops[1],
+        interface: None,
+        out_labels: vec![],
+    });
+    while seen.len() < 1_000_000 {
+        let r = next();
+        let len = match r % 1000 {
+            0 => 8 + (r >> 10) % 8,
+            1..=199 => 16 + (r >> 10) % 6,
+            200..=399 => 22 + (r >> 10) % 2,
+            _ => 24,
+        } as u8;
+        let addr = 0x0100_0000 + (r >> 32) as u32 % 0xde00_0000;
+        let prefix = addr & (u32::MAX << (32 - len));
+        if seen.insert((prefix, len)) {
+            let via = hops[seen.len() % 2];
+            c.routes.push(Route {
+                prefix: Ipv4Prefix { addr: prefix.into(), len },
+                via,
+                interface: None,
+                out_labels: vec![],
+            });
+        }
+    }
+    for i in c.interfaces.values_mut() {
+        for s in &mut i.generator.as_mut().expect("generator").streams {
+            s.dst_ip = Ipv4Addr::new(1, 0, 0, 0);
+            s.dst_range = AddrRange { count: 0xde00_0000, mode: RangeMode::Random };
+        }
+    }
+    c
+}
+
 /// What one measured window of a forwarding scenario gave.
 #[derive(Debug, Clone, Serialize)]
 struct Measured {
@@ -81,6 +163,8 @@ struct Measured {
     mpps: f64,
     cycles_per_packet: f64,
     vectors_per_call: f64,
+    /// Packets that ended in `error-drop` ÷ packets generated.
+    drop_fraction: f64,
     nodes: Vec<NodeCost>,
 }
 
@@ -175,6 +259,7 @@ fn measure_forward(name: &'static str, config: Config, args: &Args, hz: u64) -> 
         .filter(|n| n.vectors_per_call > 0.0)
         .collect::<Vec<_>>();
     let input_calls = input(&b).calls - input(&a).calls;
+    let dropped = node(&b, NodeId::ErrorDrop).vectors - node(&a, NodeId::ErrorDrop).vectors;
     Ok(Measured {
         name,
         sflow_rate: 0,
@@ -182,6 +267,7 @@ fn measure_forward(name: &'static str, config: Config, args: &Args, hz: u64) -> 
         mpps: packets as f64 / (wall as f64 / hz as f64) / 1e6,
         cycles_per_packet: wall as f64 / packets as f64,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
+        drop_fraction: dropped as f64 / packets as f64,
         nodes,
     })
 }
@@ -240,7 +326,10 @@ fn print_table(r: &Report, core: Option<u16>) {
         r.seconds,
         r.runs
     );
-    println!("{:<12} {:>10} {:>8} {:>14} {:>13}", "scenario", "sflow", "Mpps", "cycles/packet", "vectors/call");
+    println!(
+        "{:<12} {:>10} {:>8} {:>14} {:>13} {:>11}",
+        "scenario", "sflow", "Mpps", "cycles/packet", "vectors/call", "dropped"
+    );
     for row in &r.scenarios {
         match row {
             Row::Forward(s) => {

@@ -39,6 +39,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         }
         if l3 {
             ip4 += u64::from(ok && u16::from_be_bytes([line[12], line[13]]) == EtherType::IPV4);
+            g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
         }
     }
     let c = g.counters.interface(port);
@@ -50,12 +51,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     match ifc.mode {
         _ if valid != n || !ifc.admin_up => classify_each(g, v),
         RxMode::L2Xconnect { .. } => g.forward(v, NodeId::L2Xconnect),
-        RxMode::L3 if ip4 == n && ifc.ip4 => {
-            for &i in g.vectors[v].indices() {
-                g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
-            }
-            g.forward(v, NodeId::Ip4Input);
-        }
+        RxMode::L3 if ip4 == n && ifc.ip4 => g.forward(v, NodeId::Ip4Input),
         RxMode::L3 => classify_each(g, v),
     }
 }

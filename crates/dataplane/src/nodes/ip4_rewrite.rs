@@ -25,15 +25,27 @@ fn rewrite(frame: &mut [u8], l3: usize, macs: &[u8; 12]) {
     ip[10..12].copy_from_slice(&csum.to_be_bytes());
 }
 
-/// Processes one vector.
+/// Processes one vector. Consecutive packets with the same adjacency (the usual case) share
+/// one adjacency lookup.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let mut all_ok = true;
+    let mut last: Option<(u32, u16, [u8; 12])> = None;
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
         let l3 = usize::from(m.l3_offset);
+        if let Some((adj, tx_if, macs)) = last.filter(|l| l.0 == m.adj) {
+            let _ = adj;
+            g.pool.meta_mut(i).tx_if = tx_if;
+            rewrite(g.pool.frame_mut(i), l3, &macs);
+            g.nexts[k] = NodeId::InterfaceOutput;
+            continue;
+        }
         let (tx_if, macs) = match g.tables.l3.adjs.get(m.adj as usize) {
-            Some(&Adjacency::Via { tx_if, rewrite, .. }) => (tx_if, rewrite),
+            Some(&Adjacency::Via { tx_if, rewrite, .. }) => {
+                last = rewrite.map(|r| (m.adj, tx_if, r));
+                (tx_if, rewrite)
+            }
             Some(&Adjacency::Glean { tx_if }) => {
                 let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
                 let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
