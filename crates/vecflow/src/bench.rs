@@ -335,7 +335,8 @@ fn print_table(r: &Report, core: Option<u16>) {
             Row::Forward(s) => {
                 let (name, rate, mpps, cpp, vpc) =
                     (s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call);
-                println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {vpc:>13.1}");
+                let drops = s.drop_fraction * 100.0;
+                println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {vpc:>13.1} {drops:>9.3} %");
                 for n in &s.nodes {
                     let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
                     println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call");
