@@ -179,6 +179,26 @@ impl BufferPool {
         u64::from_be_bytes(self.line(i)[..8].try_into().expect("8 bytes"))
     }
 
+    /// Makes room for `n` more bytes in front of the frame (from the headroom) and returns
+    /// the new frame, or `None` when the headroom is too small.
+    pub fn grow_head(&mut self, i: u32, n: usize) -> Option<&mut [u8]> {
+        let m = self.meta_mut(i);
+        let o = usize::from(m.offset).checked_sub(n)?;
+        m.offset = o as u16;
+        m.len += n as u16;
+        Some(self.frame_mut(i))
+    }
+
+    /// Drops the first `n` bytes of the frame and returns what is left, or `None` when the
+    /// frame is shorter than `n`.
+    pub fn shrink_head(&mut self, i: u32, n: usize) -> Option<&mut [u8]> {
+        let m = self.meta_mut(i);
+        let len = usize::from(m.len).checked_sub(n)?;
+        m.offset += n as u16;
+        m.len = len as u16;
+        Some(self.frame_mut(i))
+    }
+
     /// Copies `bytes` into buffer `i` at the default offset and sets its length.
     /// Frames longer than [`DATA_CAPACITY`] are cut to it; returns the stored length.
     pub fn write_frame(&mut self, i: u32, bytes: &[u8]) -> usize {

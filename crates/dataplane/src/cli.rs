@@ -7,7 +7,7 @@ use crate::config::Ipv4Prefix;
 use crate::engine::Dataplane;
 use crate::fib::Route;
 use crate::graph::NodeId;
-use crate::l3::Adjacency;
+use crate::l3::{Adjacency, LabelEntry};
 use serde_json::{Value, json};
 use std::fmt::Write;
 use std::net::Ipv4Addr;
@@ -67,6 +67,11 @@ impl Registry {
             words: "show neighbors",
             help: "static IPv4 neighbors (ARP entries)",
             run: show_neighbors,
+        });
+        r.register(Command {
+            words: "show mpls fib",
+            help: "MPLS local labels: swap (out-labels, next hop) or pop",
+            run: show_mpls_fib,
         });
         r
     }
@@ -188,22 +193,33 @@ fn show_interface(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
     Ok(Reply { text, json: json!({"interfaces": list}) })
 }
 
-/// One `show ip fib` row.
-fn fib_row(dp: &Dataplane, r: Route, text: &mut String) -> Value {
-    let prefix = format!("{}/{}", Ipv4Addr::from(r.prefix), r.len);
-    let adj = dp.l3().adjs.get(r.adj as usize).copied().unwrap_or(Adjacency::Drop);
+/// How adjacency `adj` forwards, in words.
+fn adjacency_detail(dp: &Dataplane, adj: Adjacency) -> String {
     let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or("?".to_string(), |x| x.name.clone());
-    let detail = match adj {
+    match adj {
         Adjacency::Drop => "drop".to_string(),
         Adjacency::Local => "local (this router)".to_string(),
         Adjacency::Glean { tx_if } => format!("connected, out {}", name(tx_if)),
-        Adjacency::Via { tx_if, next_hop, rewrite } => {
+        Adjacency::Via { tx_if, next_hop, rewrite, push } => {
             let mac = rewrite.map_or("unresolved: no neighbor".to_string(), |r| {
                 wire::MacAddr([r[0], r[1], r[2], r[3], r[4], r[5]]).to_string()
             });
-            format!("via {next_hop} out {} ({mac})", name(tx_if))
+            let labels = if push.is_empty() { String::new() } else { format!(" push {:?}", push.labels()) };
+            format!("via {next_hop} out {} ({mac}){labels}", name(tx_if))
         }
-    };
+    }
+}
+
+/// Adjacency `i`, or the drop adjacency for an index out of range.
+fn adjacency(dp: &Dataplane, i: u32) -> Adjacency {
+    dp.l3().adjs.get(i as usize).copied().unwrap_or(Adjacency::Drop)
+}
+
+/// One `show ip fib` row.
+fn fib_row(dp: &Dataplane, r: Route, text: &mut String) -> Value {
+    let prefix = format!("{}/{}", Ipv4Addr::from(r.prefix), r.len);
+    let adj = adjacency(dp, r.adj);
+    let detail = adjacency_detail(dp, adj);
     let _ = writeln!(text, "{prefix:<20} {:>6}  {detail}", r.adj);
     json!({"prefix": prefix, "adjacency_index": r.adj, "adjacency": adj, "detail": detail})
 }
@@ -259,4 +275,22 @@ fn show_neighbors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     }
     let json = json!({"neighbors": rows.iter().map(|(i, a, m)| json!({"interface": i, "address": a, "mac": m, "static": true})).collect::<Vec<_>>()});
     Ok(Reply { text, json })
+}
+
+fn show_mpls_fib(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let l3 = dp.l3();
+    let mut text = format!("{:<10} {}\n", "Label", "Forwarding");
+    let mut rows = Vec::new();
+    for (label, &e) in l3.labels.iter().enumerate().filter(|(_, e)| **e > 0) {
+        let entry = l3.label_entries[usize::from(e) - 1];
+        let detail = match entry {
+            LabelEntry::Swap { adj, out } => {
+                format!("swap to {:?} {}", out.labels(), adjacency_detail(dp, adjacency(dp, adj)))
+            }
+            LabelEntry::Pop => "pop (end of stack), then route the IPv4 packet by the FIB".to_string(),
+        };
+        let _ = writeln!(text, "{label:<10} {detail}");
+        rows.push(json!({"label": label, "entry": entry, "detail": detail}));
+    }
+    Ok(Reply { text, json: json!({"labels": rows}) })
 }

@@ -332,17 +332,21 @@ impl Mpls {
     }
 }
 
-/// One incoming label: swap to `out-labels` (or pop when empty) toward `via`.
+/// One incoming (top) label. With `out-labels`: swap the top label for them and send toward
+/// `via` on `interface`. Without: pop it at the end of the stack and route the IPv4 packet
+/// inside by the FIB (`via` and `interface` are then left out).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct LocalLabel {
     /// Incoming label, 16–1048575.
     pub label: u32,
-    /// Next hop.
-    pub via: Ipv4Addr,
-    /// Output interface.
-    pub interface: String,
-    /// Labels to send with, outermost first; empty = pop.
+    /// Next hop (swap only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Ipv4Addr>,
+    /// Output interface (swap only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// Labels to send with, outermost first (1–8); empty = pop.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_labels: Vec<u32>,
 }
@@ -661,39 +665,49 @@ impl Config {
                 ));
             }
         }
+        if self.mpls.local_labels.len() > usize::from(u16::MAX) {
+            let n = self.mpls.local_labels.len();
+            return Err(invalid("mpls.local-labels", format!("{n} entries"), "at most 65535 entries"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
         for (k, l) in self.mpls.local_labels.iter().enumerate() {
-            check_labels(&format!("mpls.local-labels[{k}].label"), &[l.label])?;
-            check_labels(&format!("mpls.local-labels[{k}].out-labels"), &l.out_labels)?;
-            if !known(&l.interface) {
-                return Err(invalid(
-                    format!("mpls.local-labels[{k}].interface"),
-                    &l.interface,
-                    "the name of a configured interface",
-                ));
+            let f = |x: &str| format!("mpls.local-labels[{k}].{x}");
+            check_labels(&f("label"), &[l.label])?;
+            check_labels(&f("out-labels"), &l.out_labels)?;
+            if !seen.insert(l.label) {
+                return Err(invalid(f("label"), l.label, "a label no other local-label entry uses"));
+            }
+            match (&l.via, &l.interface, l.out_labels.is_empty()) {
+                (Some(_), Some(n), false) if known(n) => {}
+                (Some(_), Some(n), false) => {
+                    return Err(invalid(f("interface"), n, "the name of a configured interface"));
+                }
+                (None, None, true) => {}
+                (_, _, false) => {
+                    return Err(invalid(
+                        f("via"),
+                        "(missing)",
+                        "a next hop and an interface for a swap (out-labels given)",
+                    ));
+                }
+                (_, _, true) => {
+                    return Err(invalid(
+                        f("via"),
+                        "(given)",
+                        "nothing for a pop (no out-labels): the packet is routed by the FIB",
+                    ));
+                }
             }
         }
         Ok(())
     }
 
-    /// The first field that uses a feature this build does not forward yet (MPLS, route
-    /// out-labels, sub-interfaces), if any.
+    /// The first field that uses a feature this build does not forward yet (802.1Q
+    /// sub-interfaces), if any.
     pub fn first_unsupported(&self) -> Option<String> {
-        if let Some(k) = self.routes.iter().position(|r| !r.out_labels.is_empty()) {
-            return Some(format!("routes[{k}].out-labels"));
-        }
-        if !self.mpls.local_labels.is_empty() {
-            return Some("mpls.local-labels".into());
-        }
-        self.interfaces.iter().find_map(|(n, i)| {
-            let field = if i.mpls {
-                "mpls"
-            } else if !i.sub_interfaces.is_empty() {
-                "sub-interfaces"
-            } else {
-                return None;
-            };
-            Some(format!("interfaces.{n}.{field}"))
-        })
+        self.interfaces
+            .iter()
+            .find_map(|(n, i)| (!i.sub_interfaces.is_empty()).then(|| format!("interfaces.{n}.sub-interfaces")))
     }
 }
 

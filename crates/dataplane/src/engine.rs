@@ -133,6 +133,7 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
                     Driver::Generator => DriverKind::Generator,
                 },
                 rx_worker,
+                mpls: i.mpls,
                 addresses: i.addresses.clone(),
             }
         })

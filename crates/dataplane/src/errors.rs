@@ -69,6 +69,11 @@ drop_reasons! {
     NoRoute = "no-route", InDiscards, Ip4Lookup, "no route matches the destination";
     Ip4Local = "ip4-local", InDiscards, Ip4Lookup, "addressed to one of this router's own addresses (vecflow has no host stack)";
     NoNeighbor = "no-neighbor", OutDiscards, Ip4Rewrite, "next hop has no neighbor (MAC) entry on the output interface";
+    MplsTruncated = "truncated", InErrors, MplsInput, "frame ends before the first MPLS label stack entry";
+    MplsTtlExpired = "ttl-expired", InDiscards, MplsInput, "top label TTL of 0 or 1: forwarding would take it to 0";
+    NoLabel = "no-label", InDiscards, MplsLookup, "no local-label entry for the top label";
+    PopNotEos = "pop-not-eos", InDiscards, MplsLookup, "the top label's entry pops, but more labels follow (only end-of-stack pops are supported)";
+    MplsNoNeighbor = "no-neighbor", OutDiscards, MplsRewrite, "the swap's next hop has no neighbor (MAC) entry on the output interface";
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, "output interface is administratively down";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
 }
@@ -93,7 +98,9 @@ mod tests {
             assert_eq!(*r as usize, i);
             assert_eq!(DropReason::from_index(i as u16), Some(*r));
         }
-        let mut names: Vec<_> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        // A name may repeat across nodes (`ttl-expired` in ip4-input and mpls-input), never
+        // within one.
+        let mut names: Vec<_> = DropReason::ALL.iter().map(|r| (r.node() as u8, r.name())).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), N_REASONS);

@@ -62,6 +62,8 @@ pub struct Interface {
     pub driver: DriverKind,
     /// Worker that polls its rx queue.
     pub rx_worker: u16,
+    /// MPLS forwarding is on.
+    pub mpls: bool,
     /// IPv4 addresses (IPv4 forwarding is on when there is at least one).
     #[serde(serialize_with = "ser_display_list")]
     pub addresses: Vec<crate::config::Ipv4Prefix>,
@@ -88,6 +90,8 @@ pub struct IfRuntime {
     pub tx_node: NodeId,
     /// IPv4 frames are forwarded (the interface has an address).
     pub ip4: bool,
+    /// MPLS frames are forwarded.
+    pub mpls: bool,
     /// Its MAC address (the source of frames routed out of it).
     pub mac: MacAddr,
 }
@@ -100,6 +104,7 @@ impl IfRuntime {
         mode: RxMode::L3,
         tx_node: NodeId::ErrorDrop,
         ip4: false,
+        mpls: false,
         mac: MacAddr([0; 6]),
     };
 }
@@ -125,6 +130,7 @@ impl Tables {
                 mode: i.mode,
                 tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
                 ip4: !i.addresses.is_empty(),
+                mpls: i.mpls,
                 mac: i.mac,
             };
         }

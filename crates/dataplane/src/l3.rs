@@ -10,6 +10,32 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use wire::MacAddr;
 
+/// Up to 8 MPLS labels (20-bit values), outermost first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+pub struct LabelStack {
+    len: u8,
+    labels: [u32; 8],
+}
+
+impl LabelStack {
+    /// The stack of `labels` (validated: at most 8, each below 2^20).
+    pub fn new(labels: &[u32]) -> Self {
+        let mut s = LabelStack { len: labels.len() as u8, labels: [0; 8] };
+        s.labels[..labels.len()].copy_from_slice(labels);
+        s
+    }
+
+    /// The labels, outermost first.
+    pub fn labels(&self) -> &[u32] {
+        &self.labels[..self.len as usize]
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// What to do with a packet whose destination matched a prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -35,8 +61,28 @@ pub enum Adjacency {
         /// entry (packets are dropped as `no-neighbor`).
         #[serde(skip)]
         rewrite: Option<[u8; 12]>,
+        /// MPLS labels to push (IPv4 routes with out-labels).
+        push: LabelStack,
     },
 }
+
+/// What to do with an MPLS packet whose top label has a local-label entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum LabelEntry {
+    /// Replace the top label with `out` and send through adjacency `adj` (a `Via`).
+    Swap {
+        /// Adjacency index.
+        adj: u32,
+        /// Labels replacing the top one, outermost first.
+        out: LabelStack,
+    },
+    /// Remove the top label (end of stack only) and route the IPv4 packet inside.
+    Pop,
+}
+
+/// Number of MPLS label values.
+pub const LABELS: usize = 1 << 20;
 
 /// Index of [`Adjacency::Drop`].
 pub const ADJ_DROP: u32 = 0;
@@ -48,6 +94,22 @@ pub struct L3 {
     pub adjs: Vec<Adjacency>,
     /// Static neighbors: (interface, address) → MAC.
     pub neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
+    /// Label value → index into `label_entries` + 1 (0 = no entry); empty when no local
+    /// labels are configured, else [`LABELS`] long.
+    pub labels: Vec<u16>,
+    /// Local-label entries.
+    pub label_entries: Vec<LabelEntry>,
+}
+
+impl L3 {
+    /// The entry of label `label`, if any.
+    #[inline(always)]
+    pub fn label(&self, label: u32) -> Option<&LabelEntry> {
+        match self.labels.get(label as usize) {
+            Some(&e) if e > 0 => self.label_entries.get(usize::from(e) - 1),
+            _ => None,
+        }
+    }
 }
 
 impl L3 {
@@ -69,12 +131,19 @@ pub type FibInsert = (Ipv4Addr, u8, Option<u32>);
 /// Builds adjacencies, neighbors and the FIB inserts of a validated configuration.
 pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) {
     let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
-    let mut l3 = L3 { adjs: vec![Adjacency::Drop, Adjacency::Local], neighbors: HashMap::new() };
+    let mut l3 = L3 { adjs: vec![Adjacency::Drop, Adjacency::Local], ..L3::default() };
     for n in &config.neighbors {
         l3.neighbors.insert((index[n.interface.as_str()], n.address), n.mac.0);
     }
     let mut inserts = Vec::new();
-    let mut via: HashMap<(u16, Ipv4Addr), u32> = HashMap::new();
+    let mut via: HashMap<(u16, Ipv4Addr, LabelStack), u32> = HashMap::new();
+    let mut via_adj = |l3: &mut L3, tx_if: u16, next_hop: Ipv4Addr, push: LabelStack| {
+        *via.entry((tx_if, next_hop, push)).or_insert_with(|| {
+            let rewrite = l3.rewrite_to(interfaces, tx_if, next_hop);
+            l3.adjs.push(Adjacency::Via { tx_if, next_hop, rewrite, push });
+            l3.adjs.len() as u32 - 1
+        })
+    };
     for (name, i) in &config.interfaces {
         let tx_if = index[name.as_str()];
         for a in &i.addresses {
@@ -88,12 +157,22 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
             Some(n) => index[n.as_str()],
             None => connected_interface(config, &index, r.via).expect("validated: via is on a connected subnet"),
         };
-        let adj = *via.entry((tx_if, r.via)).or_insert_with(|| {
-            let rewrite = l3.rewrite_to(interfaces, tx_if, r.via);
-            l3.adjs.push(Adjacency::Via { tx_if, next_hop: r.via, rewrite });
-            l3.adjs.len() as u32 - 1
-        });
+        let adj = via_adj(&mut l3, tx_if, r.via, LabelStack::new(&r.out_labels));
         inserts.push((r.prefix.addr, r.prefix.len, Some(adj)));
+    }
+    if !config.mpls.local_labels.is_empty() {
+        l3.labels = vec![0; LABELS];
+    }
+    for l in &config.mpls.local_labels {
+        let entry = match (l.via, &l.interface) {
+            (Some(next_hop), Some(n)) => LabelEntry::Swap {
+                adj: via_adj(&mut l3, index[n.as_str()], next_hop, LabelStack::default()),
+                out: LabelStack::new(&l.out_labels),
+            },
+            _ => LabelEntry::Pop,
+        };
+        l3.label_entries.push(entry);
+        l3.labels[l.label as usize] = l3.label_entries.len() as u16;
     }
     (l3, inserts)
 }

@@ -29,10 +29,11 @@ neighbors:
 mpls:
   local-labels:
     - {label: 16, via: 100.64.1.0, interface: eth1, out-labels: [17]}
+    - {label: 17}
 ";
     let c = Config::load(yaml).unwrap();
     assert_eq!(Config::load(&c.to_yaml()).unwrap(), c);
-    assert_eq!(c.first_unsupported().as_deref(), Some("routes[0].out-labels"));
+    assert_eq!(c.first_unsupported().as_deref(), Some("interfaces.eth0.sub-interfaces"));
 }
 
 fn err(yaml: &str) -> String {
@@ -92,6 +93,18 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "routes[0].via: 10.0.1.1 is not allowed; allowed: an address inside a configured interface's subnet, or name the interface in routes[0].interface",
         ),
         ("fib: {tbl8-groups: 0}", "fib.tbl8-groups: 0 is not allowed; allowed: 1 to 1048576"),
+        (
+            "interfaces: {p0: {}}\nmpls: {local-labels: [{label: 16, out-labels: [17]}]}",
+            "mpls.local-labels[0].via: (missing) is not allowed; allowed: a next hop and an interface for a swap",
+        ),
+        (
+            "interfaces: {p0: {}}\nmpls: {local-labels: [{label: 16, via: 1.1.1.1}]}",
+            "mpls.local-labels[0].via: (given) is not allowed; allowed: nothing for a pop",
+        ),
+        (
+            "interfaces: {p0: {}}\nmpls: {local-labels: [{label: 16}, {label: 16}]}",
+            "mpls.local-labels[1].label: 16 is not allowed; allowed: a label no other local-label entry uses",
+        ),
         (
             "interfaces: {p0: {}}\nneighbors: [{interface: p9, address: 1.1.1.1, mac: 00:00:00:00:00:01}]",
             "neighbors[0].interface: p9",

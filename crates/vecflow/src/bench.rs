@@ -58,6 +58,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "l2xc", kind: Kind::Forward(l2xc) },
     Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab) },
     Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m) },
+    Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap) },
     Scenario { name: "sflow-encode", kind: Kind::Codec(true) },
     Scenario { name: "sflow-decode", kind: Kind::Codec(false) },
 ];
@@ -151,6 +152,36 @@ fn ip4_1m(core: Option<u16>) -> Config {
             s.dst_range = AddrRange { count: 0xde00_0000, mode: RangeMode::Random };
         }
     }
+    c
+}
+
+/// The seed's label-switching pair on one worker: label 16 in on port0 is swapped to 17 out of
+/// port1 and back; each port sends 64-byte MPLS frames (one label over IPv4/UDP) as fast as
+/// the worker can.
+const MPLS_SWAP: &str = "
+interfaces:
+  port0:
+    mac: 9c:69:b4:61:a1:dc
+    addresses: [100.64.0.1/31]
+    mpls: true
+    generator: {streams: [{template: mpls, labels: [16], src-mac: 00:1b:21:06:00:00, src-ip: 16.0.0.1, dst-ip: 48.0.0.1, src-range: {count: 254}}]}
+  port1:
+    mac: 9c:69:b4:61:a1:dd
+    addresses: [100.64.1.1/31]
+    mpls: true
+    generator: {streams: [{template: mpls, labels: [17], src-mac: 00:1b:21:06:00:01, src-ip: 48.0.0.1, dst-ip: 16.0.0.1, src-range: {count: 254}}]}
+neighbors:
+  - {interface: port0, address: 100.64.0.0, mac: 00:1b:21:06:00:00}
+  - {interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}
+mpls:
+  local-labels:
+    - {label: 16, via: 100.64.1.0, interface: port1, out-labels: [17]}
+    - {label: 17, via: 100.64.0.0, interface: port0, out-labels: [16]}
+";
+
+fn mpls_swap(core: Option<u16>) -> Config {
+    let mut c = Config::load(MPLS_SWAP).expect("the mpls-swap scenario is valid");
+    c.workers.cores = core.into_iter().collect();
     c
 }
 

@@ -31,6 +31,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`vecflow collect | head`) instead of failing on a broken pipe.
+    // SAFETY: resetting a signal to its default action at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),

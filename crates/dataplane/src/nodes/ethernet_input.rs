@@ -4,9 +4,9 @@
 //! 14-byte header, at most MTU + 18) and counts the destination as unicast, multicast or
 //! broadcast on the rx interface. Then, by the interface's mode:
 //! - L2 cross-connect: every frame goes to `l2-xconnect`;
-//! - L3: IPv4 goes to `ip4-input` (with `l3_offset` set) when the interface has an address,
-//!   else it is dropped as `ip4-not-enabled`; MPLS is dropped as `mpls-not-enabled`, anything
-//!   else as `unknown-ethertype`.
+//! - L3: IPv4 goes to `ip4-input` when the interface has an address (else `ip4-not-enabled`),
+//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), with `l3_offset` set;
+//!   anything else is dropped as `unknown-ethertype`.
 //!
 //! When nothing is dropped and every frame goes the same way, the vector is handed on unchanged.
 //!
@@ -26,7 +26,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let ifc = *g.tables.get(port);
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
     let l3 = matches!(ifc.mode, RxMode::L3);
-    let (mut valid, mut group, mut bcast, mut ip4) = (0u64, 0u64, 0u64, 0u64);
+    let (mut valid, mut group, mut bcast, mut ip4, mut mpls) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for &i in g.vectors[v].indices() {
         let ok = g.pool.meta(i).len.wrapping_sub(HEADER_LEN as u16) <= span;
         valid += u64::from(ok);
@@ -38,7 +38,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             bcast += is_bcast;
         }
         if l3 {
-            ip4 += u64::from(ok && u16::from_be_bytes([line[12], line[13]]) == EtherType::IPV4);
+            let et = u16::from_be_bytes([line[12], line[13]]);
+            ip4 += u64::from(ok && et == EtherType::IPV4);
+            mpls += u64::from(ok && et == EtherType::MPLS);
             g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
         }
     }
@@ -52,6 +54,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         _ if valid != n || !ifc.admin_up => classify_each(g, v),
         RxMode::L2Xconnect { .. } => g.forward(v, NodeId::L2Xconnect),
         RxMode::L3 if ip4 == n && ifc.ip4 => g.forward(v, NodeId::Ip4Input),
+        RxMode::L3 if mpls == n && ifc.mpls => g.forward(v, NodeId::MplsInput),
         RxMode::L3 => classify_each(g, v),
     }
 }
@@ -75,6 +78,7 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
                 RxMode::L3 => match u16::from_be_bytes([frame[12], frame[13]]) {
                     EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
                     EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
+                    EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
                     EtherType::MPLS => Err(DropReason::MplsNotEnabled),
                     _ => Err(DropReason::UnknownEthertype),
                 },

@@ -1,63 +1,82 @@
 //! `ip4-rewrite`: turns a routed packet into a frame for its next hop.
 //!
-//! For the packet's adjacency it writes the next hop's MAC as destination and the output
-//! interface's MAC as source, decrements the TTL with an incremental checksum update
-//! (RFC 1624), sets the output interface and sends it to `interface-output`. A connected
+//! For the packet's adjacency it decrements the TTL with an incremental checksum update
+//! (RFC 1624), pushes the route's out-labels if it has any (each with the new IP TTL, the
+//! last one bottom of stack), writes the next hop's MAC as destination and the output
+//! interface's MAC as source, sets the output interface and sends it to `interface-output`. A connected
 //! (glean) adjacency finds the destination's own MAC in the neighbor table. Without a neighbor
 //! entry the packet is dropped as `no-neighbor` (charged to the output interface).
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
-use crate::l3::Adjacency;
+use crate::l3::{Adjacency, LabelStack};
 use crate::vector::VecHandle;
 use std::net::Ipv4Addr;
-use wire::checksum;
+use wire::{EtherType, checksum};
 
-/// Writes the MACs and decrements the TTL of the IPv4 packet at `l3` in `frame`.
+/// Decrements the TTL of the IPv4 packet at `l3` in buffer `i` (incremental checksum), pushes
+/// `push` in front of it and writes the MACs.
 #[inline(always)]
-fn rewrite(frame: &mut [u8], l3: usize, macs: &[u8; 12]) {
-    frame[..12].copy_from_slice(macs);
+fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
     let old = u16::from_be_bytes([ip[8], ip[9]]);
     let new = old - 0x0100; // TTL is the high byte; ip4-input ensured it is at least 2
     let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
     ip[8..10].copy_from_slice(&new.to_be_bytes());
     ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    let frame = if push.is_empty() {
+        frame
+    } else {
+        let n = push.labels().len();
+        let ttl = u32::from(new >> 8);
+        // Frames enter the graph at the full 64-byte headroom, which holds 8 labels.
+        let f = g.pool.grow_head(i, 4 * n).expect("headroom for the pushed labels");
+        for (j, &label) in push.labels().iter().enumerate() {
+            let bos = if j + 1 == n { 0x100 } else { 0 };
+            f[14 + 4 * j..18 + 4 * j].copy_from_slice(&((label << 12) | bos | ttl).to_be_bytes());
+        }
+        f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
+        g.pool.meta_mut(i).l3_offset += 4 * n as u16;
+        g.pool.frame_mut(i)
+    };
+    frame[..12].copy_from_slice(macs);
 }
 
 /// Processes one vector. Consecutive packets with the same adjacency (the usual case) share
 /// one adjacency lookup.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let mut all_ok = true;
-    let mut last: Option<(u32, u16, [u8; 12])> = None;
+    let mut last: Option<(u32, u16, [u8; 12], LabelStack)> = None;
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
-        let l3 = usize::from(m.l3_offset);
-        if let Some((adj, tx_if, macs)) = last.filter(|l| l.0 == m.adj) {
-            let _ = adj;
+        if let Some((_, tx_if, macs, push)) = last.filter(|l| l.0 == m.adj) {
             g.pool.meta_mut(i).tx_if = tx_if;
-            rewrite(g.pool.frame_mut(i), l3, &macs);
+            rewrite(g, i, &macs, &push);
             g.nexts[k] = NodeId::InterfaceOutput;
             continue;
         }
-        let (tx_if, macs) = match g.tables.l3.adjs.get(m.adj as usize) {
-            Some(&Adjacency::Via { tx_if, rewrite, .. }) => {
-                last = rewrite.map(|r| (m.adj, tx_if, r));
-                (tx_if, rewrite)
+        let l3 = usize::from(m.l3_offset);
+        let (tx_if, found) = match g.tables.l3.adjs.get(m.adj as usize) {
+            Some(&Adjacency::Via { tx_if, rewrite, push, .. }) => {
+                last = rewrite.map(|r| (m.adj, tx_if, r, push));
+                (tx_if, rewrite.map(|r| (r, push)))
             }
             Some(&Adjacency::Glean { tx_if }) => {
                 let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
                 let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
-                (tx_if, g.tables.l3.neighbors.get(&(tx_if, dst)).map(|mac| glean_rewrite(g, tx_if, mac.0)))
+                let macs = g.tables.l3.neighbors.get(&(tx_if, dst)).map(|mac| glean_rewrite(g, tx_if, mac.0));
+                (tx_if, macs.map(|r| (r, LabelStack::default())))
             }
             // ip4-lookup never sends drop or local adjacencies here.
             _ => (0, None),
         };
         g.pool.meta_mut(i).tx_if = tx_if;
-        match macs {
-            Some(macs) => {
-                rewrite(g.pool.frame_mut(i), l3, &macs);
+        match found {
+            Some((macs, push)) => {
+                rewrite(g, i, &macs, &push);
                 g.nexts[k] = NodeId::InterfaceOutput;
             }
             None => {

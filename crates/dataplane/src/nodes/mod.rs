@@ -7,3 +7,6 @@ pub mod ip4_input;
 pub mod ip4_lookup;
 pub mod ip4_rewrite;
 pub mod l2_xconnect;
+pub mod mpls_input;
+pub mod mpls_lookup;
+pub mod mpls_rewrite;

@@ -1,0 +1,194 @@
+//! MPLS node by node: swap, swap to two labels, pop at the end of the stack, push on IPv4
+//! routes with out-labels (exact bytes, TTLs and checksums), and the malformed corpus.
+
+use dataplane::config::Config;
+use dataplane::engine::build_forwarding;
+use dataplane::errors::{DropReason, N_REASONS};
+use dataplane::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::interface::IfStats;
+use dataplane::qsbr::Qsbr;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use wire::{Ipv4Packet, MplsLabel, checksum};
+
+/// The seed's MPLS configuration (labels 16 and 17 across the routed pair) plus a two-label
+/// swap, an end-of-stack pop and a labelled IPv4 route.
+const YAML: &str = "
+interfaces:
+  port0: {index: 1, mac: '9c:69:b4:61:a1:dc', addresses: [100.64.0.1/31], mpls: true}
+  port1: {index: 2, mac: '9c:69:b4:61:a1:dd', addresses: [100.64.1.1/31], mpls: true}
+  nompls: {index: 3, addresses: [100.64.3.1/31]}
+routes:
+  - {prefix: 48.0.0.0/24, via: 100.64.1.0}
+  - {prefix: 60.0.0.0/8, via: 100.64.1.0, out-labels: [100, 101]}
+neighbors:
+  - {interface: port0, address: 100.64.0.0, mac: '00:1b:21:06:00:00'}
+  - {interface: port1, address: 100.64.1.0, mac: '00:1b:21:06:00:01'}
+mpls:
+  local-labels:
+    - {label: 16, via: 100.64.1.0, interface: port1, out-labels: [17]}
+    - {label: 17, via: 100.64.0.0, interface: port0, out-labels: [16]}
+    - {label: 18, via: 100.64.1.0, interface: port1, out-labels: [30, 31]}
+    - {label: 19}
+";
+
+const NEXT_HOP_1: [u8; 6] = [0x00, 0x1b, 0x21, 0x06, 0x00, 0x01];
+const PORT1_MAC: [u8; 6] = [0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd];
+
+fn graph() -> Graph {
+    let cfg = Config::load(YAML).unwrap();
+    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
+    Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap()
+}
+
+fn ipv4(dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    let mut p = vec![0u8; 28];
+    wire::ipv4::write_header(&mut p[..20], 28, ttl, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::from(dst));
+    p[20..].copy_from_slice(&[4, 0, 8, 0, 0, 8, 0, 0]);
+    p
+}
+
+/// Ethernet to port0's MAC carrying `labels` (label, bos, ttl) then `payload`.
+fn frame(labels: &[(u32, bool, u8)], payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc, 0x00, 0x1b, 0x21, 0x06, 0x00, 0x00];
+    f.extend_from_slice(&(if labels.is_empty() { 0x0800u16 } else { 0x8847 }).to_be_bytes());
+    for &(label, bos, ttl) in labels {
+        f.extend_from_slice(&MplsLabel { label, tc: 5, bos, ttl }.to_u32().to_be_bytes());
+    }
+    f.extend_from_slice(payload);
+    f
+}
+
+fn stats(g: &Graph, index: u16) -> IfStats {
+    let mut s = IfStats::default();
+    g.counters.interface(index).add_to(&mut s);
+    s
+}
+
+/// Runs frames received on `port` through the graph; returns what reaches interface-output.
+fn forward(g: &mut Graph, port: u16, frames: &[Vec<u8>]) -> Vec<(u16, Vec<u8>)> {
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let v = g.inject(port, &refs).unwrap();
+    let mut out = Vec::new();
+    let mut queue = vec![(NodeId::EthernetInput, v)];
+    while let Some((node, v)) = queue.pop() {
+        if node == NodeId::InterfaceOutput {
+            for &i in g.vectors[v].indices() {
+                out.push((g.pool.meta(i).tx_if, g.pool.frame(i).to_vec()));
+            }
+            continue;
+        }
+        g.dispatch(node, v);
+        while let Some(p) = g.take_pending() {
+            queue.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn swap_replaces_the_label_decrements_its_ttl_and_keeps_tc_and_bos() {
+    let payload = ipv4([48, 0, 0, 5], 64);
+    let out = forward(&mut graph(), 1, &[frame(&[(16, true, 64)], &payload)]);
+    assert_eq!(out.len(), 1);
+    let (tx_if, f) = &out[0];
+    assert_eq!(*tx_if, 2);
+    let want = [
+        &NEXT_HOP_1[..],
+        &PORT1_MAC,
+        &[0x88, 0x47],
+        &MplsLabel { label: 17, tc: 5, bos: true, ttl: 63 }.to_u32().to_be_bytes(),
+        &payload,
+    ]
+    .concat();
+    assert_eq!(f, &want);
+}
+
+#[test]
+fn swap_to_two_labels_grows_the_frame() {
+    let payload = ipv4([48, 0, 0, 5], 64);
+    let out = forward(&mut graph(), 1, &[frame(&[(18, false, 9), (500, true, 64)], &payload)]);
+    let f = &out[0].1;
+    assert_eq!(f.len(), 14 + 12 + payload.len());
+    assert_eq!(MplsLabel::parse(&f[14..]).unwrap(), MplsLabel { label: 30, tc: 5, bos: false, ttl: 8 });
+    assert_eq!(MplsLabel::parse(&f[18..]).unwrap(), MplsLabel { label: 31, tc: 5, bos: false, ttl: 8 });
+    assert_eq!(
+        MplsLabel::parse(&f[22..]).unwrap(),
+        MplsLabel { label: 500, tc: 5, bos: true, ttl: 64 },
+        "labels below are untouched"
+    );
+    assert_eq!(&f[26..], &payload[..]);
+}
+
+#[test]
+fn pop_at_end_of_stack_routes_the_ipv4_packet_with_the_uniform_ttl() {
+    // Label TTL 10 < IP TTL 64: the IP TTL becomes 9, then routing makes it 8.
+    let out = forward(
+        &mut graph(),
+        1,
+        &[frame(&[(19, true, 10)], &ipv4([48, 0, 0, 5], 64)), frame(&[(19, true, 200)], &ipv4([48, 0, 0, 6], 64))],
+    );
+    assert_eq!(out.len(), 2);
+    for ((tx_if, f), ttl) in out.iter().zip([8, 63]) {
+        assert_eq!(*tx_if, 2);
+        assert_eq!(&f[12..14], &[0x08, 0x00]);
+        assert_eq!(&f[..12], &[&NEXT_HOP_1[..], &PORT1_MAC].concat()[..]);
+        let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+        assert_eq!(ip.ttl(), ttl);
+        assert!(ip.checksum_ok());
+        assert_eq!(f.len(), 14 + 28);
+    }
+}
+
+#[test]
+fn ipv4_routes_with_out_labels_push_them_with_the_ip_ttl() {
+    let payload = ipv4([60, 1, 2, 3], 64);
+    let out = forward(&mut graph(), 1, &[frame(&[], &payload)]);
+    let (tx_if, f) = &out[0];
+    assert_eq!(*tx_if, 2);
+    assert_eq!(&f[..14], &[&NEXT_HOP_1[..], &PORT1_MAC, &[0x88, 0x47]].concat()[..]);
+    assert_eq!(MplsLabel::parse(&f[14..]).unwrap(), MplsLabel { label: 100, tc: 0, bos: false, ttl: 63 });
+    assert_eq!(MplsLabel::parse(&f[18..]).unwrap(), MplsLabel { label: 101, tc: 0, bos: true, ttl: 63 });
+    let ip = Ipv4Packet::new_checked(&f[22..]).unwrap();
+    assert_eq!(ip.ttl(), 63);
+    assert!(ip.checksum_ok());
+    let mut rest = payload.clone();
+    rest[8] = 63;
+    rest[10..12].copy_from_slice(&[0, 0]);
+    let c = checksum::checksum(&rest[..20]);
+    rest[10..12].copy_from_slice(&c.to_be_bytes());
+    assert_eq!(&f[22..], &rest[..]);
+}
+
+#[test]
+fn malformed_mpls_is_dropped_under_its_reason_and_accounted_per_input() {
+    let p = ipv4([48, 0, 0, 5], 64);
+    let cases: Vec<(Vec<u8>, DropReason)> = vec![
+        (frame(&[(99, true, 64)], &p), DropReason::NoLabel),
+        (frame(&[(16, true, 1)], &p), DropReason::MplsTtlExpired),
+        (frame(&[(16, true, 0)], &p), DropReason::MplsTtlExpired),
+        (frame(&[], &[])[..12].iter().copied().chain([0x88, 0x47, 0, 1]).collect(), DropReason::MplsTruncated),
+        (frame(&[(19, false, 64), (20, true, 64)], &p), DropReason::PopNotEos),
+        (frame(&[(19, true, 64)], &[0x45, 0, 0]), DropReason::Truncated),
+    ];
+    let mut g = graph();
+    let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).collect();
+    let out = forward(&mut g, 1, &frames);
+    assert!(out.is_empty());
+    for r in [
+        DropReason::NoLabel,
+        DropReason::MplsTtlExpired,
+        DropReason::MplsTruncated,
+        DropReason::PopNotEos,
+        DropReason::Truncated,
+    ] {
+        let want = cases.iter().filter(|(_, x)| *x == r).count() as u64;
+        assert_eq!(g.counters.error(1, r).get(), want, "{} in {}", r.name(), r.node().name());
+    }
+    let s = stats(&g, 1);
+    let dropped: u64 = (0..N_REASONS).map(|r| g.counters.errors[N_REASONS + r].get()).sum();
+    assert_eq!((s.rx_packets, dropped), (6, 6));
+    // MPLS on an interface without it.
+    let _ = forward(&mut g, 3, &[frame(&[(16, true, 64)], &p)]);
+    assert_eq!(g.counters.error(3, DropReason::MplsNotEnabled).get(), 1);
+}
