@@ -592,7 +592,7 @@ impl Config {
             ));
         }
         if let Some(peer) = &i.l2xc {
-            if !self.interfaces.contains_key(peer) || peer == name {
+            if !self.has_interface(peer) || peer == name {
                 return Err(invalid(f("l2xc"), peer, "the name of another configured interface"));
             }
             if !i.addresses.is_empty() {
@@ -614,7 +614,7 @@ impl Config {
             if let Some(m) = s.mtu.filter(|&m| !(68..=i.mtu).contains(&m)) {
                 return Err(invalid(sf("mtu"), m, format!("68 to the parent's MTU ({})", i.mtu)));
             }
-            if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.interfaces.contains_key(*p)) {
+            if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.has_interface(p) || **p == format!("{name}.{sub}")) {
                 return Err(invalid(sf("l2xc"), peer, "the name of a configured interface"));
             }
         }
@@ -638,7 +638,7 @@ impl Config {
         if !(1..=1 << 20).contains(&self.fib.tbl8_groups) {
             return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
         }
-        let known = |n: &String| self.interfaces.contains_key(n);
+        let known = |n: &String| self.has_interface(n);
         let connected =
             |a: Ipv4Addr| self.interfaces.values().flat_map(|i| &i.addresses).any(|p| crate::l3::covers(p, a));
         for (k, r) in self.routes.iter().enumerate() {
@@ -702,12 +702,13 @@ impl Config {
         Ok(())
     }
 
-    /// The first field that uses a feature this build does not forward yet (802.1Q
-    /// sub-interfaces), if any.
-    pub fn first_unsupported(&self) -> Option<String> {
-        self.interfaces
-            .iter()
-            .find_map(|(n, i)| (!i.sub_interfaces.is_empty()).then(|| format!("interfaces.{n}.sub-interfaces")))
+    /// True when `name` is a configured interface or sub-interface (`parent.sub-id`).
+    pub fn has_interface(&self, name: &str) -> bool {
+        self.interfaces.contains_key(name)
+            || name.rsplit_once('.').is_some_and(|(parent, sub)| {
+                sub.parse::<u32>()
+                    .is_ok_and(|sub| self.interfaces.get(parent).is_some_and(|i| i.sub_interfaces.contains_key(&sub)))
+            })
     }
 }
 

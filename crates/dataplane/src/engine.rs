@@ -25,11 +25,6 @@ pub enum StartError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// The configuration uses a feature this build does not forward yet.
-    #[error(
-        "{0}: not supported by this build yet (MPLS and 802.1Q sub-interfaces are on the roadmap); remove it to start"
-    )]
-    Unsupported(String),
     /// A worker could not be created (memory, thread, CPU pinning).
     #[error("worker start-up: {0}")]
     Io(#[from] std::io::Error),
@@ -93,51 +88,69 @@ fn assign_indices(config: &Config) -> BTreeMap<String, u16> {
             out.insert(name.clone(), x);
         }
     }
+    let subs = config.interfaces.iter().flat_map(|(n, i)| i.sub_interfaces.keys().map(move |s| format!("{n}.{s}")));
     let mut next = 1;
-    for name in config.interfaces.keys() {
-        if !out.contains_key(name) {
+    for name in config.interfaces.keys().cloned().chain(subs) {
+        out.entry(name).or_insert_with(|| {
             while taken[next] {
                 next += 1;
             }
             taken[next] = true;
-            out.insert(name.clone(), next as u16);
-        }
+            next as u16
+        });
     }
     out
 }
 
-/// Builds the interface list of a validated configuration.
+/// Builds the interface list of a validated configuration: physical interfaces, then their
+/// 802.1Q sub-interfaces (named `parent.sub-id`, polled with their parent).
 pub fn build_interfaces(config: &Config) -> Vec<Interface> {
     let idx = assign_indices(config);
+    let mode = |l2xc: &Option<String>| l2xc.as_ref().map_or(RxMode::L3, |p| RxMode::L2Xconnect { peer: idx[p] });
     let mut rr = 0u16;
-    let mut out: Vec<Interface> = config
-        .interfaces
-        .iter()
-        .map(|(name, i)| {
-            let index = idx[name];
-            let rx_worker = i.rx_placement.map_or_else(
-                || {
-                    rr += 1;
-                    (rr - 1) % config.workers.count
-                },
-                |p| p.worker,
-            );
-            Interface {
-                index,
-                name: name.clone(),
-                admin_up: i.state == AdminState::Up,
-                mac: i.mac.map_or(MacAddr([0x02, 0xfe, 0, 0, (index >> 8) as u8, index as u8]), |m| m.0),
-                mtu: i.mtu,
-                mode: i.l2xc.as_ref().map_or(RxMode::L3, |p| RxMode::L2Xconnect { peer: idx[p] }),
-                driver: match i.driver {
-                    Driver::Generator => DriverKind::Generator,
-                },
-                rx_worker,
-                mpls: i.mpls,
-                addresses: i.addresses.clone(),
-            }
-        })
-        .collect();
+    let mut out = Vec::new();
+    for (name, i) in &config.interfaces {
+        let index = idx[name];
+        let rx_worker = i.rx_placement.map_or_else(
+            || {
+                rr += 1;
+                (rr - 1) % config.workers.count
+            },
+            |p| p.worker,
+        );
+        let parent = Interface {
+            index,
+            name: name.clone(),
+            admin_up: i.state == AdminState::Up,
+            mac: i.mac.map_or(MacAddr([0x02, 0xfe, 0, 0, (index >> 8) as u8, index as u8]), |m| m.0),
+            mtu: i.mtu,
+            mode: mode(&i.l2xc),
+            driver: match i.driver {
+                Driver::Generator => DriverKind::Generator,
+            },
+            rx_worker,
+            mpls: i.mpls,
+            addresses: i.addresses.clone(),
+            parent: None,
+            vlan: None,
+        };
+        for (sub, s) in &i.sub_interfaces {
+            let sub_name = format!("{name}.{sub}");
+            out.push(Interface {
+                index: idx[&sub_name],
+                name: sub_name,
+                admin_up: s.state == AdminState::Up,
+                mtu: s.mtu.unwrap_or(i.mtu),
+                mode: mode(&s.l2xc),
+                mpls: s.mpls,
+                addresses: s.addresses.clone(),
+                parent: Some(index),
+                vlan: Some(s.encapsulation.dot1q),
+                ..parent.clone()
+            });
+        }
+        out.push(parent);
+    }
     out.sort_by_key(|i| i.index);
     out
 }
@@ -167,9 +180,6 @@ impl Dataplane {
     /// Validates `config`, starts the workers and returns the running dataplane.
     pub fn start(config: &Config) -> Result<Self, StartError> {
         config.validate()?;
-        if let Some(field) = config.first_unsupported() {
-            return Err(StartError::Unsupported(field));
-        }
         let qsbr = Arc::new(Qsbr::new(config.workers.count as usize));
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -189,7 +199,7 @@ impl Dataplane {
                 .iter()
                 .filter(|i| i.rx_worker == id)
                 .filter_map(|i| {
-                    let g = config.interfaces[&i.name].generator.as_ref()?;
+                    let g = config.interfaces.get(&i.name)?.generator.as_ref()?;
                     Some(GeneratorPort::new(i.index, g.streams.iter().map(|s| Stream::new(s, i.mac, hz)).collect()))
                 })
                 .collect();

@@ -60,6 +60,7 @@ drop_reasons! {
     Oversize = "oversize", InErrors, EthernetInput, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
     InterfaceDown = "interface-down", InDiscards, EthernetInput, "frame received on an interface that is administratively down";
     UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, "ethertype the interface does not handle";
+    UnknownVlan = "unknown-vlan", InDiscards, EthernetInput, "802.1Q tag whose VLAN id matches no sub-interface of an L3 interface";
     Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, "IPv4 frame on an interface without IPv4 forwarding";
     MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, "MPLS frame on an interface without MPLS forwarding";
     Truncated = "truncated", InErrors, Ip4Input, "IPv4 header or packet longer than the frame carrying it";

@@ -260,16 +260,8 @@ impl Graph {
         t
     }
 
-    /// Counts a received vector on the rx interface (what a driver's input node does).
-    #[inline(always)]
-    pub fn count_rx(&self, port: u16, packets: u64, octets: u64) {
-        let c = self.counters.interface(port);
-        c.rx_packets.add(packets);
-        c.rx_octets.add(octets);
-    }
-
     /// Copies `frames` into fresh buffers as one vector received on interface `port` and
-    /// returns it (not queued), counting it as received. Returns `None` when the pool has too few free buffers.
+    /// returns it (not queued). Returns `None` when the pool has too few free buffers.
     /// Used by tests and by capture-replay drivers; at most [`VECTOR_SIZE`] frames.
     pub fn inject(&mut self, port: u16, frames: &[&[u8]]) -> Option<VecHandle> {
         assert!(frames.len() <= VECTOR_SIZE);
@@ -279,13 +271,11 @@ impl Graph {
         let v = self.vectors.alloc(port);
         let n = self.pool.alloc(&mut self.vectors[v].slots_mut()[..frames.len()]);
         self.vectors[v].set_len(n);
-        let mut octets = 0;
         for (k, f) in frames.iter().enumerate() {
             let i = self.vectors[v].indices()[k];
-            octets += self.pool.write_frame(i, f) as u64;
+            self.pool.write_frame(i, f);
             self.pool.meta_mut(i).rx_if = port;
         }
-        self.count_rx(port, n as u64, octets);
         Some(v)
     }
 }

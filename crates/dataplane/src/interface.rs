@@ -67,6 +67,10 @@ pub struct Interface {
     /// IPv4 addresses (IPv4 forwarding is on when there is at least one).
     #[serde(serialize_with = "ser_display_list")]
     pub addresses: Vec<crate::config::Ipv4Prefix>,
+    /// For a sub-interface, the index of the physical interface it belongs to.
+    pub parent: Option<u16>,
+    /// For a sub-interface, the 802.1Q VLAN id it matches and tags with.
+    pub vlan: Option<u16>,
 }
 
 fn ser_display_list<T: std::fmt::Display, S: serde::Serializer>(v: &[T], s: S) -> Result<S::Ok, S::Error> {
@@ -92,6 +96,10 @@ pub struct IfRuntime {
     pub ip4: bool,
     /// MPLS frames are forwarded.
     pub mpls: bool,
+    /// The VLAN id to tag with on output (a sub-interface), 0 for none.
+    pub vlan: u16,
+    /// Tagged frames on this (physical) interface are demultiplexed to sub-interfaces.
+    pub has_subifs: bool,
     /// Its MAC address (the source of frames routed out of it).
     pub mac: MacAddr,
 }
@@ -105,6 +113,8 @@ impl IfRuntime {
         tx_node: NodeId::ErrorDrop,
         ip4: false,
         mpls: false,
+        vlan: 0,
+        has_subifs: false,
         mac: MacAddr([0; 6]),
     };
 }
@@ -117,6 +127,8 @@ pub struct Tables {
     pub ifs: Vec<IfRuntime>,
     /// Adjacencies and neighbors.
     pub l3: crate::l3::L3,
+    /// (physical interface, VLAN id) → sub-interface.
+    pub vlans: std::collections::HashMap<(u16, u16), u16>,
 }
 
 impl Tables {
@@ -131,10 +143,13 @@ impl Tables {
                 tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
                 ip4: !i.addresses.is_empty(),
                 mpls: i.mpls,
+                vlan: i.vlan.unwrap_or(0),
+                has_subifs: interfaces.iter().any(|s| s.parent == Some(i.index)),
                 mac: i.mac,
             };
         }
-        Self { ifs, l3 }
+        let vlans = interfaces.iter().filter_map(|s| Some(((s.parent?, s.vlan?), s.index))).collect();
+        Self { ifs, l3, vlans }
     }
 
     /// The entry of interface `index` (indices ≥ `MAX_INTERFACES` are treated as unused).

@@ -144,8 +144,8 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
             l3.adjs.len() as u32 - 1
         })
     };
-    for (name, i) in &config.interfaces {
-        let tx_if = index[name.as_str()];
+    for i in interfaces {
+        let tx_if = i.index;
         for a in &i.addresses {
             l3.adjs.push(Adjacency::Glean { tx_if });
             inserts.push((a.addr, a.len, Some(l3.adjs.len() as u32 - 1)));
@@ -155,7 +155,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
     for r in &config.routes {
         let tx_if = match &r.interface {
             Some(n) => index[n.as_str()],
-            None => connected_interface(config, &index, r.via).expect("validated: via is on a connected subnet"),
+            None => connected_interface(interfaces, r.via).expect("validated: via is on a connected subnet"),
         };
         let adj = via_adj(&mut l3, tx_if, r.via, LabelStack::new(&r.out_labels));
         inserts.push((r.prefix.addr, r.prefix.len, Some(adj)));
@@ -178,14 +178,13 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
 }
 
 /// The interface whose address covers `addr`, the longest prefix first.
-pub fn connected_interface(config: &Config, index: &BTreeMap<&str, u16>, addr: Ipv4Addr) -> Option<u16> {
-    config
-        .interfaces
+pub fn connected_interface(interfaces: &[Interface], addr: Ipv4Addr) -> Option<u16> {
+    interfaces
         .iter()
-        .flat_map(|(n, i)| i.addresses.iter().map(move |a| (n, a)))
+        .flat_map(|i| i.addresses.iter().map(move |a| (i.index, a)))
         .filter(|(_, a)| covers(a, addr))
         .max_by_key(|(_, a)| a.len)
-        .map(|(n, _)| index[n.as_str()])
+        .map(|(i, _)| i)
 }
 
 /// True when `p` covers `addr`.

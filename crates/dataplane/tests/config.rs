@@ -33,7 +33,12 @@ mpls:
 ";
     let c = Config::load(yaml).unwrap();
     assert_eq!(Config::load(&c.to_yaml()).unwrap(), c);
-    assert_eq!(c.first_unsupported().as_deref(), Some("interfaces.eth0.sub-interfaces"));
+    assert!(
+        c.has_interface("eth0.100")
+            && c.has_interface("eth1")
+            && !c.has_interface("eth0.7")
+            && !c.has_interface("eth9")
+    );
 }
 
 fn err(yaml: &str) -> String {

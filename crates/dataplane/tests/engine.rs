@@ -72,10 +72,3 @@ fn show_commands_answer_in_text_and_json() {
     assert!(r.execute(&dp, "show interface nope").unwrap_err().contains("no interface named 'nope'"));
     assert!(r.execute(&dp, "show bogus").unwrap_err().contains("unknown command"));
 }
-
-#[test]
-fn unsupported_sections_are_refused_with_the_field_named() {
-    let cfg = Config::load("interfaces: {p0: {sub-interfaces: {100: {encapsulation: {dot1q: 100}}}}}").unwrap();
-    let e = Dataplane::start(&cfg).err().unwrap().to_string();
-    assert!(e.starts_with("interfaces.p0.sub-interfaces: not supported by this build yet"), "{e}");
-}

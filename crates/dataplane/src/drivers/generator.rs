@@ -340,7 +340,7 @@ impl GeneratorPort {
             return None;
         }
         let v = g.vectors.alloc(self.port);
-        let (mut n, mut octets) = (0, 0);
+        let mut n = 0;
         for _ in 0..self.streams.len() {
             let k = self.next;
             self.next = (k + 1) % self.streams.len();
@@ -358,7 +358,7 @@ impl GeneratorPort {
                     r.refund(allowed - got);
                 }
             }
-            octets += s.fill(&mut g.pool, &g.vectors[v].slots_mut()[n..n + got], self.port);
+            s.fill(&mut g.pool, &g.vectors[v].slots_mut()[n..n + got], self.port);
             n += got;
             if n == VECTOR_SIZE {
                 break;
@@ -370,7 +370,6 @@ impl GeneratorPort {
         }
         g.vectors[v].set_len(n);
         g.counters.generator.generated.add(n as u64);
-        g.count_rx(self.port, n as u64, octets);
         Some(v)
     }
 }

@@ -1,24 +1,24 @@
 //! `ethernet-input`: the first node after a driver's rx.
 //!
-//! For every frame of a vector (all from one interface) it checks the length (at least the
-//! 14-byte header, at most MTU + 18) and counts the destination as unicast, multicast or
-//! broadcast on the rx interface. Then, by the interface's mode:
-//! - L2 cross-connect: every frame goes to `l2-xconnect`;
-//! - L3: IPv4 goes to `ip4-input` when the interface has an address (else `ip4-not-enabled`),
-//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), with `l3_offset` set;
-//!   anything else is dropped as `unknown-ethertype`.
+//! It counts what each interface receives (packets, octets, unicast/multicast/broadcast),
+//! checks the length (at least the 14-byte header, at most MTU + 18), and demultiplexes
+//! 802.1Q-tagged frames to the sub-interface of their VLAN id: the tag is removed, the frame's
+//! `rx_if` becomes the sub-interface, which counts it. Then, by the (sub-)interface's mode:
+//! - L2 cross-connect: to `l2-xconnect` (tagged frames that match no sub-interface pass as
+//!   they are);
+//! - L3: IPv4 to `ip4-input` when the interface has an address (else `ip4-not-enabled`),
+//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
+//!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
 //!
-//! When nothing is dropped and every frame goes the same way, the vector is handed on unchanged.
-//!
-//! Drops: `truncated-ethernet`, `oversize`, `interface-down`, `unknown-ethertype`,
-//! `ip4-not-enabled`, `mpls-not-enabled`.
+//! When every frame is untagged, well-sized and goes the same way (the usual case), the
+//! vector is counted once and handed on unchanged.
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
-use crate::interface::{RxMode, cast_bits};
+use crate::interface::{IfRuntime, RxMode, cast_bits};
 use crate::vector::VecHandle;
 use wire::EtherType;
-use wire::ethernet::HEADER_LEN;
+use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
@@ -26,10 +26,14 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let ifc = *g.tables.get(port);
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
     let l3 = matches!(ifc.mode, RxMode::L3);
-    let (mut valid, mut group, mut bcast, mut ip4, mut mpls) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let read_ethertype = l3 || ifc.has_subifs;
+    let (mut valid, mut octets, mut group, mut bcast) = (0u64, 0u64, 0u64, 0u64);
+    let (mut ip4, mut mpls, mut tagged) = (0u64, 0u64, 0u64);
     for &i in g.vectors[v].indices() {
-        let ok = g.pool.meta(i).len.wrapping_sub(HEADER_LEN as u16) <= span;
+        let len = g.pool.meta(i).len;
+        let ok = len.wrapping_sub(HEADER_LEN as u16) <= span;
         valid += u64::from(ok);
+        octets += u64::from(len);
         let line = g.pool.line(i);
         // Unicast traffic takes one byte load and one well-predicted branch.
         if ok && line[0] & 1 == 1 {
@@ -37,58 +41,108 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             group += 1;
             bcast += is_bcast;
         }
-        if l3 {
+        if read_ethertype {
             let et = u16::from_be_bytes([line[12], line[13]]);
             ip4 += u64::from(ok && et == EtherType::IPV4);
             mpls += u64::from(ok && et == EtherType::MPLS);
+            tagged += u64::from(et == EtherType::VLAN);
             g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
         }
     }
-    let c = g.counters.interface(port);
-    c.rx_unicast.add(valid - group);
-    c.rx_multicast.add(group - bcast);
-    c.rx_broadcast.add(bcast);
-
     let n = g.vectors[v].len() as u64;
-    match ifc.mode {
-        _ if valid != n || !ifc.admin_up => classify_each(g, v),
-        RxMode::L2Xconnect { .. } => g.forward(v, NodeId::L2Xconnect),
-        RxMode::L3 if ip4 == n && ifc.ip4 => g.forward(v, NodeId::Ip4Input),
-        RxMode::L3 if mpls == n && ifc.mpls => g.forward(v, NodeId::MplsInput),
-        RxMode::L3 => classify_each(g, v),
+    let next = match ifc.mode {
+        _ if valid != n || !ifc.admin_up || (ifc.has_subifs && tagged > 0) => None,
+        RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
+        RxMode::L3 if ip4 == n && ifc.ip4 => Some(NodeId::Ip4Input),
+        RxMode::L3 if mpls == n && ifc.mpls => Some(NodeId::MplsInput),
+        RxMode::L3 => None,
+    };
+    match next {
+        Some(node) => {
+            let c = g.counters.interface(port);
+            c.rx_packets.add(n);
+            c.rx_octets.add(octets);
+            c.rx_unicast.add(valid - group);
+            c.rx_multicast.add(group - bcast);
+            c.rx_broadcast.add(bcast);
+            g.forward(v, node);
+        }
+        None => classify_each(g, v),
     }
 }
 
-/// The per-packet path: drops what must be dropped, dispatches the rest, splits the vector.
+/// Counts one received frame on `rx_if`; its destination only when `sized` (a full header,
+/// within the MTU), as the vector path does.
+fn count(g: &Graph, rx_if: u16, len: usize, head: u64, sized: bool) {
+    let c = g.counters.interface(rx_if);
+    c.rx_packets.add(1);
+    c.rx_octets.add(len as u64);
+    if sized {
+        let (is_group, is_bcast) = cast_bits(head);
+        c.rx_unicast.add(1 - is_group);
+        c.rx_multicast.add(is_group - is_bcast);
+        c.rx_broadcast.add(is_bcast);
+    }
+}
+
+/// Where a frame on an interface in `mode` goes, by its (inner) ethertype.
+fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
+    match ifc.mode {
+        RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
+        RxMode::L3 => match ethertype {
+            EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
+            EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
+            EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
+            EtherType::MPLS => Err(DropReason::MplsNotEnabled),
+            EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),
+            _ => Err(DropReason::UnknownEthertype),
+        },
+    }
+}
+
+/// The per-packet path: counts each frame on its (sub-)interface, removes the tag of frames
+/// for sub-interfaces, drops what must be dropped, dispatches the rest, splits the vector.
 #[cold]
 fn classify_each(g: &mut Graph, v: VecHandle) {
-    let ifc = *g.tables.get(g.vectors[v].port);
+    let port = g.vectors[v].port;
+    let port_ifc = *g.tables.get(port);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        let frame = g.pool.frame(i);
-        let next = if !ifc.admin_up {
+        let len = g.pool.frame(i).len();
+        let head = g.pool.head_u64(i);
+        let ethertype = |g: &Graph| {
+            let f = g.pool.frame(i);
+            u16::from_be_bytes([f[12], f[13]])
+        };
+        let sub = if len >= HEADER_LEN + VLAN_TAG_LEN && port_ifc.has_subifs && ethertype(g) == EtherType::VLAN {
+            let f = g.pool.frame(i);
+            let vid = u16::from_be_bytes([f[14], f[15]]) & 0x0fff;
+            g.tables.vlans.get(&(port, vid)).copied()
+        } else {
+            None
+        };
+        let rx_if = sub.unwrap_or(port);
+        count(g, rx_if, len, head, (HEADER_LEN..=port_ifc.max_frame as usize).contains(&len));
+        let ifc = *g.tables.get(rx_if);
+        let next = if !port_ifc.admin_up || !ifc.admin_up {
             Err(DropReason::InterfaceDown)
-        } else if frame.len() < HEADER_LEN {
+        } else if len < HEADER_LEN {
             Err(DropReason::TruncatedEthernet)
-        } else if frame.len() > ifc.max_frame as usize {
+        } else if len > port_ifc.max_frame as usize || (sub.is_some() && len - VLAN_TAG_LEN > ifc.max_frame as usize) {
             Err(DropReason::Oversize)
         } else {
-            match ifc.mode {
-                RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
-                RxMode::L3 => match u16::from_be_bytes([frame[12], frame[13]]) {
-                    EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
-                    EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
-                    EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
-                    EtherType::MPLS => Err(DropReason::MplsNotEnabled),
-                    _ => Err(DropReason::UnknownEthertype),
-                },
+            if sub.is_some() {
+                // Remove the tag: the addresses move 4 bytes up and the frame starts there.
+                g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
+                g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
             }
+            dispatch(&ifc, ethertype(g))
         };
+        let m = g.pool.meta_mut(i);
+        m.rx_if = rx_if;
+        m.l3_offset = HEADER_LEN as u16;
         match next {
-            Ok(node) => {
-                g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
-                g.nexts[k] = node;
-            }
+            Ok(node) => g.nexts[k] = node,
             Err(reason) => g.mark_drop(k, i, reason),
         }
     }

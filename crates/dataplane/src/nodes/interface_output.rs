@@ -2,7 +2,8 @@
 //!
 //! For each frame it checks the output interface (`tx_if` in the metadata) is up and the frame
 //! fits its MTU (+ 18 bytes of tagged Ethernet header), counts it as forwarded on its input
-//! interface and hands it to the output interface's driver tx node, which counts what it
+//! interface, tags it with the VLAN id when the output is a sub-interface, and hands it to the
+//! output interface's driver tx node, which counts what it
 //! sends (see [`crate::interface::TxRun`]). The fast path — every frame of the vector with the
 //! same (input, output) pair, the usual case — reads only the metadata and looks the output
 //! interface up once.
@@ -12,6 +13,8 @@
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::vector::VecHandle;
+use wire::EtherType;
+use wire::ethernet::VLAN_TAG_LEN;
 
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
@@ -28,7 +31,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         longest = longest.max(m.len);
     }
     let out = *g.tables.get(m0.tx_if);
-    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame {
+    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame && out.vlan == 0 {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
         g.forward(v, out.tx_node);
     } else {
@@ -36,7 +39,18 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
 }
 
-/// The general path: per-frame output checks, split by next node.
+/// Tags frame `i` with 802.1Q VLAN `vid` (priority 0) for a sub-interface: the addresses move
+/// 4 bytes down into the headroom and the tag goes between them and the ethertype.
+fn push_tag(g: &mut Graph, i: u32, vid: u16) {
+    // Frames enter the graph at the full 64-byte headroom; at most 8 labels (32 bytes) were
+    // pushed before this, so 4 bytes are always left.
+    let f = g.pool.grow_head(i, VLAN_TAG_LEN).expect("headroom for the tag");
+    f.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
+    f[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
+    f[14..16].copy_from_slice(&vid.to_be_bytes());
+}
+
+/// The general path: per-frame output checks, tags for sub-interfaces, split by next node.
 #[cold]
 fn each_frame(g: &mut Graph, v: VecHandle) {
     let mut first = None;
@@ -47,6 +61,9 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         let out = *g.tables.get(m.tx_if);
         let next = if out.tx_node != NodeId::ErrorDrop && m.len <= out.max_frame {
             g.counters.interface(m.rx_if).rx_forwarded.add(1);
+            if out.vlan != 0 {
+                push_tag(g, i, out.vlan);
+            }
             out.tx_node
         } else {
             let reason =

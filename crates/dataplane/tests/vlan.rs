@@ -1,0 +1,152 @@
+//! 802.1Q sub-interfaces: demultiplexing by VLAN id (own index and counters), the tag pushed
+//! on output, `unknown-vlan`, cross-connects between tagged and untagged interfaces.
+
+use dataplane::config::Config;
+use dataplane::engine::build_forwarding;
+use dataplane::errors::{DropReason, N_REASONS};
+use dataplane::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::interface::IfStats;
+use dataplane::qsbr::Qsbr;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use wire::Ipv4Packet;
+
+const YAML: &str = "
+interfaces:
+  port0:
+    index: 1
+    mac: '02:fe:00:00:00:01'
+    sub-interfaces:
+      100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}
+      200: {encapsulation: {dot1q: 200}, addresses: [10.200.0.1/24]}
+  port1: {index: 2, mac: '02:fe:00:00:00:02', addresses: [100.64.1.1/31]}
+  port2:
+    index: 3
+    sub-interfaces:
+      10: {encapsulation: {dot1q: 10}, l2xc: port3}
+  port3: {index: 4, l2xc: port2.10}
+routes:
+  - {prefix: 48.0.0.0/24, via: 100.64.1.0}
+neighbors:
+  - {interface: port1, address: 100.64.1.0, mac: '00:1b:21:06:00:01'}
+  - {interface: port0.200, address: 10.200.0.2, mac: '00:1b:21:00:02:00'}
+";
+
+fn setup() -> (Graph, Vec<dataplane::interface::Interface>) {
+    let cfg = Config::load(YAML).unwrap();
+    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
+    (Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap(), f.interfaces)
+}
+
+fn index(ifs: &[dataplane::interface::Interface], name: &str) -> u16 {
+    ifs.iter().find(|i| i.name == name).unwrap_or_else(|| panic!("{name}")).index
+}
+
+/// Ethernet (optionally tagged) IPv4/UDP to `dst` with TTL 64.
+fn frame(dst_mac: [u8; 6], vlan: Option<u16>, dst: [u8; 4]) -> Vec<u8> {
+    let mut f = [&dst_mac[..], &[2, 0, 0, 0, 0, 9]].concat();
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&[0x08, 0x00]);
+    let mut ip = [0u8; 28];
+    wire::ipv4::write_header(&mut ip, 28, 64, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::from(dst));
+    f.extend_from_slice(&ip);
+    f
+}
+
+fn forward(g: &mut Graph, port: u16, frames: &[Vec<u8>]) -> Vec<(u16, Vec<u8>)> {
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let v = g.inject(port, &refs).unwrap();
+    let mut out = Vec::new();
+    let mut queue = vec![(NodeId::EthernetInput, v)];
+    while let Some((node, v)) = queue.pop() {
+        if node == NodeId::GeneratorTx {
+            for &i in g.vectors[v].indices() {
+                out.push((g.pool.meta(i).tx_if, g.pool.frame(i).to_vec()));
+            }
+        }
+        g.dispatch(node, v);
+        while let Some(p) = g.take_pending() {
+            queue.push(p);
+        }
+    }
+    out
+}
+
+fn stats(g: &Graph, index: u16) -> IfStats {
+    let mut s = IfStats::default();
+    g.counters.interface(index).add_to(&mut s);
+    s
+}
+
+#[test]
+fn sub_interfaces_get_their_own_index_and_name() {
+    let (_, ifs) = setup();
+    let sub = ifs.iter().find(|i| i.name == "port0.100").unwrap();
+    assert_eq!((sub.parent, sub.vlan), (Some(1), Some(100)));
+    assert!(sub.index > 4, "after the physical interfaces");
+}
+
+#[test]
+fn tagged_frame_is_received_on_its_sub_interface_and_routed_untagged() {
+    let (mut g, ifs) = setup();
+    let out = forward(&mut g, 1, &[frame([2, 0xfe, 0, 0, 0, 1], Some(100), [48, 0, 0, 5])]);
+    assert_eq!(out.len(), 1);
+    let (tx_if, f) = &out[0];
+    assert_eq!(*tx_if, 2);
+    assert_eq!(&f[..14], &[0x00, 0x1b, 0x21, 0x06, 0x00, 0x01, 2, 0xfe, 0, 0, 0, 2, 0x08, 0x00]);
+    assert_eq!(f.len(), 14 + 28, "the tag is gone");
+    let sub = index(&ifs, "port0.100");
+    let s = stats(&g, sub);
+    assert_eq!((s.rx_packets, s.rx_octets, s.rx_unicast, s.rx_forwarded), (1, 46, 1, 1));
+    assert_eq!(stats(&g, 1).rx_packets, 0, "counted on the sub-interface, not the port");
+}
+
+#[test]
+fn routed_to_a_sub_interface_the_frame_is_tagged() {
+    let (mut g, ifs) = setup();
+    let out = forward(&mut g, 2, &[frame([2, 0xfe, 0, 0, 0, 2], None, [10, 200, 0, 2])]);
+    let (tx_if, f) = &out[0];
+    assert_eq!(*tx_if, index(&ifs, "port0.200"));
+    assert_eq!(&f[..18], &[0x00, 0x1b, 0x21, 0x00, 0x02, 0x00, 2, 0xfe, 0, 0, 0, 1, 0x81, 0x00, 0x00, 200, 0x08, 0x00]);
+    let ip = Ipv4Packet::new_checked(&f[18..]).unwrap();
+    assert_eq!(ip.ttl(), 63);
+    assert!(ip.checksum_ok());
+    let s = stats(&g, *tx_if);
+    assert_eq!((s.tx_packets, s.tx_octets), (1, 46));
+}
+
+#[test]
+fn unknown_vlan_and_untagged_frames_on_a_port_without_addresses() {
+    let (mut g, ifs) = setup();
+    let mac = [2, 0xfe, 0, 0, 0, 1];
+    let out = forward(
+        &mut g,
+        1,
+        &[frame(mac, Some(300), [48, 0, 0, 5]), frame(mac, None, [48, 0, 0, 5]), frame(mac, Some(100), [48, 0, 0, 5])],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(g.counters.error(1, DropReason::UnknownVlan).get(), 1);
+    assert_eq!(g.counters.error(1, DropReason::Ip4NotEnabled).get(), 1);
+    // Accounting per input interface, sub-interfaces included.
+    for i in &ifs {
+        let s = stats(&g, i.index);
+        let dropped: u64 = (0..N_REASONS).map(|r| g.counters.errors[i.index as usize * N_REASONS + r].get()).sum();
+        assert_eq!(s.rx_packets, s.rx_forwarded + dropped, "{}", i.name);
+    }
+    assert_eq!(stats(&g, 1).rx_packets, 2);
+}
+
+#[test]
+fn cross_connect_translates_between_tagged_and_untagged() {
+    let (mut g, ifs) = setup();
+    let sub = index(&ifs, "port2.10");
+    let payload = frame([2, 0, 0, 0, 0, 7], None, [1, 2, 3, 4]);
+    let tagged = frame([2, 0, 0, 0, 0, 7], Some(10), [1, 2, 3, 4]);
+    let out = forward(&mut g, 3, std::slice::from_ref(&tagged));
+    assert_eq!(out, vec![(4, payload.clone())], "untagged out of port3");
+    let back = forward(&mut g, 4, std::slice::from_ref(&payload));
+    assert_eq!(back, vec![(sub, tagged)], "tagged with VLAN 10 out of port2");
+}
