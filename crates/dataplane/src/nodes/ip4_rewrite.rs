@@ -44,37 +44,35 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) {
     frame[..12].copy_from_slice(macs);
 }
 
-/// Processes one vector. Consecutive packets with the same adjacency (the usual case) share
-/// one adjacency lookup.
+/// A next-hop adjacency ready to apply: output interface, MACs, labels to push.
+struct Resolved {
+    tx_if: u16,
+    macs: [u8; 12],
+    push: LabelStack,
+}
+
+/// Processes one vector. Consecutive packets with the same resolved next-hop adjacency (the
+/// usual case) share one adjacency lookup.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let mut all_ok = true;
-    let mut last: Option<(u32, u16, [u8; 12], LabelStack)> = None;
+    let (mut last_adj, mut last): (u32, Option<Resolved>) = (u32::MAX, None);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        let m = *g.pool.meta(i);
-        if let Some((_, tx_if, macs, push)) = last.filter(|l| l.0 == m.adj) {
-            g.pool.meta_mut(i).tx_if = tx_if;
-            rewrite(g, i, &macs, &push);
+        let adj = g.pool.meta(i).adj;
+        if adj != last_adj {
+            last_adj = adj;
+            last = match g.tables.l3.adjs.get(adj as usize) {
+                Some(&Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) => Some(Resolved { tx_if, macs, push }),
+                _ => None,
+            };
+        }
+        if let Some(r) = &last {
+            g.pool.meta_mut(i).tx_if = r.tx_if;
+            rewrite(g, i, &r.macs, &r.push);
             g.nexts[k] = NodeId::InterfaceOutput;
             continue;
         }
-        let l3 = usize::from(m.l3_offset);
-        let (tx_if, found) = match g.tables.l3.adjs.get(m.adj as usize) {
-            Some(&Adjacency::Via { tx_if, rewrite, push, .. }) => {
-                last = rewrite.map(|r| (m.adj, tx_if, r, push));
-                (tx_if, rewrite.map(|r| (r, push)))
-            }
-            Some(&Adjacency::Glean { tx_if }) => {
-                let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
-                let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
-                let macs = g.tables.l3.neighbors.get(&(tx_if, dst)).map(|mac| glean_rewrite(g, tx_if, mac.0));
-                (tx_if, macs.map(|r| (r, LabelStack::default())))
-            }
-            // ip4-lookup never sends drop or local adjacencies here.
-            _ => (0, None),
-        };
-        g.pool.meta_mut(i).tx_if = tx_if;
-        match found {
+        match resolve_other(g, i) {
             Some((macs, push)) => {
                 rewrite(g, i, &macs, &push);
                 g.nexts[k] = NodeId::InterfaceOutput;
@@ -86,6 +84,29 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         }
     }
     if all_ok { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+}
+
+/// A glean adjacency (the destination's own MAC from the neighbor table), or a next hop
+/// without a neighbor: sets the output interface and returns what to write, `None` to drop.
+#[cold]
+fn resolve_other(g: &mut Graph, i: u32) -> Option<([u8; 12], LabelStack)> {
+    let m = *g.pool.meta(i);
+    let l3 = usize::from(m.l3_offset);
+    match g.tables.l3.adjs.get(m.adj as usize) {
+        Some(&Adjacency::Glean { tx_if }) => {
+            g.pool.meta_mut(i).tx_if = tx_if;
+            let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
+            let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
+            let mac = g.tables.l3.neighbors.get(&(tx_if, dst))?;
+            Some((glean_rewrite(g, tx_if, mac.0), LabelStack::default()))
+        }
+        Some(&Adjacency::Via { tx_if, .. }) => {
+            g.pool.meta_mut(i).tx_if = tx_if;
+            None
+        }
+        // ip4-lookup never sends drop or local adjacencies here.
+        _ => None,
+    }
 }
 
 /// Destination `mac` and the output interface's own MAC.
