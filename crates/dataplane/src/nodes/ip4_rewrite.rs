@@ -44,31 +44,17 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) {
     frame[..12].copy_from_slice(macs);
 }
 
-/// A next-hop adjacency ready to apply: output interface, MACs, labels to push.
-struct Resolved {
-    tx_if: u16,
-    macs: [u8; 12],
-    push: LabelStack,
-}
-
-/// Processes one vector. Consecutive packets with the same resolved next-hop adjacency (the
-/// usual case) share one adjacency lookup.
+/// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
+/// once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
+    let tables = g.tables.clone();
     let mut all_ok = true;
-    let (mut last_adj, mut last): (u32, Option<Resolved>) = (u32::MAX, None);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let adj = g.pool.meta(i).adj;
-        if adj != last_adj {
-            last_adj = adj;
-            last = match g.tables.l3.adjs.get(adj as usize) {
-                Some(&Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) => Some(Resolved { tx_if, macs, push }),
-                _ => None,
-            };
-        }
-        if let Some(r) = &last {
-            g.pool.meta_mut(i).tx_if = r.tx_if;
-            rewrite(g, i, &r.macs, &r.push);
+        if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3.adjs.get(adj as usize) {
+            g.pool.meta_mut(i).tx_if = *tx_if;
+            rewrite(g, i, macs, push);
             g.nexts[k] = NodeId::InterfaceOutput;
             continue;
         }

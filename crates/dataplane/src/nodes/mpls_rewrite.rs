@@ -14,90 +14,70 @@ use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::vector::VecHandle;
 use wire::{EtherType, checksum};
 
-/// Processes one vector. Consecutive packets with the same entry (the usual case) share one
-/// entry and adjacency lookup.
+/// Processes one vector. Entries and adjacencies are read in place (through a handle on the
+/// tables taken once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
-    let mut first = None;
-    let mut same = true;
-    // The last entry seen (0 = none yet) and what it resolved to (`None` for a pop).
-    let (mut last_entry, mut resolved): (u32, Option<Resolved>) = (0, None);
+    let tables = g.tables.clone();
+    let mut all_swapped = true;
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let e = g.pool.meta(i).adj;
-        if e != last_entry {
-            resolved = match g.tables.l3.label_entries.get(e as usize - 1) {
-                Some(&LabelEntry::Swap { adj, out }) => Some(resolve(g, adj, out)),
-                _ => None,
-            };
-            last_entry = e;
+        if let Some(LabelEntry::Swap { adj, out }) = tables.l3.label_entries.get(e as usize - 1)
+            && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3.adjs.get(*adj as usize)
+        {
+            swap(g, i, *tx_if, macs, out);
+            g.nexts[k] = NodeId::InterfaceOutput;
+            continue;
         }
-        let next = match &resolved {
-            Some(Ok(s)) => Ok(swap(g, i, s)),
-            Some(Err(tx_if)) => {
-                g.pool.meta_mut(i).tx_if = *tx_if;
-                Err(DropReason::MplsNoNeighbor)
+        all_swapped = false;
+        match tables.l3.label_entries.get(e as usize - 1) {
+            Some(LabelEntry::Swap { adj, .. }) => {
+                if let Some(Adjacency::Via { tx_if, .. }) = tables.l3.adjs.get(*adj as usize) {
+                    g.pool.meta_mut(i).tx_if = *tx_if;
+                }
+                g.mark_drop(k, i, DropReason::MplsNoNeighbor);
             }
-            None => pop(g, i),
-        };
-        match next {
-            Ok(node) => g.nexts[k] = node,
-            Err(reason) => g.mark_drop(k, i, reason),
+            _ => {
+                pop(g, i);
+                g.nexts[k] = NodeId::Ip4Input;
+            }
         }
-        let n = g.nexts[k];
-        same &= *first.get_or_insert(n) == n;
     }
-    match first {
-        Some(n) if same => g.forward(v, n),
-        _ => g.split(v),
-    }
+    if all_swapped { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
 }
 
-/// A swap with its adjacency resolved: output interface, MACs, out-labels.
-#[derive(Clone, Copy)]
-struct Swap {
-    tx_if: u16,
-    macs: [u8; 12],
-    out: LabelStack,
-}
-
-/// A swap entry resolved: ready to apply, or the output interface to charge a `no-neighbor`
-/// drop to.
-type Resolved = Result<Swap, u16>;
-
-/// Resolves a swap entry's adjacency (`Err` while its next hop has no MAC).
-fn resolve(g: &Graph, adj: u32, out: LabelStack) -> Resolved {
-    match g.tables.l3.adjs.get(adj as usize) {
-        Some(&Adjacency::Via { tx_if, rewrite: Some(macs), .. }) => Ok(Swap { tx_if, macs, out }),
-        Some(&Adjacency::Via { tx_if, .. }) => Err(tx_if),
-        _ => Err(0),
-    }
-}
-
-/// Replaces the top label of buffer `i` with the swap's out-labels and writes the MACs.
-fn swap(g: &mut Graph, i: u32, s: &Swap) -> NodeId {
+/// Replaces the top label of buffer `i` with `out` and writes `macs`; out of `tx_if`.
+fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
+    g.pool.meta_mut(i).tx_if = tx_if;
+    if let [label] = out.labels() {
+        // The plain swap, in place: one 4-byte read-modify-write, then the MACs (the ethertype
+        // is already MPLS).
+        let f = g.pool.frame_mut(i);
+        let Some(top) = f.get_mut(l3..l3 + 4) else { return };
+        let old = u32::from_be_bytes([top[0], top[1], top[2], top[3]]);
+        let new = (label << 12) | (old & 0xf00) | ((old & 0xff) - 1);
+        top.copy_from_slice(&new.to_be_bytes());
+        f[..12].copy_from_slice(macs);
+        return;
+    }
     let f = g.pool.frame(i);
     let old = u32::from_be_bytes([f[l3], f[l3 + 1], f[l3 + 2], f[l3 + 3]]);
     let keep = (old & 0xe00) | ((old & 0xff) - 1); // traffic class and TTL − 1
-    let n = s.out.labels().len();
-    let f = if n == 1 {
-        g.pool.frame_mut(i)
-    } else {
-        // Frames enter the graph at the full 64-byte headroom, which holds 7 extra labels.
-        g.pool.grow_head(i, 4 * (n - 1)).expect("headroom for the out-labels")
-    };
-    for (j, &label) in s.out.labels().iter().enumerate() {
+    let n = out.labels().len();
+    // Frames enter the graph at the full 64-byte headroom, which holds 7 extra labels.
+    let f = g.pool.grow_head(i, 4 * (n - 1)).expect("headroom for the out-labels");
+    for (j, &label) in out.labels().iter().enumerate() {
         let bos = if j + 1 == n { old & 0x100 } else { 0 };
         f[l3 + 4 * j..l3 + 4 * j + 4].copy_from_slice(&((label << 12) | keep | bos).to_be_bytes());
     }
-    f[..12].copy_from_slice(&s.macs);
+    f[..12].copy_from_slice(macs);
     f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
-    g.pool.meta_mut(i).tx_if = s.tx_if;
-    NodeId::InterfaceOutput
 }
 
-/// Removes the bottom-of-stack label of buffer `i` and hands the IPv4 packet to `ip4-input`.
-fn pop(g: &mut Graph, i: u32) -> Result<NodeId, DropReason> {
+/// Removes the bottom-of-stack label of buffer `i`, leaving an IPv4 frame for `ip4-input`.
+#[cold]
+fn pop(g: &mut Graph, i: u32) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);
     let ttl = f[l3 + 3] - 1;
@@ -111,5 +91,4 @@ fn pop(g: &mut Graph, i: u32) -> Result<NodeId, DropReason> {
         ip[8] = ttl;
         ip[10..12].copy_from_slice(&csum.to_be_bytes());
     }
-    Ok(NodeId::Ip4Input)
 }
