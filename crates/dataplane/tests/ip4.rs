@@ -1,14 +1,12 @@
 //! IPv4 forwarding node by node: exact output bytes, the malformed corpus with its drop
 //! reasons, and the per-input accounting rule.
 
-use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::errors::{DropReason, N_REASONS};
-use dataplane::graph::{Graph, NodeId, WorkerCounters};
-use dataplane::interface::IfStats;
-use dataplane::qsbr::Qsbr;
+mod common;
+
+use common::{drive, dropped, stats};
+use dataplane::errors::DropReason;
+use dataplane::graph::{Graph, NodeId};
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use wire::{Ipv4Packet, checksum};
 
 /// The seed's routed pair plus a LAN with one known and one unknown neighbor.
@@ -28,12 +26,6 @@ neighbors:
   - {interface: lan, address: 192.168.7.8, mac: '02:00:00:00:07:08'}
 ";
 
-fn graph() -> Graph {
-    let cfg = Config::load(YAML).unwrap();
-    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
-    Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap()
-}
-
 /// A 60-byte Ethernet/IPv4/UDP frame to port0's MAC.
 fn frame(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
     let mut f = vec![0u8; 60];
@@ -45,44 +37,19 @@ fn frame(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
     f
 }
 
-fn receive(g: &mut Graph, port: u16, frames: &[Vec<u8>]) {
-    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-    let v = g.inject(port, &refs).unwrap();
-    g.forward(v, NodeId::EthernetInput);
-    g.run(0);
-}
-
-fn stats(g: &Graph, index: u16) -> IfStats {
-    let mut s = IfStats::default();
-    g.counters.interface(index).add_to(&mut s);
-    s
-}
-
 fn drops(g: &Graph, index: u16, r: DropReason) -> u64 {
     g.counters.error(index, r).get()
+}
+
+fn graph() -> Graph {
+    common::graph(YAML).0
 }
 
 /// Runs `frames` from port0 through ethernet-input .. ip4-rewrite and returns what reaches
 /// interface-output.
 fn routed(frames: &[Vec<u8>]) -> (Graph, Vec<(u16, u8, Vec<u8>)>) {
     let mut g = graph();
-    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-    let v = g.inject(1, &refs).unwrap();
-    let mut out = Vec::new();
-    let mut queue = vec![(NodeId::EthernetInput, v)];
-    while let Some((node, v)) = queue.pop() {
-        if node == NodeId::InterfaceOutput {
-            for &i in g.vectors[v].indices() {
-                let m = *g.pool.meta(i);
-                out.push((m.tx_if, m.dst_prefix_len, g.pool.frame(i).to_vec()));
-            }
-            continue;
-        }
-        g.dispatch(node, v);
-        while let Some(p) = g.take_pending() {
-            queue.push(p);
-        }
-    }
+    let out = drive(&mut g, 1, frames, NodeId::InterfaceOutput);
     (g, out)
 }
 
@@ -158,9 +125,10 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
         (frame([16, 0, 0, 1], [99, 0, 0, 1], 64), DropReason::NoRoute),
         (frame([16, 0, 0, 1], [100, 64, 0, 1], 64), DropReason::Ip4Local),
     ];
-    let mut g = graph();
     let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).chain([ok.clone()]).collect();
-    receive(&mut g, 1, &frames);
+    let mut g = graph();
+    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    assert_eq!(sent.len(), 1);
     for r in [
         DropReason::BadIpHeader,
         DropReason::Truncated,
@@ -175,15 +143,13 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
     let s = stats(&g, 1);
     assert_eq!(s.rx_packets, 11);
     assert_eq!(s.rx_forwarded, 1);
-    let dropped: u64 = (0..N_REASONS).map(|r| g.counters.errors[N_REASONS + r].get()).sum();
-    assert_eq!(s.rx_packets, s.rx_forwarded + dropped);
-    assert_eq!(stats(&g, 2).tx_packets, 1);
+    assert_eq!(s.rx_packets, s.rx_forwarded + dropped(&g, 1));
     assert_eq!(g.pool.free_count(), 1024);
 }
 
 #[test]
 fn ipv4_on_an_interface_without_addresses_is_ip4_not_enabled() {
     let mut g = graph();
-    receive(&mut g, 4, &[frame([16, 0, 0, 1], [48, 0, 0, 5], 64)]);
+    drive(&mut g, 4, &[frame([16, 0, 0, 1], [48, 0, 0, 5], 64)], NodeId::InterfaceOutput);
     assert_eq!(drops(&g, 4, DropReason::Ip4NotEnabled), 1);
 }

@@ -1,14 +1,12 @@
 //! MPLS node by node: swap, swap to two labels, pop at the end of the stack, push on IPv4
 //! routes with out-labels (exact bytes, TTLs and checksums), and the malformed corpus.
 
-use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::errors::{DropReason, N_REASONS};
-use dataplane::graph::{Graph, NodeId, WorkerCounters};
-use dataplane::interface::IfStats;
-use dataplane::qsbr::Qsbr;
+mod common;
+
+use common::{drive, dropped, stats};
+use dataplane::errors::DropReason;
+use dataplane::graph::{Graph, NodeId};
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use wire::{Ipv4Packet, MplsLabel, checksum};
 
 /// The seed's MPLS configuration (labels 16 and 17 across the routed pair) plus a two-label
@@ -36,9 +34,7 @@ const NEXT_HOP_1: [u8; 6] = [0x00, 0x1b, 0x21, 0x06, 0x00, 0x01];
 const PORT1_MAC: [u8; 6] = [0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd];
 
 fn graph() -> Graph {
-    let cfg = Config::load(YAML).unwrap();
-    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
-    Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap()
+    common::graph(YAML).0
 }
 
 fn ipv4(dst: [u8; 4], ttl: u8) -> Vec<u8> {
@@ -59,31 +55,9 @@ fn frame(labels: &[(u32, bool, u8)], payload: &[u8]) -> Vec<u8> {
     f
 }
 
-fn stats(g: &Graph, index: u16) -> IfStats {
-    let mut s = IfStats::default();
-    g.counters.interface(index).add_to(&mut s);
-    s
-}
-
 /// Runs frames received on `port` through the graph; returns what reaches interface-output.
 fn forward(g: &mut Graph, port: u16, frames: &[Vec<u8>]) -> Vec<(u16, Vec<u8>)> {
-    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-    let v = g.inject(port, &refs).unwrap();
-    let mut out = Vec::new();
-    let mut queue = vec![(NodeId::EthernetInput, v)];
-    while let Some((node, v)) = queue.pop() {
-        if node == NodeId::InterfaceOutput {
-            for &i in g.vectors[v].indices() {
-                out.push((g.pool.meta(i).tx_if, g.pool.frame(i).to_vec()));
-            }
-            continue;
-        }
-        g.dispatch(node, v);
-        while let Some(p) = g.take_pending() {
-            queue.push(p);
-        }
-    }
-    out
+    drive(g, port, frames, NodeId::InterfaceOutput).into_iter().map(|(tx_if, _, f)| (tx_if, f)).collect()
 }
 
 #[test]
@@ -186,8 +160,7 @@ fn malformed_mpls_is_dropped_under_its_reason_and_accounted_per_input() {
         assert_eq!(g.counters.error(1, r).get(), want, "{} in {}", r.name(), r.node().name());
     }
     let s = stats(&g, 1);
-    let dropped: u64 = (0..N_REASONS).map(|r| g.counters.errors[N_REASONS + r].get()).sum();
-    assert_eq!((s.rx_packets, dropped), (6, 6));
+    assert_eq!((s.rx_packets, dropped(&g, 1)), (6, 6));
     // MPLS on an interface without it.
     let _ = forward(&mut g, 3, &[frame(&[(16, true, 64)], &p)]);
     assert_eq!(g.counters.error(3, DropReason::MplsNotEnabled).get(), 1);

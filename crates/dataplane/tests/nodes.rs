@@ -1,15 +1,13 @@
 //! Node-by-node tests with exact outputs, the malformed-frame corpus, and the per-input
 //! accounting rule (packets in = packets forwarded + packets dropped with that input).
 
-use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::errors::{DropReason, N_REASONS};
-use dataplane::graph::{Graph, NodeId, WorkerCounters};
-use dataplane::interface::IfStats;
-use dataplane::qsbr::Qsbr;
+mod common;
+
+use common::{dropped, receive, stats};
+use dataplane::errors::DropReason;
+use dataplane::graph::{Graph, NodeId};
 use dataplane::vector::VecHandle;
 use proptest::prelude::*;
-use std::sync::Arc;
 
 /// gen0 <-> gen1 cross-connected (MTU 1500), l3 an L3 interface, down0 administratively
 /// down and cross-connected to gen0, small cross-connected to gen1 with MTU 100.
@@ -23,9 +21,7 @@ interfaces:
 ";
 
 fn graph() -> Graph {
-    let cfg = Config::load(YAML).unwrap();
-    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
-    Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap()
+    common::graph(YAML).0
 }
 
 /// A frame of `len` bytes: dst `dst`, src 02:00:00:00:00:01, ethertype `et`, payload 0,1,2…
@@ -41,21 +37,8 @@ const UCAST: [u8; 6] = [2, 0, 0, 0, 0, 2];
 const MCAST: [u8; 6] = [1, 0, 0x5e, 0, 0, 1];
 const BCAST: [u8; 6] = [0xff; 6];
 
-fn stats(g: &Graph, index: u16) -> IfStats {
-    let mut s = IfStats::default();
-    g.counters.interface(index).add_to(&mut s);
-    s
-}
-
 fn drops(g: &Graph, index: u16, r: DropReason) -> u64 {
     g.counters.error(index, r).get()
-}
-
-/// Receives `frames` on `port` and runs them through the whole graph.
-fn receive(g: &mut Graph, port: u16, frames: &[&[u8]]) {
-    let v = g.inject(port, frames).unwrap();
-    g.forward(v, NodeId::EthernetInput);
-    g.run(0);
 }
 
 /// Pops every pending vector as (node, frames).
@@ -217,7 +200,7 @@ proptest! {
         let mut forwarded_total = 0;
         for port in 1..=5u16 {
             let s = stats(&g, port);
-            let dropped: u64 = (0..N_REASONS).map(|r| g.counters.errors[port as usize * N_REASONS + r].get()).sum();
+            let dropped = dropped(&g, port);
             let sent_in = batch.iter().filter(|(p, _)| *p == port).count() as u64;
             prop_assert_eq!(s.rx_packets, sent_in);
             prop_assert_eq!(s.rx_packets, s.rx_forwarded + dropped, "port {}", port);

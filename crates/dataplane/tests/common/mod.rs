@@ -1,0 +1,63 @@
+//! What the node tests share: a graph built from YAML, driving frames through it, counters.
+//! Each test crate uses part of it.
+#![allow(dead_code)]
+
+use dataplane::config::Config;
+use dataplane::engine::build_forwarding;
+use dataplane::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::interface::{IfStats, Interface};
+use dataplane::qsbr::Qsbr;
+use std::sync::Arc;
+
+/// A graph with 1024 buffers forwarding with the tables and FIB of `yaml`, and its interfaces.
+pub fn graph(yaml: &str) -> (Graph, Vec<Interface>) {
+    let cfg = Config::load(yaml).unwrap();
+    let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
+    (Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap(), f.interfaces)
+}
+
+/// Receives `frames` on `port` and runs them through the graph, node by node. Returns every
+/// frame that reached `capture` as (output interface, prefix length matched, bytes), in order;
+/// vectors reaching `capture` stop there unless `capture` is a driver's tx node, which runs.
+pub fn drive(g: &mut Graph, port: u16, frames: &[Vec<u8>], capture: NodeId) -> Vec<(u16, u8, Vec<u8>)> {
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let v = g.inject(port, &refs).unwrap();
+    let mut out = Vec::new();
+    let mut queue = vec![(NodeId::EthernetInput, v)];
+    while let Some((node, v)) = queue.pop() {
+        if node == capture {
+            for &i in g.vectors[v].indices() {
+                let m = *g.pool.meta(i);
+                out.push((m.tx_if, m.dst_prefix_len, g.pool.frame(i).to_vec()));
+            }
+            if node != NodeId::GeneratorTx {
+                continue;
+            }
+        }
+        g.dispatch(node, v);
+        while let Some(p) = g.take_pending() {
+            queue.push(p);
+        }
+    }
+    out
+}
+
+/// Receives `frames` on `port` and runs the graph to completion.
+pub fn receive(g: &mut Graph, port: u16, frames: &[&[u8]]) {
+    let v = g.inject(port, frames).unwrap();
+    g.forward(v, NodeId::EthernetInput);
+    g.run(0);
+}
+
+/// The counters of interface `index`.
+pub fn stats(g: &Graph, index: u16) -> IfStats {
+    let mut s = IfStats::default();
+    g.counters.interface(index).add_to(&mut s);
+    s
+}
+
+/// Frames dropped with input `index`, over all reasons.
+pub fn dropped(g: &Graph, index: u16) -> u64 {
+    let n = dataplane::errors::N_REASONS;
+    (0..n).map(|r| g.counters.errors[index as usize * n + r].get()).sum()
+}
