@@ -34,7 +34,8 @@ pub struct BufferMeta {
     pub tx_if: u16,
     /// Drop reason (a [`crate::errors::DropReason`] as `u16`) when sent to `error-drop`.
     pub error: u16,
-    /// Bytes from the frame start to the network header (set by `ethernet-input`).
+    /// Bytes from the frame start to the network header. Drivers deliver plain Ethernet, so
+    /// it starts at 14 (the default); nodes that push or pop headers keep it right.
     pub l3_offset: u16,
     /// Length of the prefix the destination matched (set by the lookup).
     pub dst_prefix_len: u8,
@@ -52,7 +53,7 @@ impl Default for BufferMeta {
             rx_if: 0,
             tx_if: 0,
             error: 0,
-            l3_offset: 0,
+            l3_offset: wire::ethernet::HEADER_LEN as u16,
             dst_prefix_len: 0,
             sample_slot: NO_SLOT,
             adj: 0,

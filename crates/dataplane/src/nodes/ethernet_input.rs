@@ -46,7 +46,6 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             ip4 += u64::from(ok && et == EtherType::IPV4);
             mpls += u64::from(ok && et == EtherType::MPLS);
             tagged += u64::from(et == EtherType::VLAN);
-            g.pool.meta_mut(i).l3_offset = HEADER_LEN as u16;
         }
     }
     let n = g.vectors[v].len() as u64;
