@@ -73,6 +73,11 @@ impl Registry {
             help: "MPLS local labels: swap (out-labels, next hop) or pop",
             run: show_mpls_fib,
         });
+        r.register(Command {
+            words: "show sflow",
+            help: "sFlow agent settings and, per data source, samples taken, sent and dropped",
+            run: show_sflow,
+        });
         r
     }
 
@@ -293,4 +298,47 @@ fn show_mpls_fib(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
         rows.push(json!({"label": label, "entry": entry, "detail": detail}));
     }
     Ok(Reply { text, json: json!({"labels": rows}) })
+}
+
+fn show_sflow(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let Some((agent, totals, rows)) = dp.sflow() else {
+        return Ok(Reply {
+            text: "sFlow is off (no sflow: section in the configuration)\n".into(),
+            json: json!({"enabled": false}),
+        });
+    };
+    let sf = dp.config().sflow.as_ref().expect("sflow configured");
+    let mut text = format!(
+        "sFlow agent {agent} sub-agent {}: header-bytes {}, max-datagram-size {}, ring-depth {} per worker\n",
+        sf.sub_agent_id, sf.header_bytes, sf.max_datagram_size, sf.ring_depth
+    );
+    for c in &sf.collectors {
+        let _ = writeln!(text, "collector {}", std::net::SocketAddr::new(c.address, c.port));
+    }
+    let _ = writeln!(
+        text,
+        "datagrams {} (sent {}, failed {}), samples encoded {}, sampled packets dropped by the graph {}",
+        totals.datagrams, totals.datagrams_sent, totals.send_failures, totals.samples_encoded, totals.samples_of_drops
+    );
+    let _ = writeln!(
+        text,
+        "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10}",
+        "Interface", "ifIdx", "rate", "seen", "taken", "sent", "dropped"
+    );
+    for r in &rows {
+        let _ = writeln!(
+            text,
+            "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10}",
+            r.interface,
+            r.if_index,
+            r.sampling_rate,
+            r.sampler.seen,
+            r.sampler.taken,
+            r.samples_sent,
+            r.sampler.ring_full
+        );
+    }
+    let json = json!({"enabled": true, "agent": agent, "sub_agent_id": sf.sub_agent_id, "header_bytes": sf.header_bytes,
+        "max_datagram_size": sf.max_datagram_size, "ring_depth": sf.ring_depth, "collectors": sf.collectors, "totals": totals, "sources": rows});
+    Ok(Reply { text, json })
 }

@@ -121,6 +121,81 @@ pub struct Config {
     /// IPv4 FIB sizing.
     #[serde(default)]
     pub fib: FibConfig,
+    /// The sFlow agent (names as in VPP's plugin and hsflowd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sflow: Option<SflowConfig>,
+}
+
+/// The sFlow agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SflowConfig {
+    /// Default 1-in-N sampling rate of enabled interfaces, 1–1073741824.
+    #[serde(default = "default_sampling_rate")]
+    pub sampling_rate: u32,
+    /// Bytes of each sampled frame exported, 64–256.
+    #[serde(default = "default_header_bytes")]
+    pub header_bytes: u16,
+    /// Where datagrams go.
+    #[serde(default)]
+    pub collectors: Vec<Collector>,
+    /// The agent address in datagrams. Default: the first IPv4 interface address, else
+    /// 127.0.0.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_address: Option<std::net::IpAddr>,
+    /// Sub-agent id in datagrams.
+    #[serde(default)]
+    pub sub_agent_id: u32,
+    /// Largest datagram, 200–8192 bytes.
+    #[serde(default = "default_max_datagram")]
+    pub max_datagram_size: u16,
+    /// Slots per worker sample ring, a power of two 256–1048576.
+    #[serde(default = "default_ring_depth")]
+    pub ring_depth: u32,
+}
+
+fn default_sampling_rate() -> u32 {
+    10_000
+}
+fn default_header_bytes() -> u16 {
+    128
+}
+fn default_max_datagram() -> u16 {
+    1400
+}
+fn default_ring_depth() -> u32 {
+    4096
+}
+
+/// An sFlow collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Collector {
+    /// IPv4 or IPv6 address.
+    pub address: std::net::IpAddr,
+    /// UDP port.
+    #[serde(default = "default_collector_port")]
+    pub port: u16,
+}
+
+fn default_collector_port() -> u16 {
+    6343
+}
+
+/// sFlow on one (physical) interface: sampled on receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct InterfaceSflow {
+    /// Sample this interface.
+    #[serde(default = "yes")]
+    pub enable: bool,
+    /// 1-in-N for this interface; default `sflow.sampling-rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_rate: Option<u32>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// IPv4 FIB sizing.
@@ -242,6 +317,9 @@ pub struct InterfaceConfig {
     /// Generator streams (driver `generator` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorConfig>,
+    /// sFlow sampling of this interface (its sub-interfaces are sampled with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sflow: Option<InterfaceSflow>,
 }
 
 fn default_mtu() -> u16 {
@@ -561,7 +639,8 @@ impl Config {
                 ));
             }
         }
-        self.validate_l3()
+        self.validate_l3()?;
+        self.validate_sflow()
     }
 
     fn validate_interface(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
@@ -630,6 +709,39 @@ impl Config {
             for (k, s) in g.streams.iter().enumerate() {
                 validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s)?;
             }
+        }
+        Ok(())
+    }
+
+    fn validate_sflow(&self) -> Result<(), ConfigError> {
+        let rates = |f: String, r: u32| {
+            if (1..=1 << 30).contains(&r) { Ok(()) } else { Err(invalid(f, r, "1 to 1073741824")) }
+        };
+        for (n, i) in &self.interfaces {
+            if let Some(r) = i.sflow.and_then(|s| s.sampling_rate) {
+                rates(format!("interfaces.{n}.sflow.sampling-rate"), r)?;
+            }
+            if i.sflow.is_some_and(|s| s.enable) && self.sflow.is_none() {
+                return Err(invalid(
+                    format!("interfaces.{n}.sflow"),
+                    "enable: true",
+                    "only with a top-level sflow: section",
+                ));
+            }
+        }
+        let Some(s) = &self.sflow else { return Ok(()) };
+        rates("sflow.sampling-rate".into(), s.sampling_rate)?;
+        if !(64..=256).contains(&s.header_bytes) {
+            return Err(invalid("sflow.header-bytes", s.header_bytes, "64 to 256"));
+        }
+        if !(200..=8192).contains(&s.max_datagram_size) {
+            return Err(invalid("sflow.max-datagram-size", s.max_datagram_size, "200 to 8192"));
+        }
+        if !s.ring_depth.is_power_of_two() || !(256..=1 << 20).contains(&s.ring_depth) {
+            return Err(invalid("sflow.ring-depth", s.ring_depth, "a power of two from 256 to 1048576"));
+        }
+        if s.collectors.len() > 16 {
+            return Err(invalid("sflow.collectors", format!("{} collectors", s.collectors.len()), "at most 16"));
         }
         Ok(())
     }

@@ -5,14 +5,19 @@ use crate::config::{AdminState, Config, Driver};
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::errors::{DropReason, N_REASONS};
 use crate::fib::{Fib, FibError, FibWriter};
+use crate::graph::SflowStats;
 use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
 use crate::interface::{DriverKind, IfStats, Interface, MAX_INTERFACES, RxMode, Tables};
 use crate::l3::L3;
 use crate::qsbr::Qsbr;
+use crate::sflow::SflowWorker;
+use crate::sflow::agent::{self, AgentSetup, AgentShared, AgentStats};
+use crate::sflow::ring::{Consumer, Producer, Ring};
 use crate::tsc;
 use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
@@ -69,12 +74,37 @@ pub struct ErrorRow {
 /// A running dataplane.
 pub struct Dataplane {
     interfaces: Vec<Interface>,
+    sflow: Option<SflowRuntime>,
     tables: Arc<Tables>,
     fib: FibWriter,
     workers: Vec<WorkerHandle>,
     stop: Arc<AtomicBool>,
     started: Instant,
     config: Config,
+}
+
+/// The running sFlow agent.
+struct SflowRuntime {
+    rates: Vec<(u16, u32)>,
+    shared: Arc<AgentShared>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<std::io::Result<()>>>,
+    agent: IpAddr,
+}
+
+/// One data source in `show sflow`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SflowSourceRow {
+    /// Interface name.
+    pub interface: String,
+    /// Its ifIndex.
+    pub if_index: u16,
+    /// 1-in-N.
+    pub sampling_rate: u32,
+    /// Sampler totals over workers.
+    pub sampler: SflowStats,
+    /// Flow samples encoded into datagrams.
+    pub samples_sent: u64,
 }
 
 /// Resolves interface indices: explicit ones first, then the lowest free index in name order.
@@ -180,11 +210,27 @@ impl Dataplane {
     /// Validates `config`, starts the workers and returns the running dataplane.
     pub fn start(config: &Config) -> Result<Self, StartError> {
         config.validate()?;
-        let qsbr = Arc::new(Qsbr::new(config.workers.count as usize));
+        // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
+        let qsbr = Arc::new(Qsbr::new(config.workers.count as usize + 1));
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
         let stop = Arc::new(AtomicBool::new(false));
         let hz = tsc::hz();
+        let rates: Vec<(u16, u32)> = match &config.sflow {
+            Some(sf) => interfaces
+                .iter()
+                .filter_map(|i| {
+                    let c = config.interfaces.get(&i.name)?.sflow.filter(|s| s.enable)?;
+                    Some((i.index, c.sampling_rate.unwrap_or(sf.sampling_rate)))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let rings: Vec<Arc<Ring>> = match &config.sflow {
+            Some(sf) => (0..config.workers.count).map(|_| Arc::new(Ring::new(sf.ring_depth))).collect(),
+            None => Vec::new(),
+        };
         let mut dp = Dataplane {
+            sflow: None,
             interfaces,
             tables: tables.clone(),
             fib,
@@ -215,6 +261,10 @@ impl Dataplane {
                 counters: counters.clone(),
                 ports,
                 stop: dp.stop.clone(),
+                sflow: config.sflow.as_ref().map(|sf| {
+                    let seed = 0x5f10_5eed ^ u64::from(id) << 32;
+                    SflowWorker::new(&rates, sf.header_bytes, seed, Producer::new(rings[id as usize].clone()))
+                }),
             };
             match worker::spawn(setup) {
                 Ok(t) => dp.workers.push(WorkerHandle { id, core, counters, thread: Some(t) }),
@@ -224,6 +274,35 @@ impl Dataplane {
                 }
             }
         }
+        if let Some(sf) = &config.sflow {
+            let agent_addr = sf.agent_address.unwrap_or_else(|| {
+                dp.interfaces
+                    .iter()
+                    .flat_map(|i| &i.addresses)
+                    .map(|a| IpAddr::V4(a.addr))
+                    .next()
+                    .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+            });
+            let shared = Arc::new(AgentShared::new());
+            let stop = Arc::new(AtomicBool::new(false));
+            let setup = AgentSetup {
+                rings: rings.into_iter().map(Consumer::new).collect(),
+                workers: dp.workers.iter().map(|w| w.counters.clone()).collect(),
+                tables: dp.tables.clone(),
+                fib: dp.fib.fib().clone(),
+                qsbr,
+                reader: config.workers.count as usize,
+                rates: rates.clone(),
+                agent: agent_addr,
+                sub_agent_id: sf.sub_agent_id,
+                max_datagram: usize::from(sf.max_datagram_size),
+                collectors: sf.collectors.iter().map(|c| SocketAddr::new(c.address, c.port)).collect(),
+                shared: shared.clone(),
+                stop: stop.clone(),
+            };
+            let thread = agent::spawn(setup)?;
+            dp.sflow = Some(SflowRuntime { rates, shared, stop, thread: Some(thread), agent: agent_addr });
+        }
         if let Some(core) = config.workers.main_core {
             worker::pin_current_thread(core)?;
         }
@@ -231,7 +310,8 @@ impl Dataplane {
         Ok(dp)
     }
 
-    /// Stops every worker and waits for it; returns the first worker error.
+    /// Stops every worker and waits for it, then lets the sFlow agent send what the workers
+    /// published and stops it; returns the first error.
     pub fn stop(&mut self) -> std::io::Result<()> {
         self.stop.store(true, Relaxed);
         let mut first = Ok(());
@@ -243,7 +323,46 @@ impl Dataplane {
                 }
             }
         }
+        if let Some(sf) = &mut self.sflow
+            && let Some(t) = sf.thread.take()
+        {
+            sf.stop.store(true, Relaxed);
+            let r = t.join().unwrap_or_else(|_| Err(std::io::Error::other("sflow agent panicked")));
+            if first.is_ok() {
+                first = r;
+            }
+        }
         first
+    }
+
+    /// sFlow: the agent address, its totals and each data source's counters; `None` when
+    /// sFlow is off.
+    pub fn sflow(&self) -> Option<(IpAddr, AgentStats, Vec<SflowSourceRow>)> {
+        let sf = self.sflow.as_ref()?;
+        let mut totals = AgentStats::default();
+        sf.shared.counters.add_to(&mut totals);
+        let rows = sf
+            .rates
+            .iter()
+            .map(|&(port, rate)| {
+                let mut sampler = SflowStats::default();
+                for w in &self.workers {
+                    w.counters.sflow(port).add_to(&mut sampler);
+                }
+                SflowSourceRow {
+                    interface: self
+                        .interfaces
+                        .iter()
+                        .find(|i| i.index == port)
+                        .map_or(String::new(), |i| i.name.clone()),
+                    if_index: port,
+                    sampling_rate: rate,
+                    sampler,
+                    samples_sent: sf.shared.sent_by_port[port as usize].get(),
+                }
+            })
+            .collect();
+        Some((sf.agent, totals, rows))
     }
 
     /// The configuration it runs.

@@ -89,6 +89,20 @@ counter_set! {
 }
 
 counter_set! {
+    /// One worker's sFlow sampler counters for one data source (physical port).
+    SflowCounters,
+    /// sFlow sampler counters of one data source (one worker or summed).
+    SflowStats {
+        /// Packets the sampler saw.
+        seen,
+        /// Samples copied into the ring.
+        taken,
+        /// Samples lost because the ring was full.
+        ring_full,
+    }
+}
+
+counter_set! {
     /// One worker's loop timing.
     LoopCounters,
     /// A worker's loop timing.
@@ -112,6 +126,8 @@ pub struct WorkerCounters {
     pub errors: Vec<Counter>,
     /// Generator and sink totals.
     pub generator: GenCounters,
+    /// sFlow samplers, per data source (physical port index).
+    pub sflow: Vec<SflowCounters>,
     /// Loop timing.
     pub looping: LoopCounters,
 }
@@ -124,6 +140,7 @@ impl WorkerCounters {
             ifs: (0..MAX_INTERFACES).map(|_| IfCounters::default()).collect(),
             errors: (0..MAX_INTERFACES * N_REASONS).map(|_| Counter::default()).collect(),
             generator: GenCounters::default(),
+            sflow: (0..MAX_INTERFACES).map(|_| SflowCounters::default()).collect(),
             looping: LoopCounters::default(),
         }
     }
@@ -132,6 +149,12 @@ impl WorkerCounters {
     #[inline(always)]
     pub fn error(&self, rx_if: u16, reason: DropReason) -> &Counter {
         &self.errors[(rx_if as usize % MAX_INTERFACES) * N_REASONS + reason as usize]
+    }
+
+    /// The sFlow sampler counters of data source `port`.
+    #[inline(always)]
+    pub fn sflow(&self, port: u16) -> &SflowCounters {
+        self.sflow.get(port as usize).unwrap_or(&self.sflow[0])
     }
 
     /// The counters of interface `index` (indices beyond the table share slot 0, "unknown").
@@ -162,6 +185,8 @@ pub struct Graph {
     pub counters: Arc<WorkerCounters>,
     /// Scratch: next node per packet of the vector being split.
     pub nexts: [NodeId; VECTOR_SIZE],
+    /// sFlow samplers and sample ring, when sFlow is on.
+    pub sflow: Option<crate::sflow::SflowWorker>,
     pending: Vec<(NodeId, VecHandle)>,
 }
 
@@ -180,6 +205,7 @@ impl Graph {
             fib,
             counters,
             nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
+            sflow: None,
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         })
     }
@@ -194,10 +220,14 @@ impl Graph {
     /// packets' order within each new vector, and queues the new vectors.
     pub fn split(&mut self, v: VecHandle) {
         let mut outs: [Option<VecHandle>; N_NODES] = [None; N_NODES];
-        let port = self.vectors[v].port;
+        let (port, sampled) = (self.vectors[v].port, self.vectors[v].sampled);
         for k in 0..self.vectors[v].len() {
             let next = self.nexts[k] as usize;
-            let h = *outs[next].get_or_insert_with(|| self.vectors.alloc(port));
+            let h = *outs[next].get_or_insert_with(|| {
+                let h = self.vectors.alloc(port);
+                self.vectors[h].sampled = sampled;
+                h
+            });
             let i = self.vectors[v].indices()[k];
             self.vectors[h].push(i);
         }
@@ -241,6 +271,17 @@ impl Graph {
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),
             NodeId::GeneratorInput => unreachable!("input nodes are polled, not queued"),
+        }
+    }
+
+    /// Leaving the graph (sent or dropped): records the fate of `v`'s sampled packets in
+    /// their ring slots. Call before the buffers are freed.
+    #[inline(always)]
+    pub fn finish_samples(&mut self, v: VecHandle, fate: crate::sflow::ring::Fate) {
+        if self.vectors[v].sampled
+            && let Some(sf) = &mut self.sflow
+        {
+            sf.finish(&mut self.pool, &self.vectors[v], &self.tables, fate);
         }
     }
 

@@ -152,6 +152,11 @@ impl Tables {
         Self { ifs, l3, vlans }
     }
 
+    /// The sub-interfaces of physical interface `port`.
+    pub fn subifs_of(&self, port: u16) -> impl Iterator<Item = u16> + '_ {
+        self.vlans.iter().filter(move |((p, _), _)| *p == port).map(|(_, &sub)| sub)
+    }
+
     /// The entry of interface `index` (indices ≥ `MAX_INTERFACES` are treated as unused).
     #[inline(always)]
     pub fn get(&self, index: u16) -> &IfRuntime {

@@ -22,6 +22,7 @@ pub mod interface;
 pub mod l3;
 pub mod nodes;
 pub mod qsbr;
+pub mod sflow;
 mod stats;
 pub mod tsc;
 pub mod vector;

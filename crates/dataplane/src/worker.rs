@@ -39,6 +39,8 @@ pub struct WorkerSetup {
     pub ports: Vec<GeneratorPort>,
     /// Set by the main thread to end the loop.
     pub stop: Arc<AtomicBool>,
+    /// sFlow samplers and ring, when sFlow is on.
+    pub sflow: Option<crate::sflow::SflowWorker>,
 }
 
 /// Pins the calling thread to CPU `core`.
@@ -66,6 +68,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;
     }
     let mut g = Graph::new(s.buffers, s.tables, s.fib, s.counters.clone())?;
+    g.sflow = s.sflow.take();
     let c = &s.counters;
     let input = &c.nodes[NodeId::GeneratorInput as usize];
     let reader = usize::from(s.id);
@@ -83,6 +86,9 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
                 input.vectors.add(n);
                 input.clocks.add(t1 - t0);
                 g.run(t1);
+                if let Some(sf) = &mut g.sflow {
+                    sf.producer.publish();
+                }
                 busy = true;
             }
         }

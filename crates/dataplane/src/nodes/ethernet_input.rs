@@ -23,6 +23,9 @@ use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
+    if let Some(sf) = &mut g.sflow {
+        sf.sample(&mut g.pool, &mut g.vectors[v], port, &g.counters);
+    }
     let ifc = *g.tables.get(port);
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
     let l3 = matches!(ifc.mode, RxMode::L3);

@@ -1,0 +1,274 @@
+//! The sFlow agent: drains the workers' sample rings round-robin, turns each forwarded
+//! sample into an sFlow v5 flow sample, packs samples into datagrams of at most
+//! `max-datagram-size` bytes and sends them to every collector, batched, never blocking.
+//!
+//! Each data source (port) has its own sample sequence numbers, assigned here, so several
+//! workers feeding one port make one gap-free sequence. `sample_pool` is counted, not
+//! estimated: the packets the port's samplers saw on every worker minus those the graph
+//! dropped (a dropped packet is not a flow sample), read when the sample is encoded. `drops`
+//! is the exact count of samples lost to full rings. Samples are
+//! sent when a datagram fills, or within [`FLUSH`] of the oldest waiting sample.
+
+use super::ring::{Consumer, Fate, Slot};
+use super::send::Sender;
+use crate::counter::Counter;
+use crate::errors::DropReason;
+use crate::fib::Fib;
+use crate::graph::WorkerCounters;
+use crate::interface::{MAX_INTERFACES, Tables};
+use crate::qsbr::Qsbr;
+use crate::stats::counter_set;
+use sflow::{
+    DataSource, DatagramBuilder, ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, Interface, RawHeader, Sample,
+};
+use std::borrow::Cow;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// Longest a sample waits for its datagram to fill.
+pub const FLUSH: Duration = Duration::from_millis(250);
+/// How long the agent sleeps when there is nothing to send.
+const IDLE: Duration = Duration::from_millis(1);
+/// Datagrams packed per round before they are sent.
+const BATCH: usize = 32;
+
+counter_set! {
+    /// The agent's counters (written by the agent thread only).
+    AgentCounters,
+    /// The agent's counters.
+    AgentStats {
+        /// Flow samples encoded into datagrams.
+        samples_encoded,
+        /// Sampled packets the graph dropped (left to drop monitoring).
+        samples_of_drops,
+        /// Datagrams built.
+        datagrams,
+        /// Datagrams handed to the kernel, summed over collectors.
+        datagrams_sent,
+        /// Datagrams a collector did not get (socket full, refused, unreachable).
+        send_failures,
+    }
+}
+
+/// What the agent shares with the main thread.
+pub struct AgentShared {
+    /// Totals.
+    pub counters: AgentCounters,
+    /// Flow samples encoded per data source (port index).
+    pub sent_by_port: Vec<Counter>,
+}
+
+/// Everything the agent starts with.
+pub struct AgentSetup {
+    /// The consumer ends of the workers' rings.
+    pub rings: Vec<Consumer>,
+    /// The workers' counters (sampler totals, drops).
+    pub workers: Vec<Arc<WorkerCounters>>,
+    /// Interfaces, adjacencies.
+    pub tables: Arc<Tables>,
+    /// For the source prefix length.
+    pub fib: Arc<Fib>,
+    /// Where the agent announces quiescent states, as reader `reader`.
+    pub qsbr: Arc<Qsbr>,
+    /// Its QSBR reader id.
+    pub reader: usize,
+    /// Data sources and their rates: (port, 1-in-N).
+    pub rates: Vec<(u16, u32)>,
+    /// Agent address in datagrams.
+    pub agent: IpAddr,
+    /// Sub-agent id in datagrams.
+    pub sub_agent_id: u32,
+    /// Largest datagram.
+    pub max_datagram: usize,
+    /// Collectors.
+    pub collectors: Vec<SocketAddr>,
+    /// Counters shared with the main thread.
+    pub shared: Arc<AgentShared>,
+    /// Set to stop (after a last flush).
+    pub stop: Arc<AtomicBool>,
+}
+
+impl AgentShared {
+    /// All zero.
+    pub fn new() -> Self {
+        AgentShared {
+            counters: AgentCounters::default(),
+            sent_by_port: (0..MAX_INTERFACES).map(|_| Counter::default()).collect(),
+        }
+    }
+}
+
+impl Default for AgentShared {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-port state of the current round.
+#[derive(Clone, Copy, Default)]
+struct Source {
+    rate: u32,
+    seq: u32,
+    pool: u32,
+    drops: u32,
+}
+
+/// Starts the agent thread `vecflow-sflow`.
+pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::io::Result<()>>> {
+    let sender = Sender::new()?;
+    std::thread::Builder::new().name("vecflow-sflow".into()).spawn(move || run(setup, sender))
+}
+
+fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
+    let started = Instant::now();
+    let mut sources = [Source::default(); MAX_INTERFACES];
+    for &(port, rate) in &s.rates {
+        sources[port as usize].rate = rate;
+    }
+    let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
+    let mut datagram_seq = 0u32;
+    let mut waiting_since: Option<Instant> = None;
+    let mut next_ring = 0;
+    loop {
+        s.qsbr.quiescent(s.reader);
+        let stopping = s.stop.load(Relaxed);
+        let available: u64 = s.rings.iter().map(Consumer::available).sum();
+        if available == 0 {
+            waiting_since = None;
+            if stopping {
+                break;
+            }
+            std::thread::sleep(IDLE);
+            continue;
+        }
+        let since = *waiting_since.get_or_insert_with(Instant::now);
+        // A datagram's worth is about max_datagram / 200 samples of 128-byte headers.
+        let worth = (s.max_datagram / 200).max(1) as u64;
+        if available < worth && since.elapsed() < FLUSH && !stopping {
+            std::thread::sleep(IDLE);
+            continue;
+        }
+        refresh(&s, &mut sources);
+        let uptime = started.elapsed().as_millis() as u32;
+        let mut lens = Vec::with_capacity(BATCH);
+        for buf in bufs.iter_mut() {
+            let mut b = DatagramBuilder::new(buf, s.agent, s.sub_agent_id, datagram_seq, uptime)
+                .expect("max-datagram-size ≥ 200");
+            let mut full = false;
+            for k in 0..s.rings.len() {
+                let r = (next_ring + k) % s.rings.len();
+                let (rings, shared, fib) = (&mut s.rings, &s.shared, &s.fib);
+                rings[r].drain(usize::MAX, |slot| {
+                    if slot.fate != Fate::Forwarded {
+                        shared.counters.samples_of_drops.add(1);
+                        return true;
+                    }
+                    let src = &mut sources[slot.port as usize];
+                    let sample = flow_sample(slot, src, fib);
+                    if b.push(&sample).is_err() {
+                        full = true;
+                        return false;
+                    }
+                    src.seq = src.seq.wrapping_add(1);
+                    shared.counters.samples_encoded.add(1);
+                    shared.sent_by_port[slot.port as usize].add(1);
+                    true
+                });
+                if full {
+                    break;
+                }
+            }
+            next_ring = (next_ring + 1) % s.rings.len();
+            if b.is_empty() {
+                break;
+            }
+            lens.push(b.finish());
+            datagram_seq = datagram_seq.wrapping_add(1);
+            if !full {
+                break;
+            }
+        }
+        s.shared.counters.datagrams.add(lens.len() as u64);
+        let batch: Vec<&[u8]> = bufs.iter().zip(&lens).map(|(b, &n)| &b[..n]).collect();
+        for &c in &s.collectors {
+            let sent = sender.send_batch(&batch, c);
+            s.shared.counters.datagrams_sent.add(sent as u64);
+            s.shared.counters.send_failures.add((batch.len() - sent) as u64);
+        }
+        waiting_since = None;
+    }
+    s.qsbr.offline(s.reader);
+    Ok(())
+}
+
+/// Reads the exact pools and ring drops of every sampled port from the workers' counters.
+fn refresh(s: &AgentSetup, sources: &mut [Source]) {
+    for &(port, _) in &s.rates {
+        let (mut seen, mut full, mut dropped) = (0u64, 0u64, 0u64);
+        for w in &s.workers {
+            let c = w.sflow(port);
+            seen += c.seen.get();
+            full += c.ring_full.get();
+            for i in std::iter::once(port).chain(s.tables.subifs_of(port)) {
+                dropped += DropReason::ALL.iter().map(|&r| w.error(i, r).get()).sum::<u64>();
+            }
+        }
+        let src = &mut sources[port as usize];
+        src.pool = seen.saturating_sub(dropped) as u32;
+        src.drops = full as u32;
+    }
+}
+
+/// The flow sample of a forwarded packet.
+fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
+    let header = &slot.header[..usize::from(slot.header_len)];
+    let mut records = vec![FlowRecord::RawHeader(RawHeader {
+        protocol: sflow::HEADER_PROTOCOL_ETHERNET,
+        frame_length: u32::from(slot.frame_len) + 4,
+        stripped: 4,
+        header: Cow::Borrowed(header),
+    })];
+    if slot.in_vlan != 0 || slot.out_vlan != 0 {
+        records.push(FlowRecord::Switch(ExtendedSwitch {
+            src_vlan: u32::from(slot.in_vlan),
+            src_priority: 0,
+            dst_vlan: u32::from(slot.out_vlan),
+            dst_priority: 0,
+        }));
+    }
+    if slot.routed {
+        let src_len = ipv4_source(header).and_then(|a| fib.lookup(u32::from(a))).map_or(0, |l| l.prefix_len);
+        records.push(FlowRecord::Router(ExtendedRouter {
+            next_hop: IpAddr::V4(Ipv4Addr::from(slot.next_hop)),
+            src_mask_len: u32::from(src_len),
+            dst_mask_len: u32::from(slot.dst_prefix_len),
+        }));
+    }
+    Sample::Flow(FlowSample {
+        sequence: src.seq.wrapping_add(1),
+        source: DataSource::interface(u32::from(slot.port)),
+        sampling_rate: src.rate,
+        sample_pool: src.pool,
+        drops: src.drops,
+        input: Interface::Index(u32::from(slot.input)),
+        output: Interface::Index(u32::from(slot.output)),
+        records,
+    })
+}
+
+/// The IPv4 source address of an Ethernet header (after up to two VLAN tags).
+fn ipv4_source(h: &[u8]) -> Option<Ipv4Addr> {
+    let mut at = 12;
+    loop {
+        match u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]) {
+            0x8100 | 0x88a8 if at < 20 => at += 4,
+            0x0800 => {
+                let b = h.get(at + 14..at + 18)?;
+                return Some(Ipv4Addr::new(b[0], b[1], b[2], b[3]));
+            }
+            _ => return None,
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The sFlow agent's dataplane side: samplers folded into the rx stage, per-worker sample
+//! rings, and the agent that drains them into sFlow v5 datagrams.
+
+pub mod agent;
+pub mod ring;
+mod sampler;
+mod send;
+
+pub use sampler::SflowWorker;

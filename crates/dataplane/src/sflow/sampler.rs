@@ -1,0 +1,174 @@
+//! The per-worker samplers: one countdown per sFlow data source (physical port).
+//!
+//! Skips are drawn uniformly on [1, 2N−1] (mean N) from a 64-bit PRNG. A vector shorter than
+//! the remaining skip costs one compare and one subtraction, whatever its length. A chosen
+//! packet reserves a ring slot and its header bytes are copied once; the slot index rides in
+//! the buffer's metadata until the packet leaves the graph (see [`finish`]).
+
+use super::ring::{Fate, MAX_HEADER, Producer};
+use crate::buffer::{BufferPool, NO_SLOT};
+use crate::graph::WorkerCounters;
+use crate::interface::{MAX_INTERFACES, Tables};
+use crate::l3::Adjacency;
+use crate::vector::Vector;
+
+/// One data source's sampler on one worker.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampler {
+    /// 1-in-N; 0 = off.
+    pub rate: u32,
+    /// Packets still to skip before the next sample.
+    skip: u64,
+}
+
+/// A worker's sFlow state: its samplers, PRNG and the producer end of its sample ring.
+pub struct SflowWorker {
+    samplers: Vec<Sampler>,
+    rng: u64,
+    header_bytes: usize,
+    /// Where chosen packets go.
+    pub producer: Producer,
+}
+
+impl SflowWorker {
+    /// Samplers for `rates` (ifIndex → 1-in-N, 0 = off), seeded with `seed`.
+    pub fn new(rates: &[(u16, u32)], header_bytes: u16, seed: u64, producer: Producer) -> Self {
+        let mut w = SflowWorker {
+            samplers: vec![Sampler { rate: 0, skip: 0 }; MAX_INTERFACES],
+            rng: seed | 1,
+            header_bytes: usize::from(header_bytes).min(MAX_HEADER),
+            producer,
+        };
+        for &(port, rate) in rates {
+            let skip = w.next_skip(rate);
+            w.samplers[port as usize] = Sampler { rate, skip };
+        }
+        w
+    }
+
+    /// The next skip for rate `n`: uniform on [1, 2n−1].
+    #[inline]
+    fn next_skip(&mut self, n: u32) -> u64 {
+        // wyrand; Lemire's multiply-shift maps it onto the range without a division.
+        self.rng = self.rng.wrapping_add(0xa076_1d64_78bd_642f);
+        let t = u128::from(self.rng) * u128::from(self.rng ^ 0xe703_7ed1_a0b4_28db);
+        let r = (t >> 64) as u64 ^ t as u64;
+        1 + ((u128::from(r) * u128::from(2 * u64::from(n) - 1)) >> 64) as u64
+    }
+
+    /// Runs the sampler of `port` over vector `v` (the rx or tx stage calls this once per
+    /// vector). Counts the packets seen and copies the chosen ones into the ring.
+    #[inline(always)]
+    pub fn sample(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
+        let s = &mut self.samplers[port as usize % MAX_INTERFACES];
+        if s.rate == 0 {
+            return;
+        }
+        let n = v.len() as u64;
+        counters.sflow(port).seen.add(n);
+        if s.skip > n {
+            s.skip -= n;
+            return;
+        }
+        self.take(pool, v, port, counters);
+    }
+
+    /// The slow path: at least one packet of the vector is chosen.
+    #[cold]
+    fn take(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
+        let rate = self.samplers[port as usize].rate;
+        let mut at = self.samplers[port as usize].skip - 1;
+        let n = v.len() as u64;
+        let c = counters.sflow(port);
+        while at < n {
+            let i = v.indices()[at as usize];
+            match self.producer.reserve() {
+                Some(slot) => {
+                    let frame = pool.frame(i);
+                    let len = frame.len().min(self.header_bytes);
+                    let m = *pool.meta(i);
+                    let s = self.producer.slot(slot);
+                    s.header[..len].copy_from_slice(&frame[..len]);
+                    s.header_len = len as u16;
+                    s.frame_len = m.len;
+                    s.port = port;
+                    s.fate = Fate::InFlight;
+                    pool.meta_mut(i).sample_slot = slot;
+                    v.sampled = true;
+                    c.taken.add(1);
+                }
+                None => c.ring_full.add(1),
+            }
+            at += self.next_skip(rate);
+        }
+        self.samplers[port as usize].skip = at - n + 1;
+    }
+
+    /// Records the fate of every sampled packet of `v`, which is leaving the graph (sent by a
+    /// driver's tx node, or dropped by `error-drop`), before its buffers are freed.
+    pub fn finish(&mut self, pool: &mut BufferPool, v: &Vector, tables: &Tables, fate: Fate) {
+        for &i in v.indices() {
+            let m = *pool.meta(i);
+            if m.sample_slot == NO_SLOT {
+                continue;
+            }
+            let s = self.producer.slot(m.sample_slot);
+            s.fate = fate;
+            s.input = m.rx_if;
+            s.output = if fate == Fate::Forwarded { m.tx_if } else { 0 };
+            s.in_vlan = tables.get(m.rx_if).vlan;
+            s.out_vlan = tables.get(s.output).vlan;
+            s.routed =
+                m.dst_prefix_len > 0 || matches!(tables.l3.adjs.get(m.adj as usize), Some(Adjacency::Via { .. }));
+            s.dst_prefix_len = m.dst_prefix_len;
+            s.next_hop = match tables.l3.adjs.get(m.adj as usize) {
+                Some(Adjacency::Via { next_hop, .. }) if s.routed => u32::from(*next_hop),
+                _ => 0,
+            };
+            pool.meta_mut(i).sample_slot = NO_SLOT;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sflow::ring::Ring;
+    use std::sync::Arc;
+
+    fn worker(rate: u32, seed: u64) -> SflowWorker {
+        SflowWorker::new(&[(1, rate)], 128, seed, Producer::new(Arc::new(Ring::new(1 << 16))))
+    }
+
+    /// Skips are uniform on [1, 2N−1]: a χ² test over 10 equal bins (fixed seed), and the
+    /// mean is N.
+    #[test]
+    fn skips_are_uniform_with_mean_n() {
+        for n in [10u32, 100, 10_000] {
+            let mut w = worker(n, 42);
+            let draws = 200_000;
+            let span = u64::from(2 * n - 1);
+            let mut bins = [0u64; 10];
+            let mut sum = 0u64;
+            for _ in 0..draws {
+                let s = w.next_skip(n);
+                assert!((1..=span).contains(&s));
+                bins[((s - 1) * 10 / span) as usize] += 1;
+                sum += s;
+            }
+            let mean = sum as f64 / f64::from(draws);
+            assert!((mean - f64::from(n)).abs() < 0.01 * f64::from(n) + 0.05, "rate {n}: mean {mean}");
+            // Bins hold equal numbers of values only approximately when the span is not a
+            // multiple of 10; the expected count follows the exact bin widths.
+            let chi2: f64 = (0..10u64)
+                .map(|b| {
+                    let lo = (b * span).div_ceil(10);
+                    let hi = ((b + 1) * span).div_ceil(10);
+                    let expect = (hi - lo) as f64 / span as f64 * f64::from(draws);
+                    (bins[b as usize] as f64 - expect).powi(2) / expect
+                })
+                .sum();
+            assert!(chi2 < 21.67, "rate {n}: chi2 {chi2} over 9 degrees of freedom (99 % point 21.67)");
+        }
+    }
+}
