@@ -7,7 +7,8 @@
 
 use anyhow::{Context, bail};
 use dataplane::config::{
-    AddrRange, Config, GeneratorConfig, InterfaceConfig, Ipv4Prefix, RangeMode, Route, StreamConfig, Template, Workers,
+    AddrRange, Config, GeneratorConfig, InterfaceConfig, InterfaceSflow, Ipv4Prefix, RangeMode, Route, StreamConfig,
+    Template, Workers,
 };
 use dataplane::engine::WorkerRuntime;
 use dataplane::graph::{NodeId, NodeStats};
@@ -15,7 +16,11 @@ use dataplane::{Dataplane, tsc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::net::Ipv4Addr;
+use std::net::UdpSocket;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+use std::time::Instant;
 
 /// Options of `vecflow bench`.
 #[derive(clap::Args)]
@@ -38,6 +43,9 @@ pub struct Args {
     /// Print only JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// sFlow sampling rates each forwarding scenario runs at (0 = sFlow off), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1_000_000, 10_000, 1_000, 100])]
+    sflow_rates: Vec<u32>,
 }
 
 /// A named scenario: a forwarding path and the configuration that exercises it, or a
@@ -48,8 +56,11 @@ struct Scenario {
 }
 
 enum Kind {
-    /// Forwarding through the dataplane built from this configuration.
+    /// Forwarding through the dataplane built from this configuration, at each sFlow rate.
     Forward(fn(Option<u16>) -> Config),
+    /// The sFlow agent's throughput: `l2xc` with every packet sampled, samples counted as a
+    /// collector socket receives them.
+    Agent,
     /// sFlow samples encoded (`true`) or decoded (`false`) per second.
     Codec(bool),
 }
@@ -59,6 +70,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab) },
     Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m) },
     Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap) },
+    Scenario { name: "agent", kind: Kind::Agent },
     Scenario { name: "sflow-encode", kind: Kind::Codec(true) },
     Scenario { name: "sflow-decode", kind: Kind::Codec(false) },
 ];
@@ -196,7 +208,24 @@ struct Measured {
     vectors_per_call: f64,
     /// Packets that ended in `error-drop` ÷ packets generated.
     drop_fraction: f64,
+    /// Samples copied into the rings in the window.
+    samples_taken: u64,
+    /// Samples encoded into datagrams in the window.
+    samples_sent: u64,
+    /// Samples lost to full rings in the window.
+    samples_dropped: u64,
     nodes: Vec<NodeCost>,
+}
+
+/// What the `agent` scenario gave.
+#[derive(Debug, Clone, Serialize)]
+struct AgentMeasured {
+    name: &'static str,
+    /// Samples received by the collector socket per second.
+    samples_per_s: f64,
+    samples_taken: u64,
+    samples_sent: u64,
+    samples_dropped: u64,
 }
 
 /// What one measured window of a codec scenario gave.
@@ -212,6 +241,7 @@ struct CodecMeasured {
 #[serde(untagged)]
 enum Row {
     Forward(Measured),
+    Agent(AgentMeasured),
     Codec(CodecMeasured),
 }
 
@@ -220,6 +250,7 @@ impl Row {
     fn cost(&self) -> f64 {
         match self {
             Row::Forward(m) => m.cycles_per_packet,
+            Row::Agent(a) => -a.samples_per_s,
             Row::Codec(c) => c.cycles_per_sample,
         }
     }
@@ -248,9 +279,94 @@ fn node(w: &WorkerRuntime, id: NodeId) -> NodeStats {
     w.nodes.iter().find(|(n, _)| *n == id).map(|(_, s)| *s).unwrap_or_default()
 }
 
-fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Result<Row> {
+/// A UDP socket on 127.0.0.1 playing the collector: counts datagrams and the samples in them.
+struct Collector {
+    port: u16,
+    samples: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Collector {
+    fn start() -> anyhow::Result<Self> {
+        let socket = UdpSocket::bind("127.0.0.1:0").context("binding the bench collector")?;
+        socket.set_read_timeout(Some(Duration::from_millis(50)))?;
+        let port = socket.local_addr()?.port();
+        let (samples, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (s, st) = (samples.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 9000];
+            while !st.load(Relaxed) {
+                // An IPv4-agent datagram carries its sample count at byte 24.
+                if let Ok(n) = socket.recv(&mut buf)
+                    && n >= 28
+                {
+                    s.fetch_add(u64::from(u32::from_be_bytes([buf[24], buf[25], buf[26], buf[27]])), Relaxed);
+                }
+            }
+        });
+        Ok(Collector { port, samples, stop, thread })
+    }
+
+    fn received(&self) -> u64 {
+        self.samples.load(Relaxed)
+    }
+
+    fn finish(self) {
+        self.stop.store(true, Relaxed);
+        let _ = self.thread.join();
+    }
+}
+
+/// `config` with sFlow at 1-in-`rate` on every generator interface, exporting to `port`.
+fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: u32) -> Config {
+    let sf = serde_json::json!({"sampling-rate": rate, "ring-depth": ring_depth,
+        "collectors": [{"address": "127.0.0.1", "port": port}]});
+    config.sflow = Some(serde_json::from_value(sf).expect("sflow section"));
+    for i in config.interfaces.values_mut().filter(|i| i.generator.is_some()) {
+        i.sflow = Some(InterfaceSflow { enable: true, sampling_rate: None });
+    }
+    config
+}
+
+/// sFlow totals over every data source: (taken, sent, dropped).
+fn sflow_totals(dp: &Dataplane) -> (u64, u64, u64) {
+    dp.sflow().map_or((0, 0, 0), |(_, _, rows)| {
+        rows.iter().fold((0, 0, 0), |a, r| (a.0 + r.sampler.taken, a.1 + r.samples_sent, a.2 + r.sampler.ring_full))
+    })
+}
+
+fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Result<Row> {
     match s.kind {
-        Kind::Forward(build) => Ok(Row::Forward(measure_forward(s.name, build(core), args, hz)?)),
+        Kind::Forward(build) => {
+            let collector = (rate > 0).then(Collector::start).transpose()?;
+            let config = match &collector {
+                Some(c) => with_sflow(build(core), rate, c.port, 4096),
+                None => build(core),
+            };
+            let m = measure_forward(s.name, rate, config, args, hz);
+            if let Some(c) = collector {
+                c.finish();
+            }
+            Ok(Row::Forward(m?))
+        }
+        Kind::Agent => {
+            let collector = Collector::start()?;
+            let mut dp = Dataplane::start(&with_sflow(l2xc(core), 1, collector.port, 1 << 16))?;
+            std::thread::sleep(Duration::from_secs_f64(args.warmup));
+            let (a, ra, t0) = (sflow_totals(&dp), collector.received(), Instant::now());
+            std::thread::sleep(Duration::from_secs_f64(args.seconds));
+            let (b, rb, secs) = (sflow_totals(&dp), collector.received(), t0.elapsed().as_secs_f64());
+            dp.stop()?;
+            collector.finish();
+            Ok(Row::Agent(AgentMeasured {
+                name: s.name,
+                samples_per_s: (rb - ra) as f64 / secs,
+                samples_taken: b.0 - a.0,
+                samples_sent: b.1 - a.1,
+                samples_dropped: b.2 - a.2,
+            }))
+        }
         Kind::Codec(encode) => {
             if let Some(c) = core {
                 dataplane::worker::pin_current_thread(c)?;
@@ -263,12 +379,12 @@ fn measure(s: &Scenario, args: &Args, core: Option<u16>, hz: u64) -> anyhow::Res
     }
 }
 
-fn measure_forward(name: &'static str, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
+fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
     let mut dp = Dataplane::start(&config).with_context(|| format!("scenario {name}"))?;
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
-    let a = worker0(&dp);
+    let (a, sa) = (worker0(&dp), sflow_totals(&dp));
     std::thread::sleep(Duration::from_secs_f64(args.seconds));
-    let b = worker0(&dp);
+    let (b, sb) = (worker0(&dp), sflow_totals(&dp));
     dp.stop()?;
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
     let packets = input(&b).vectors - input(&a).vectors;
@@ -293,12 +409,15 @@ fn measure_forward(name: &'static str, config: Config, args: &Args, hz: u64) -> 
     let dropped = node(&b, NodeId::ErrorDrop).vectors - node(&a, NodeId::ErrorDrop).vectors;
     Ok(Measured {
         name,
-        sflow_rate: 0,
+        sflow_rate: rate,
         packets,
         mpps: packets as f64 / (wall as f64 / hz as f64) / 1e6,
         cycles_per_packet: wall as f64 / packets as f64,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
         drop_fraction: dropped as f64 / packets as f64,
+        samples_taken: sb.0 - sa.0,
+        samples_sent: sb.1 - sa.1,
+        samples_dropped: sb.2 - sa.2,
         nodes,
     })
 }
@@ -326,14 +445,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
     let core = args.core.or((ncpu > 1).then(|| ncpu - 1));
     let hz = tsc::hz();
-    let bar = ProgressBar::new(chosen.len() as u64 * u64::from(args.runs));
+    let jobs: Vec<(&Scenario, u32)> = chosen
+        .into_iter()
+        .flat_map(|s| match s.kind {
+            Kind::Forward(_) => args.sflow_rates.iter().map(|&r| (s, r)).collect::<Vec<_>>(),
+            _ => vec![(s, 0)],
+        })
+        .collect();
+    let bar = ProgressBar::new(jobs.len() as u64 * u64::from(args.runs));
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("template"));
     let mut rows = Vec::new();
-    for s in chosen {
+    for (s, rate) in jobs {
         let mut runs = Vec::new();
         for r in 0..args.runs {
-            bar.set_message(format!("{} run {}", s.name, r + 1));
-            runs.push(measure(s, &args, core, hz)?);
+            bar.set_message(format!("{} sflow {rate} run {}", s.name, r + 1));
+            runs.push(measure(s, rate, &args, core, hz)?);
             bar.inc(1);
         }
         runs.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
@@ -367,11 +493,29 @@ fn print_table(r: &Report, core: Option<u16>) {
                 let (name, rate, mpps, cpp, vpc) =
                     (s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call);
                 let drops = s.drop_fraction * 100.0;
-                println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {vpc:>13.1} {drops:>9.3} %");
+                let sampled = if rate == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "   samples taken {} sent {} dropped {}",
+                        s.samples_taken, s.samples_sent, s.samples_dropped
+                    )
+                };
+                println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {vpc:>13.1} {drops:>9.3} %{sampled}");
                 for n in &s.nodes {
                     let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
                     println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call");
                 }
+            }
+            Row::Agent(a) => {
+                println!(
+                    "{:<12} {:>8.2} M samples/s received by the collector (taken {}, sent {}, ring drops {})",
+                    a.name,
+                    a.samples_per_s / 1e6,
+                    a.samples_taken,
+                    a.samples_sent,
+                    a.samples_dropped
+                );
             }
             Row::Codec(c) => {
                 let (name, rate, cps) = (c.name, c.samples_per_s / 1e6, c.cycles_per_sample);
