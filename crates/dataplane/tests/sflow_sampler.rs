@@ -3,7 +3,7 @@
 
 mod common;
 
-use dataplane::graph::{Graph, NodeId};
+use dataplane::graph::NodeId;
 use dataplane::sflow::SflowWorker;
 use dataplane::sflow::ring::{Consumer, Fate, Producer, Ring};
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ impl Traffic {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         let r = (z ^ (z >> 31)) % 210; // 1 + 2 + … + 20
         let (mut k, mut acc) = (0u8, 0u64);
-        while acc + u64::from(k) + 1 <= r {
+        while acc + u64::from(k) < r {
             acc += u64::from(k) + 1;
             k += 1;
         }
