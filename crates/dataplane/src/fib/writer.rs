@@ -294,9 +294,11 @@ mod tests {
         let fib = w.fib().clone();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s = stop.clone();
+        // Online before the writer starts, so every synchronize waits for the reader.
+        q.quiescent(0);
         let reader = std::thread::spawn(move || {
             let mut seen = 0u64;
-            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
                 for x in 0..256u32 {
                     let addr = 0x0a00_0000 | x;
                     match fib.lookup(addr) {
@@ -306,6 +308,9 @@ mod tests {
                     seen += 1;
                 }
                 q.quiescent(0);
+                if s.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
             }
             q.offline(0);
             seen
