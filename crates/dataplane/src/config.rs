@@ -133,6 +133,9 @@ pub struct SflowConfig {
     /// Default 1-in-N sampling rate of enabled interfaces, 1–1073741824.
     #[serde(default = "default_sampling_rate")]
     pub sampling_rate: u32,
+    /// Default direction sampled on enabled interfaces.
+    #[serde(default)]
+    pub direction: Direction,
     /// Bytes of each sampled frame exported, 64–256.
     #[serde(default = "default_header_bytes")]
     pub header_bytes: u16,
@@ -167,6 +170,32 @@ fn default_ring_depth() -> u32 {
     4096
 }
 
+/// Which packets of an interface its sampler sees: one rate, one pool and one sequence
+/// either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Received packets.
+    #[default]
+    Rx,
+    /// Transmitted packets.
+    Tx,
+    /// Both.
+    Both,
+}
+
+impl Direction {
+    /// True when received packets are sampled.
+    pub fn rx(self) -> bool {
+        self != Direction::Tx
+    }
+
+    /// True when transmitted packets are sampled.
+    pub fn tx(self) -> bool {
+        self != Direction::Rx
+    }
+}
+
 /// An sFlow collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -192,6 +221,9 @@ pub struct InterfaceSflow {
     /// 1-in-N for this interface; default `sflow.sampling-rate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling_rate: Option<u32>,
+    /// Direction for this interface; default `sflow.direction`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
 }
 
 fn yes() -> bool {

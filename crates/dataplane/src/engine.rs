@@ -85,7 +85,7 @@ pub struct Dataplane {
 
 /// The running sFlow agent.
 struct SflowRuntime {
-    rates: Vec<(u16, u32)>,
+    sources: Vec<(u16, u32, u8)>,
     shared: Arc<AgentShared>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<std::io::Result<()>>>,
@@ -101,6 +101,8 @@ pub struct SflowSourceRow {
     pub if_index: u16,
     /// 1-in-N.
     pub sampling_rate: u32,
+    /// Which packets are sampled: rx, tx or both.
+    pub direction: &'static str,
     /// Sampler totals over workers.
     pub sampler: SflowStats,
     /// Flow samples encoded into datagrams.
@@ -215,12 +217,15 @@ impl Dataplane {
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
         let stop = Arc::new(AtomicBool::new(false));
         let hz = tsc::hz();
-        let rates: Vec<(u16, u32)> = match &config.sflow {
+        let sources: Vec<(u16, u32, u8)> = match &config.sflow {
             Some(sf) => interfaces
                 .iter()
                 .filter_map(|i| {
                     let c = config.interfaces.get(&i.name)?.sflow.filter(|s| s.enable)?;
-                    Some((i.index, c.sampling_rate.unwrap_or(sf.sampling_rate)))
+                    let dir = c.direction.unwrap_or(sf.direction);
+                    let stages =
+                        if dir.rx() { crate::sflow::RX } else { 0 } | if dir.tx() { crate::sflow::TX } else { 0 };
+                    Some((i.index, c.sampling_rate.unwrap_or(sf.sampling_rate), stages))
                 })
                 .collect(),
             None => Vec::new(),
@@ -263,7 +268,7 @@ impl Dataplane {
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = 0x5f10_5eed ^ u64::from(id) << 32;
-                    SflowWorker::new(&rates, sf.header_bytes, seed, Producer::new(rings[id as usize].clone()))
+                    SflowWorker::new(&sources, sf.header_bytes, seed, Producer::new(rings[id as usize].clone()))
                 }),
             };
             match worker::spawn(setup) {
@@ -292,7 +297,7 @@ impl Dataplane {
                 fib: dp.fib.fib().clone(),
                 qsbr,
                 reader: config.workers.count as usize,
-                rates: rates.clone(),
+                sources: sources.clone(),
                 agent: agent_addr,
                 sub_agent_id: sf.sub_agent_id,
                 max_datagram: usize::from(sf.max_datagram_size),
@@ -301,7 +306,7 @@ impl Dataplane {
                 stop: stop.clone(),
             };
             let thread = agent::spawn(setup)?;
-            dp.sflow = Some(SflowRuntime { rates, shared, stop, thread: Some(thread), agent: agent_addr });
+            dp.sflow = Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr });
         }
         if let Some(core) = config.workers.main_core {
             worker::pin_current_thread(core)?;
@@ -342,9 +347,9 @@ impl Dataplane {
         let mut totals = AgentStats::default();
         sf.shared.counters.add_to(&mut totals);
         let rows = sf
-            .rates
+            .sources
             .iter()
-            .map(|&(port, rate)| {
+            .map(|&(port, rate, stages)| {
                 let mut sampler = SflowStats::default();
                 for w in &self.workers {
                     w.counters.sflow(port).add_to(&mut sampler);
@@ -357,6 +362,11 @@ impl Dataplane {
                         .map_or(String::new(), |i| i.name.clone()),
                     if_index: port,
                     sampling_rate: rate,
+                    direction: match stages {
+                        crate::sflow::RX => "rx",
+                        crate::sflow::TX => "tx",
+                        _ => "both",
+                    },
                     sampler,
                     samples_sent: sf.shared.sent_by_port[port as usize].get(),
                 }

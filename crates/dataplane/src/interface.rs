@@ -100,6 +100,8 @@ pub struct IfRuntime {
     pub vlan: u16,
     /// Tagged frames on this (physical) interface are demultiplexed to sub-interfaces.
     pub has_subifs: bool,
+    /// The physical interface: itself, or a sub-interface's parent.
+    pub port: u16,
     /// Its MAC address (the source of frames routed out of it).
     pub mac: MacAddr,
 }
@@ -115,6 +117,7 @@ impl IfRuntime {
         mpls: false,
         vlan: 0,
         has_subifs: false,
+        port: 0,
         mac: MacAddr([0; 6]),
     };
 }
@@ -145,6 +148,7 @@ impl Tables {
                 mpls: i.mpls,
                 vlan: i.vlan.unwrap_or(0),
                 has_subifs: interfaces.iter().any(|s| s.parent == Some(i.index)),
+                port: i.parent.unwrap_or(i.index),
                 mac: i.mac,
             };
         }

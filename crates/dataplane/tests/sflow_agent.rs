@@ -44,8 +44,12 @@ neighbors:
     .unwrap()
 }
 
-#[test]
-fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
+/// Flow samples by data source.
+type BySource = BTreeMap<u32, Vec<sflow::FlowSample<'static>>>;
+
+/// Runs the config `make` gives for a collector on a port (700 ms) and returns the stopped
+/// dataplane, the flow samples by data source, the datagram sequence numbers and agents.
+fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::collections::BTreeSet<IpAddr>) {
     let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
     listener.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -58,26 +62,32 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
         }
         got
     });
-    let mut dp = Dataplane::start(&config(port)).unwrap();
+    let mut dp = Dataplane::start(&make(port)).unwrap();
     std::thread::sleep(Duration::from_millis(700));
     dp.stop().unwrap();
     let datagrams = reader.join().unwrap();
-    let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
-
     let mut by_source: BTreeMap<u32, Vec<sflow::FlowSample<'static>>> = BTreeMap::new();
     let mut datagram_seqs = vec![];
+    let mut agents = std::collections::BTreeSet::new();
     for bytes in &datagrams {
         assert!(bytes.len() <= 1400, "datagram of {} bytes", bytes.len());
         let d = sflow::decode(bytes).unwrap().into_owned();
-        assert_eq!(d.agent, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)));
         datagram_seqs.push(d.sequence);
+        agents.insert(d.agent);
         for s in d.samples {
             let Sample::Flow(f) = s else { panic!("only flow samples so far") };
             by_source.entry(f.source.index).or_default().push(f);
         }
     }
-    assert!(datagram_seqs.windows(2).all(|w| w[1] == w[0] + 1), "datagram sequence without gaps");
+    (dp, by_source, datagram_seqs, agents)
+}
 
+#[test]
+fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
+    let (dp, by_source, datagram_seqs, agents) = run(config);
+    assert!(datagram_seqs.windows(2).all(|w| w[1] == w[0] + 1), "datagram sequence without gaps");
+    assert_eq!(agents.into_iter().collect::<Vec<_>>(), [IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1))]);
+    let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
     let (p0, p1, p2, p3) = (index("port0"), index("port1"), index("port2"), index("port3"));
     let (_, totals, rows) = dp.sflow().unwrap();
     let routed = &by_source[&p0];
@@ -120,4 +130,64 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
     assert_eq!(totals.send_failures, 0);
     let show = Registry::with_builtins().execute(&dp, "show sflow").unwrap();
     assert!(show.text.contains("collector 127.0.0.1:") && show.text.contains("port0"), "{}", show.text);
+}
+
+/// A tagged port routed to an untagged one: sampled on receive at the port (input = the
+/// sub-interface, extended_switch with its VLAN) and on transmit at the output port (the
+/// header as sent, rewritten).
+#[test]
+fn sub_interfaces_are_sampled_at_their_port_and_tx_sees_the_rewritten_frame() {
+    let make = |port: u16| {
+        Config::load(&format!(
+            "
+sflow:
+  sampling-rate: 50
+  collectors: [{{address: 127.0.0.1, port: {port}}}]
+interfaces:
+  port0:
+    mac: 02:fe:00:00:00:01
+    sflow: {{}}
+    sub-interfaces: {{100: {{encapsulation: {{dot1q: 100}}, addresses: [10.100.0.1/24]}}}}
+    generator: {{streams: [{{vlan: 100, src-ip: 10.100.0.9, src-range: {{count: 1}}, dst-ip: 48.0.0.1, rate-pps: 100000}}]}}
+  port1:
+    addresses: [100.64.1.1/31]
+    sflow: {{direction: tx, sampling-rate: 20}}
+routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
+neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
+"
+        ))
+        .unwrap()
+    };
+    let (dp, by_source, _, agents) = run(make);
+    assert_eq!(
+        agents.into_iter().collect::<Vec<_>>(),
+        [IpAddr::V4(Ipv4Addr::new(100, 64, 1, 1))],
+        "the first IPv4 address"
+    );
+    let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
+    let (port0, sub, port1) = (index("port0"), index("port0.100"), index("port1"));
+    let rx = &by_source[&port0];
+    let tx = &by_source[&port1];
+    assert!(rx.len() > 20 && tx.len() > 20, "{} {}", rx.len(), tx.len());
+    for f in rx {
+        assert_eq!((f.sampling_rate, f.input, f.output), (50, Interface::Index(sub), Interface::Index(port1)));
+        let FlowRecord::RawHeader(h) = &f.records[0] else { panic!() };
+        assert_eq!(&h.header[12..16], &[0x81, 0x00, 0x00, 100], "the header as received, tagged");
+        assert!(f.records.iter().any(|r| matches!(r, FlowRecord::Switch(s) if s.src_vlan == 100 && s.dst_vlan == 0)));
+        assert!(
+            f.records
+                .iter()
+                .any(|r| matches!(r, FlowRecord::Router(r) if r.src_mask_len == 24 && r.dst_mask_len == 24))
+        );
+    }
+    for f in tx {
+        assert_eq!((f.sampling_rate, f.input, f.output), (20, Interface::Index(sub), Interface::Index(port1)));
+        let FlowRecord::RawHeader(h) = &f.records[0] else { panic!() };
+        assert_eq!(&h.header[..6], &[0x00, 0x1b, 0x21, 0x06, 0x00, 0x01], "the header as sent, to the next hop");
+        assert_eq!(&h.header[12..14], &[0x08, 0x00], "untagged");
+    }
+    // The transmit pool counts packets sent: all of them reached port1.
+    let sent = dp.interface_stats(port1 as u16).tx_packets;
+    let pool = u64::from(tx.last().unwrap().sample_pool);
+    assert!(pool <= sent && pool * 20 >= sent * 19, "pool {pool} sent {sent}");
 }

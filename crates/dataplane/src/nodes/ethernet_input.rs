@@ -24,7 +24,7 @@ use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 pub fn run(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
     if let Some(sf) = &mut g.sflow {
-        sf.sample(&mut g.pool, &mut g.vectors[v], port, &g.counters);
+        sf.sample(&mut g.pool, &mut g.vectors[v], port, crate::sflow::RX, &g.counters);
     }
     let ifc = *g.tables.get(port);
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);

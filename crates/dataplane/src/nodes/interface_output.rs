@@ -2,8 +2,9 @@
 //!
 //! For each frame it checks the output interface (`tx_if` in the metadata) is up and the frame
 //! fits its MTU (+ 18 bytes of tagged Ethernet header), counts it as forwarded on its input
-//! interface, tags it with the VLAN id when the output is a sub-interface, and hands it to the
-//! output interface's driver tx node, which counts what it
+//! interface, tags it with the VLAN id when the output is a sub-interface, runs the output
+//! port's sFlow sampler when it samples transmitted packets, and hands it to the output
+//! interface's driver tx node, which counts what it
 //! sends (see [`crate::interface::TxRun`]). The fast path — every frame of the vector with the
 //! same (input, output) pair, the usual case — reads only the metadata and looks the output
 //! interface up once.
@@ -33,6 +34,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let out = *g.tables.get(m0.tx_if);
     if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame && out.vlan == 0 {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
+        if let Some(sf) = &mut g.sflow {
+            sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
+        }
         g.forward(v, out.tx_node);
     } else {
         each_frame(g, v);
@@ -63,6 +67,11 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
             g.counters.interface(m.rx_if).rx_forwarded.add(1);
             if out.vlan != 0 {
                 push_tag(g, i, out.vlan);
+            }
+            if let Some(sf) = &mut g.sflow
+                && sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters)
+            {
+                g.vectors[v].sampled = true;
             }
             out.tx_node
         } else {

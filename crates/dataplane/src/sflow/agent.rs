@@ -74,8 +74,8 @@ pub struct AgentSetup {
     pub qsbr: Arc<Qsbr>,
     /// Its QSBR reader id.
     pub reader: usize,
-    /// Data sources and their rates: (port, 1-in-N).
-    pub rates: Vec<(u16, u32)>,
+    /// Data sources: (port, 1-in-N, stages [`super::RX`] | [`super::TX`]).
+    pub sources: Vec<(u16, u32, u8)>,
     /// Agent address in datagrams.
     pub agent: IpAddr,
     /// Sub-agent id in datagrams.
@@ -124,7 +124,7 @@ pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::
 fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let started = Instant::now();
     let mut sources = [Source::default(); MAX_INTERFACES];
-    for &(port, rate) in &s.rates {
+    for &(port, rate, _) in &s.sources {
         sources[port as usize].rate = rate;
     }
     let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
@@ -203,16 +203,20 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads the exact pools and ring drops of every sampled port from the workers' counters.
+/// Reads the pools and ring drops of every sampled port from the workers' counters. Packets
+/// the graph dropped after the receive sampler saw them are taken out of the pool; the
+/// transmit sampler only sees packets that are sent.
 fn refresh(s: &AgentSetup, sources: &mut [Source]) {
-    for &(port, _) in &s.rates {
+    for &(port, _, stages) in &s.sources {
         let (mut seen, mut full, mut dropped) = (0u64, 0u64, 0u64);
         for w in &s.workers {
             let c = w.sflow(port);
             seen += c.seen.get();
             full += c.ring_full.get();
-            for i in std::iter::once(port).chain(s.tables.subifs_of(port)) {
-                dropped += DropReason::ALL.iter().map(|&r| w.error(i, r).get()).sum::<u64>();
+            if stages & super::RX != 0 {
+                for i in std::iter::once(port).chain(s.tables.subifs_of(port)) {
+                    dropped += DropReason::ALL.iter().map(|&r| w.error(i, r).get()).sum::<u64>();
+                }
             }
         }
         let src = &mut sources[port as usize];

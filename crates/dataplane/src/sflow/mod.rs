@@ -6,4 +6,4 @@ pub mod ring;
 mod sampler;
 mod send;
 
-pub use sampler::SflowWorker;
+pub use sampler::{RX, SflowWorker, TX};

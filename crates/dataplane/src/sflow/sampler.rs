@@ -19,7 +19,14 @@ pub struct Sampler {
     pub rate: u32,
     /// Packets still to skip before the next sample.
     skip: u64,
+    /// Which stages feed it: bit 0 receive, bit 1 transmit.
+    stages: u8,
 }
+
+/// The receive stage (`ethernet-input`).
+pub const RX: u8 = 1;
+/// The transmit stage (`interface-output`).
+pub const TX: u8 = 2;
 
 /// A worker's sFlow state: its samplers, PRNG and the producer end of its sample ring.
 pub struct SflowWorker {
@@ -31,17 +38,17 @@ pub struct SflowWorker {
 }
 
 impl SflowWorker {
-    /// Samplers for `rates` (ifIndex → 1-in-N, 0 = off), seeded with `seed`.
-    pub fn new(rates: &[(u16, u32)], header_bytes: u16, seed: u64, producer: Producer) -> Self {
+    /// Samplers for `sources` (ifIndex, 1-in-N, stages [`RX`] | [`TX`]), seeded with `seed`.
+    pub fn new(sources: &[(u16, u32, u8)], header_bytes: u16, seed: u64, producer: Producer) -> Self {
         let mut w = SflowWorker {
-            samplers: vec![Sampler { rate: 0, skip: 0 }; MAX_INTERFACES],
+            samplers: vec![Sampler { rate: 0, skip: 0, stages: 0 }; MAX_INTERFACES],
             rng: seed | 1,
             header_bytes: usize::from(header_bytes).min(MAX_HEADER),
             producer,
         };
-        for &(port, rate) in rates {
+        for &(port, rate, stages) in sources {
             let skip = w.next_skip(rate);
-            w.samplers[port as usize] = Sampler { rate, skip };
+            w.samplers[port as usize] = Sampler { rate, skip, stages };
         }
         w
     }
@@ -56,12 +63,13 @@ impl SflowWorker {
         1 + ((u128::from(r) * u128::from(2 * u64::from(n) - 1)) >> 64) as u64
     }
 
-    /// Runs the sampler of `port` over vector `v` (the rx or tx stage calls this once per
-    /// vector). Counts the packets seen and copies the chosen ones into the ring.
+    /// Runs the sampler of `port` over vector `v` at `stage` ([`RX`] or [`TX`]; each stage
+    /// calls this once per vector). Counts the packets seen and copies the chosen ones into
+    /// the ring.
     #[inline(always)]
-    pub fn sample(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
+    pub fn sample(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, stage: u8, counters: &WorkerCounters) {
         let s = &mut self.samplers[port as usize % MAX_INTERFACES];
-        if s.rate == 0 {
+        if s.stages & stage == 0 {
             return;
         }
         let n = v.len() as u64;
@@ -73,35 +81,66 @@ impl SflowWorker {
         self.take(pool, v, port, counters);
     }
 
+    /// The per-packet form of [`SflowWorker::sample`], for a stage whose packets of one
+    /// vector leave through different ports. Returns true when the packet was chosen (the
+    /// caller then marks its vector sampled).
+    #[inline]
+    pub fn sample_one(
+        &mut self,
+        pool: &mut BufferPool,
+        i: u32,
+        port: u16,
+        stage: u8,
+        counters: &WorkerCounters,
+    ) -> bool {
+        let s = &mut self.samplers[port as usize % MAX_INTERFACES];
+        if s.stages & stage == 0 {
+            return false;
+        }
+        counters.sflow(port).seen.add(1);
+        s.skip -= 1;
+        if s.skip > 0 {
+            return false;
+        }
+        let rate = s.rate;
+        self.samplers[port as usize % MAX_INTERFACES].skip = self.next_skip(rate);
+        self.copy(pool, i, port, counters)
+    }
+
     /// The slow path: at least one packet of the vector is chosen.
     #[cold]
     fn take(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
         let rate = self.samplers[port as usize].rate;
         let mut at = self.samplers[port as usize].skip - 1;
         let n = v.len() as u64;
-        let c = counters.sflow(port);
         while at < n {
             let i = v.indices()[at as usize];
-            match self.producer.reserve() {
-                Some(slot) => {
-                    let frame = pool.frame(i);
-                    let len = frame.len().min(self.header_bytes);
-                    let m = *pool.meta(i);
-                    let s = self.producer.slot(slot);
-                    s.header[..len].copy_from_slice(&frame[..len]);
-                    s.header_len = len as u16;
-                    s.frame_len = m.len;
-                    s.port = port;
-                    s.fate = Fate::InFlight;
-                    pool.meta_mut(i).sample_slot = slot;
-                    v.sampled = true;
-                    c.taken.add(1);
-                }
-                None => c.ring_full.add(1),
-            }
+            v.sampled |= self.copy(pool, i, port, counters);
             at += self.next_skip(rate);
         }
         self.samplers[port as usize].skip = at - n + 1;
+    }
+
+    /// Reserves a slot for buffer `i` and copies its header bytes; returns false (and counts
+    /// a drop) when the ring is full.
+    fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, counters: &WorkerCounters) -> bool {
+        let c = counters.sflow(port);
+        let Some(slot) = self.producer.reserve() else {
+            c.ring_full.add(1);
+            return false;
+        };
+        let frame = pool.frame(i);
+        let len = frame.len().min(self.header_bytes);
+        let m = *pool.meta(i);
+        let s = self.producer.slot(slot);
+        s.header[..len].copy_from_slice(&frame[..len]);
+        s.header_len = len as u16;
+        s.frame_len = m.len;
+        s.port = port;
+        s.fate = Fate::InFlight;
+        pool.meta_mut(i).sample_slot = slot;
+        c.taken.add(1);
+        true
     }
 
     /// Records the fate of every sampled packet of `v`, which is leaving the graph (sent by a
@@ -137,7 +176,7 @@ mod tests {
     use std::sync::Arc;
 
     fn worker(rate: u32, seed: u64) -> SflowWorker {
-        SflowWorker::new(&[(1, rate)], 128, seed, Producer::new(Arc::new(Ring::new(1 << 16))))
+        SflowWorker::new(&[(1, rate, RX)], 128, seed, Producer::new(Arc::new(Ring::new(1 << 16))))
     }
 
     /// Skips are uniform on [1, 2N−1]: a χ² test over 10 equal bins (fixed seed), and the
