@@ -1,0 +1,84 @@
+//! Overload: every packet of a full-rate pair sampled (1:1) for 10 s on the worker that also
+//! forwards a rate-limited pair without sFlow. Memory stays bounded, samples lost to full
+//! rings are counted and exported in `drops`, and the other pair keeps its rate.
+
+use dataplane::{Config, Dataplane};
+use sflow::Sample;
+use std::net::UdpSocket;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// Resident memory of this process, in KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn one_in_one_for_ten_seconds_is_bounded_counted_and_spares_other_interfaces() {
+    let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, samples, max_drops) =
+        (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (st, sa, md) = (stop.clone(), samples.clone(), max_drops.clone());
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 9000];
+        let mut k = 0u64;
+        while !st.load(Relaxed) {
+            if let Ok(n) = listener.recv(&mut buf) {
+                k += 1;
+                sa.fetch_add(u64::from(u32::from_be_bytes(buf[24..28].try_into().unwrap())), Relaxed);
+                // Decoding is costly: look inside one datagram in 50.
+                if k % 50 == 0
+                    && let Ok(d) = sflow::decode(&buf[..n])
+                {
+                    for s in d.samples {
+                        if let Sample::Flow(f) = s {
+                            md.fetch_max(u64::from(f.drops), Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+    });
+    let config = Config::load(&format!(
+        "
+workers: {{count: 1}}
+sflow: {{sampling-rate: 1, ring-depth: 4096, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
+interfaces:
+  port2: {{l2xc: port3, sflow: {{}}, generator: {{streams: [{{template: l2}}]}}}}
+  port3: {{l2xc: port2}}
+  port6: {{l2xc: port7, generator: {{streams: [{{template: l2, rate-pps: 100000}}]}}}}
+  port7: {{l2xc: port6}}
+"
+    ))
+    .unwrap();
+    let mut dp = Dataplane::start(&config).unwrap();
+    let index = |n: &str| dp.interfaces().iter().find(|i| i.name == n).unwrap().index;
+    let (p2, p6, p7) = (index("port2"), index("port6"), index("port7"));
+    std::thread::sleep(Duration::from_secs(2));
+    let (rss0, quiet0, t0) = (rss_kib(), dp.interface_stats(p7).tx_packets, Instant::now());
+    std::thread::sleep(Duration::from_secs(8));
+    let (rss1, quiet1, secs) = (rss_kib(), dp.interface_stats(p7).tx_packets, t0.elapsed().as_secs_f64());
+    dp.stop().unwrap();
+    stop.store(true, Relaxed);
+    reader.join().unwrap();
+
+    let (_, totals, rows) = dp.sflow().unwrap();
+    let row = rows.iter().find(|r| r.if_index == p2).unwrap();
+    assert!(row.sampler.ring_full > 0, "1:1 at full rate overflows the ring: {:?}", row.sampler);
+    assert_eq!(row.sampler.seen, dp.interface_stats(p2).rx_packets, "every packet passed the sampler");
+    assert_eq!(row.sampler.taken, row.samples_sent + totals.samples_of_drops, "every sample taken was sent");
+    assert!(samples.load(Relaxed) > 0 && max_drops.load(Relaxed) > 0, "drops are exported in the samples");
+    assert!(rss1 < rss0 + 16 * 1024, "memory grew from {rss0} KiB to {rss1} KiB");
+    let pps = (quiet1 - quiet0) as f64 / secs;
+    assert!((95_000.0..=105_000.0).contains(&pps), "the pair without sFlow forwarded {pps:.0} pps, configured 100 000");
+    let s6 = dp.interface_stats(p6);
+    assert_eq!(s6.rx_packets, s6.rx_forwarded, "nothing of it dropped");
+}
