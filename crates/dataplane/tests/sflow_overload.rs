@@ -35,7 +35,7 @@ fn one_in_one_for_ten_seconds_is_bounded_counted_and_spares_other_interfaces() {
                 k += 1;
                 sa.fetch_add(u64::from(u32::from_be_bytes(buf[24..28].try_into().unwrap())), Relaxed);
                 // Decoding is costly: look inside one datagram in 50.
-                if k % 50 == 0
+                if k.is_multiple_of(50)
                     && let Ok(d) = sflow::decode(&buf[..n])
                 {
                     for s in d.samples {
