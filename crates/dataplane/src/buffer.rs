@@ -17,8 +17,8 @@ pub const STRIDE: usize = 2112;
 pub const HEADROOM: usize = 64;
 /// Largest frame a buffer holds (bytes after the headroom).
 pub const DATA_CAPACITY: usize = STRIDE - HEADROOM;
-/// Marker for "no sample slot" in [`BufferMeta::sample_slot`].
-pub const NO_SLOT: u32 = u32::MAX;
+/// [`BufferMeta::error`] of a packet no node has dropped.
+pub const NOT_DROPPED: u16 = u16::MAX;
 
 /// Per-buffer metadata, kept apart from the packet bytes: 32 bytes, two per cache line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,15 +32,14 @@ pub struct BufferMeta {
     pub rx_if: u16,
     /// Interface chosen for output (0 = not yet decided).
     pub tx_if: u16,
-    /// Drop reason (a [`crate::errors::DropReason`] as `u16`) when sent to `error-drop`.
+    /// Drop reason (a [`crate::errors::DropReason`] as `u16`) when sent to `error-drop`;
+    /// [`NOT_DROPPED`] otherwise.
     pub error: u16,
     /// Bytes from the frame start to the network header. Drivers deliver plain Ethernet, so
     /// it starts at 14 (the default); nodes that push or pop headers keep it right.
     pub l3_offset: u16,
     /// Length of the prefix the destination matched (set by the lookup).
     pub dst_prefix_len: u8,
-    /// Sample ring slot of an sFlow-chosen packet, or [`NO_SLOT`].
-    pub sample_slot: u32,
     /// Adjacency (next hop) chosen by the lookup.
     pub adj: u32,
 }
@@ -52,10 +51,9 @@ impl Default for BufferMeta {
             len: 0,
             rx_if: 0,
             tx_if: 0,
-            error: 0,
+            error: NOT_DROPPED,
             l3_offset: wire::ethernet::HEADER_LEN as u16,
             dst_prefix_len: 0,
-            sample_slot: NO_SLOT,
             adj: 0,
         }
     }

@@ -220,14 +220,10 @@ impl Graph {
     /// packets' order within each new vector, and queues the new vectors.
     pub fn split(&mut self, v: VecHandle) {
         let mut outs: [Option<VecHandle>; N_NODES] = [None; N_NODES];
-        let (port, sampled) = (self.vectors[v].port, self.vectors[v].sampled);
+        let port = self.vectors[v].port;
         for k in 0..self.vectors[v].len() {
             let next = self.nexts[k] as usize;
-            let h = *outs[next].get_or_insert_with(|| {
-                let h = self.vectors.alloc(port);
-                self.vectors[h].sampled = sampled;
-                h
-            });
+            let h = *outs[next].get_or_insert_with(|| self.vectors.alloc(port));
             let i = self.vectors[v].indices()[k];
             self.vectors[h].push(i);
         }
@@ -271,17 +267,6 @@ impl Graph {
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),
             NodeId::GeneratorInput => unreachable!("input nodes are polled, not queued"),
-        }
-    }
-
-    /// Leaving the graph (sent or dropped): records the fate of `v`'s sampled packets in
-    /// their ring slots. Call before the buffers are freed.
-    #[inline(always)]
-    pub fn finish_samples(&mut self, v: VecHandle, fate: crate::sflow::ring::Fate) {
-        if self.vectors[v].sampled
-            && let Some(sf) = &mut self.sflow
-        {
-            sf.finish(&mut self.pool, &self.vectors[v], &self.tables, fate);
         }
     }
 

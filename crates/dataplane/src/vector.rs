@@ -10,14 +10,11 @@ pub struct Vector {
     len: u16,
     /// Interface index of the rx queue the packets came from.
     pub port: u16,
-    /// Some packet of the vector holds an sFlow sample slot (so the nodes where packets leave
-    /// the graph look at each packet's slot only when this is set).
-    pub sampled: bool,
     idx: [u32; VECTOR_SIZE],
 }
 
 impl Vector {
-    const EMPTY: Vector = Vector { len: 0, port: 0, sampled: false, idx: [0; VECTOR_SIZE] };
+    const EMPTY: Vector = Vector { len: 0, port: 0, idx: [0; VECTOR_SIZE] };
 
     /// Number of packets.
     #[inline(always)]
@@ -84,7 +81,6 @@ impl VectorPool {
         let v = &mut self.vecs[h as usize];
         v.len = 0;
         v.port = port;
-        v.sampled = false;
         VecHandle(h)
     }
 

@@ -87,7 +87,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
                 input.clocks.add(t1 - t0);
                 g.run(t1);
                 if let Some(sf) = &mut g.sflow {
-                    sf.producer.publish();
+                    sf.publish(&g.pool, &g.tables);
                 }
                 busy = true;
             }

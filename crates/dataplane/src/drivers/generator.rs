@@ -410,7 +410,6 @@ pub fn sink(g: &mut Graph, v: VecHandle) {
     let c = &g.counters.generator;
     c.sink_packets.add(g.vectors[v].len() as u64);
     c.sink_digest.set(c.sink_digest.get() ^ digest);
-    g.finish_samples(v, crate::sflow::ring::Fate::Forwarded);
     g.pool.free(g.vectors[v].indices());
     g.vectors.free(v);
 }

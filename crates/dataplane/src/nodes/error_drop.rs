@@ -21,7 +21,6 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             DropClass::OutDiscards => c.interface(m.tx_if).out_discards.add(1),
         }
     }
-    g.finish_samples(v, crate::sflow::ring::Fate::Dropped);
     g.pool.free(g.vectors[v].indices());
     g.vectors.free(v);
 }

@@ -68,10 +68,8 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
             if out.vlan != 0 {
                 push_tag(g, i, out.vlan);
             }
-            if let Some(sf) = &mut g.sflow
-                && sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters)
-            {
-                g.vectors[v].sampled = true;
+            if let Some(sf) = &mut g.sflow {
+                sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
             }
             out.tx_node
         } else {

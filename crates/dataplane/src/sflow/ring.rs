@@ -54,6 +54,9 @@ pub struct Slot {
     pub routed: bool,
     /// What happened to the packet.
     pub fate: Fate,
+    /// The worker's buffer the packet was in (its metadata is read when the slot is
+    /// published).
+    pub buffer: u32,
 }
 
 impl Slot {
@@ -70,6 +73,7 @@ impl Slot {
         dst_prefix_len: 0,
         routed: false,
         fate: Fate::InFlight,
+        buffer: 0,
     };
 }
 
@@ -143,6 +147,16 @@ impl Producer {
         // vector is done), so the consumer does not read it; `&mut self` makes this the only
         // reference on the producer side.
         unsafe { &mut *self.ring.slots[i as usize].get() }
+    }
+
+    /// Calls `fill` on every reserved slot not yet published, in order.
+    #[inline]
+    pub fn for_each_unpublished(&mut self, mut fill: impl FnMut(&mut Slot)) {
+        let published = self.ring.head.load(Relaxed);
+        for k in published..self.next {
+            // SAFETY: `k` is reserved and not published, so only this producer touches it.
+            fill(unsafe { &mut *self.ring.slots[(k & self.ring.mask) as usize].get() });
+        }
     }
 
     /// Publishes every reserved slot (one release store). Call between vectors, after every

@@ -2,11 +2,13 @@
 //!
 //! Skips are drawn uniformly on [1, 2N−1] (mean N) from a 64-bit PRNG. A vector shorter than
 //! the remaining skip costs one compare and one subtraction, whatever its length. A chosen
-//! packet reserves a ring slot and its header bytes are copied once; the slot index rides in
-//! the buffer's metadata until the packet leaves the graph (see [`finish`]).
+//! packet reserves a ring slot, its header bytes are copied once and the slot remembers the
+//! buffer. When the vector has left the graph (and before any buffer is reused), the slots are
+//! completed from the buffers' metadata — output interface, next hop, prefix length, VLANs,
+//! forwarded or dropped — and published with one store ([`SflowWorker::publish`]).
 
 use super::ring::{Fate, MAX_HEADER, Producer};
-use crate::buffer::{BufferPool, NO_SLOT};
+use crate::buffer::{BufferPool, NOT_DROPPED};
 use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
 use crate::l3::Adjacency;
@@ -82,8 +84,7 @@ impl SflowWorker {
     }
 
     /// The per-packet form of [`SflowWorker::sample`], for a stage whose packets of one
-    /// vector leave through different ports. Returns true when the packet was chosen (the
-    /// caller then marks its vector sampled).
+    /// vector leave through different ports. Returns true when the packet was chosen.
     #[inline]
     pub fn sample_one(
         &mut self,
@@ -115,7 +116,7 @@ impl SflowWorker {
         let n = v.len() as u64;
         while at < n {
             let i = v.indices()[at as usize];
-            v.sampled |= self.copy(pool, i, port, counters);
+            self.copy(pool, i, port, counters);
             at += self.next_skip(rate);
         }
         self.samplers[port as usize].skip = at - n + 1;
@@ -138,34 +139,32 @@ impl SflowWorker {
         s.frame_len = m.len;
         s.port = port;
         s.fate = Fate::InFlight;
-        pool.meta_mut(i).sample_slot = slot;
+        s.buffer = i;
         c.taken.add(1);
         true
     }
 
-    /// Records the fate of every sampled packet of `v`, which is leaving the graph (sent by a
-    /// driver's tx node, or dropped by `error-drop`), before its buffers are freed.
-    pub fn finish(&mut self, pool: &mut BufferPool, v: &Vector, tables: &Tables, fate: Fate) {
-        for &i in v.indices() {
-            let m = *pool.meta(i);
-            if m.sample_slot == NO_SLOT {
-                continue;
-            }
-            let s = self.producer.slot(m.sample_slot);
-            s.fate = fate;
+    /// Completes every slot reserved since the last publication from its buffer's metadata
+    /// and publishes them. Call once the vectors they came from have left the graph and
+    /// before the worker reuses any buffer (the metadata of freed buffers is intact until then).
+    pub fn publish(&mut self, pool: &BufferPool, tables: &Tables) {
+        self.producer.for_each_unpublished(|s| {
+            let m = *pool.meta(s.buffer);
+            let forwarded = m.error == NOT_DROPPED;
+            let via = match tables.l3.adjs.get(m.adj as usize) {
+                Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
+                _ => None,
+            };
+            s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };
             s.input = m.rx_if;
-            s.output = if fate == Fate::Forwarded { m.tx_if } else { 0 };
+            s.output = if forwarded { m.tx_if } else { 0 };
             s.in_vlan = tables.get(m.rx_if).vlan;
             s.out_vlan = tables.get(s.output).vlan;
-            s.routed =
-                m.dst_prefix_len > 0 || matches!(tables.l3.adjs.get(m.adj as usize), Some(Adjacency::Via { .. }));
+            s.routed = m.dst_prefix_len > 0 || via.is_some();
             s.dst_prefix_len = m.dst_prefix_len;
-            s.next_hop = match tables.l3.adjs.get(m.adj as usize) {
-                Some(Adjacency::Via { next_hop, .. }) if s.routed => u32::from(*next_hop),
-                _ => 0,
-            };
-            pool.meta_mut(i).sample_slot = NO_SLOT;
-        }
+            s.next_hop = via.unwrap_or(0);
+        });
+        self.producer.publish();
     }
 }
 
