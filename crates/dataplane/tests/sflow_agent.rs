@@ -8,13 +8,20 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::time::Duration;
 
+/// A port on 127.0.0.1 with nobody listening (bound, then closed).
+fn closed_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 fn config(collector_port: u16) -> Config {
+    // The second collector refuses (no listener): that must not disturb the first.
+    let refusing = closed_port();
     Config::load(&format!(
         "
 workers: {{count: 2}}
 sflow:
   sampling-rate: 1000
-  collectors: [{{address: 127.0.0.1, port: {collector_port}}}]
+  collectors: [{{address: 127.0.0.1, port: {collector_port}}}, {{address: 127.0.0.1, port: {refusing}}}]
   agent-address: 192.0.2.1
 interfaces:
   port0:
@@ -137,12 +144,23 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
 /// header as sent, rewritten).
 #[test]
 fn sub_interfaces_are_sampled_at_their_port_and_tx_sees_the_rewritten_frame() {
+    // A second collector on the IPv6 loopback, when there is one.
+    let v6 = UdpSocket::bind("[::1]:0").ok();
+    if v6.is_none() {
+        eprintln!("SKIP the IPv6 collector: no IPv6 loopback here");
+    }
+    let v6_collector = v6
+        .as_ref()
+        .map_or(String::new(), |s| format!(", {{address: '::1', port: {}}}", s.local_addr().unwrap().port()));
+    if let Some(s) = &v6 {
+        s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    }
     let make = |port: u16| {
         Config::load(&format!(
             "
 sflow:
   sampling-rate: 50
-  collectors: [{{address: 127.0.0.1, port: {port}}}]
+  collectors: [{{address: 127.0.0.1, port: {port}}}{v6_collector}]
 interfaces:
   port0:
     mac: 02:fe:00:00:00:01
@@ -185,6 +203,11 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
         let FlowRecord::RawHeader(h) = &f.records[0] else { panic!() };
         assert_eq!(&h.header[..6], &[0x00, 0x1b, 0x21, 0x06, 0x00, 0x01], "the header as sent, to the next hop");
         assert_eq!(&h.header[12..14], &[0x08, 0x00], "untagged");
+    }
+    if let Some(s) = v6 {
+        let mut buf = [0u8; 9000];
+        let n = s.recv(&mut buf).expect("a datagram on the IPv6 collector");
+        assert!(sflow::decode(&buf[..n]).is_ok());
     }
     // The transmit pool counts packets sent: all of them reached port1.
     let sent = dp.interface_stats(port1 as u16).tx_packets;
