@@ -139,6 +139,9 @@ pub struct SflowConfig {
     /// Bytes of each sampled frame exported, 64–256.
     #[serde(default = "default_header_bytes")]
     pub header_bytes: u16,
+    /// Seconds between counter samples of each enabled interface, 0 (off) to 86400.
+    #[serde(default = "default_polling_interval")]
+    pub polling_interval: u32,
     /// Where datagrams go.
     #[serde(default)]
     pub collectors: Vec<Collector>,
@@ -162,6 +165,9 @@ fn default_sampling_rate() -> u32 {
 }
 fn default_header_bytes() -> u16 {
     128
+}
+fn default_polling_interval() -> u32 {
+    20
 }
 fn default_max_datagram() -> u16 {
     1400
@@ -763,6 +769,9 @@ impl Config {
         }
         let Some(s) = &self.sflow else { return Ok(()) };
         rates("sflow.sampling-rate".into(), s.sampling_rate)?;
+        if s.polling_interval > 86_400 {
+            return Err(invalid("sflow.polling-interval", s.polling_interval, "0 (off) to 86400 seconds"));
+        }
         if !(64..=256).contains(&s.header_bytes) {
             return Err(invalid("sflow.header-bytes", s.header_bytes, "64 to 256"));
         }

@@ -302,6 +302,13 @@ impl Dataplane {
                 sub_agent_id: sf.sub_agent_id,
                 max_datagram: usize::from(sf.max_datagram_size),
                 collectors: sf.collectors.iter().map(|c| SocketAddr::new(c.address, c.port)).collect(),
+                polling: crate::sflow::Polling::new(
+                    sf.polling_interval,
+                    &sources.iter().map(|s| s.0).collect::<Vec<_>>(),
+                    &dp.interfaces,
+                    dp.workers.iter().map(|w| w.counters.clone()).collect(),
+                    0x9011_5eed,
+                ),
                 shared: shared.clone(),
                 stop: stop.clone(),
             };

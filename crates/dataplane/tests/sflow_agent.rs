@@ -3,7 +3,7 @@
 
 use dataplane::cli::Registry;
 use dataplane::{Config, Dataplane};
-use sflow::{FlowRecord, Interface, Sample};
+use sflow::{CounterRecord, FlowRecord, Interface, Sample};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::time::Duration;
@@ -21,6 +21,7 @@ fn config(collector_port: u16) -> Config {
 workers: {{count: 2}}
 sflow:
   sampling-rate: 1000
+  polling-interval: 1
   collectors: [{{address: 127.0.0.1, port: {collector_port}}}, {{address: 127.0.0.1, port: {refusing}}}]
   agent-address: 192.0.2.1
 interfaces:
@@ -53,10 +54,12 @@ neighbors:
 
 /// Flow samples by data source.
 type BySource = BTreeMap<u32, Vec<sflow::FlowSample<'static>>>;
+/// Counter samples by data source.
+type Polls = BTreeMap<u32, Vec<sflow::CountersSample<'static>>>;
 
 /// Runs the config `make` gives for a collector on a port (700 ms) and returns the stopped
 /// dataplane, the flow samples by data source, the datagram sequence numbers and agents.
-fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::collections::BTreeSet<IpAddr>) {
+fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::collections::BTreeSet<IpAddr>, Polls) {
     let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
     listener.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -73,7 +76,8 @@ fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::col
     std::thread::sleep(Duration::from_millis(700));
     dp.stop().unwrap();
     let datagrams = reader.join().unwrap();
-    let mut by_source: BTreeMap<u32, Vec<sflow::FlowSample<'static>>> = BTreeMap::new();
+    let mut by_source: BySource = BTreeMap::new();
+    let mut polls: Polls = BTreeMap::new();
     let mut datagram_seqs = vec![];
     let mut agents = std::collections::BTreeSet::new();
     for bytes in &datagrams {
@@ -82,16 +86,27 @@ fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::col
         datagram_seqs.push(d.sequence);
         agents.insert(d.agent);
         for s in d.samples {
-            let Sample::Flow(f) = s else { panic!("only flow samples so far") };
-            by_source.entry(f.source.index).or_default().push(f);
+            match s {
+                Sample::Flow(f) => by_source.entry(f.source.index).or_default().push(f),
+                Sample::Counters(c) => polls.entry(c.source.index).or_default().push(c),
+                other => panic!("unexpected sample {other:?}"),
+            }
         }
     }
-    (dp, by_source, datagram_seqs, agents)
+    (dp, by_source, datagram_seqs, agents, polls)
+}
+
+/// The generic counters of a counter sample.
+fn generic(c: &sflow::CountersSample<'_>) -> sflow::IfCounters {
+    c.records
+        .iter()
+        .find_map(|r| if let CounterRecord::Generic(g) = r { Some(*g) } else { None })
+        .expect("generic counters")
 }
 
 #[test]
 fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
-    let (dp, by_source, datagram_seqs, agents) = run(config);
+    let (dp, by_source, datagram_seqs, agents, polls) = run(config);
     assert!(datagram_seqs.windows(2).all(|w| w[1] == w[0] + 1), "datagram sequence without gaps");
     assert_eq!(agents.into_iter().collect::<Vec<_>>(), [IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1))]);
     let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
@@ -135,6 +150,25 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
         assert_eq!(row.sampler.seen, stats.rx_packets);
     }
     assert_eq!(totals.send_failures, 0);
+    // Counter polls every second, and a last one at stop: the final counters, exactly.
+    for (ifx, name) in [(p0, "port0"), (p2, "port2")] {
+        let c = &polls[&ifx];
+        assert!(c.iter().enumerate().all(|(k, s)| s.sequence as usize == k + 1), "counter sequence without gaps");
+        let last = c.last().unwrap();
+        let (g, s) = (generic(last), dp.interface_stats(ifx as u16));
+        assert_eq!((g.if_index, g.if_type, g.if_speed, g.if_status), (ifx, 6, 0, 3));
+        assert_eq!(
+            (g.in_octets, u64::from(g.in_ucast_pkts), u64::from(g.in_multicast_pkts)),
+            (s.rx_octets, s.rx_unicast, s.rx_multicast)
+        );
+        assert_eq!(
+            (g.out_octets, u64::from(g.out_ucast_pkts), u64::from(g.in_discards)),
+            (s.tx_octets, s.tx_unicast, s.in_discards)
+        );
+        assert!(last.records.contains(&CounterRecord::Ethernet(sflow::EthernetCounters::UNKNOWN)));
+        assert!(last.records.contains(&CounterRecord::PortName(std::borrow::Cow::Borrowed(name.as_bytes()))));
+    }
+    assert_eq!(generic(polls[&p2].last().unwrap()).promiscuous_mode, 1, "cross-connected: promiscuous");
     let show = Registry::with_builtins().execute(&dp, "show sflow").unwrap();
     assert!(show.text.contains("collector 127.0.0.1:") && show.text.contains("port0"), "{}", show.text);
 }
@@ -176,7 +210,7 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
         ))
         .unwrap()
     };
-    let (dp, by_source, _, agents) = run(make);
+    let (dp, by_source, _, agents, polls) = run(make);
     assert_eq!(
         agents.into_iter().collect::<Vec<_>>(),
         [IpAddr::V4(Ipv4Addr::new(100, 64, 1, 1))],
@@ -209,6 +243,17 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
         let n = s.recv(&mut buf).expect("a datagram on the IPv6 collector");
         assert!(sflow::decode(&buf[..n]).is_ok());
     }
+    // The sub-interface is polled with its port: a VLAN record, and the port's counters
+    // include the sub-interface's traffic.
+    let sub_poll = polls[&sub].last().unwrap();
+    let (sub_stats, port_stats) = (dp.interface_stats(sub as u16), dp.interface_stats(port0 as u16));
+    assert!(
+        sub_poll
+            .records
+            .iter()
+            .any(|r| matches!(r, CounterRecord::Vlan(v) if v.vlan_id == 100 && v.octets == sub_stats.rx_octets))
+    );
+    assert_eq!(generic(polls[&port0].last().unwrap()).in_octets, port_stats.rx_octets + sub_stats.rx_octets);
     // The transmit pool counts packets sent: all of them reached port1.
     let sent = dp.interface_stats(port1 as u16).tx_packets;
     let pool = u64::from(tx.last().unwrap().sample_pool);

@@ -49,6 +49,8 @@ counter_set! {
         datagrams_sent,
         /// Datagrams a collector did not get (socket full, refused, unreachable).
         send_failures,
+        /// Counter samples sent.
+        counter_samples,
     }
 }
 
@@ -84,6 +86,8 @@ pub struct AgentSetup {
     pub max_datagram: usize,
     /// Collectors.
     pub collectors: Vec<SocketAddr>,
+    /// Counter polling of the data sources.
+    pub polling: super::Polling,
     /// Counters shared with the main thread.
     pub shared: Arc<AgentShared>,
     /// Set to stop (after a last flush).
@@ -135,6 +139,29 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
         s.qsbr.quiescent(s.reader);
         let stopping = s.stop.load(Relaxed);
         let available: u64 = s.rings.iter().map(Consumer::available).sum();
+        // Counter samples that are due go out at once; at stop, every source's final counters.
+        let polled = s.polling.due(Instant::now(), stopping && available == 0);
+        if !polled.is_empty() {
+            let uptime = started.elapsed().as_millis() as u32;
+            s.shared.counters.counter_samples.add(polled.len() as u64);
+            let mut queue = polled.iter().peekable();
+            let mut lens = Vec::new();
+            for buf in bufs.iter_mut() {
+                let Some(first) = queue.next() else { break };
+                let mut b = DatagramBuilder::new(buf, s.agent, s.sub_agent_id, datagram_seq, uptime)
+                    .expect("max-datagram-size ≥ 200");
+                b.push(first).expect("a counter sample fits an empty datagram");
+                while let Some(next) = queue.peek() {
+                    if b.push(next).is_err() {
+                        break;
+                    }
+                    queue.next();
+                }
+                lens.push(b.finish());
+                datagram_seq = datagram_seq.wrapping_add(1);
+            }
+            send(&s, &sender, &bufs, &lens);
+        }
         if available == 0 {
             waiting_since = None;
             if stopping {
@@ -190,17 +217,22 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
                 break;
             }
         }
-        s.shared.counters.datagrams.add(lens.len() as u64);
-        let batch: Vec<&[u8]> = bufs.iter().zip(&lens).map(|(b, &n)| &b[..n]).collect();
-        for &c in &s.collectors {
-            let sent = sender.send_batch(&batch, c);
-            s.shared.counters.datagrams_sent.add(sent as u64);
-            s.shared.counters.send_failures.add((batch.len() - sent) as u64);
-        }
+        send(&s, &sender, &bufs, &lens);
         waiting_since = None;
     }
     s.qsbr.offline(s.reader);
     Ok(())
+}
+
+/// Sends the first `lens.len()` datagrams of `bufs` (of those lengths) to every collector.
+fn send(s: &AgentSetup, sender: &Sender, bufs: &[Vec<u8>], lens: &[usize]) {
+    s.shared.counters.datagrams.add(lens.len() as u64);
+    let batch: Vec<&[u8]> = bufs.iter().zip(lens).map(|(b, &n)| &b[..n]).collect();
+    for &c in &s.collectors {
+        let sent = sender.send_batch(&batch, c);
+        s.shared.counters.datagrams_sent.add(sent as u64);
+        s.shared.counters.send_failures.add((batch.len() - sent) as u64);
+    }
 }
 
 /// Reads the pools and ring drops of every sampled port from the workers' counters. Packets

@@ -2,8 +2,10 @@
 //! rings, and the agent that drains them into sFlow v5 datagrams.
 
 pub mod agent;
+mod poll;
 pub mod ring;
 mod sampler;
 mod send;
 
+pub use poll::Polling;
 pub use sampler::{RX, SflowWorker, TX};

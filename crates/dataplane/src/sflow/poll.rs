@@ -1,0 +1,187 @@
+//! Counter polling: every `polling-interval` seconds, each sFlow data source sends its
+//! interface counters — generic (0:1), ethernet (0:2) and port name (0:1005) for a port, generic
+//! and VLAN (0:5) for each of its sub-interfaces. Each poller starts at a random offset within
+//! the interval so that polls do not bunch up. Counters the dataplane does not keep are sent as
+//! all-ones, unknown gauges (speed, direction) as 0.
+//!
+//! A port's generic counters include its sub-interfaces' traffic (the IF-MIB view of the
+//! port); each sub-interface also reports its own.
+
+use crate::graph::WorkerCounters;
+use crate::interface::{IfStats, Interface, RxMode};
+use sflow::{CounterRecord, CountersSample, DataSource, EthernetCounters, IfCounters, Sample, VlanCounters};
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// IANA ifType ethernetCsmacd.
+const IF_TYPE_ETHERNET: u32 = 6;
+/// IF-MIB TruthValue.
+const TRUE: u32 = 1;
+const FALSE: u32 = 2;
+
+/// One interface polled: a data source, or a sub-interface reported with it.
+struct Polled {
+    interface: Interface,
+    seq: u32,
+}
+
+/// One data source's poller.
+struct Poller {
+    port: Polled,
+    subs: Vec<Polled>,
+    next: Instant,
+}
+
+/// The counter pollers of every sFlow data source.
+pub struct Polling {
+    interval: Duration,
+    pollers: Vec<Poller>,
+    workers: Vec<Arc<WorkerCounters>>,
+}
+
+impl Polling {
+    /// Pollers for `ports` (with their sub-interfaces found in `interfaces`) every `interval`
+    /// seconds (0 = never), their first polls spread with `seed`.
+    pub fn new(
+        interval: u32,
+        ports: &[u16],
+        interfaces: &[Interface],
+        workers: Vec<Arc<WorkerCounters>>,
+        seed: u64,
+    ) -> Self {
+        let now = Instant::now();
+        let mut rng = seed | 1;
+        let pollers = ports
+            .iter()
+            .filter(|_| interval > 0)
+            .filter_map(|&p| {
+                let port = interfaces.iter().find(|i| i.index == p)?.clone();
+                let subs = interfaces
+                    .iter()
+                    .filter(|i| i.parent == Some(p))
+                    .map(|i| Polled { interface: i.clone(), seq: 0 })
+                    .collect();
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let offset_ms = 1 + rng % (u64::from(interval) * 1000);
+                Some(Poller {
+                    port: Polled { interface: port, seq: 0 },
+                    subs,
+                    next: now + Duration::from_millis(offset_ms),
+                })
+            })
+            .collect();
+        Polling { interval: Duration::from_secs(u64::from(interval)), pollers, workers }
+    }
+
+    /// The counter samples due at `now` (all of them when `all`), sequence numbers advanced.
+    pub fn due(&mut self, now: Instant, all: bool) -> Vec<Sample<'static>> {
+        let mut out = Vec::new();
+        for k in 0..self.pollers.len() {
+            if !all && self.pollers[k].next > now {
+                continue;
+            }
+            self.pollers[k].next += self.interval;
+            let sub_stats: Vec<IfStats> = self.pollers[k].subs.iter().map(|s| self.stats(s.interface.index)).collect();
+            let mut port_stats = self.stats(self.pollers[k].port.interface.index);
+            for s in &sub_stats {
+                port_stats += *s;
+            }
+            let p = &mut self.pollers[k];
+            p.port.seq = p.port.seq.wrapping_add(1);
+            let name = Cow::Owned(p.port.interface.name.clone().into_bytes());
+            out.push(counters(
+                &p.port,
+                &port_stats,
+                vec![CounterRecord::Ethernet(EthernetCounters::UNKNOWN), CounterRecord::PortName(name)],
+            ));
+            for (sub, stats) in p.subs.iter_mut().zip(&sub_stats) {
+                sub.seq = sub.seq.wrapping_add(1);
+                let vlan = VlanCounters {
+                    vlan_id: u32::from(sub.interface.vlan.unwrap_or(0)),
+                    octets: stats.rx_octets,
+                    ucast_pkts: stats.rx_unicast as u32,
+                    multicast_pkts: stats.rx_multicast as u32,
+                    broadcast_pkts: stats.rx_broadcast as u32,
+                    discards: (stats.in_discards + stats.in_errors + stats.in_unknown_protos) as u32,
+                };
+                out.push(counters(sub, stats, vec![CounterRecord::Vlan(vlan)]));
+            }
+        }
+        out
+    }
+
+    fn stats(&self, index: u16) -> IfStats {
+        let mut s = IfStats::default();
+        for w in &self.workers {
+            w.interface(index).add_to(&mut s);
+        }
+        s
+    }
+}
+
+/// A counter sample of interface `p` with `stats`: generic counters first, then `more`.
+fn counters(p: &Polled, s: &IfStats, more: Vec<CounterRecord<'static>>) -> Sample<'static> {
+    let i = &p.interface;
+    let generic = IfCounters {
+        if_index: u32::from(i.index),
+        if_type: IF_TYPE_ETHERNET,
+        if_speed: 0,
+        if_direction: 0,
+        if_status: if i.admin_up { 0b11 } else { 0 },
+        in_octets: s.rx_octets,
+        in_ucast_pkts: s.rx_unicast as u32,
+        in_multicast_pkts: s.rx_multicast as u32,
+        in_broadcast_pkts: s.rx_broadcast as u32,
+        in_discards: s.in_discards as u32,
+        in_errors: s.in_errors as u32,
+        in_unknown_protos: s.in_unknown_protos as u32,
+        out_octets: s.tx_octets,
+        out_ucast_pkts: s.tx_unicast as u32,
+        out_multicast_pkts: s.tx_multicast as u32,
+        out_broadcast_pkts: s.tx_broadcast as u32,
+        out_discards: s.out_discards as u32,
+        out_errors: s.out_errors as u32,
+        promiscuous_mode: if matches!(i.mode, RxMode::L2Xconnect { .. }) { TRUE } else { FALSE },
+    };
+    let mut records = vec![CounterRecord::Generic(generic)];
+    records.extend(more);
+    Sample::Counters(CountersSample { sequence: p.seq, source: DataSource::interface(u32::from(i.index)), records })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::build_interfaces;
+
+    fn setup(interval: u32) -> Polling {
+        let cfg = Config::load("interfaces: {p0: {index: 1}, p1: {index: 2}, p2: {index: 3}}").unwrap();
+        Polling::new(interval, &[1, 2, 3], &build_interfaces(&cfg), vec![Arc::new(WorkerCounters::new())], 7)
+    }
+
+    #[test]
+    fn interval_zero_never_polls_even_at_stop() {
+        let mut p = setup(0);
+        assert!(p.due(Instant::now() + Duration::from_secs(3600), true).is_empty());
+    }
+
+    #[test]
+    fn first_polls_fall_within_the_interval_then_every_interval() {
+        let mut p = setup(2);
+        let t0 = Instant::now();
+        assert!(
+            p.pollers.iter().all(|q| q.next > t0 && q.next <= t0 + Duration::from_secs(2) + Duration::from_millis(5))
+        );
+        let offsets: std::collections::BTreeSet<_> = p.pollers.iter().map(|q| q.next).collect();
+        assert_eq!(offsets.len(), 3, "spread, not synchronised");
+        let first = p.due(t0 + Duration::from_secs(2), false);
+        assert_eq!(first.len(), 3);
+        assert!(p.due(t0 + Duration::from_secs(2), false).is_empty(), "next ones are an interval later");
+        assert_eq!(p.due(t0 + Duration::from_millis(4100), false).len(), 3);
+        let Sample::Counters(c) = &first[0] else { panic!() };
+        assert_eq!(c.sequence, 1);
+    }
+}
