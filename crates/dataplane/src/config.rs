@@ -142,6 +142,9 @@ pub struct SflowConfig {
     /// Seconds between counter samples of each enabled interface, 0 (off) to 86400.
     #[serde(default = "default_polling_interval")]
     pub polling_interval: u32,
+    /// Discard samples per second at most, over all workers, 1–100000.
+    #[serde(default = "default_drop_limit")]
+    pub drop_limit: u32,
     /// Where datagrams go.
     #[serde(default)]
     pub collectors: Vec<Collector>,
@@ -168,6 +171,9 @@ fn default_header_bytes() -> u16 {
 }
 fn default_polling_interval() -> u32 {
     20
+}
+fn default_drop_limit() -> u32 {
+    100
 }
 fn default_max_datagram() -> u16 {
     1400
@@ -230,6 +236,10 @@ pub struct InterfaceSflow {
     /// Direction for this interface; default `sflow.direction`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<Direction>,
+    /// Report packets dropped with this interface (or its sub-interfaces) as input, or as
+    /// output for drops on the way out, as discard samples.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_monitoring: bool,
 }
 
 fn yes() -> bool {
@@ -771,6 +781,9 @@ impl Config {
         rates("sflow.sampling-rate".into(), s.sampling_rate)?;
         if s.polling_interval > 86_400 {
             return Err(invalid("sflow.polling-interval", s.polling_interval, "0 (off) to 86400 seconds"));
+        }
+        if !(1..=100_000).contains(&s.drop_limit) {
+            return Err(invalid("sflow.drop-limit", s.drop_limit, "1 to 100000 discard samples per second"));
         }
         if !(64..=256).contains(&s.header_bytes) {
             return Err(invalid("sflow.header-bytes", s.header_bytes, "64 to 256"));

@@ -268,7 +268,25 @@ impl Dataplane {
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = 0x5f10_5eed ^ u64::from(id) << 32;
-                    SflowWorker::new(&sources, sf.header_bytes, seed, Producer::new(rings[id as usize].clone()))
+                    // Each worker gets an equal share of the discard limit, so the total holds.
+                    let bucket =
+                        crate::sflow::TokenBucket::new(f64::from(sf.drop_limit) / f64::from(config.workers.count), hz);
+                    let monitored: Vec<u16> = dp
+                        .interfaces
+                        .iter()
+                        .filter(|i| {
+                            config.interfaces.get(&i.name).and_then(|c| c.sflow).is_some_and(|s| s.drop_monitoring)
+                        })
+                        .map(|i| i.index)
+                        .collect();
+                    SflowWorker::new(
+                        &sources,
+                        &monitored,
+                        bucket,
+                        sf.header_bytes,
+                        seed,
+                        Producer::new(rings[id as usize].clone()),
+                    )
                 }),
             };
             match worker::spawn(setup) {

@@ -19,7 +19,7 @@ pub enum DropClass {
 }
 
 macro_rules! drop_reasons {
-    ($($variant:ident = $name:literal, $class:ident, $node:ident, $desc:literal;)*) => {
+    ($($variant:ident = $name:literal, $class:ident, $node:ident, $code:literal, $desc:literal;)*) => {
         /// Why a packet was dropped. The names are what `show errors` prints.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[repr(u16)]
@@ -46,6 +46,11 @@ macro_rules! drop_reasons {
                 match self { $(DropReason::$variant => NodeId::$node,)* }
             }
 
+            /// The sFlow discard reason code (sflow_drops.txt) reported for it.
+            pub fn sflow_code(self) -> u32 {
+                match self { $(DropReason::$variant => $code,)* }
+            }
+
             /// The interface counter it is charged to.
             pub fn class(self) -> DropClass {
                 match self { $(DropReason::$variant => DropClass::$class,)* }
@@ -55,28 +60,28 @@ macro_rules! drop_reasons {
 }
 
 drop_reasons! {
-    Unspecified = "unspecified", InDiscards, ErrorDrop, "sent to error-drop without a reason (a bug if it ever counts)";
-    TruncatedEthernet = "truncated-ethernet", InErrors, EthernetInput, "frame shorter than the 14-byte Ethernet header";
-    Oversize = "oversize", InErrors, EthernetInput, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
-    InterfaceDown = "interface-down", InDiscards, EthernetInput, "frame received on an interface that is administratively down";
-    UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, "ethertype the interface does not handle";
-    UnknownVlan = "unknown-vlan", InDiscards, EthernetInput, "802.1Q tag whose VLAN id matches no sub-interface of an L3 interface";
-    Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, "IPv4 frame on an interface without IPv4 forwarding";
-    MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, "MPLS frame on an interface without MPLS forwarding";
-    Truncated = "truncated", InErrors, Ip4Input, "IPv4 header or packet longer than the frame carrying it";
-    BadIpHeader = "bad-ip-header", InErrors, Ip4Input, "IPv4 version not 4, header length below 20 bytes, or total length below the header length";
-    BadChecksum = "bad-checksum", InErrors, Ip4Input, "IPv4 header checksum does not verify";
-    TtlExpired = "ttl-expired", InDiscards, Ip4Input, "TTL of 0 or 1: forwarding would take it to 0";
-    NoRoute = "no-route", InDiscards, Ip4Lookup, "no route matches the destination";
-    Ip4Local = "ip4-local", InDiscards, Ip4Lookup, "addressed to one of this router's own addresses (vecflow has no host stack)";
-    NoNeighbor = "no-neighbor", OutDiscards, Ip4Rewrite, "next hop has no neighbor (MAC) entry on the output interface";
-    MplsTruncated = "truncated", InErrors, MplsInput, "frame ends before the first MPLS label stack entry";
-    MplsTtlExpired = "ttl-expired", InDiscards, MplsInput, "top label TTL of 0 or 1: forwarding would take it to 0";
-    NoLabel = "no-label", InDiscards, MplsLookup, "no local-label entry for the top label";
-    PopNotEos = "pop-not-eos", InDiscards, MplsLookup, "the top label's entry pops, but more labels follow (only end-of-stack pops are supported)";
-    MplsNoNeighbor = "no-neighbor", OutDiscards, MplsRewrite, "the swap's next hop has no neighbor (MAC) entry on the output interface";
-    TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, "output interface is administratively down";
-    MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
+    Unspecified = "unspecified", InDiscards, ErrorDrop, 256, "sent to error-drop without a reason (a bug if it ever counts)";
+    TruncatedEthernet = "truncated-ethernet", InErrors, EthernetInput, 324, "frame shorter than the 14-byte Ethernet header";
+    Oversize = "oversize", InErrors, EthernetInput, 262, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
+    InterfaceDown = "interface-down", InDiscards, EthernetInput, 284, "frame received on an interface that is administratively down";
+    UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, 270, "ethertype the interface does not handle";
+    UnknownVlan = "unknown-vlan", InDiscards, EthernetInput, 264, "802.1Q tag whose VLAN id matches no sub-interface of an L3 interface";
+    Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, 285, "IPv4 frame on an interface without IPv4 forwarding";
+    MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, 285, "MPLS frame on an interface without MPLS forwarding";
+    Truncated = "truncated", InErrors, Ip4Input, 324, "IPv4 header or packet longer than the frame carrying it";
+    BadIpHeader = "bad-ip-header", InErrors, Ip4Input, 275, "IPv4 version not 4, header length below 20 bytes, or total length below the header length";
+    BadChecksum = "bad-checksum", InErrors, Ip4Input, 275, "IPv4 header checksum does not verify";
+    TtlExpired = "ttl-expired", InDiscards, Ip4Input, 257, "TTL of 0 or 1: forwarding would take it to 0";
+    NoRoute = "no-route", InDiscards, Ip4Lookup, 0, "no route matches the destination";
+    Ip4Local = "ip4-local", InDiscards, Ip4Lookup, 285, "addressed to one of this router's own addresses (vecflow has no host stack)";
+    NoNeighbor = "no-neighbor", OutDiscards, Ip4Rewrite, 279, "next hop has no neighbor (MAC) entry on the output interface";
+    MplsTruncated = "truncated", InErrors, MplsInput, 324, "frame ends before the first MPLS label stack entry";
+    MplsTtlExpired = "ttl-expired", InDiscards, MplsInput, 257, "top label TTL of 0 or 1: forwarding would take it to 0";
+    NoLabel = "no-label", InDiscards, MplsLookup, 0, "no local-label entry for the top label";
+    PopNotEos = "pop-not-eos", InDiscards, MplsLookup, 285, "the top label's entry pops, but more labels follow (only end-of-stack pops are supported)";
+    MplsNoNeighbor = "no-neighbor", OutDiscards, MplsRewrite, 279, "the swap's next hop has no neighbor (MAC) entry on the output interface";
+    TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is administratively down";
+    MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
 }
 
 /// Number of drop reasons (the width of a per-interface error counter row).

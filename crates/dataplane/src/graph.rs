@@ -99,6 +99,10 @@ counter_set! {
         taken,
         /// Samples lost because the ring was full.
         ring_full,
+        /// Discard samples copied into the ring.
+        discards,
+        /// Drops not reported because of the rate limit or a full ring.
+        discards_lost,
     }
 }
 

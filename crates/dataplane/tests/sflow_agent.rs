@@ -57,9 +57,21 @@ type BySource = BTreeMap<u32, Vec<sflow::FlowSample<'static>>>;
 /// Counter samples by data source.
 type Polls = BTreeMap<u32, Vec<sflow::CountersSample<'static>>>;
 
+/// Everything a collector received.
+struct Collected {
+    dp: Dataplane,
+    flows: BySource,
+    polls: Polls,
+    discards: Vec<sflow::DiscardSample<'static>>,
+    datagram_seqs: Vec<u32>,
+    agents: std::collections::BTreeSet<IpAddr>,
+    /// Datagrams that mixed discard samples with other samples.
+    mixed: usize,
+}
+
 /// Runs the config `make` gives for a collector on a port (700 ms) and returns the stopped
 /// dataplane, the flow samples by data source, the datagram sequence numbers and agents.
-fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::collections::BTreeSet<IpAddr>, Polls) {
+fn run(make: impl Fn(u16) -> Config) -> Collected {
     let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
     listener.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -78,6 +90,8 @@ fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::col
     let datagrams = reader.join().unwrap();
     let mut by_source: BySource = BTreeMap::new();
     let mut polls: Polls = BTreeMap::new();
+    let mut discards = vec![];
+    let mut mixed = 0;
     let mut datagram_seqs = vec![];
     let mut agents = std::collections::BTreeSet::new();
     for bytes in &datagrams {
@@ -85,15 +99,18 @@ fn run(make: impl Fn(u16) -> Config) -> (Dataplane, BySource, Vec<u32>, std::col
         let d = sflow::decode(bytes).unwrap().into_owned();
         datagram_seqs.push(d.sequence);
         agents.insert(d.agent);
+        let n_discards = d.samples.iter().filter(|s| matches!(s, Sample::Discard(_))).count();
+        mixed += usize::from(n_discards > 0 && n_discards < d.samples.len());
         for s in d.samples {
             match s {
                 Sample::Flow(f) => by_source.entry(f.source.index).or_default().push(f),
                 Sample::Counters(c) => polls.entry(c.source.index).or_default().push(c),
+                Sample::Discard(x) => discards.push(x),
                 other => panic!("unexpected sample {other:?}"),
             }
         }
     }
-    (dp, by_source, datagram_seqs, agents, polls)
+    Collected { dp, flows: by_source, polls, discards, datagram_seqs, agents, mixed }
 }
 
 /// The generic counters of a counter sample.
@@ -106,7 +123,7 @@ fn generic(c: &sflow::CountersSample<'_>) -> sflow::IfCounters {
 
 #[test]
 fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
-    let (dp, by_source, datagram_seqs, agents, polls) = run(config);
+    let Collected { dp, flows: by_source, datagram_seqs, agents, polls, .. } = run(config);
     assert!(datagram_seqs.windows(2).all(|w| w[1] == w[0] + 1), "datagram sequence without gaps");
     assert_eq!(agents.into_iter().collect::<Vec<_>>(), [IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1))]);
     let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
@@ -210,7 +227,7 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
         ))
         .unwrap()
     };
-    let (dp, by_source, _, agents, polls) = run(make);
+    let Collected { dp, flows: by_source, agents, polls, .. } = run(make);
     assert_eq!(
         agents.into_iter().collect::<Vec<_>>(),
         [IpAddr::V4(Ipv4Addr::new(100, 64, 1, 1))],
@@ -258,4 +275,56 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
     let sent = dp.interface_stats(port1 as u16).tx_packets;
     let pool = u64::from(tx.last().unwrap().sample_pool);
     assert!(pool <= sent && pool * 20 >= sent * 19, "pool {pool} sent {sent}");
+}
+
+/// Drop monitoring: drops of a monitored port become discard samples with the standard
+/// reason codes, in datagrams of their own, within the configured rate over two workers.
+#[test]
+fn drops_become_rate_limited_discard_samples_with_reason_codes() {
+    let make = |port: u16| {
+        Config::load(&format!(
+            "
+workers: {{count: 2}}
+sflow:
+  drop-limit: 100
+  polling-interval: 0
+  collectors: [{{address: 127.0.0.1, port: {port}}}]
+interfaces:
+  port0:
+    mac: 02:fe:00:00:00:01
+    addresses: [100.64.0.1/31]
+    sflow: {{enable: false, drop-monitoring: true}}
+    rx-placement: {{worker: 0}}
+    generator:
+      streams:
+        - {{dst-ip: 99.0.0.1, rate-pps: 20000}}
+        - {{dst-ip: 48.0.0.1, ttl: 1, rate-pps: 20000}}
+  port1: {{addresses: [100.64.1.1/31], rx-placement: {{worker: 1}}}}
+routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
+"
+        ))
+        .unwrap()
+    };
+    let started = std::time::Instant::now();
+    let Collected { dp, discards, mixed, flows, polls, .. } = run(make);
+    let secs = started.elapsed().as_secs_f64();
+    let port0 = u32::from(dp.interfaces().iter().find(|i| i.name == "port0").unwrap().index);
+    assert!(flows.is_empty() && polls.is_empty(), "sampling and polling are off");
+    assert_eq!(mixed, 0, "discard samples travel alone");
+    assert!(discards.len() >= 20, "{} discards", discards.len());
+    // Each of the two workers gets half the limit, with a bucket of one second: at most
+    // 100/s plus the two initial buckets.
+    assert!(discards.len() as f64 <= 100.0 * secs + 100.0, "{} discards in {secs:.2} s", discards.len());
+    let mut reasons = std::collections::BTreeSet::new();
+    for (k, d) in discards.iter().enumerate() {
+        assert_eq!(d.sequence as usize, k + 1);
+        assert_eq!((d.source.index, d.input, d.output), (port0, port0, 0));
+        reasons.insert(d.reason);
+        let FlowRecord::RawHeader(h) = &d.records[0] else { panic!() };
+        assert_eq!((h.protocol, h.frame_length, h.header.len()), (1, 64, 60));
+    }
+    assert_eq!(reasons.into_iter().collect::<Vec<_>>(), [0, 257], "no route → 0, TTL → 257");
+    let (_, totals, _) = dp.sflow().unwrap();
+    assert_eq!(totals.discard_samples, discards.len() as u64);
+    assert!(discards.last().unwrap().drops > 0, "drops held back by the limit are counted");
 }

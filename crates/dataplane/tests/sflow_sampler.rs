@@ -40,7 +40,9 @@ impl Traffic {
 fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<u8, u64>) {
     let (mut g, _) = common::graph(YAML);
     let ring = Arc::new(Ring::new(1 << 16));
-    g.sflow = Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], 128, seed, Producer::new(ring.clone())));
+    let bucket = dataplane::sflow::TokenBucket::new(1.0, 1);
+    g.sflow =
+        Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, Producer::new(ring.clone())));
     let mut consumer = Consumer::new(ring);
     let mut traffic = Traffic(seed);
     let (mut truth, mut seen) = (BTreeMap::new(), BTreeMap::new());

@@ -324,7 +324,7 @@ fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: u32) -> Conf
         "collectors": [{"address": "127.0.0.1", "port": port}]});
     config.sflow = Some(serde_json::from_value(sf).expect("sflow section"));
     for i in config.interfaces.values_mut().filter(|i| i.generator.is_some()) {
-        i.sflow = Some(InterfaceSflow { enable: true, sampling_rate: None, direction: None });
+        i.sflow = Some(InterfaceSflow { enable: true, sampling_rate: None, direction: None, drop_monitoring: false });
     }
     config
 }

@@ -19,7 +19,8 @@ use crate::interface::{MAX_INTERFACES, Tables};
 use crate::qsbr::Qsbr;
 use crate::stats::counter_set;
 use sflow::{
-    DataSource, DatagramBuilder, ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, Interface, RawHeader, Sample,
+    DataSource, DatagramBuilder, DiscardSample, ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, Interface,
+    RawHeader, Sample,
 };
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -51,6 +52,8 @@ counter_set! {
         send_failures,
         /// Counter samples sent.
         counter_samples,
+        /// Discard samples sent.
+        discard_samples,
     }
 }
 
@@ -117,6 +120,10 @@ struct Source {
     seq: u32,
     pool: u32,
     drops: u32,
+    /// Discard samples sent.
+    discard_seq: u32,
+    /// Drops not reported (rate limit, full ring), as of the last discard sample.
+    discards_lost: u32,
 }
 
 /// Starts the agent thread `vecflow-sflow`.
@@ -134,6 +141,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
     let mut datagram_seq = 0u32;
     let mut waiting_since: Option<Instant> = None;
+    let mut discards: Vec<Sample<'static>> = Vec::new();
     let mut next_ring = 0;
     loop {
         s.qsbr.quiescent(s.reader);
@@ -186,11 +194,22 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             let mut full = false;
             for k in 0..s.rings.len() {
                 let r = (next_ring + k) % s.rings.len();
-                let (rings, shared, fib) = (&mut s.rings, &s.shared, &s.fib);
+                let (rings, shared, fib, workers) = (&mut s.rings, &s.shared, &s.fib, &s.workers);
                 rings[r].drain(usize::MAX, |slot| {
-                    if slot.fate != Fate::Forwarded {
-                        shared.counters.samples_of_drops.add(1);
-                        return true;
+                    match slot.fate {
+                        Fate::Forwarded => {}
+                        Fate::Discard => {
+                            let src = &mut sources[slot.port as usize];
+                            src.discard_seq = src.discard_seq.wrapping_add(1);
+                            src.discards_lost =
+                                workers.iter().map(|w| w.sflow(slot.port).discards_lost.get()).sum::<u64>() as u32;
+                            discards.push(discard_sample(slot, src));
+                            return true;
+                        }
+                        Fate::Dropped | Fate::InFlight => {
+                            shared.counters.samples_of_drops.add(1);
+                            return true;
+                        }
                     }
                     let src = &mut sources[slot.port as usize];
                     let sample = flow_sample(slot, src, fib);
@@ -218,10 +237,53 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             }
         }
         send(&s, &sender, &bufs, &lens);
+        // Discard samples travel in datagrams of their own (some collectors stop reading a
+        // datagram at a discard sample).
+        if !discards.is_empty() {
+            s.shared.counters.discard_samples.add(discards.len() as u64);
+            let uptime = started.elapsed().as_millis() as u32;
+            datagram_seq = pack_and_send(&s, &sender, &mut bufs, datagram_seq, uptime, &discards);
+            discards.clear();
+        }
         waiting_since = None;
     }
     s.qsbr.offline(s.reader);
     Ok(())
+}
+
+/// Packs `samples` into as many datagrams as they need (numbered from `seq`), sends them and
+/// returns the next datagram sequence number.
+fn pack_and_send(
+    s: &AgentSetup,
+    sender: &Sender,
+    bufs: &mut [Vec<u8>],
+    mut seq: u32,
+    uptime: u32,
+    samples: &[Sample<'_>],
+) -> u32 {
+    let mut queue = samples.iter().peekable();
+    while queue.peek().is_some() {
+        let mut lens = Vec::new();
+        for buf in bufs.iter_mut() {
+            let Some(first) = queue.next() else { break };
+            let mut b =
+                DatagramBuilder::new(buf, s.agent, s.sub_agent_id, seq, uptime).expect("max-datagram-size ≥ 200");
+            // A sample with a header of at most 256 bytes always fits an empty datagram of 200+.
+            if b.push(first).is_err() {
+                continue;
+            }
+            while let Some(next) = queue.peek() {
+                if b.push(next).is_err() {
+                    break;
+                }
+                queue.next();
+            }
+            lens.push(b.finish());
+            seq = seq.wrapping_add(1);
+        }
+        send(s, sender, bufs, &lens);
+    }
+    seq
 }
 
 /// Sends the first `lens.len()` datagrams of `bufs` (of those lengths) to every collector.
@@ -291,6 +353,24 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
         input: Interface::Index(u32::from(slot.input)),
         output: Interface::Index(u32::from(slot.output)),
         records,
+    })
+}
+
+/// The discard sample of a dropped packet.
+fn discard_sample(slot: &Slot, src: &Source) -> Sample<'static> {
+    Sample::Discard(DiscardSample {
+        sequence: src.discard_seq,
+        source: DataSource::interface(u32::from(slot.port)),
+        drops: src.discards_lost,
+        input: u32::from(slot.input),
+        output: u32::from(slot.output),
+        reason: slot.reason,
+        records: vec![FlowRecord::RawHeader(RawHeader {
+            protocol: sflow::HEADER_PROTOCOL_ETHERNET,
+            frame_length: u32::from(slot.frame_len) + 4,
+            stripped: 4,
+            header: Cow::Owned(slot.header[..usize::from(slot.header_len)].to_vec()),
+        })],
     })
 }
 

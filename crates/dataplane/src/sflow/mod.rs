@@ -8,4 +8,4 @@ mod sampler;
 mod send;
 
 pub use poll::Polling;
-pub use sampler::{RX, SflowWorker, TX};
+pub use sampler::{RX, SflowWorker, TX, TokenBucket};

@@ -24,6 +24,8 @@ pub enum Fate {
     Forwarded,
     /// Dropped: not a flow sample (drop monitoring reports it instead).
     Dropped,
+    /// A drop reported by drop monitoring: a discard sample.
+    Discard,
 }
 
 /// One sampled packet.
@@ -54,6 +56,8 @@ pub struct Slot {
     pub routed: bool,
     /// What happened to the packet.
     pub fate: Fate,
+    /// For a discard: the sFlow discard reason code.
+    pub reason: u32,
     /// The worker's buffer the packet was in (its metadata is read when the slot is
     /// published).
     pub buffer: u32,
@@ -73,6 +77,7 @@ impl Slot {
         dst_prefix_len: 0,
         routed: false,
         fate: Fate::InFlight,
+        reason: 0,
         buffer: 0,
     };
 }

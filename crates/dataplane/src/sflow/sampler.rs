@@ -30,24 +30,71 @@ pub const RX: u8 = 1;
 /// The transmit stage (`interface-output`).
 pub const TX: u8 = 2;
 
-/// A worker's sFlow state: its samplers, PRNG and the producer end of its sample ring.
+/// A worker's sFlow state: its samplers, PRNG, drop monitor and the producer end of its
+/// sample ring.
 pub struct SflowWorker {
     samplers: Vec<Sampler>,
     rng: u64,
     header_bytes: usize,
+    /// Ports whose drops become discard samples.
+    monitored: Vec<bool>,
+    /// This worker's share of the discard rate limit.
+    bucket: TokenBucket,
     /// Where chosen packets go.
     pub producer: Producer,
 }
 
+/// A token bucket on the TSC: `rate` tokens per second, holding at most one second's worth.
+pub struct TokenBucket {
+    per_tick: f64,
+    cap: f64,
+    tokens: f64,
+    last: u64,
+}
+
+impl TokenBucket {
+    /// `rate` tokens per second with a TSC of `hz`.
+    pub fn new(rate: f64, hz: u64) -> Self {
+        TokenBucket { per_tick: rate / hz as f64, cap: rate.max(1.0), tokens: rate.max(1.0), last: 0 }
+    }
+
+    /// Takes a token at TSC `now`, if there is one.
+    pub fn take(&mut self, now: u64) -> bool {
+        if self.last != 0 {
+            self.tokens = (self.tokens + now.saturating_sub(self.last) as f64 * self.per_tick).min(self.cap);
+        }
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 impl SflowWorker {
-    /// Samplers for `sources` (ifIndex, 1-in-N, stages [`RX`] | [`TX`]), seeded with `seed`.
-    pub fn new(sources: &[(u16, u32, u8)], header_bytes: u16, seed: u64, producer: Producer) -> Self {
+    /// Samplers for `sources` (ifIndex, 1-in-N, stages [`RX`] | [`TX`]), seeded with `seed`;
+    /// drops of `monitored` ports reported at most `bucket` allows.
+    pub fn new(
+        sources: &[(u16, u32, u8)],
+        monitored: &[u16],
+        bucket: TokenBucket,
+        header_bytes: u16,
+        seed: u64,
+        producer: Producer,
+    ) -> Self {
         let mut w = SflowWorker {
             samplers: vec![Sampler { rate: 0, skip: 0, stages: 0 }; MAX_INTERFACES],
             rng: seed | 1,
             header_bytes: usize::from(header_bytes).min(MAX_HEADER),
+            monitored: vec![false; MAX_INTERFACES],
+            bucket,
             producer,
         };
+        for &p in monitored {
+            w.monitored[p as usize] = true;
+        }
         for &(port, rate, stages) in sources {
             let skip = w.next_skip(rate);
             w.samplers[port as usize] = Sampler { rate, skip, stages };
@@ -144,11 +191,49 @@ impl SflowWorker {
         true
     }
 
+    /// Drop monitoring, from `error-drop`: each packet of `v` dropped on a monitored port (its
+    /// input, or its output for drops on the way out) becomes a discard sample while the
+    /// worker's token bucket allows; the others are counted as lost.
+    pub fn discards(&mut self, pool: &BufferPool, v: &Vector, tables: &Tables, counters: &WorkerCounters) {
+        let now = crate::tsc::now();
+        for &i in v.indices() {
+            let m = *pool.meta(i);
+            let reason =
+                crate::errors::DropReason::from_index(m.error).unwrap_or(crate::errors::DropReason::Unspecified);
+            let egress = reason.class() == crate::errors::DropClass::OutDiscards;
+            let port = tables.get(if egress { m.tx_if } else { m.rx_if }).port;
+            if !self.monitored.get(port as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            let c = counters.sflow(port);
+            let slot = if self.bucket.take(now) { self.producer.reserve() } else { None };
+            let Some(slot) = slot else {
+                c.discards_lost.add(1);
+                continue;
+            };
+            let frame = pool.frame(i);
+            let len = frame.len().min(self.header_bytes);
+            let s = self.producer.slot(slot);
+            s.header[..len].copy_from_slice(&frame[..len]);
+            s.header_len = len as u16;
+            s.frame_len = m.len;
+            s.port = port;
+            s.input = m.rx_if;
+            s.output = if egress { m.tx_if } else { 0 };
+            s.reason = reason.sflow_code();
+            s.fate = Fate::Discard;
+            c.discards.add(1);
+        }
+    }
+
     /// Completes every slot reserved since the last publication from its buffer's metadata
     /// and publishes them. Call once the vectors they came from have left the graph and
     /// before the worker reuses any buffer (the metadata of freed buffers is intact until then).
     pub fn publish(&mut self, pool: &BufferPool, tables: &Tables) {
         self.producer.for_each_unpublished(|s| {
+            if s.fate == Fate::Discard {
+                return; // complete when reserved
+            }
             let m = *pool.meta(s.buffer);
             let forwarded = m.error == NOT_DROPPED;
             let via = match tables.l3.adjs.get(m.adj as usize) {
@@ -175,7 +260,14 @@ mod tests {
     use std::sync::Arc;
 
     fn worker(rate: u32, seed: u64) -> SflowWorker {
-        SflowWorker::new(&[(1, rate, RX)], 128, seed, Producer::new(Arc::new(Ring::new(1 << 16))))
+        SflowWorker::new(
+            &[(1, rate, RX)],
+            &[],
+            TokenBucket::new(1.0, 1),
+            128,
+            seed,
+            Producer::new(Arc::new(Ring::new(1 << 16))),
+        )
     }
 
     /// Skips are uniform on [1, 2N−1]: a χ² test over 10 equal bins (fixed seed), and the
