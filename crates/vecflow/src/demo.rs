@@ -1,10 +1,18 @@
 //! `vecflow demo`: runs a lab configuration for a while, prints a status line per second and
-//! ends with `show interface`, `show errors` and `show runtime`.
+//! ends with `show interface`, `show errors`, `show runtime` and, when the lab has sFlow, `show
+//! sflow` and what a collector made of it: the lab's sFlow goes over real UDP to a collector
+//! (`collect --summary`) running in this process, and the demo ends with its report and
+//! estimated against true packets per sampled interface, with the 95 % error bound.
 
+use crate::collect::summary::Summary;
 use anyhow::Context;
 use dataplane::cli::Registry;
+use dataplane::config::Collector;
 use dataplane::{Config, Dataplane};
+use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// The lab the demo runs when no `--config` is given.
@@ -19,6 +27,9 @@ pub struct Args {
     /// Configuration file (YAML); default: the built-in copy of examples/lab.yaml.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Where sFlow goes and the in-process collector listens (replaces the config's collectors).
+    #[arg(long, default_value = "127.0.0.1:6343")]
+    collector: SocketAddr,
 }
 
 /// Runs the demo.
@@ -29,7 +40,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         None => (LAB_YAML.to_string(), "examples/lab.yaml (built in)".to_string()),
     };
-    let config = Config::load(&text).with_context(|| format!("in {source}"))?;
+    let mut config = Config::load(&text).with_context(|| format!("in {source}"))?;
+    let collector = match &mut config.sflow {
+        Some(sf) => {
+            sf.collectors = vec![Collector { address: args.collector.ip(), port: args.collector.port() }];
+            Some(InProcessCollector::start(args.collector).with_context(|| format!("--collector {}", args.collector))?)
+        }
+        None => None,
+    };
     let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
     println!(
         "vecflow demo: {} interfaces, {} worker(s), {} s — config {source}",
@@ -53,11 +71,88 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     dp.stop().context("stopping workers")?;
     let registry = Registry::with_builtins();
-    for cmd in ["show interface", "show errors", "show runtime"] {
+    let mut commands = vec!["show interface", "show errors", "show runtime"];
+    if collector.is_some() {
+        commands.push("show sflow");
+    }
+    for cmd in commands {
         let reply = registry.execute(&dp, cmd).map_err(anyhow::Error::msg)?;
         println!("\nvecflow# {cmd}\n{}", reply.text);
     }
+    if let Some(c) = collector {
+        let summary = c.finish();
+        let report = summary.report(10);
+        println!("\n== what the collector on {} saw (vecflow collect --summary)\n{}", args.collector, report.text());
+        println!("{}", estimates_vs_truth(&dp, &report));
+    }
     Ok(())
+}
+
+/// A `collect --summary` collector on a UDP port, in a thread of this process.
+struct InProcessCollector {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Summary>,
+}
+
+impl InProcessCollector {
+    fn start(at: SocketAddr) -> anyhow::Result<Self> {
+        let socket = UdpSocket::bind(at)
+            .context("binding the in-process collector (is the port in use? pick another with --collector)")?;
+        socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut summary = Summary::default();
+            let mut buf = [0u8; 65536];
+            loop {
+                match socket.recv(&mut buf) {
+                    Ok(n) => match sflow::decode(&buf[..n]) {
+                        Ok(d) => summary.add(&d),
+                        Err(_) => summary.error(),
+                    },
+                    Err(_) if st.load(Relaxed) => break,
+                    Err(_) => {}
+                }
+            }
+            summary
+        });
+        Ok(InProcessCollector { stop, thread })
+    }
+
+    /// Stops listening (after the datagrams already queued) and returns the summary.
+    fn finish(self) -> Summary {
+        self.stop.store(true, Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// Per sampled interface: what the dataplane counted against what the samples estimate.
+fn estimates_vs_truth(dp: &Dataplane, report: &crate::collect::summary::Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("== estimated vs true packets per sampled interface (received, 95 % bound 196/√c)\n");
+    let _ = writeln!(
+        out,
+        "{:<12} {:>12} {:>12} {:>9} {:>9} {:>9}",
+        "interface", "true", "estimated", "samples", "error %", "bound %"
+    );
+    let Some((_, _, rows)) = dp.sflow() else { return out };
+    for r in rows.iter().filter(|r| r.sampler.taken > 0) {
+        let Some(i) = report.interfaces.iter().find(|i| i.source == format!("0:{}", r.if_index)) else { continue };
+        let truth = dp.interface_stats(r.if_index).rx_packets as f64;
+        let e = &i.ingress;
+        let err = 100.0 * (e.packets - truth).abs() / truth.max(1.0);
+        let _ = writeln!(
+            out,
+            "{:<12} {:>12.0} {:>12.0} {:>9} {:>9.2} {:>9.2}",
+            r.interface,
+            truth,
+            e.packets,
+            e.samples,
+            err,
+            e.error_pct()
+        );
+    }
+    out
 }
 
 /// (rx packets, tx packets, tx octets, drops) over all interfaces.

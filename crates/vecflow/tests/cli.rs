@@ -33,13 +33,32 @@ fn bench_rejects_unknown_scenarios() {
 
 #[test]
 fn demo_prints_status_lines_then_the_show_commands() {
-    let (ok, out, err) = vecflow(&["demo", "--duration", "2"]);
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let collector = format!("127.0.0.1:{port}");
+    let (ok, out, err) = vecflow(&["demo", "--duration", "2", "--collector", &collector]);
     assert!(ok, "{err}");
     assert_eq!(out.lines().filter(|l| l.starts_with('[') && l.contains("Mpps")).count(), 2, "{out}");
-    for cmd in ["vecflow# show interface", "vecflow# show errors", "vecflow# show runtime"] {
+    for cmd in ["vecflow# show interface", "vecflow# show errors", "vecflow# show runtime", "vecflow# show sflow"] {
         assert!(out.contains(cmd), "{cmd} missing:\n{out}");
     }
     assert!(out.contains("l2-xconnect") && out.contains("ip4-rewrite"), "{out}");
+    // The collector in the demo saw the lab's sFlow: agents, interfaces, counters, discards,
+    // and the estimate table for the four sampled ports.
+    assert!(out.contains(&format!("== what the collector on {collector} saw")), "{out}");
+    assert!(out.contains("ttl_exceeded (257)"), "drop monitoring reported the TTL drops:\n{out}");
+    let table = out.split("== estimated vs true packets").nth(1).expect("estimate table");
+    for port in ["port4", "port5", "port6", "port7"] {
+        assert!(table.lines().any(|l| l.starts_with(port)), "{port} in\n{table}");
+    }
+}
+
+#[test]
+fn demo_says_which_flag_to_change_when_the_collector_port_is_taken() {
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let at = taken.local_addr().unwrap().to_string();
+    let (ok, _, err) = vecflow(&["demo", "--duration", "1", "--collector", &at]);
+    assert!(!ok);
+    assert!(err.contains(&format!("--collector {at}")) && err.contains("pick another with --collector"), "{err}");
 }
 
 #[test]
