@@ -10,6 +10,23 @@ step() { printf '\n==> %s\n' "$*"; }
 # The decoder fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 
+# Installs a Debian package when its command is missing (one `apt-get update` per run).
+apt_updated=
+need_apt() {
+    local cmd=$1 pkg=$2
+    command -v "$cmd" >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "not root: cannot install $pkg; the tests that need $cmd will say SKIP"
+        return 0
+    fi
+    step "installing $pkg (needed by the tests)"
+    if [ -z "$apt_updated" ]; then
+        apt-get -o DPkg::Lock::Timeout=300 update -qq
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$pkg" >/dev/null
+}
+
 # Installs a cargo subcommand from crates.io when it is missing.
 need_cargo_tool() {
     local bin=$1 crate=$2 version=$3
@@ -25,7 +42,9 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
-step "cargo test (debug: unit, node, property, engine and CLI tests)"
+need_apt tshark tshark
+
+step "cargo test (unit, node, property, engine, sFlow, CLI and interop tests)"
 cargo test --workspace --quiet 2>&1 | tee target/test.log
 summary=$(grep -E '^test result:' target/test.log | awk '{p+=$4; f+=$6; i+=$8} END {printf "%d passed, %d failed, %d skipped\n", p, f, i}')
 
