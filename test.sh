@@ -44,6 +44,17 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 need_apt tshark tshark
 
+# goflow2, the Go sFlow/NetFlow collector, for the interop tests.
+export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"
+if ! command -v goflow2 >/dev/null 2>&1; then
+    if command -v go >/dev/null 2>&1; then
+        step "installing goflow2 v2.2.6 (needed by the tests)"
+        go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6
+    else
+        echo "no Go toolchain: the goflow2 interop test will say SKIP"
+    fi
+fi
+
 step "cargo test (unit, node, property, engine, sFlow, CLI and interop tests)"
 cargo test --workspace --quiet 2>&1 | tee target/test.log
 summary=$(grep -E '^test result:' target/test.log | awk '{p+=$4; f+=$6; i+=$8} END {printf "%d passed, %d failed, %d skipped\n", p, f, i}')
