@@ -295,11 +295,14 @@ interfaces:
     addresses: [100.64.0.1/31]
     sflow: {{enable: false, drop-monitoring: true}}
     rx-placement: {{worker: 0}}
-    generator:
-      streams:
-        - {{dst-ip: 99.0.0.1, rate-pps: 20000}}
-        - {{dst-ip: 48.0.0.1, ttl: 1, rate-pps: 20000}}
+    generator: {{streams: [{{dst-ip: 99.0.0.1, rate-pps: 20000}}]}}
   port1: {{addresses: [100.64.1.1/31], rx-placement: {{worker: 1}}}}
+  port2:
+    mac: 02:fe:00:00:00:03
+    addresses: [100.64.2.1/31]
+    sflow: {{enable: false, drop-monitoring: true}}
+    rx-placement: {{worker: 1}}
+    generator: {{streams: [{{dst-ip: 48.0.0.1, ttl: 1, rate-pps: 20000}}]}}
 routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
 "
         ))
@@ -308,17 +311,25 @@ routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
     let started = std::time::Instant::now();
     let Collected { dp, discards, mixed, flows, polls, .. } = run(make);
     let secs = started.elapsed().as_secs_f64();
-    let port0 = u32::from(dp.interfaces().iter().find(|i| i.name == "port0").unwrap().index);
+    let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
+    let (port0, port2) = (index("port0"), index("port2"));
     assert!(flows.is_empty() && polls.is_empty(), "sampling and polling are off");
     assert_eq!(mixed, 0, "discard samples travel alone");
     assert!(discards.len() >= 20, "{} discards", discards.len());
-    // Each of the two workers gets half the limit, with a bucket of one second: at most
-    // 100/s plus the two initial buckets.
+    // Each of the two workers (one per port) gets half the limit, with a bucket of one
+    // second: at most 100/s plus the two initial buckets.
     assert!(discards.len() as f64 <= 100.0 * secs + 100.0, "{} discards in {secs:.2} s", discards.len());
+    // Per data source: sequences without gaps, the input port, the reason of its drops.
     let mut reasons = std::collections::BTreeSet::new();
-    for (k, d) in discards.iter().enumerate() {
-        assert_eq!(d.sequence as usize, k + 1);
-        assert_eq!((d.source.index, d.input, d.output), (port0, port0, 0));
+    for (port, reason) in [(port0, 0), (port2, 257)] {
+        let mine: Vec<_> = discards.iter().filter(|d| d.source.index == port).collect();
+        assert!(!mine.is_empty(), "discards of port {port}");
+        for (k, d) in mine.iter().enumerate() {
+            assert_eq!(d.sequence as usize, k + 1);
+            assert_eq!((d.input, d.output, d.reason), (port, 0, reason));
+        }
+    }
+    for d in &discards {
         reasons.insert(d.reason);
         let FlowRecord::RawHeader(h) = &d.records[0] else { panic!() };
         assert_eq!((h.protocol, h.frame_length, h.header.len()), (1, 64, 60));
