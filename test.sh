@@ -43,6 +43,7 @@ step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 need_apt tshark tshark
+need_apt sfacctd pmacct
 
 # goflow2, the Go sFlow/NetFlow collector, for the interop tests.
 export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"

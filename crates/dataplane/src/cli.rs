@@ -312,30 +312,44 @@ fn show_sflow(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
         "sFlow agent {agent} sub-agent {}: header-bytes {}, max-datagram-size {}, ring-depth {} per worker\n",
         sf.sub_agent_id, sf.header_bytes, sf.max_datagram_size, sf.ring_depth
     );
+    let polling = match sf.polling_interval {
+        0 => "off".to_string(),
+        s => format!("every {s} s"),
+    };
+    let _ = writeln!(text, "counter polling {polling}, discard samples at most {} per second", sf.drop_limit);
     for c in &sf.collectors {
         let _ = writeln!(text, "collector {}", std::net::SocketAddr::new(c.address, c.port));
     }
     let _ = writeln!(
         text,
-        "datagrams {} (sent {}, failed {}), samples encoded {}, sampled packets dropped by the graph {}",
-        totals.datagrams, totals.datagrams_sent, totals.send_failures, totals.samples_encoded, totals.samples_of_drops
+        "datagrams {} (sent {}, failed {}), flow samples {}, counter samples {}, discard samples {}, \
+         sampled packets dropped by the graph {}",
+        totals.datagrams,
+        totals.datagrams_sent,
+        totals.send_failures,
+        totals.samples_encoded,
+        totals.counter_samples,
+        totals.discard_samples,
+        totals.samples_of_drops
     );
     let _ = writeln!(
         text,
-        "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10}",
-        "Interface", "ifIdx", "rate", "seen", "taken", "sent", "dropped"
+        "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "Interface", "ifIdx", "rate", "seen", "taken", "sent", "dropped", "discards", "disc-lost"
     );
     for r in &rows {
         let _ = writeln!(
             text,
-            "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10}",
+            "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
             r.interface,
             r.if_index,
             r.sampling_rate,
             r.sampler.seen,
             r.sampler.taken,
             r.samples_sent,
-            r.sampler.ring_full
+            r.sampler.ring_full,
+            r.sampler.discards,
+            r.sampler.discards_lost
         );
     }
     let json = json!({"enabled": true, "agent": agent, "sub_agent_id": sf.sub_agent_id, "header_bytes": sf.header_bytes,

@@ -188,6 +188,8 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
     assert_eq!(generic(polls[&p2].last().unwrap()).promiscuous_mode, 1, "cross-connected: promiscuous");
     let show = Registry::with_builtins().execute(&dp, "show sflow").unwrap();
     assert!(show.text.contains("collector 127.0.0.1:") && show.text.contains("port0"), "{}", show.text);
+    assert!(show.text.contains("counter polling every 1 s"), "{}", show.text);
+    assert_eq!(show.json["totals"]["counter_samples"].as_u64(), Some(polls.values().map(|p| p.len() as u64).sum()));
 }
 
 /// A tagged port routed to an untagged one: sampled on receive at the port (input = the
