@@ -322,11 +322,12 @@ fn show_sflow(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     }
     let _ = writeln!(
         text,
-        "datagrams {} (sent {}, failed {}), flow samples {}, counter samples {}, discard samples {}, \
+        "datagrams {} (sent {}, failed {}, refused {}), flow samples {}, counter samples {}, discard samples {}, \
          sampled packets dropped by the graph {}",
         totals.datagrams,
         totals.datagrams_sent,
         totals.send_failures,
+        totals.refused,
         totals.samples_encoded,
         totals.counter_samples,
         totals.discard_samples,

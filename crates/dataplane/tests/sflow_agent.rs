@@ -167,6 +167,7 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
         assert_eq!(row.sampler.seen, stats.rx_packets);
     }
     assert_eq!(totals.send_failures, 0);
+    assert!(totals.refused > 0, "the refusing collector's ICMP errors are counted: {totals:?}");
     // Counter polls every second, and a last one at stop: the final counters, exactly.
     for (ifx, name) in [(p0, "port0"), (p2, "port2")] {
         let c = &polls[&ifx];

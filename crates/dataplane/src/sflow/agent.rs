@@ -48,8 +48,10 @@ counter_set! {
         datagrams,
         /// Datagrams handed to the kernel, summed over collectors.
         datagrams_sent,
-        /// Datagrams a collector did not get (socket full, refused, unreachable).
+        /// Datagrams not handed to the kernel (socket full, collector unreachable).
         send_failures,
+        /// Datagrams a collector refused, as the kernel reported (ICMP unreachable).
+        refused,
         /// Counter samples sent.
         counter_samples,
         /// Discard samples sent.
@@ -128,7 +130,7 @@ struct Source {
 
 /// Starts the agent thread `vecflow-sflow`.
 pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::io::Result<()>>> {
-    let sender = Sender::new()?;
+    let sender = Sender::new(&setup.collectors);
     std::thread::Builder::new().name("vecflow-sflow".into()).spawn(move || run(setup, sender))
 }
 
@@ -290,10 +292,11 @@ fn pack_and_send(
 fn send(s: &AgentSetup, sender: &Sender, bufs: &[Vec<u8>], lens: &[usize]) {
     s.shared.counters.datagrams.add(lens.len() as u64);
     let batch: Vec<&[u8]> = bufs.iter().zip(lens).map(|(b, &n)| &b[..n]).collect();
-    for &c in &s.collectors {
-        let sent = sender.send_batch(&batch, c);
-        s.shared.counters.datagrams_sent.add(sent as u64);
-        s.shared.counters.send_failures.add((batch.len() - sent) as u64);
+    for k in 0..s.collectors.len() {
+        let out = sender.send_batch(k, &batch);
+        s.shared.counters.datagrams_sent.add(out.sent as u64);
+        s.shared.counters.send_failures.add((batch.len() - out.sent) as u64);
+        s.shared.counters.refused.add(out.refused as u64);
     }
 }
 

@@ -1,85 +1,146 @@
-//! Sending datagrams to collectors: one non-blocking UDP socket, batches with `sendmmsg`.
+//! Sending datagrams to collectors: one connected, non-blocking UDP socket per collector,
+//! batches with `sendmmsg`.
+//!
+//! A connected socket is what lets the kernel tell us about a refusing collector: the ICMP
+//! port (or host) unreachable it gets back is reported as `ECONNREFUSED` (or
+//! `EHOSTUNREACH`, …) on the next send, once per ICMP message. An unconnected socket would
+//! lose those errors silently.
 
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::SocketAddr;
 
-/// A non-blocking UDP socket that reaches IPv4 and IPv6 collectors.
+/// What one batch to one collector came to.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Datagrams handed to the kernel.
+    pub sent: usize,
+    /// Errors the kernel reported for earlier datagrams (an ICMP unreachable each).
+    pub refused: usize,
+}
+
+/// One socket per collector, in the order of the collector list.
 pub struct Sender {
-    socket: Socket,
-    dual: bool,
+    sockets: Vec<Option<Socket>>,
 }
 
 impl Sender {
-    /// A dual-stack socket on an ephemeral port, or IPv4 only where IPv6 is off.
-    pub fn new() -> std::io::Result<Self> {
-        let dual = Socket::new(Domain::IPV6, Type::DGRAM, Some(Protocol::UDP)).and_then(|s| {
-            s.set_only_v6(false)?;
-            s.bind(&SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0).into())?;
-            Ok(s)
-        });
-        let (socket, dual) = match dual {
-            Ok(s) => (s, true),
-            Err(_) => {
-                let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
-                s.bind(&SocketAddr::from(([0, 0, 0, 0], 0)).into())?;
-                (s, false)
-            }
-        };
-        socket.set_nonblocking(true)?;
-        Ok(Sender { socket, dual })
+    /// Connects a non-blocking UDP socket to each collector. A collector that cannot be
+    /// reached at all (IPv6 off, no route) gets no socket: everything sent to it fails.
+    pub fn new(collectors: &[SocketAddr]) -> Self {
+        let sockets = collectors
+            .iter()
+            .map(|&to| {
+                let socket = Socket::new(Domain::for_address(to), Type::DGRAM, Some(Protocol::UDP)).ok()?;
+                socket.set_nonblocking(true).ok()?;
+                socket.connect(&to.into()).ok()?;
+                Some(socket)
+            })
+            .collect();
+        Sender { sockets }
     }
 
-    /// The address to send to, as this socket's family needs it (`None`: unreachable).
-    fn target(&self, to: SocketAddr) -> Option<SockAddr> {
-        match (to.ip(), self.dual) {
-            (IpAddr::V4(v4), true) => Some(SocketAddr::new(IpAddr::V6(v4.to_ipv6_mapped()), to.port()).into()),
-            (IpAddr::V6(_), false) => None,
-            _ => Some(to.into()),
+    /// Sends every datagram of `batch` to collector `k` with as few system calls as possible.
+    /// Never blocks: a full socket buffer or an unreachable collector just sends fewer.
+    pub fn send_batch(&self, k: usize, batch: &[&[u8]]) -> Sent {
+        let mut out = Sent::default();
+        let Some(Some(socket)) = self.sockets.get(k) else { return out };
+        while out.sent < batch.len() {
+            match sendmmsg(socket, &batch[out.sent..]) {
+                Ok(0) => break,
+                Ok(n) => out.sent += n,
+                // A pending ICMP error is reported (and cleared) instead of sending: count it
+                // and go on, bounded so that a storm of them cannot keep the agent here.
+                Err(e) if is_refusal(&e) && out.refused < batch.len() => out.refused += 1,
+                Err(_) => break,
+            }
+        }
+        out
+    }
+}
+
+/// Errors the kernel raises on a connected UDP socket when an ICMP error came back.
+fn is_refusal(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EHOSTDOWN | libc::ENETDOWN)
+    )
+}
+
+#[cfg(target_os = "linux")]
+fn sendmmsg(socket: &Socket, batch: &[&[u8]]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    const MAX: usize = 64;
+    let n = batch.len().min(MAX);
+    // SAFETY: every iovec points into a datagram of `batch` and every msghdr at its iovec; all
+    // of them outlive the call, which only reads them (and writes `msg_len`). A zeroed
+    // msghdr/mmsghdr is a valid empty value (no address: the socket is connected).
+    let r = unsafe {
+        let mut iov: [libc::iovec; MAX] = std::mem::zeroed();
+        let mut msgs: [libc::mmsghdr; MAX] = std::mem::zeroed();
+        for k in 0..n {
+            iov[k] = libc::iovec { iov_base: batch[k].as_ptr() as *mut libc::c_void, iov_len: batch[k].len() };
+            let h = &mut msgs[k].msg_hdr;
+            h.msg_iov = &mut iov[k];
+            h.msg_iovlen = 1;
+        }
+        libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT)
+    };
+    if r < 0 { Err(std::io::Error::last_os_error()) } else { Ok(r as usize) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sendmmsg(socket: &Socket, batch: &[&[u8]]) -> std::io::Result<usize> {
+    let mut n = 0;
+    for d in batch {
+        match socket.send(d) {
+            Ok(_) => n += 1,
+            Err(e) if n == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::time::Duration;
+
+    #[test]
+    fn a_listening_collector_gets_every_datagram() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let sender = Sender::new(&[rx.local_addr().unwrap()]);
+        let data: Vec<Vec<u8>> = (0..100u8).map(|k| vec![k; 200]).collect();
+        let batch: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+        assert_eq!(sender.send_batch(0, &batch), Sent { sent: 100, refused: 0 });
+        let mut buf = [0u8; 512];
+        for k in 0..100u8 {
+            let n = rx.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &data[k as usize][..]);
         }
     }
 
-    /// Sends every datagram of `batch` to `to` with as few system calls as possible; returns
-    /// how many went out. Never blocks: a full socket buffer, a refused or unreachable
-    /// collector just sends fewer.
-    pub fn send_batch(&self, batch: &[&[u8]], to: SocketAddr) -> usize {
-        let Some(addr) = self.target(to) else { return 0 };
-        let mut sent = 0;
-        while sent < batch.len() {
-            let n = self.sendmmsg(&batch[sent..], &addr);
-            if n == 0 {
-                break;
-            }
-            sent += n;
+    #[test]
+    fn a_refusing_collector_is_counted_and_does_not_stop_the_others() {
+        let closed = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sender = Sender::new(&[closed, rx.local_addr().unwrap()]);
+        let batch: &[&[u8]] = &[b"one", b"two"];
+        let mut refused = 0;
+        for _ in 0..10 {
+            let s = sender.send_batch(0, batch);
+            refused += s.refused;
+            // Loopback answers with ICMP port unreachable at once.
+            std::thread::sleep(Duration::from_millis(5));
+            assert_eq!(sender.send_batch(1, batch).sent, 2);
         }
-        sent
+        assert!(refused > 0, "ICMP port unreachable is reported on the connected socket");
     }
 
-    #[cfg(target_os = "linux")]
-    fn sendmmsg(&self, batch: &[&[u8]], addr: &SockAddr) -> usize {
-        use std::os::fd::AsRawFd;
-        const MAX: usize = 64;
-        let n = batch.len().min(MAX);
-        // SAFETY: every iovec points into a datagram of `batch` and every msghdr at its iovec
-        // and at `addr`; all of them outlive the call, which only reads them (and writes
-        // `msg_len`). A zeroed msghdr/mmsghdr is a valid empty value.
-        unsafe {
-            let mut iov: [libc::iovec; MAX] = std::mem::zeroed();
-            let mut msgs: [libc::mmsghdr; MAX] = std::mem::zeroed();
-            for k in 0..n {
-                iov[k] = libc::iovec { iov_base: batch[k].as_ptr() as *mut libc::c_void, iov_len: batch[k].len() };
-                let h = &mut msgs[k].msg_hdr;
-                h.msg_name = addr.as_ptr() as *mut libc::c_void;
-                h.msg_namelen = addr.len();
-                h.msg_iov = &mut iov[k];
-                h.msg_iovlen = 1;
-            }
-            let r = libc::sendmmsg(self.socket.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT);
-            if r < 0 { 0 } else { r as usize }
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn sendmmsg(&self, batch: &[&[u8]], addr: &SockAddr) -> usize {
-        batch.iter().take_while(|d| self.socket.send_to(d, addr).is_ok()).count()
+    #[test]
+    fn an_unknown_collector_index_sends_nothing() {
+        assert_eq!(Sender::new(&[]).send_batch(3, &[b"x"]), Sent::default());
     }
 }
