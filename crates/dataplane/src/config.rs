@@ -788,8 +788,16 @@ impl Config {
         if !(64..=256).contains(&s.header_bytes) {
             return Err(invalid("sflow.header-bytes", s.header_bytes, "64 to 256"));
         }
-        if !(200..=8192).contains(&s.max_datagram_size) {
-            return Err(invalid("sflow.max-datagram-size", s.max_datagram_size, "200 to 8192"));
+        // The longest sample must fit a datagram alone (the agent could never send it).
+        let agent_v6 = matches!(s.agent_address, Some(std::net::IpAddr::V6(_)));
+        let longest_name = self.interfaces.keys().map(String::len).max().unwrap_or(0);
+        let least = crate::sflow::agent::min_datagram_size(agent_v6, s.header_bytes, longest_name).max(200);
+        if !(least..=8192).contains(&usize::from(s.max_datagram_size)) {
+            return Err(invalid(
+                "sflow.max-datagram-size",
+                s.max_datagram_size,
+                format!("{least} to 8192 (with header-bytes {} the longest sample needs {least})", s.header_bytes),
+            ));
         }
         if !s.ring_depth.is_power_of_two() || !(256..=1 << 20).contains(&s.ring_depth) {
             return Err(invalid("sflow.ring-depth", s.ring_depth, "a power of two from 256 to 1048576"));

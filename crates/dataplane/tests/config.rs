@@ -114,6 +114,14 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces: {p0: {}}\nneighbors: [{interface: p9, address: 1.1.1.1, mac: 00:00:00:00:00:01}]",
             "neighbors[0].interface: p9",
         ),
+        (
+            "sflow: {max-datagram-size: 200}\ninterfaces: {p0: {}}",
+            "sflow.max-datagram-size: 200 is not allowed; allowed: 268 to 8192 (with header-bytes 128 the longest sample needs 268)",
+        ),
+        (
+            "sflow: {max-datagram-size: 399, header-bytes: 256, agent-address: '2001:db8::1'}\ninterfaces: {p0: {}}",
+            "sflow.max-datagram-size: 399 is not allowed; allowed: 408 to 8192",
+        ),
     ];
     for (yaml, want) in cases {
         let got = err(yaml);

@@ -342,3 +342,47 @@ routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
     assert_eq!(totals.discard_samples, discards.len() as u64);
     assert!(discards.last().unwrap().drops > 0, "drops held back by the limit are counted");
 }
+
+/// At the smallest `max-datagram-size` the configuration accepts, the longest samples (full
+/// 256-byte headers of routed, tagged frames; discards; counters) still go out, one per
+/// datagram, and the agent stops cleanly.
+#[test]
+fn the_smallest_accepted_datagram_holds_the_longest_samples() {
+    let Collected { flows, polls, discards, dp, .. } = run(|port| {
+        Config::load(&format!(
+            "
+workers: {{count: 1}}
+sflow:
+  sampling-rate: 100
+  header-bytes: 256
+  max-datagram-size: 408
+  polling-interval: 1
+  collectors: [{{address: 127.0.0.1, port: {port}}}]
+interfaces:
+  port0:
+    mac: 02:fe:00:00:00:01
+    sflow: {{drop-monitoring: true}}
+    sub-interfaces: {{7: {{encapsulation: {{dot1q: 7}}, addresses: [100.64.0.1/31]}}}}
+    generator:
+      streams:
+        - {{vlan: 7, frame-size: 1500, dst-ip: 48.0.0.1, rate-pps: 20000}}
+        - {{vlan: 7, frame-size: 1500, dst-ip: 48.0.0.1, ttl: 1, rate-pps: 100}}
+  port1: {{mac: 02:fe:00:00:00:02, addresses: [100.64.1.1/31]}}
+routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
+neighbors: [{{interface: port1, address: 100.64.1.0, mac: 02:fe:00:00:00:03}}]
+"
+        ))
+        .unwrap()
+    });
+    let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
+    let routed = &flows[&index("port0")];
+    assert!(routed.len() > 20, "{} flow samples", routed.len());
+    for f in routed {
+        let FlowRecord::RawHeader(h) = &f.records[0] else { panic!("raw header first") };
+        assert_eq!(h.header.len(), 256);
+        assert_eq!(f.records.len(), 3, "raw header, switch and router records: {:?}", f.records);
+    }
+    assert!(!discards.is_empty() && polls.contains_key(&index("port0")));
+    let (_, totals, _) = dp.sflow().unwrap();
+    assert_eq!(totals.samples_encoded, flows.values().map(Vec::len).sum::<usize>() as u64);
+}

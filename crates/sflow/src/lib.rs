@@ -20,7 +20,7 @@ mod model;
 mod xdr;
 
 pub use decode::{DecodeError, decode};
-pub use encode::{DatagramBuilder, EncodeError, encode};
+pub use encode::{DatagramBuilder, EncodeError, encode, sample_len};
 pub use model::*;
 
 /// The default sFlow collector UDP port.

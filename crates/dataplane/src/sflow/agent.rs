@@ -19,8 +19,8 @@ use crate::interface::{MAX_INTERFACES, Tables};
 use crate::qsbr::Qsbr;
 use crate::stats::counter_set;
 use sflow::{
-    DataSource, DatagramBuilder, DiscardSample, ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, Interface,
-    RawHeader, Sample,
+    CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedRouter,
+    ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
 };
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -152,25 +152,9 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
         // Counter samples that are due go out at once; at stop, every source's final counters.
         let polled = s.polling.due(Instant::now(), stopping && available == 0);
         if !polled.is_empty() {
-            let uptime = started.elapsed().as_millis() as u32;
             s.shared.counters.counter_samples.add(polled.len() as u64);
-            let mut queue = polled.iter().peekable();
-            let mut lens = Vec::new();
-            for buf in bufs.iter_mut() {
-                let Some(first) = queue.next() else { break };
-                let mut b = DatagramBuilder::new(buf, s.agent, s.sub_agent_id, datagram_seq, uptime)
-                    .expect("max-datagram-size ≥ 200");
-                b.push(first).expect("a counter sample fits an empty datagram");
-                while let Some(next) = queue.peek() {
-                    if b.push(next).is_err() {
-                        break;
-                    }
-                    queue.next();
-                }
-                lens.push(b.finish());
-                datagram_seq = datagram_seq.wrapping_add(1);
-            }
-            send(&s, &sender, &bufs, &lens);
+            let uptime = started.elapsed().as_millis() as u32;
+            datagram_seq = pack_and_send(&s, &sender, &mut bufs, datagram_seq, uptime, &polled);
         }
         if available == 0 {
             waiting_since = None;
@@ -270,10 +254,9 @@ fn pack_and_send(
             let Some(first) = queue.next() else { break };
             let mut b =
                 DatagramBuilder::new(buf, s.agent, s.sub_agent_id, seq, uptime).expect("max-datagram-size ≥ 200");
-            // A sample with a header of at most 256 bytes always fits an empty datagram of 200+.
-            if b.push(first).is_err() {
-                continue;
-            }
+            // Counter samples and discard samples (headers of at most 256 bytes) always fit an
+            // empty datagram of 200 bytes or more.
+            b.push(first).expect("a counter or discard sample fits an empty datagram");
             while let Some(next) = queue.peek() {
                 if b.push(next).is_err() {
                     break;
@@ -320,6 +303,60 @@ fn refresh(s: &AgentSetup, sources: &mut [Source]) {
         src.pool = seen.saturating_sub(dropped) as u32;
         src.drops = full as u32;
     }
+}
+
+/// The smallest `max-datagram-size` that holds any sample the agent builds, alone: the
+/// datagram header for the agent's address family plus the longest of a flow sample (a raw
+/// header of `header_bytes`, switch and router records), a discard sample and a port's counter
+/// sample (generic, Ethernet and a name of `name_len` bytes). A smaller datagram would leave
+/// the agent a sample it can never send.
+pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> usize {
+    let header = vec![0u8; usize::from(header_bytes)];
+    let name = vec![0u8; name_len];
+    let raw = FlowRecord::RawHeader(RawHeader {
+        protocol: sflow::HEADER_PROTOCOL_ETHERNET,
+        frame_length: 0,
+        stripped: 4,
+        header: Cow::Borrowed(&header),
+    });
+    let flow = Sample::Flow(FlowSample {
+        sequence: 0,
+        source: DataSource::interface(0),
+        sampling_rate: 0,
+        sample_pool: 0,
+        drops: 0,
+        input: Interface::Index(0),
+        output: Interface::Index(0),
+        records: vec![
+            raw.clone(),
+            FlowRecord::Switch(ExtendedSwitch { src_vlan: 0, src_priority: 0, dst_vlan: 0, dst_priority: 0 }),
+            FlowRecord::Router(ExtendedRouter {
+                next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                src_mask_len: 0,
+                dst_mask_len: 0,
+            }),
+        ],
+    });
+    let discard = Sample::Discard(DiscardSample {
+        sequence: 0,
+        source: DataSource::interface(0),
+        drops: 0,
+        input: 0,
+        output: 0,
+        reason: 0,
+        records: vec![raw],
+    });
+    let counters = Sample::Counters(CountersSample {
+        sequence: 0,
+        source: DataSource::interface(0),
+        records: vec![
+            CounterRecord::Generic(IfCounters::default()),
+            CounterRecord::Ethernet(EthernetCounters::UNKNOWN),
+            CounterRecord::PortName(Cow::Borrowed(&name)),
+        ],
+    });
+    let datagram_header = if agent_v6 { 40 } else { 28 };
+    datagram_header + [flow, discard, counters].iter().map(sflow::sample_len).max().unwrap_or(0)
 }
 
 /// The flow sample of a forwarded packet.
