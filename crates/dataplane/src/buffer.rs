@@ -3,11 +3,16 @@
 //! Packet data lives in slots of [`STRIDE`] bytes — 33 cache lines, deliberately not a power
 //! of two, so that the first line of every packet does not land in the same L1 cache sets.
 //! Each slot starts with [`HEADROOM`] bytes for pushed headers (VLAN tags, MPLS labels).
-//! Metadata (offset, length, interfaces, drop reason) is a separate array of 16-byte entries,
-//! four per cache line. Vectors carry `u32` buffer indices into both.
+//! Metadata (offset, length, interfaces, drop reason) is a separate array of 32-byte entries,
+//! two per cache line. Vectors carry `u32` buffer indices into both.
 //!
-//! Invariant: every index that leaves [`BufferPool::alloc`] is `< capacity`, and a buffer's
-//! `offset + len <= STRIDE`. The accessors rely on it to skip bounds checks on the hot path.
+//! Soundness without per-access bounds checks: the pool maps `2^k ≥ capacity` slots and
+//! metadata entries (the ones past `capacity` are never handed out and stay untouched, so
+//! they cost address space only), and every accessor masks the index with `2^k − 1`. So any
+//! `u32` a caller passes addresses memory inside the pool, at the price of one `and`; an
+//! index the pool did not hand out is a logic error, never undefined behaviour. A frame never
+//! leaves its slot: [`BufferMeta`]'s offset and length are private and every way of setting
+//! them keeps `offset + len <= STRIDE`.
 
 use crate::hugemem::HugeRegion;
 
@@ -21,13 +26,15 @@ pub const DATA_CAPACITY: usize = STRIDE - HEADROOM;
 pub const NOT_DROPPED: u16 = u16::MAX;
 
 /// Per-buffer metadata, kept apart from the packet bytes: 32 bytes, two per cache line.
+///
+/// Invariant (relied on by [`BufferPool::frame`]): `offset + len <= STRIDE`. The two fields
+/// are private; [`BufferMeta::received`], [`BufferPool::grow_head`] and
+/// [`BufferPool::shrink_head`] are the only ways to set them, and each keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(32))]
 pub struct BufferMeta {
-    /// Start of the frame within the slot.
-    pub offset: u16,
-    /// Frame length in bytes (without FCS).
-    pub len: u16,
+    offset: u16,
+    len: u16,
     /// Interface the frame arrived on (a sub-interface for tagged frames).
     pub rx_if: u16,
     /// Interface chosen for output (0 = not yet decided).
@@ -46,16 +53,51 @@ pub struct BufferMeta {
 
 impl Default for BufferMeta {
     fn default() -> Self {
+        Self::received(0, 0)
+    }
+}
+
+impl BufferMeta {
+    /// The metadata of a frame of `len` bytes just received on `rx_if` at the full headroom.
+    /// A `len` above [`DATA_CAPACITY`] is cut to it (the slot holds no more).
+    #[inline(always)]
+    pub fn received(len: usize, rx_if: u16) -> Self {
+        Self::placed(HEADROOM, len, rx_if)
+    }
+
+    /// The metadata of a frame of `len` bytes received on `rx_if` that a driver placed
+    /// `headroom` bytes into its slot. Both are cut to what the slot holds.
+    #[inline(always)]
+    pub fn placed(headroom: usize, len: usize, rx_if: u16) -> Self {
+        let offset = headroom.min(STRIDE);
         Self {
-            offset: HEADROOM as u16,
-            len: 0,
-            rx_if: 0,
+            offset: offset as u16,
+            len: len.min(STRIDE - offset) as u16,
+            rx_if,
             tx_if: 0,
             error: NOT_DROPPED,
             l3_offset: wire::ethernet::HEADER_LEN as u16,
             dst_prefix_len: 0,
             adj: 0,
         }
+    }
+
+    /// Start of the frame within its slot (bytes of headroom left in front of it).
+    #[inline(always)]
+    pub fn offset(&self) -> u16 {
+        self.offset
+    }
+
+    /// Frame length in bytes (without FCS).
+    #[inline(always)]
+    pub fn len(&self) -> u16 {
+        self.len
+    }
+
+    /// True for an empty frame.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -65,19 +107,25 @@ pub struct BufferPool {
     meta: Vec<BufferMeta>,
     free: Vec<u32>,
     capacity: u32,
+    /// `2^k − 1` with `2^k ≥ capacity`: `data` holds `mask + 1` slots and `meta` as many
+    /// entries, so `i & mask` is in bounds for every `u32` `i`.
+    mask: u32,
 }
 
 impl BufferPool {
-    /// Creates `capacity` buffers, all free, with their memory touched (faulted in) now.
+    /// Creates `capacity` buffers (at least 1), all free, with their memory touched (faulted
+    /// in) now.
     pub fn new(capacity: u32) -> std::io::Result<Self> {
-        let mut data = HugeRegion::new(capacity as usize * STRIDE)?;
-        for page in data.as_mut_slice().chunks_mut(4096) {
+        let capacity = capacity.max(1);
+        let mapped = capacity.next_power_of_two();
+        let mut data = HugeRegion::new(mapped as usize * STRIDE)?;
+        for page in data.as_mut_slice()[..capacity as usize * STRIDE].chunks_mut(4096) {
             page[0] = 0;
         }
-        let meta = vec![BufferMeta::default(); capacity as usize];
+        let meta = vec![BufferMeta::default(); mapped as usize];
         // Reverse order so that the first allocations get the lowest indices.
         let free = (0..capacity).rev().collect();
-        Ok(Self { data, meta, free, capacity })
+        Ok(Self { data, meta, free, capacity, mask: mapped - 1 })
     }
 
     /// Total buffers in the pool.
@@ -102,62 +150,72 @@ impl BufferPool {
     }
 
     /// Returns buffers to the pool.
+    ///
+    /// # Panics
+    /// On an index the pool never handed out, or more frees than buffers (a double free):
+    /// both are bugs in the caller, caught here before they can hand one buffer out twice.
     #[inline]
     pub fn free(&mut self, indices: &[u32]) {
-        debug_assert!(self.free.len() + indices.len() <= self.capacity as usize, "double free");
-        debug_assert!(indices.iter().all(|&i| i < self.capacity));
+        assert!(self.free.len() + indices.len() <= self.capacity as usize, "buffer double free");
+        let highest = indices.iter().fold(0, |a, &i| a.max(i));
+        assert!(indices.is_empty() || highest < self.capacity, "buffer {highest} is not in the pool");
         self.free.extend_from_slice(indices);
+    }
+
+    /// Where buffer `i` lives: `i` masked into the mapped range (see the module doc).
+    #[inline(always)]
+    fn at(&self, i: u32) -> usize {
+        (i & self.mask) as usize
     }
 
     /// The metadata of buffer `i`.
     #[inline(always)]
     pub fn meta(&self, i: u32) -> &BufferMeta {
-        debug_assert!(i < self.capacity);
-        // SAFETY: indices come from `alloc`, so `i < capacity == meta.len()` (module invariant).
-        unsafe { self.meta.get_unchecked(i as usize) }
+        let k = self.at(i);
+        // SAFETY: `k <= mask` and `meta.len() == mask + 1` (set in `new`, never resized).
+        unsafe { self.meta.get_unchecked(k) }
     }
 
     /// The metadata of buffer `i`, writable.
     #[inline(always)]
     pub fn meta_mut(&mut self, i: u32) -> &mut BufferMeta {
-        debug_assert!(i < self.capacity);
+        let k = self.at(i);
         // SAFETY: as in `meta`.
-        unsafe { self.meta.get_unchecked_mut(i as usize) }
+        unsafe { self.meta.get_unchecked_mut(k) }
     }
 
     /// The whole slot of buffer `i` (headroom included).
     #[inline(always)]
     pub fn slot(&self, i: u32) -> &[u8; STRIDE] {
-        debug_assert!(i < self.capacity);
-        // SAFETY: `i < capacity` and the region holds `capacity * STRIDE` bytes, so the
-        // STRIDE bytes at `i * STRIDE` are in bounds; `[u8; N]` has alignment 1.
-        unsafe { &*self.data.as_slice().as_ptr().add(i as usize * STRIDE).cast::<[u8; STRIDE]>() }
+        let k = self.at(i);
+        // SAFETY: `k <= mask` and the region holds `(mask + 1) * STRIDE` bytes (set in
+        // `new`), so the STRIDE bytes at `k * STRIDE` are in bounds; `[u8; N]` has alignment
+        // 1; the pointer comes from the mapping itself, and `&self` rules out a writer.
+        unsafe { &*self.data.as_ptr().add(k * STRIDE).cast::<[u8; STRIDE]>() }
     }
 
     /// The whole slot of buffer `i`, writable.
     #[inline(always)]
     pub fn slot_mut(&mut self, i: u32) -> &mut [u8; STRIDE] {
-        debug_assert!(i < self.capacity);
+        let k = self.at(i);
         // SAFETY: as in `slot`, and `&mut self` makes the access exclusive.
-        unsafe { &mut *self.data.as_mut_slice().as_mut_ptr().add(i as usize * STRIDE).cast::<[u8; STRIDE]>() }
+        unsafe { &mut *self.data.as_ptr().add(k * STRIDE).cast::<[u8; STRIDE]>() }
     }
 
     /// The frame bytes of buffer `i` (`offset .. offset + len`).
     #[inline(always)]
     pub fn frame(&self, i: u32) -> &[u8] {
-        let m = *self.meta(i);
+        let m = self.meta(i);
         let (o, l) = (m.offset as usize, m.len as usize);
-        debug_assert!(o + l <= STRIDE);
-        // SAFETY: `offset + len <= STRIDE` is kept by every writer (module invariant).
+        // SAFETY: `offset + len <= STRIDE` is `BufferMeta`'s invariant.
         unsafe { self.slot(i).get_unchecked(o..o + l) }
     }
 
     /// The frame bytes of buffer `i`, writable.
     #[inline(always)]
     pub fn frame_mut(&mut self, i: u32) -> &mut [u8] {
-        let m = *self.meta(i);
+        let m = self.meta(i);
         let (o, l) = (m.offset as usize, m.len as usize);
-        debug_assert!(o + l <= STRIDE);
         // SAFETY: as in `frame`.
         unsafe { self.slot_mut(i).get_unchecked_mut(o..o + l) }
     }
@@ -179,32 +237,40 @@ impl BufferPool {
     }
 
     /// Makes room for `n` more bytes in front of the frame (from the headroom) and returns
-    /// the new frame, or `None` when the headroom is too small.
+    /// the new frame, or `None` (frame unchanged) when the headroom is too small.
+    #[inline]
     pub fn grow_head(&mut self, i: u32, n: usize) -> Option<&mut [u8]> {
         let m = self.meta_mut(i);
         let o = usize::from(m.offset).checked_sub(n)?;
         m.offset = o as u16;
-        m.len += n as u16;
+        m.len += n as u16; // the end does not move, so `offset + len` stays <= STRIDE
         Some(self.frame_mut(i))
     }
 
-    /// Drops the first `n` bytes of the frame and returns what is left, or `None` when the
-    /// frame is shorter than `n`.
+    /// Drops the first `n` bytes of the frame and returns what is left, or `None` (frame
+    /// unchanged) when the frame is shorter than `n`.
+    #[inline]
     pub fn shrink_head(&mut self, i: u32, n: usize) -> Option<&mut [u8]> {
         let m = self.meta_mut(i);
         let len = usize::from(m.len).checked_sub(n)?;
-        m.offset += n as u16;
+        m.offset += n as u16; // the end does not move
         m.len = len as u16;
         Some(self.frame_mut(i))
     }
 
-    /// Copies `bytes` into buffer `i` at the default offset and sets its length.
-    /// Frames longer than [`DATA_CAPACITY`] are cut to it; returns the stored length.
+    /// Copies `bytes` into buffer `i` at the default offset ([`HEADROOM`]) and sets its
+    /// length. Frames longer than [`DATA_CAPACITY`] are cut to it; returns the stored length.
     pub fn write_frame(&mut self, i: u32, bytes: &[u8]) -> usize {
-        let n = bytes.len().min(DATA_CAPACITY);
-        self.slot_mut(i)[HEADROOM..HEADROOM + n].copy_from_slice(&bytes[..n]);
-        let m = self.meta_mut(i);
-        *m = BufferMeta { len: n as u16, ..BufferMeta::default() };
+        self.write_frame_at(i, HEADROOM, bytes)
+    }
+
+    /// Copies `bytes` into buffer `i` `headroom` bytes into its slot (a driver's placement)
+    /// and sets its length; both are cut to what the slot holds. Returns the stored length.
+    pub fn write_frame_at(&mut self, i: u32, headroom: usize, bytes: &[u8]) -> usize {
+        let m = BufferMeta::placed(headroom, bytes.len(), 0);
+        let (o, n) = (usize::from(m.offset), usize::from(m.len));
+        self.slot_mut(i)[o..o + n].copy_from_slice(&bytes[..n]);
+        *self.meta_mut(i) = m;
         n
     }
 }
@@ -240,5 +306,48 @@ mod tests {
             assert_eq!(p.frame(i).len(), 100);
         }
         assert_eq!(p.write_frame(0, &[0u8; 5000]), DATA_CAPACITY);
+    }
+
+    #[test]
+    fn any_index_stays_inside_the_pool() {
+        let mut p = BufferPool::new(3).unwrap();
+        for i in [3, 4, 1000, u32::MAX] {
+            p.write_frame(i, &[7; 60]);
+            assert_eq!(p.frame(i), &[7; 60][..]);
+            p.meta_mut(i).rx_if = 9;
+        }
+        assert_eq!(p.meta(u32::MAX).rx_if, 9, "indices alias inside the mapped range");
+    }
+
+    #[test]
+    #[should_panic(expected = "is not in the pool")]
+    fn freeing_a_foreign_index_panics() {
+        let mut p = BufferPool::new(4).unwrap();
+        p.alloc(&mut [0; 1]);
+        p.free(&[4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "double free")]
+    fn freeing_more_than_the_capacity_panics() {
+        let mut p = BufferPool::new(4).unwrap();
+        p.free(&[0]);
+    }
+
+    #[test]
+    fn head_room_is_bounded_and_the_frame_end_never_moves() {
+        let mut p = BufferPool::new(1).unwrap();
+        p.write_frame(0, &[1; 100]);
+        assert!(p.grow_head(0, HEADROOM + 1).is_none(), "more than the headroom");
+        assert_eq!(p.grow_head(0, HEADROOM).map(|f| f.len()), Some(100 + HEADROOM));
+        assert!(p.shrink_head(0, 100 + HEADROOM + 1).is_none(), "more than the frame");
+        assert_eq!(p.shrink_head(0, 100 + HEADROOM).map(|f| f.len()), Some(0));
+        let m = p.meta(0);
+        assert_eq!(usize::from(m.offset()) + usize::from(m.len()), HEADROOM + 100);
+        p.write_frame(0, &[2; DATA_CAPACITY + 10]);
+        assert_eq!(usize::from(p.meta(0).offset()) + usize::from(p.meta(0).len()), STRIDE);
+        assert_eq!(p.write_frame_at(0, STRIDE + 5, &[3; 10]), 0, "no room at all");
+        assert_eq!(p.write_frame_at(0, 0, &[4; 10]), 10);
+        assert!(p.grow_head(0, 1).is_none(), "no headroom");
     }
 }

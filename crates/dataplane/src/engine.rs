@@ -12,7 +12,7 @@ use crate::l3::L3;
 use crate::qsbr::Qsbr;
 use crate::sflow::SflowWorker;
 use crate::sflow::agent::{self, AgentSetup, AgentShared, AgentStats};
-use crate::sflow::ring::{Consumer, Producer, Ring};
+use crate::sflow::ring::Ring;
 use crate::tsc;
 use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
@@ -230,10 +230,11 @@ impl Dataplane {
                 .collect(),
             None => Vec::new(),
         };
-        let rings: Vec<Arc<Ring>> = match &config.sflow {
-            Some(sf) => (0..config.workers.count).map(|_| Arc::new(Ring::new(sf.ring_depth))).collect(),
-            None => Vec::new(),
+        let (mut producers, consumers): (Vec<_>, Vec<_>) = match &config.sflow {
+            Some(sf) => (0..config.workers.count).map(|_| Ring::new(sf.ring_depth).split()).unzip(),
+            None => (Vec::new(), Vec::new()),
         };
+        producers.reverse(); // popped in worker order below
         let mut dp = Dataplane {
             sflow: None,
             interfaces,
@@ -262,7 +263,7 @@ impl Dataplane {
                 buffers: config.workers.buffers,
                 tables: tables.clone(),
                 fib: dp.fib.fib().clone(),
-                qsbr: qsbr.clone(),
+                qsbr: qsbr.register(usize::from(id)),
                 counters: counters.clone(),
                 ports,
                 stop: dp.stop.clone(),
@@ -285,7 +286,7 @@ impl Dataplane {
                         bucket,
                         sf.header_bytes,
                         seed,
-                        Producer::new(rings[id as usize].clone()),
+                        producers.pop().expect("one ring per worker"),
                     )
                 }),
             };
@@ -309,12 +310,11 @@ impl Dataplane {
             let shared = Arc::new(AgentShared::new());
             let stop = Arc::new(AtomicBool::new(false));
             let setup = AgentSetup {
-                rings: rings.into_iter().map(Consumer::new).collect(),
+                rings: consumers,
                 workers: dp.workers.iter().map(|w| w.counters.clone()).collect(),
                 tables: dp.tables.clone(),
                 fib: dp.fib.fib().clone(),
-                qsbr,
-                reader: config.workers.count as usize,
+                qsbr: qsbr.register(config.workers.count as usize),
                 sources: sources.clone(),
                 agent: agent_addr,
                 sub_agent_id: sf.sub_agent_id,

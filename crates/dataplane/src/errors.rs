@@ -75,12 +75,15 @@ drop_reasons! {
     NoRoute = "no-route", InDiscards, Ip4Lookup, 0, "no route matches the destination";
     Ip4Local = "ip4-local", InDiscards, Ip4Lookup, 285, "addressed to one of this router's own addresses (vecflow has no host stack)";
     NoNeighbor = "no-neighbor", OutDiscards, Ip4Rewrite, 279, "next hop has no neighbor (MAC) entry on the output interface";
+    Ip4NoHeadroom = "no-headroom", OutDiscards, Ip4Rewrite, 259, "the driver left too little headroom in front of the frame for the route's out-labels";
     MplsTruncated = "truncated", InErrors, MplsInput, 324, "frame ends before the first MPLS label stack entry";
     MplsTtlExpired = "ttl-expired", InDiscards, MplsInput, 257, "top label TTL of 0 or 1: forwarding would take it to 0";
     NoLabel = "no-label", InDiscards, MplsLookup, 0, "no local-label entry for the top label";
     PopNotEos = "pop-not-eos", InDiscards, MplsLookup, 285, "the top label's entry pops, but more labels follow (only end-of-stack pops are supported)";
     MplsNoNeighbor = "no-neighbor", OutDiscards, MplsRewrite, 279, "the swap's next hop has no neighbor (MAC) entry on the output interface";
+    MplsNoHeadroom = "no-headroom", OutDiscards, MplsRewrite, 259, "the driver left too little headroom in front of the frame for the swap's extra labels";
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is administratively down";
+    TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
 }
 

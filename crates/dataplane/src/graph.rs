@@ -284,7 +284,7 @@ impl Graph {
             let c = &self.counters.nodes[node as usize];
             c.calls.add(1);
             c.vectors.add(n);
-            c.clocks.add(t2 - t);
+            c.clocks.add(tsc::ticks(t, t2));
             t = t2;
         }
         t

@@ -3,14 +3,21 @@
 use std::ptr::NonNull;
 
 /// A zero-initialised, page-aligned byte region, advised to use transparent huge pages.
+///
+/// The region hands out either `&mut [u8]` (through `&mut self`) or a raw pointer derived
+/// from the mapping itself ([`HugeRegion::as_ptr`]), never a `&[u8]` that callers could
+/// turn into a pointer and write through. Users that share it between threads (the FIB's
+/// atomic entries) access it only through atomics.
 pub struct HugeRegion {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the region is plain memory owned by this value; access goes through `&`/`&mut self`.
+// SAFETY: the region is plain memory owned by this value; moving it to another thread moves
+// the ownership of the mapping.
 unsafe impl Send for HugeRegion {}
-// SAFETY: shared access only hands out `&[u8]`.
+// SAFETY: `&HugeRegion` gives no safe access to the bytes at all (only a raw pointer, whose
+// dereference is the caller's `unsafe` responsibility), so sharing it cannot race by itself.
 unsafe impl Sync for HugeRegion {}
 
 impl HugeRegion {
@@ -32,27 +39,53 @@ impl HugeRegion {
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: `p..p+len` is the mapping just created. Huge pages are only advice: failure is harmless.
-        unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
-        Ok(Self { ptr: NonNull::new(p.cast()).expect("mmap returned null"), len })
+        // Huge pages are only advice: failure is harmless. (Miri has no `madvise`.)
+        #[cfg(not(miri))]
+        // SAFETY: `p..p+len` is the mapping just created.
+        unsafe {
+            libc::madvise(p, len, libc::MADV_HUGEPAGE)
+        };
+        let ptr = NonNull::new(p.cast()).ok_or_else(|| std::io::Error::other("mmap returned a null mapping"))?;
+        Ok(Self { ptr, len })
     }
 
-    /// The whole region.
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: the mapping is `len` readable bytes, alive as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    /// The start of the region: its readable and writable bytes, page-aligned, valid as
+    /// long as `self`. The pointer carries the mapping's own provenance (it is not derived
+    /// from a shared reference), so writing through it is allowed where the caller rules out
+    /// data races — e.g. with atomics, or by holding `&mut self`.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
     }
 
     /// The whole region, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` guarantees exclusive access.
+        // SAFETY: the mapping is `len` initialised (zero-filled) bytes, alive as long as
+        // `self`, and `&mut self` guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl Drop for HugeRegion {
     fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping created in `new`.
+        // SAFETY: unmapping exactly the mapping created in `new`; nothing borrows it any more.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroed_aligned_and_rounded_to_huge_pages() {
+        let mut r = HugeRegion::new(10).unwrap();
+        let len = r.as_mut_slice().len();
+        assert_eq!(len, 2 << 20);
+        assert_eq!(r.as_ptr() as usize % 4096, 0);
+        assert!(r.as_mut_slice().iter().step_by(4093).all(|&b| b == 0));
+        r.as_mut_slice()[len - 1] = 7;
+        // SAFETY: in bounds, and no reference to the region is alive.
+        assert_eq!(unsafe { *r.as_ptr().add(len - 1) }, 7);
     }
 }

@@ -24,6 +24,7 @@ pub mod nodes;
 pub mod qsbr;
 pub mod sflow;
 mod stats;
+mod sync;
 pub mod tsc;
 pub mod vector;
 pub mod worker;

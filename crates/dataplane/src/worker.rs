@@ -9,7 +9,7 @@ use crate::drivers::generator::GeneratorPort;
 use crate::fib::Fib;
 use crate::graph::{Graph, NodeId, WorkerCounters};
 use crate::interface::Tables;
-use crate::qsbr::Qsbr;
+use crate::qsbr::QsbrReader;
 use crate::tsc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -31,8 +31,9 @@ pub struct WorkerSetup {
     pub tables: Arc<Tables>,
     /// The IPv4 FIB.
     pub fib: Arc<Fib>,
-    /// Where it announces quiescent states (between vectors), as reader `id`.
-    pub qsbr: Arc<Qsbr>,
+    /// Where it announces quiescent states (between vectors); offline when the worker ends,
+    /// also by a panic.
+    pub qsbr: QsbrReader,
     /// Counters, shared with the main thread.
     pub counters: Arc<WorkerCounters>,
     /// The rx queues it polls.
@@ -71,10 +72,9 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     g.sflow = s.sflow.take();
     let c = &s.counters;
     let input = &c.nodes[NodeId::GeneratorInput as usize];
-    let reader = usize::from(s.id);
     c.looping.start_tsc.set(tsc::now());
     while !s.stop.load(Relaxed) {
-        s.qsbr.quiescent(reader);
+        s.qsbr.quiescent();
         let mut busy = false;
         for port in &mut s.ports {
             let t0 = tsc::now();
@@ -84,7 +84,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
                 let t1 = tsc::now();
                 input.calls.add(1);
                 input.vectors.add(n);
-                input.clocks.add(t1 - t0);
+                input.clocks.add(tsc::ticks(t0, t1));
                 g.run(t1);
                 if let Some(sf) = &mut g.sflow {
                     sf.publish(&g.pool, &g.tables);
@@ -99,6 +99,6 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             std::thread::sleep(IDLE_SLEEP);
         }
     }
-    s.qsbr.offline(reader);
+    s.qsbr.offline();
     Ok(())
 }

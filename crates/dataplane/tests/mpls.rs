@@ -165,3 +165,32 @@ fn malformed_mpls_is_dropped_under_its_reason_and_accounted_per_input() {
     let _ = forward(&mut g, 3, &[frame(&[(16, true, 64)], &p)]);
     assert_eq!(g.counters.error(3, DropReason::MplsNotEnabled).get(), 1);
 }
+
+/// A driver may leave less headroom than the generator's 64 bytes: frames that need room for
+/// pushed labels (an IPv4 route with out-labels, a swap to two labels) are dropped as
+/// `no-headroom` on their output interface, never a panic; a one-label swap needs none.
+#[test]
+fn too_little_headroom_is_a_named_drop() {
+    let mut g = graph();
+    let frames = [
+        frame(&[], &ipv4([60, 0, 0, 1], 64)),               // push 100, 101
+        frame(&[(18, true, 64)], &ipv4([1, 2, 3, 4], 64)),  // swap to 30, 31
+        frame(&[(16, true, 64)], &ipv4([48, 0, 0, 5], 64)), // swap to 17, in place
+    ];
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let v = g.inject(1, &refs).unwrap();
+    for (k, f) in frames.iter().enumerate() {
+        let i = g.vectors[v].indices()[k];
+        g.pool.write_frame_at(i, 2, f);
+        g.pool.meta_mut(i).rx_if = 1;
+    }
+    g.forward(v, NodeId::EthernetInput);
+    g.run(0);
+    let n = dataplane::errors::N_REASONS;
+    let count = |r: DropReason| g.counters.errors[n + r as usize].get();
+    assert_eq!(count(DropReason::Ip4NoHeadroom), 1);
+    assert_eq!(count(DropReason::MplsNoHeadroom), 1);
+    assert_eq!(stats(&g, 2).tx_packets, 1, "the in-place swap went out");
+    assert_eq!(dropped(&g, 1), 2);
+    assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "no buffer leaked");
+}

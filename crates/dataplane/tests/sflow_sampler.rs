@@ -5,9 +5,8 @@ mod common;
 
 use dataplane::graph::NodeId;
 use dataplane::sflow::SflowWorker;
-use dataplane::sflow::ring::{Consumer, Fate, Producer, Ring};
+use dataplane::sflow::ring::{Fate, Ring};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 const YAML: &str = "
 interfaces:
@@ -39,11 +38,9 @@ impl Traffic {
 /// class, samples per class).
 fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<u8, u64>) {
     let (mut g, _) = common::graph(YAML);
-    let ring = Arc::new(Ring::new(1 << 16));
+    let (producer, mut consumer) = Ring::new(1 << 16).split();
     let bucket = dataplane::sflow::TokenBucket::new(1.0, 1);
-    g.sflow =
-        Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, Producer::new(ring.clone())));
-    let mut consumer = Consumer::new(ring);
+    g.sflow = Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer));
     let mut traffic = Traffic(seed);
     let (mut truth, mut seen) = (BTreeMap::new(), BTreeMap::new());
     let mut samples = 0;

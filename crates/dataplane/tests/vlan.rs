@@ -125,3 +125,21 @@ fn cross_connect_translates_between_tagged_and_untagged() {
     let back = forward(&mut g, 4, std::slice::from_ref(&payload));
     assert_eq!(back, vec![(sub, tagged)], "tagged with VLAN 10 out of port2");
 }
+
+/// A frame placed by a driver with no headroom cannot take the tag of its output
+/// sub-interface: dropped as `no-headroom`, never a panic.
+#[test]
+fn no_room_for_the_tag_is_a_named_drop() {
+    let (mut g, _) = setup();
+    let f = frame([2, 0xfe, 0, 0, 0, 2], None, [10, 200, 0, 2]);
+    let v = g.inject(2, &[&f]).unwrap();
+    let i = g.vectors[v].indices()[0];
+    g.pool.write_frame_at(i, 0, &f);
+    g.pool.meta_mut(i).rx_if = 2;
+    g.forward(v, NodeId::EthernetInput);
+    g.run(0);
+    let n = dataplane::errors::N_REASONS;
+    assert_eq!(g.counters.errors[2 * n + DropReason::TagNoHeadroom as usize].get(), 1);
+    assert_eq!(dropped(&g, 2), 1);
+    assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "no buffer leaked");
+}

@@ -391,7 +391,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
     if packets == 0 {
         bail!("scenario {name}: no packets in the window");
     }
-    let wall = b.looping.last_tsc - a.looping.last_tsc;
+    let wall = dataplane::tsc::ticks(a.looping.last_tsc, b.looping.last_tsc);
     let nodes = NodeId::ALL
         .iter()
         .map(|&id| {

@@ -210,7 +210,7 @@ impl Stream {
         self.dst.fill(&mut dst[..n], &mut self.rng);
         // Opaque to the optimiser, so that each store of it is one 16-byte copy rather than a
         // store per field.
-        let meta = std::hint::black_box(BufferMeta { len: self.len as u16, rx_if: port, ..BufferMeta::default() });
+        let meta = std::hint::black_box(BufferMeta::received(self.len, port));
         let addrs = Addrs { sb: self.src_base, db: self.dst_base, src: &src[..n], dst: &dst[..n] };
         if self.len <= SMALL_FRAME {
             let t: &[u8; SMALL_FRAME] = self.template[..SMALL_FRAME].try_into().expect("padded template");
@@ -402,8 +402,8 @@ pub fn sink(g: &mut Graph, v: VecHandle) {
             run.flush(g.counters.interface(run.tx_if));
             run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
         }
-        let (x, first) = read_frame(&g.pool, i, m.len as usize);
-        run.add_le(m.len, first);
+        let (x, first) = read_frame(&g.pool, i, m.len() as usize);
+        run.add_le(m.len(), first);
         digest ^= x;
     }
     run.flush(g.counters.interface(run.tx_if));

@@ -54,15 +54,15 @@ impl Entries {
         Ok(Entries { mem: HugeRegion::new(len * 4)?, len })
     }
 
+    /// Entry `i` (panics when out of range).
     #[inline(always)]
     fn get(&self, i: usize) -> &AtomicU32 {
-        let all: &[AtomicU32] = {
-            let b = self.mem.as_slice();
-            // SAFETY: the region is page-aligned (so 4-aligned), holds at least `len * 4`
-            // initialised (zeroed) bytes and lives as long as `self`; `AtomicU32` has the size
-            // and alignment of `u32`, and every access to the memory goes through atomics.
-            unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<AtomicU32>(), self.len) }
-        };
+        // SAFETY: the pointer comes from the mapping itself (not from a shared reference), so
+        // atomic writes through it are allowed; the region is page-aligned (so 4-aligned),
+        // holds at least `len * 4` initialised (zeroed) bytes (`new`) and lives as long as
+        // `self`; `AtomicU32` has the size and alignment of `u32`, and every access to this
+        // memory, reads and writes alike, goes through these atomics.
+        let all: &[AtomicU32] = unsafe { std::slice::from_raw_parts(self.mem.as_ptr().cast::<AtomicU32>(), self.len) };
         &all[i]
     }
 }

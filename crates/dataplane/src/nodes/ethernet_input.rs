@@ -33,7 +33,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let (mut valid, mut octets, mut group, mut bcast) = (0u64, 0u64, 0u64, 0u64);
     let (mut ip4, mut mpls, mut tagged) = (0u64, 0u64, 0u64);
     for &i in g.vectors[v].indices() {
-        let len = g.pool.meta(i).len;
+        let len = g.pool.meta(i).len();
         let ok = len.wrapping_sub(HEADER_LEN as u16) <= span;
         valid += u64::from(ok);
         octets += u64::from(len);

@@ -9,7 +9,8 @@
 //! same (input, output) pair, the usual case — reads only the metadata and looks the output
 //! interface up once.
 //!
-//! Drops: `tx-interface-down`, `mtu-exceeded`.
+//! Drops: `tx-interface-down`, `mtu-exceeded`, `no-headroom` (no room for a sub-interface's
+//! tag).
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
@@ -29,7 +30,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     for &i in idx {
         let m = g.pool.meta(i);
         mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
-        longest = longest.max(m.len);
+        longest = longest.max(m.len());
     }
     let out = *g.tables.get(m0.tx_if);
     if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame && out.vlan == 0 {
@@ -44,14 +45,15 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 }
 
 /// Tags frame `i` with 802.1Q VLAN `vid` (priority 0) for a sub-interface: the addresses move
-/// 4 bytes down into the headroom and the tag goes between them and the ethertype.
-fn push_tag(g: &mut Graph, i: u32, vid: u16) {
-    // Frames enter the graph at the full 64-byte headroom; at most 8 labels (32 bytes) were
-    // pushed before this, so 4 bytes are always left.
-    let f = g.pool.grow_head(i, VLAN_TAG_LEN).expect("headroom for the tag");
+/// 4 bytes down into the headroom and the tag goes between them and the ethertype. Returns
+/// false (frame unchanged) when the headroom has no 4 bytes left.
+#[must_use]
+fn push_tag(g: &mut Graph, i: u32, vid: u16) -> bool {
+    let Some(f) = g.pool.grow_head(i, VLAN_TAG_LEN) else { return false };
     f.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
     f[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
     f[14..16].copy_from_slice(&vid.to_be_bytes());
+    true
 }
 
 /// The general path: per-frame output checks, tags for sub-interfaces, split by next node.
@@ -63,20 +65,27 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
         let out = *g.tables.get(m.tx_if);
-        let next = if out.tx_node != NodeId::ErrorDrop && m.len <= out.max_frame {
-            g.counters.interface(m.rx_if).rx_forwarded.add(1);
-            if out.vlan != 0 {
-                push_tag(g, i, out.vlan);
-            }
-            if let Some(sf) = &mut g.sflow {
-                sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
-            }
-            out.tx_node
+        let verdict = if out.tx_node == NodeId::ErrorDrop {
+            Err(DropReason::TxInterfaceDown)
+        } else if m.len() > out.max_frame {
+            Err(DropReason::MtuExceeded)
+        } else if out.vlan != 0 && !push_tag(g, i, out.vlan) {
+            Err(DropReason::TagNoHeadroom)
         } else {
-            let reason =
-                if out.tx_node == NodeId::ErrorDrop { DropReason::TxInterfaceDown } else { DropReason::MtuExceeded };
-            g.pool.meta_mut(i).error = reason as u16;
-            NodeId::ErrorDrop
+            Ok(out.tx_node)
+        };
+        let next = match verdict {
+            Ok(tx_node) => {
+                g.counters.interface(m.rx_if).rx_forwarded.add(1);
+                if let Some(sf) = &mut g.sflow {
+                    sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
+                }
+                tx_node
+            }
+            Err(reason) => {
+                g.pool.meta_mut(i).error = reason as u16;
+                NodeId::ErrorDrop
+            }
         };
         g.nexts[k] = next;
         same &= *first.get_or_insert(next) == next;

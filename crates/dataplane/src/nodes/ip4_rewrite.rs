@@ -3,7 +3,8 @@
 //! For the packet's adjacency it decrements the TTL with an incremental checksum update
 //! (RFC 1624), pushes the route's out-labels if it has any (each with the new IP TTL, the
 //! last one bottom of stack), writes the next hop's MAC as destination and the output
-//! interface's MAC as source, sets the output interface and sends it to `interface-output`. A connected
+//! interface's MAC as source, sets the output interface and sends it to `interface-output`
+//! (`no-headroom` when the frame has no room for the out-labels). A connected
 //! (glean) adjacency finds the destination's own MAC in the neighbor table. Without a neighbor
 //! entry the packet is dropped as `no-neighbor` (charged to the output interface).
 
@@ -15,9 +16,11 @@ use std::net::Ipv4Addr;
 use wire::{EtherType, checksum};
 
 /// Decrements the TTL of the IPv4 packet at `l3` in buffer `i` (incremental checksum), pushes
-/// `push` in front of it and writes the MACs.
+/// `push` in front of it and writes the MACs. Returns false, the frame unfit to send, when
+/// the headroom cannot hold `push`.
 #[inline(always)]
-fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) {
+#[must_use]
+fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
@@ -31,8 +34,8 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) {
     } else {
         let n = push.labels().len();
         let ttl = u32::from(new >> 8);
-        // Frames enter the graph at the full 64-byte headroom, which holds 8 labels.
-        let f = g.pool.grow_head(i, 4 * n).expect("headroom for the pushed labels");
+        // The generator leaves 64 bytes of headroom (8 labels); another driver may leave less.
+        let Some(f) = g.pool.grow_head(i, 4 * n) else { return false };
         for (j, &label) in push.labels().iter().enumerate() {
             let bos = if j + 1 == n { 0x100 } else { 0 };
             f[14 + 4 * j..18 + 4 * j].copy_from_slice(&((label << 12) | bos | ttl).to_be_bytes());
@@ -42,6 +45,7 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) {
         g.pool.frame_mut(i)
     };
     frame[..12].copy_from_slice(macs);
+    true
 }
 
 /// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
@@ -54,14 +58,22 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let adj = g.pool.meta(i).adj;
         if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3.adjs.get(adj as usize) {
             g.pool.meta_mut(i).tx_if = *tx_if;
-            rewrite(g, i, macs, push);
-            g.nexts[k] = NodeId::InterfaceOutput;
+            if rewrite(g, i, macs, push) {
+                g.nexts[k] = NodeId::InterfaceOutput;
+            } else {
+                g.mark_drop(k, i, DropReason::Ip4NoHeadroom);
+                all_ok = false;
+            }
             continue;
         }
         match resolve_other(g, i) {
             Some((macs, push)) => {
-                rewrite(g, i, &macs, &push);
-                g.nexts[k] = NodeId::InterfaceOutput;
+                if rewrite(g, i, &macs, &push) {
+                    g.nexts[k] = NodeId::InterfaceOutput;
+                } else {
+                    g.mark_drop(k, i, DropReason::Ip4NoHeadroom);
+                    all_ok = false;
+                }
             }
             None => {
                 g.mark_drop(k, i, DropReason::NoNeighbor);

@@ -3,7 +3,8 @@
 //! - Swap: the top label is replaced by the entry's out-labels (more than one grows the frame
 //!   into the headroom). Each new label takes the old top label's traffic class and TTL − 1;
 //!   the last one keeps its bottom-of-stack bit. Then the next hop's and the output interface's
-//!   MACs are written and the frame goes to `interface-output` (`no-neighbor` without a MAC).
+//!   MACs are written and the frame goes to `interface-output` (`no-neighbor` without a MAC,
+//!   `no-headroom` when the frame has no room for the extra labels).
 //! - Pop (bottom of stack): the label is removed, the ethertype becomes IPv4, the IPv4 TTL is
 //!   lowered to the label's TTL − 1 if that is smaller (uniform TTL model, with an
 //!   incremental checksum update), and the packet goes to `ip4-input` to be validated and routed.
@@ -22,15 +23,20 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let e = g.pool.meta(i).adj;
-        if let Some(LabelEntry::Swap { adj, out }) = tables.l3.label_entries.get(e as usize - 1)
+        let entry = tables.l3.label_entries.get((e as usize).wrapping_sub(1));
+        if let Some(LabelEntry::Swap { adj, out }) = entry
             && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3.adjs.get(*adj as usize)
         {
-            swap(g, i, *tx_if, macs, out);
-            g.nexts[k] = NodeId::InterfaceOutput;
+            if swap(g, i, *tx_if, macs, out) {
+                g.nexts[k] = NodeId::InterfaceOutput;
+            } else {
+                g.mark_drop(k, i, DropReason::MplsNoHeadroom);
+                all_swapped = false;
+            }
             continue;
         }
         all_swapped = false;
-        match tables.l3.label_entries.get(e as usize - 1) {
+        match entry {
             Some(LabelEntry::Swap { adj, .. }) => {
                 if let Some(Adjacency::Via { tx_if, .. }) = tables.l3.adjs.get(*adj as usize) {
                     g.pool.meta_mut(i).tx_if = *tx_if;
@@ -46,33 +52,36 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     if all_swapped { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
 }
 
-/// Replaces the top label of buffer `i` with `out` and writes `macs`; out of `tx_if`.
-fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) {
+/// Replaces the top label of buffer `i` with `out` and writes `macs`; out of `tx_if`. Returns
+/// false, the frame unfit to send, when the headroom cannot hold the extra labels.
+#[must_use]
+fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     g.pool.meta_mut(i).tx_if = tx_if;
     if let [label] = out.labels() {
         // The plain swap, in place: one 4-byte read-modify-write, then the MACs (the ethertype
         // is already MPLS).
         let f = g.pool.frame_mut(i);
-        let Some(top) = f.get_mut(l3..l3 + 4) else { return };
+        let Some(top) = f.get_mut(l3..l3 + 4) else { return false };
         let old = u32::from_be_bytes([top[0], top[1], top[2], top[3]]);
         let new = (label << 12) | (old & 0xf00) | ((old & 0xff) - 1);
         top.copy_from_slice(&new.to_be_bytes());
         f[..12].copy_from_slice(macs);
-        return;
+        return true;
     }
     let f = g.pool.frame(i);
     let old = u32::from_be_bytes([f[l3], f[l3 + 1], f[l3 + 2], f[l3 + 3]]);
     let keep = (old & 0xe00) | ((old & 0xff) - 1); // traffic class and TTL − 1
     let n = out.labels().len();
-    // Frames enter the graph at the full 64-byte headroom, which holds 7 extra labels.
-    let f = g.pool.grow_head(i, 4 * (n - 1)).expect("headroom for the out-labels");
+    // The generator leaves 64 bytes of headroom (7 extra labels); another driver may leave less.
+    let Some(f) = g.pool.grow_head(i, 4 * (n - 1)) else { return false };
     for (j, &label) in out.labels().iter().enumerate() {
         let bos = if j + 1 == n { old & 0x100 } else { 0 };
         f[l3 + 4 * j..l3 + 4 * j + 4].copy_from_slice(&((label << 12) | keep | bos).to_be_bytes());
     }
     f[..12].copy_from_slice(macs);
     f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
+    true
 }
 
 /// Removes the bottom-of-stack label of buffer `i`, leaving an IPv4 frame for `ip4-input`.

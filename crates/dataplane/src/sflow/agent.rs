@@ -16,7 +16,7 @@ use crate::errors::DropReason;
 use crate::fib::Fib;
 use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
-use crate::qsbr::Qsbr;
+use crate::qsbr::QsbrReader;
 use crate::stats::counter_set;
 use sflow::{
     CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedRouter,
@@ -77,10 +77,9 @@ pub struct AgentSetup {
     pub tables: Arc<Tables>,
     /// For the source prefix length.
     pub fib: Arc<Fib>,
-    /// Where the agent announces quiescent states, as reader `reader`.
-    pub qsbr: Arc<Qsbr>,
-    /// Its QSBR reader id.
-    pub reader: usize,
+    /// Where the agent announces quiescent states; offline when the agent ends, also by a
+    /// panic.
+    pub qsbr: QsbrReader,
     /// Data sources: (port, 1-in-N, stages [`super::RX`] | [`super::TX`]).
     pub sources: Vec<(u16, u32, u8)>,
     /// Agent address in datagrams.
@@ -146,7 +145,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let mut discards: Vec<Sample<'static>> = Vec::new();
     let mut next_ring = 0;
     loop {
-        s.qsbr.quiescent(s.reader);
+        s.qsbr.quiescent();
         let stopping = s.stop.load(Relaxed);
         let available: u64 = s.rings.iter().map(Consumer::available).sum();
         // Counter samples that are due go out at once; at stop, every source's final counters.
@@ -233,7 +232,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
         }
         waiting_since = None;
     }
-    s.qsbr.offline(s.reader);
+    s.qsbr.offline();
     Ok(())
 }
 

@@ -173,22 +173,22 @@ impl SflowWorker {
     /// a drop) when the ring is full.
     fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, counters: &WorkerCounters) -> bool {
         let c = counters.sflow(port);
-        let Some(slot) = self.producer.reserve() else {
-            c.ring_full.add(1);
-            return false;
-        };
         let frame = pool.frame(i);
         let len = frame.len().min(self.header_bytes);
-        let m = *pool.meta(i);
-        let s = self.producer.slot(slot);
-        s.header[..len].copy_from_slice(&frame[..len]);
-        s.header_len = len as u16;
-        s.frame_len = m.len;
-        s.port = port;
-        s.fate = Fate::InFlight;
-        s.buffer = i;
-        c.taken.add(1);
-        true
+        let taken = self.producer.reserve(|s| {
+            s.header[..len].copy_from_slice(&frame[..len]);
+            s.header_len = len as u16;
+            s.frame_len = frame.len() as u16;
+            s.port = port;
+            s.fate = Fate::InFlight;
+            s.buffer = i;
+        });
+        if taken {
+            c.taken.add(1)
+        } else {
+            c.ring_full.add(1)
+        }
+        taken
     }
 
     /// Drop monitoring, from `error-drop`: each packet of `v` dropped on a monitored port (its
@@ -206,23 +206,20 @@ impl SflowWorker {
                 continue;
             }
             let c = counters.sflow(port);
-            let slot = if self.bucket.take(now) { self.producer.reserve() } else { None };
-            let Some(slot) = slot else {
-                c.discards_lost.add(1);
-                continue;
-            };
             let frame = pool.frame(i);
             let len = frame.len().min(self.header_bytes);
-            let s = self.producer.slot(slot);
-            s.header[..len].copy_from_slice(&frame[..len]);
-            s.header_len = len as u16;
-            s.frame_len = m.len;
-            s.port = port;
-            s.input = m.rx_if;
-            s.output = if egress { m.tx_if } else { 0 };
-            s.reason = reason.sflow_code();
-            s.fate = Fate::Discard;
-            c.discards.add(1);
+            let reported = self.bucket.take(now)
+                && self.producer.reserve(|s| {
+                    s.header[..len].copy_from_slice(&frame[..len]);
+                    s.header_len = len as u16;
+                    s.frame_len = m.len();
+                    s.port = port;
+                    s.input = m.rx_if;
+                    s.output = if egress { m.tx_if } else { 0 };
+                    s.reason = reason.sflow_code();
+                    s.fate = Fate::Discard;
+                });
+            if reported { c.discards.add(1) } else { c.discards_lost.add(1) }
         }
     }
 
@@ -257,17 +254,9 @@ impl SflowWorker {
 mod tests {
     use super::*;
     use crate::sflow::ring::Ring;
-    use std::sync::Arc;
 
     fn worker(rate: u32, seed: u64) -> SflowWorker {
-        SflowWorker::new(
-            &[(1, rate, RX)],
-            &[],
-            TokenBucket::new(1.0, 1),
-            128,
-            seed,
-            Producer::new(Arc::new(Ring::new(1 << 16))),
-        )
+        SflowWorker::new(&[(1, rate, RX)], &[], TokenBucket::new(1.0, 1), 128, seed, Ring::new(1 << 16).split().0)
     }
 
     /// Skips are uniform on [1, 2N−1]: a χ² test over 10 equal bins (fixed seed), and the
