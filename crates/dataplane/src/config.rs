@@ -667,12 +667,27 @@ impl Config {
                 format!("none, or one per worker ({})", w.count),
             ));
         }
-        if self.interfaces.len() >= MAX_INTERFACES {
+        // Interfaces and sub-interfaces share one index space (1 to MAX_INTERFACES - 1).
+        let total = self.interfaces.len() + self.interfaces.values().map(|i| i.sub_interfaces.len()).sum::<usize>();
+        if total >= MAX_INTERFACES {
             return Err(invalid(
                 "interfaces",
-                format!("{} interfaces", self.interfaces.len()),
-                format!("at most {}", MAX_INTERFACES - 1),
+                format!("{total} interfaces and sub-interfaces"),
+                format!("at most {} in all", MAX_INTERFACES - 1),
             ));
+        }
+        for (name, i) in &self.interfaces {
+            if let Some(sub) =
+                i.sub_interfaces.keys().find(|sub| self.interfaces.contains_key(&format!("{name}.{sub}")))
+            {
+                return Err(invalid(
+                    format!("interfaces.{name}.{sub}"),
+                    format!("name '{name}.{sub}'"),
+                    format!(
+                        "a name no sub-interface has (interfaces.{name}.sub-interfaces.{sub} is named {name}.{sub})"
+                    ),
+                ));
+            }
         }
         let mut indices = BTreeMap::new();
         for (name, i) in &self.interfaces {

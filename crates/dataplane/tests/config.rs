@@ -139,3 +139,28 @@ fn parse_errors_say_what_is_wrong() {
     let e = Config::load("routes: [{prefix: 10.0.0.0/33, via: 1.1.1.1}]").unwrap_err().to_string();
     assert!(e.contains("not in 0..=32"), "{e}");
 }
+
+/// Interfaces and sub-interfaces share one index and name space: too many in all, or a
+/// physical interface named like a sub-interface, is a named error, not a panic at start or
+/// two interfaces with one name.
+#[test]
+fn interfaces_and_sub_interfaces_share_the_index_and_name_space() {
+    let subs: String =
+        (1..=1100).map(|k| format!("      {k}: {{encapsulation: {{dot1q: {}}}}}\n", k % 4094 + 1)).collect();
+    let many = format!("interfaces:\n  p0:\n    sub-interfaces:\n{subs}");
+    assert!(
+        err(&many)
+            .starts_with("interfaces: 1101 interfaces and sub-interfaces is not allowed; allowed: at most 1023 in all"),
+        "{}",
+        err(&many)
+    );
+    let clash = "interfaces:\n  p0: {sub-interfaces: {1: {encapsulation: {dot1q: 5}}}}\n  p0.1: {}\n";
+    assert!(err(clash).starts_with("interfaces.p0.1: name 'p0.1' is not allowed"), "{}", err(clash));
+    // Just under the limit: starts and gets distinct indices.
+    let subs: String = (1..=1022).map(|k| format!("      {k}: {{encapsulation: {{dot1q: {k}}}}}\n")).collect();
+    let full = Config::load(&format!("interfaces:\n  p0:\n    sub-interfaces:\n{subs}")).unwrap();
+    let ifs = dataplane::engine::build_interfaces(&full);
+    let mut idx: Vec<u16> = ifs.iter().map(|i| i.index).collect();
+    idx.dedup();
+    assert_eq!(idx.len(), 1023);
+}
