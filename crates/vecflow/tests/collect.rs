@@ -1,6 +1,8 @@
 //! `vecflow collect` end to end: a pcap of datagrams made by our encoder, and live UDP over
 //! IPv4 and IPv6 loopback on a random high port.
 
+mod common;
+
 use pcap_file::pcap::{PcapPacket, PcapWriter};
 use sflow::*;
 use std::borrow::Cow;
@@ -188,13 +190,13 @@ fn pcap_summary_estimates_and_gaps() {
 #[test]
 fn listens_on_ipv4_and_ipv6_loopback() {
     let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = vecflow()
-        .args(["collect", "--port", &port.to_string(), "--json", "--count", "2", "--duration", "20"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut collector = common::Daemon::spawn(
+        vecflow()
+            .args(["collect", "--port", &port.to_string(), "--json", "--count", "2", "--duration", "20"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut err = BufReader::new(collector.child().stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
     assert!(line.contains("listening on"), "{line}");
@@ -202,10 +204,10 @@ fn listens_on_ipv4_and_ipv6_loopback() {
     v4.send_to(&datagram(7, 1), ("127.0.0.1", port)).unwrap();
     let sent_v6 = UdpSocket::bind("[::1]:0").and_then(|s| s.send_to(&datagram(8, 1), ("::1", port)).map(|_| s));
     if sent_v6.is_err() {
-        eprintln!("SKIP ipv6 part: no IPv6 loopback on this machine");
+        common::skip("its IPv6 part: no IPv6 loopback on this machine");
         v4.send_to(&datagram(8, 1), ("127.0.0.1", port)).unwrap();
     }
-    let out = child.wait_with_output().unwrap();
+    let out = collector.wait_with_output();
     assert!(out.status.success());
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();

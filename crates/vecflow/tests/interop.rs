@@ -1,9 +1,13 @@
 //! Interop with real sFlow decoders fed by a running dataplane: every datagram must decode
 //! with no malformed part, and the decoded values must equal what vecflow sent.
 
+mod common;
+
+use common::{Daemon, require};
 use pcap_file::pcap::{PcapPacket, PcapWriter};
 use std::net::{Ipv4Addr, UdpSocket};
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The lab's routed and cross-connected pairs with sFlow at 1:100, counters every second and
@@ -54,7 +58,7 @@ fn capture() -> Vec<Vec<u8>> {
 }
 
 /// Writes the datagrams as Ethernet/IPv4/UDP 127.0.0.1:40000 → 127.0.0.1:6343.
-fn write_pcap(path: &std::path::Path, datagrams: &[Vec<u8>]) {
+fn write_pcap(path: &Path, datagrams: &[Vec<u8>]) {
     let mut w = PcapWriter::new(std::fs::File::create(path).unwrap()).unwrap();
     for (k, d) in datagrams.iter().enumerate() {
         let mut f = vec![0u8; 42 + d.len()];
@@ -65,10 +69,6 @@ fn write_pcap(path: &std::path::Path, datagrams: &[Vec<u8>]) {
         wire::udp::write_header(&mut f[34..], lo, lo, 40000, 6343);
         w.write_packet(&PcapPacket::new(Duration::from_millis(k as u64), f.len() as u32, &f)).unwrap();
     }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
 /// A tshark field as a list of strings (tshark -T ek gives a value or a list).
@@ -98,17 +98,14 @@ fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
 /// sflow.md, B.8): discard samples (0:5) and the port-name record (0:1005) are "unknown".
 #[test]
 fn tshark_decodes_what_vecflow_sends() {
-    if !have("tshark") {
-        eprintln!("SKIP: tshark is not installed (./test.sh installs it)");
-        return;
-    }
+    let Some(tshark) = require("tshark", &[], "./test.sh installs it: apt-get install tshark") else { return };
     let datagrams = capture();
     assert!(datagrams.len() > 20, "{} datagrams", datagrams.len());
     let dir = std::env::temp_dir().join(format!("vecflow-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("sflow.pcap");
     write_pcap(&pcap, &datagrams);
-    let out = Command::new("tshark")
+    let out = Command::new(&tshark)
         .args(["-r", pcap.to_str().unwrap(), "-T", "ek", "-d", "udp.port==6343,sflow"])
         .output()
         .unwrap();
@@ -197,24 +194,17 @@ fn if_index(i: sflow::Interface) -> u64 {
     }
 }
 
-/// The goflow2 binary: on the PATH, or where `go install` puts it.
-fn goflow2() -> Option<std::path::PathBuf> {
-    let gopath = std::env::var("GOPATH").ok().map(std::path::PathBuf::from);
-    let home = std::env::var("HOME").ok().map(|h| std::path::Path::new(&h).join("go"));
-    std::iter::once(std::path::PathBuf::from("goflow2"))
-        .chain(gopath.into_iter().chain(home).map(|p| p.join("bin/goflow2")))
-        .find(|p| Command::new(p).arg("-v").output().is_ok())
-}
-
 /// Feeds `datagrams` to goflow2 in `mode` (`raw` or `sample`) and returns its JSON lines.
-fn goflow2_decode(bin: &std::path::Path, mode: &str, datagrams: &[Vec<u8>]) -> Vec<serde_json::Value> {
+fn goflow2_decode(bin: &Path, mode: &str, datagrams: &[Vec<u8>]) -> Vec<serde_json::Value> {
     let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(bin)
-        .args(["-listen", &format!("sflow://127.0.0.1:{port}"), "-produce", mode, "-format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    // Its output goes to a file: a pipe nobody reads until the end could fill and block it.
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let goflow2 = Daemon::spawn(
+        Command::new(bin)
+            .args(["-listen", &format!("sflow://127.0.0.1:{port}"), "-produce", mode, "-format", "json"])
+            .stdout(out.reopen().unwrap())
+            .stderr(Stdio::null()),
+    );
     std::thread::sleep(Duration::from_millis(800));
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     for d in datagrams {
@@ -223,10 +213,10 @@ fn goflow2_decode(bin: &std::path::Path, mode: &str, datagrams: &[Vec<u8>]) -> V
     }
     std::thread::sleep(Duration::from_millis(800));
     // SIGTERM, not kill(): goflow2 flushes its buffered output when it exits cleanly.
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    let out = child.wait_with_output().unwrap();
+    goflow2.stop(libc::SIGTERM, Duration::from_secs(10));
+    let stdout = std::fs::read(out.path()).unwrap();
     // Its two workers write concurrently: objects are not always one per line.
-    serde_json::Deserializer::from_slice(&out.stdout).into_iter::<serde_json::Value>().map(Result::unwrap).collect()
+    serde_json::Deserializer::from_slice(&stdout).into_iter::<serde_json::Value>().map(Result::unwrap).collect()
 }
 
 /// goflow2 2.2.6 decodes every datagram (raw mode: all sample types) with the values vecflow
@@ -235,10 +225,12 @@ fn goflow2_decode(bin: &std::path::Path, mode: &str, datagrams: &[Vec<u8>]) -> V
 /// `vlan_id` is the whole TCI (vecflow tags with priority 0, so it equals the VLAN id).
 #[test]
 fn goflow2_decodes_what_vecflow_sends() {
-    let Some(bin) = goflow2() else {
-        eprintln!("SKIP: goflow2 is not installed (./test.sh installs it with go install)");
-        return;
-    };
+    // Where `go install` puts it, which a PATH may lack.
+    let gopath = std::env::var_os("GOPATH").map(PathBuf::from);
+    let home_go = std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go"));
+    let gobin: Vec<PathBuf> = gopath.into_iter().chain(home_go).map(|p| p.join("bin")).collect();
+    let install = "./test.sh installs it: go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6";
+    let Some(bin) = require("goflow2", &gobin, install) else { return };
     let datagrams = capture();
     let ours: Vec<sflow::Datagram<'_>> = datagrams.iter().map(|d| sflow::decode(d).unwrap()).collect();
     let raw = goflow2_decode(&bin, "raw", &datagrams);
@@ -318,16 +310,8 @@ fn goflow2_decodes_what_vecflow_sends() {
     }
 }
 
-/// The sfacctd binary (Debian installs it in /usr/sbin, which a non-root PATH may lack).
-fn sfacctd() -> Option<std::path::PathBuf> {
-    ["sfacctd", "/usr/sbin/sfacctd"]
-        .into_iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| Command::new(p).arg("-V").output().is_ok())
-}
-
 /// Every JSON object of a file of JSON lines (empty when the file is missing).
-fn json_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+fn json_lines(path: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read(path).unwrap_or_default();
     serde_json::Deserializer::from_slice(&text).into_iter::<serde_json::Value>().map(Result::unwrap).collect()
 }
@@ -338,10 +322,9 @@ fn json_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
 /// sample, which is why vecflow sends discard samples in datagrams of their own.
 #[test]
 fn sfacctd_decodes_what_vecflow_sends() {
-    let Some(bin) = sfacctd() else {
-        eprintln!("SKIP: sfacctd is not installed (./test.sh installs Debian's pmacct)");
-        return;
-    };
+    // Debian installs it in /usr/sbin, which a non-root PATH may lack.
+    let install = "./test.sh installs Debian's pmacct: apt-get install pmacct";
+    let Some(bin) = require("sfacctd", &["/usr/sbin".into()], install) else { return };
     let datagrams = capture();
     let ours: Vec<sflow::Datagram<'_>> = datagrams.iter().map(|d| sflow::decode(d).unwrap()).collect();
     let dir = tempfile::tempdir().unwrap();
@@ -360,13 +343,10 @@ fn sfacctd_decodes_what_vecflow_sends() {
         ),
     )
     .unwrap();
-    let child = Command::new(&bin)
-        .arg("-f")
-        .arg(&conf)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let log_file = dir.path().join("sfacctd.log");
+    let sfacctd = Daemon::spawn(
+        Command::new(&bin).arg("-f").arg(&conf).stdout(Stdio::null()).stderr(std::fs::File::create(&log_file).unwrap()),
+    );
     std::thread::sleep(Duration::from_millis(1500));
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     for d in &datagrams {
@@ -375,9 +355,8 @@ fn sfacctd_decodes_what_vecflow_sends() {
     }
     std::thread::sleep(Duration::from_millis(2500));
     // SIGINT: sfacctd writes what it holds and exits.
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    let out = child.wait_with_output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
+    sfacctd.stop(libc::SIGINT, Duration::from_secs(10));
+    let log = std::fs::read_to_string(&log_file).unwrap();
     let flows = json_lines(&flows_file);
     let counters = json_lines(&counters_file);
 
