@@ -261,6 +261,9 @@ struct NodeCost {
     name: &'static str,
     clocks_per_packet: f64,
     vectors_per_call: f64,
+    /// Packets the node processed over the whole run (warm-up included), read after the
+    /// worker stopped, when every packet has left the graph: they balance exactly along a path.
+    run_vectors: u64,
 }
 
 #[derive(Serialize)]
@@ -381,11 +384,21 @@ fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> 
 
 fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
     let mut dp = Dataplane::start(&config).with_context(|| format!("scenario {name}"))?;
+    // Warm up from the worker's first loop: before it, its loop clock reads 0 and a window
+    // starting there would span the TSC since boot.
+    let started = Instant::now();
+    while worker0(&dp).looping.last_tsc == 0 {
+        if started.elapsed() > Duration::from_secs(10) {
+            bail!("scenario {name}: the worker did not start within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
     std::thread::sleep(Duration::from_secs_f64(args.warmup));
     let (a, sa) = (worker0(&dp), sflow_totals(&dp));
     std::thread::sleep(Duration::from_secs_f64(args.seconds));
     let (b, sb) = (worker0(&dp), sflow_totals(&dp));
     dp.stop()?;
+    let end = worker0(&dp);
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
     let packets = input(&b).vectors - input(&a).vectors;
     if packets == 0 {
@@ -401,6 +414,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
                 name: id.name(),
                 clocks_per_packet: clocks as f64 / vecs.max(1) as f64,
                 vectors_per_call: vecs as f64 / calls.max(1) as f64,
+                run_vectors: node(&end, id).vectors,
             }
         })
         .filter(|n| n.vectors_per_call > 0.0)

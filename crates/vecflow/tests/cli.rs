@@ -7,21 +7,113 @@ fn vecflow(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
+/// The forwarding scenarios' paths, node by node: every packet generated takes all of them.
+const PATHS: [(&str, &[&str]); 3] = [
+    ("l2xc", &["generator-input", "ethernet-input", "l2-xconnect", "interface-output", "generator-tx"]),
+    (
+        "ip4-lab",
+        &[
+            "generator-input",
+            "ethernet-input",
+            "ip4-input",
+            "ip4-lookup",
+            "ip4-rewrite",
+            "interface-output",
+            "generator-tx",
+        ],
+    ),
+    (
+        "mpls-swap",
+        &[
+            "generator-input",
+            "ethernet-input",
+            "mpls-input",
+            "mpls-lookup",
+            "mpls-rewrite",
+            "interface-output",
+            "generator-tx",
+        ],
+    ),
+];
+
+/// A short `bench --json` of the three clean forwarding scenarios, sFlow off and at 1:1000 and
+/// 1:100, balances: every packet generated passes each node of its path once and none is
+/// dropped, the window and rate agree, and the samples chosen match the rate.
 #[test]
-fn bench_json_has_the_documented_shape_and_only_json_on_stdout() {
-    let (ok, out, err) = vecflow(&["bench", "--json", "--seconds", "0.2", "--warmup", "0.1", "--scenario", "l2xc"]);
+fn bench_json_accounts_for_every_packet_and_sample() {
+    let (seconds, rates) = (0.2, [0u64, 1000, 100]);
+    let (ok, out, err) = vecflow(&[
+        "bench",
+        "--json",
+        "--seconds",
+        &seconds.to_string(),
+        "--warmup",
+        "0.05",
+        "--scenario",
+        "l2xc",
+        "--scenario",
+        "ip4-lab",
+        "--scenario",
+        "mpls-swap",
+        "--sflow-rates",
+        "0,1000,100",
+    ]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("stdout is one JSON document");
-    assert!(v["tsc_hz"].as_u64().unwrap() > 0);
-    let s = &v["scenarios"][0];
-    assert_eq!(s["name"], "l2xc");
-    assert_eq!(s["sflow_rate"], 0);
-    for k in ["mpps", "cycles_per_packet", "vectors_per_call"] {
-        assert!(s[k].as_f64().unwrap() > 0.0, "{k}");
+    let hz = v["tsc_hz"].as_f64().unwrap();
+    assert!(hz > 1e8, "TSC {hz} Hz");
+    let rows = v["scenarios"].as_array().unwrap();
+    let expected: Vec<(&str, u64)> = PATHS.iter().flat_map(|&(n, _)| rates.map(|r| (n, r))).collect();
+    let got: Vec<(&str, u64)> =
+        rows.iter().map(|s| (s["name"].as_str().unwrap(), s["sflow_rate"].as_u64().unwrap())).collect();
+    assert_eq!(got, expected, "one row per scenario and rate, in order");
+    for (s, &(name, rate)) in rows.iter().zip(&expected) {
+        let at = format!("{name} at sFlow {rate}: {s}");
+        let u = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k} in {at}"));
+        let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} in {at}"));
+        let packets = u("packets");
+        assert!(packets > 0, "{at}");
+
+        // Every packet generated over the run went through each node of the path, exactly once.
+        let nodes = s["nodes"].as_array().unwrap();
+        let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
+        let path = PATHS.iter().find(|p| p.0 == name).unwrap().1;
+        assert_eq!(names, path, "the nodes that saw packets ({at})");
+        let generated = nodes[0]["run_vectors"].as_u64().unwrap();
+        assert!(generated >= packets, "the run holds the window ({at})");
+        for n in nodes {
+            assert_eq!(n["run_vectors"].as_u64(), Some(generated), "{} ({at})", n["name"]);
+            assert!(n["clocks_per_packet"].as_f64().unwrap() > 0.0, "{} ({at})", n["name"]);
+        }
+        assert_eq!(f("drop_fraction"), 0.0, "{at}");
+
+        // The rate is the window's packets over the window's clock, and that window is the one
+        // asked for (give or take the scheduling of a busy machine).
+        let window = packets as f64 / (f("mpps") * 1e6);
+        assert!(
+            (seconds / 4.0..seconds * 10.0).contains(&window),
+            "a {window} s window for --seconds {seconds} ({at})"
+        );
+        assert!((1.0..=256.0).contains(&f("vectors_per_call")), "{at}");
+
+        // Samples: none without sFlow; with it, every packet passed a sampler (both ports sample
+        // their input) and each is chosen with probability 1/rate, whether the ring then had room
+        // (taken) or not (dropped). The sampler's skips are uniform on [1, 2·rate−1], which varies
+        // less than a binomial draw, so the binomial bound holds with room.
+        let (taken, sent, dropped) = (u("samples_taken"), u("samples_sent"), u("samples_dropped"));
+        if rate == 0 {
+            assert_eq!((taken, sent, dropped), (0, 0, 0), "{at}");
+        } else {
+            let chosen = (taken + dropped) as f64;
+            let mean = packets as f64 / rate as f64;
+            let bound = 5.0 * (mean * (1.0 - 1.0 / rate as f64)).sqrt() + 1.0;
+            assert!(
+                (chosen - mean).abs() <= bound,
+                "{chosen} samples chosen of {packets} at 1:{rate}, expected {mean:.0} ± {bound:.0} ({at})"
+            );
+            assert!(sent > 0, "{at}");
+        }
     }
-    let names: Vec<&str> = s["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["generator-input", "ethernet-input", "l2-xconnect", "interface-output", "generator-tx"]);
-    assert!(s["nodes"][0]["clocks_per_packet"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -46,9 +138,30 @@ fn demo_prints_status_lines_then_the_show_commands() {
     // and the estimate table for the four sampled ports.
     assert!(out.contains(&format!("== what the collector on {collector} saw")), "{out}");
     assert!(out.contains("ttl_exceeded (257)"), "drop monitoring reported the TTL drops:\n{out}");
+    // Each sampled port's estimate (Σ sampling rate over its samples) is within the 95 % bound
+    // the row prints, 196/√samples %, of the packets the port really received.
     let table = out.split("== estimated vs true packets").nth(1).expect("estimate table");
-    for port in ["port4", "port5", "port6", "port7"] {
-        assert!(table.lines().any(|l| l.starts_with(port)), "{port} in\n{table}");
+    let rows: Vec<Vec<&str>> =
+        table.lines().skip(2).map(|l| l.split_whitespace().collect::<Vec<_>>()).filter(|r| !r.is_empty()).collect();
+    let ports: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(ports, ["port4", "port5", "port6", "port7"], "one row per sampled port:\n{table}");
+    for r in &rows {
+        let [port, truth, estimate, samples, error_pct, bound_pct] = r[..] else { panic!("row {r:?}") };
+        let num = |x: &str| x.parse::<f64>().unwrap_or_else(|e| panic!("{x} in {r:?}: {e}"));
+        let (truth, estimate, samples, error_pct, bound_pct) =
+            (num(truth), num(estimate), num(samples), num(error_pct), num(bound_pct));
+        assert!(samples > 100.0 && truth > 0.0, "{r:?}");
+        assert_eq!(estimate, samples * 1000.0, "the lab samples 1:1000 ({port})");
+        let error = 100.0 * (estimate - truth).abs() / truth;
+        assert!((error - error_pct).abs() <= 0.006, "{port}: prints {error_pct} % for an error of {error} %");
+        assert!(
+            (bound_pct - 196.0 / samples.sqrt()).abs() <= 0.006,
+            "{port}: bound {bound_pct} % for {samples} samples"
+        );
+        assert!(
+            error <= bound_pct,
+            "{port}: estimated {estimate} for {truth} packets, {error:.2} % off, bound {bound_pct} %"
+        );
     }
 }
 
