@@ -1,6 +1,8 @@
-//! Overload: every packet of a full-rate pair sampled (1:1) for 10 s on the worker that also
-//! forwards a rate-limited pair without sFlow. Memory stays bounded, samples lost to full
-//! rings are counted and exported in `drops`, and the other pair keeps its rate.
+//! Overload: every packet of a full-rate pair sampled (1:1) on the worker that also forwards a
+//! rate-limited pair without sFlow. Memory stays bounded, samples lost to full rings are
+//! counted and exported in `drops`, and the other pair keeps its rate — compared with the same
+//! dataplane whose full-rate pair is not sampled, alternating off and on within the test
+//! (ARCHITECTURE.md §6: runs on these machines vary too much for an absolute figure).
 
 use dataplane::{Config, Dataplane};
 use sflow::Sample;
@@ -19,8 +21,27 @@ fn rss_kib() -> u64 {
         .unwrap()
 }
 
-#[test]
-fn one_in_one_for_ten_seconds_is_bounded_counted_and_spares_other_interfaces() {
+/// One worker: port2/port3 cross-connected at full rate, port2 sampled 1:1 when `sampled`;
+/// port6/port7 cross-connected at 100 kpps without sFlow. The agent runs either way.
+fn config(collector: u16, sampled: bool) -> Config {
+    let port2_sflow = if sampled { ", sflow: {}" } else { "" };
+    Config::load(&format!(
+        "
+workers: {{count: 1}}
+sflow: {{sampling-rate: 1, ring-depth: 4096, collectors: [{{address: 127.0.0.1, port: {collector}}}]}}
+interfaces:
+  port2: {{l2xc: port3{port2_sflow}, generator: {{streams: [{{template: l2}}]}}}}
+  port3: {{l2xc: port2}}
+  port6: {{l2xc: port7, generator: {{streams: [{{template: l2, rate-pps: 100000}}]}}}}
+  port7: {{l2xc: port6}}
+"
+    ))
+    .unwrap()
+}
+
+/// Runs the dataplane (port2 sampled or not) for a warm-up and a 2 s window, checks what
+/// holds in either case, and returns the packets per second port7 sent in the window.
+fn phase(sampled: bool) -> f64 {
     let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
     listener.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -47,38 +68,56 @@ fn one_in_one_for_ten_seconds_is_bounded_counted_and_spares_other_interfaces() {
             }
         }
     });
-    let config = Config::load(&format!(
-        "
-workers: {{count: 1}}
-sflow: {{sampling-rate: 1, ring-depth: 4096, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
-interfaces:
-  port2: {{l2xc: port3, sflow: {{}}, generator: {{streams: [{{template: l2}}]}}}}
-  port3: {{l2xc: port2}}
-  port6: {{l2xc: port7, generator: {{streams: [{{template: l2, rate-pps: 100000}}]}}}}
-  port7: {{l2xc: port6}}
-"
-    ))
-    .unwrap();
-    let mut dp = Dataplane::start(&config).unwrap();
+    let mut dp = Dataplane::start(&config(port, sampled)).unwrap();
     let index = |n: &str| dp.interfaces().iter().find(|i| i.name == n).unwrap().index;
     let (p2, p6, p7) = (index("port2"), index("port6"), index("port7"));
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(1));
     let (rss0, quiet0, t0) = (rss_kib(), dp.interface_stats(p7).tx_packets, Instant::now());
-    std::thread::sleep(Duration::from_secs(8));
+    std::thread::sleep(Duration::from_secs(2));
     let (rss1, quiet1, secs) = (rss_kib(), dp.interface_stats(p7).tx_packets, t0.elapsed().as_secs_f64());
     dp.stop().unwrap();
     stop.store(true, Relaxed);
     reader.join().unwrap();
 
     let (_, totals, rows) = dp.sflow().unwrap();
-    let row = rows.iter().find(|r| r.if_index == p2).unwrap();
-    assert!(row.sampler.ring_full > 0, "1:1 at full rate overflows the ring: {:?}", row.sampler);
-    assert_eq!(row.sampler.seen, dp.interface_stats(p2).rx_packets, "every packet passed the sampler");
-    assert_eq!(row.sampler.taken, row.samples_sent + totals.samples_of_drops, "every sample taken was sent");
-    assert!(samples.load(Relaxed) > 0 && max_drops.load(Relaxed) > 0, "drops are exported in the samples");
-    assert!(rss1 < rss0 + 16 * 1024, "memory grew from {rss0} KiB to {rss1} KiB");
-    let pps = (quiet1 - quiet0) as f64 / secs;
-    assert!((95_000.0..=105_000.0).contains(&pps), "the pair without sFlow forwarded {pps:.0} pps, configured 100 000");
+    let row = rows.iter().find(|r| r.if_index == p2);
+    if sampled {
+        let row = row.expect("port2 is sampled");
+        assert!(row.sampler.ring_full > 0, "1:1 at full rate overflows the ring: {:?}", row.sampler);
+        assert_eq!(row.sampler.seen, dp.interface_stats(p2).rx_packets, "every packet passed the sampler");
+        assert_eq!(row.sampler.taken, row.samples_sent + totals.samples_of_drops, "every sample taken was sent");
+        assert!(samples.load(Relaxed) > 0 && max_drops.load(Relaxed) > 0, "drops are exported in the samples");
+        assert!(rss1 < rss0 + 16 * 1024, "memory grew from {rss0} KiB to {rss1} KiB while sampling 1:1");
+    } else {
+        assert!(row.is_none(), "port2 is not sampled: {row:?}");
+    }
     let s6 = dp.interface_stats(p6);
-    assert_eq!(s6.rx_packets, s6.rx_forwarded, "nothing of it dropped");
+    assert_eq!(s6.rx_packets, s6.rx_forwarded, "nothing of the pair without sFlow dropped (sampled: {sampled})");
+    (quiet1 - quiet0) as f64 / secs
+}
+
+#[test]
+fn one_in_one_at_full_rate_is_bounded_counted_and_spares_other_interfaces() {
+    // Off, on, off, on: each pair of phases sees the machine in much the same state.
+    let (mut off, mut on, mut ratios) = (vec![], vec![], vec![]);
+    for _ in 0..2 {
+        off.push(phase(false));
+        on.push(phase(true));
+        ratios.push(on.last().unwrap() / off.last().unwrap());
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = (ratios[0] + ratios[1]) / 2.0;
+    let rates = format!("port7 at {off:.0?} pps with port2 unsampled, {on:.0?} pps with it sampled 1:1");
+    assert!(off.iter().all(|&pps| pps > 10_000.0), "the rate-limited pair forwards at all: {rates}");
+    // The pair is limited to 100 kpps, a small fraction of what the worker forwards even while
+    // sampling every packet of port2, so on an idle machine both phases give the same rate.
+    // What may separate them is scheduling: sampling adds a busy agent thread (and this test's
+    // reader) on a 2-core machine, and a worker descheduled for more than the generator's
+    // 256-packet credit (2.56 ms at 100 kpps) loses packets it cannot catch up. 10 % leaves room
+    // for that noise; a sampler that took the worker from the other pair would cost more.
+    assert!(
+        median >= 0.9,
+        "the pair without sFlow keeps {:.1} % of its rate (median of {ratios:.3?}): {rates}",
+        median * 100.0
+    );
 }
