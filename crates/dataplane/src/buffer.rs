@@ -117,8 +117,9 @@ impl BufferPool {
     /// in) now.
     pub fn new(capacity: u32) -> std::io::Result<Self> {
         let capacity = capacity.max(1);
-        let mapped = capacity.next_power_of_two();
-        let mut data = HugeRegion::new(mapped as usize * STRIDE)?;
+        let too_big = || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{capacity} buffers"));
+        let mapped = capacity.checked_next_power_of_two().ok_or_else(too_big)?;
+        let mut data = HugeRegion::new((mapped as usize).checked_mul(STRIDE).ok_or_else(too_big)?)?;
         for page in data.as_mut_slice()[..capacity as usize * STRIDE].chunks_mut(4096) {
             page[0] = 0;
         }

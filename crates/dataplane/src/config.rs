@@ -759,6 +759,13 @@ impl Config {
             if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.has_interface(p) || **p == format!("{name}.{sub}")) {
                 return Err(invalid(sf("l2xc"), peer, "the name of a configured interface"));
             }
+            if s.l2xc.is_some() && !s.addresses.is_empty() {
+                return Err(invalid(
+                    sf("addresses"),
+                    format!("{} addresses", s.addresses.len()),
+                    "none on an L2 cross-connected sub-interface",
+                ));
+            }
         }
         let dups = i.sub_interfaces.values().map(|s| s.encapsulation.dot1q).collect::<std::collections::BTreeSet<_>>();
         if dups.len() != i.sub_interfaces.len() {
@@ -828,9 +835,37 @@ impl Config {
             return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
         }
         let known = |n: &String| self.has_interface(n);
-        let connected =
-            |a: Ipv4Addr| self.interfaces.values().flat_map(|i| &i.addresses).any(|p| crate::l3::covers(p, a));
+        let connected = |a: Ipv4Addr| {
+            self.interfaces
+                .values()
+                .flat_map(|i| i.addresses.iter().chain(i.sub_interfaces.values().flat_map(|s| &s.addresses)))
+                .any(|p| crate::l3::covers(p, a))
+        };
+        let mut addresses = BTreeMap::new();
+        for (name, i) in &self.interfaces {
+            let subs = i.sub_interfaces.iter().map(|(sub, s)| (format!("{name}.{sub}"), &s.addresses));
+            for (owner, list) in std::iter::once((name.clone(), &i.addresses)).chain(subs) {
+                for a in list {
+                    if let Some(other) = addresses.insert(a.addr, owner.clone()) {
+                        return Err(invalid(
+                            format!("interfaces.{owner}.addresses"),
+                            a,
+                            format!("an address configured once ({other} already has {})", a.addr),
+                        ));
+                    }
+                }
+            }
+        }
+        let mut prefixes = BTreeMap::new();
         for (k, r) in self.routes.iter().enumerate() {
+            let key = (u32::from(r.prefix.addr) & crate::fib::mask(r.prefix.len), r.prefix.len);
+            if let Some(first) = prefixes.insert(key, k) {
+                return Err(invalid(
+                    format!("routes[{k}].prefix"),
+                    r.prefix,
+                    format!("a prefix no other route has (routes[{first}] has it)"),
+                ));
+            }
             if let Some(n) = r.interface.as_ref().filter(|n| !known(n)) {
                 return Err(invalid(format!("routes[{k}].interface"), n, "the name of a configured interface"));
             }
@@ -845,12 +880,20 @@ impl Config {
             }
             check_labels(&format!("routes[{k}].out-labels"), &r.out_labels)?;
         }
+        let mut neighbors = BTreeMap::new();
         for (k, n) in self.neighbors.iter().enumerate() {
             if !known(&n.interface) {
                 return Err(invalid(
                     format!("neighbors[{k}].interface"),
                     &n.interface,
                     "the name of a configured interface",
+                ));
+            }
+            if let Some(first) = neighbors.insert((&n.interface, n.address), k) {
+                return Err(invalid(
+                    format!("neighbors[{k}].address"),
+                    n.address,
+                    format!("an address not already a neighbor on {} (neighbors[{first}] is)", n.interface),
                 ));
             }
         }

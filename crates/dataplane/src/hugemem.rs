@@ -24,7 +24,11 @@ impl HugeRegion {
     /// Maps `len` bytes (rounded up to 2 MiB) of zeroed memory.
     pub fn new(len: usize) -> std::io::Result<Self> {
         const HUGE: usize = 2 << 20;
-        let len = len.max(1).div_ceil(HUGE) * HUGE;
+        let len = len
+            .max(1)
+            .div_ceil(HUGE)
+            .checked_mul(HUGE)
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{len} bytes")))?;
         // SAFETY: an anonymous private mapping with no address hint; the result is checked.
         let p = unsafe {
             libc::mmap(

@@ -7,6 +7,7 @@
 //! it through the command registry ([`cli`]). Configuration is [`config::Config`].
 
 #![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod buffer;
 pub mod cli;

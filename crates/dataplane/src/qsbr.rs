@@ -129,19 +129,26 @@ mod tests {
         reader.quiescent(); // online, and never quiescent again until told
         let passes = Arc::new(StdAtomicU64::new(0));
         let go = Arc::new(AtomicBool::new(false));
-        let (p2, g2) = (passes.clone(), go.clone());
+        let done = Arc::new(AtomicBool::new(false));
+        let (p2, g2, d2) = (passes.clone(), go.clone(), done.clone());
         let t = std::thread::spawn(move || {
             while !g2.load(Relaxed) {
                 std::thread::yield_now();
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
             p2.store(1, Relaxed);
-            reader.quiescent();
+            // Quiescent again and again, as a worker is once per loop: one announcement could
+            // carry a generation read before the writer's increment was visible.
+            while !d2.load(Relaxed) {
+                reader.quiescent();
+                std::thread::yield_now();
+            }
             reader // dropped by the caller: offline
         });
         go.store(true, Relaxed);
         q.synchronize();
         assert_eq!(passes.load(Relaxed), 1, "synchronize returned before the reader was quiescent");
+        done.store(true, Relaxed);
         drop(t.join().unwrap());
         q.synchronize(); // offline after the drop: returns at once
     }

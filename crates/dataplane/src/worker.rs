@@ -46,8 +46,12 @@ pub struct WorkerSetup {
 
 /// Pins the calling thread to CPU `core`.
 pub fn pin_current_thread(core: u16) -> std::io::Result<()> {
-    // SAFETY: `cpu_set_t` is plain data, zero is a valid (empty) set, and the CPU_* helpers
-    // only write inside it; sched_setaffinity(0, ...) targets the calling thread.
+    if usize::from(core) >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CPU {core} is not a CPU number")));
+    }
+    // SAFETY: `cpu_set_t` is plain data, zero is a valid (empty) set, and `core` is below
+    // CPU_SETSIZE (checked above), so CPU_SET writes inside it; sched_setaffinity(0, ...)
+    // targets the calling thread.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(core as usize, &mut set);

@@ -122,6 +122,22 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "sflow: {max-datagram-size: 399, header-bytes: 256, agent-address: '2001:db8::1'}\ninterfaces: {p0: {}}",
             "sflow.max-datagram-size: 399 is not allowed; allowed: 408 to 8192",
         ),
+        (
+            "interfaces: {p0: {sub-interfaces: {1: {encapsulation: {dot1q: 5}, l2xc: p1, addresses: [10.0.0.1/24]}}}, p1: {}}",
+            "interfaces.p0.sub-interfaces.1.addresses: 1 addresses is not allowed; allowed: none on an L2 cross-connected sub-interface",
+        ),
+        (
+            "interfaces: {p0: {addresses: [10.0.0.1/24]}, p1: {sub-interfaces: {7: {encapsulation: {dot1q: 7}, addresses: [10.0.0.1/30]}}}}",
+            "interfaces.p1.7.addresses: 10.0.0.1/30 is not allowed; allowed: an address configured once (p0 already has 10.0.0.1)",
+        ),
+        (
+            "interfaces: {p0: {addresses: [10.0.0.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.0.2}, {prefix: 1.2.0.0/8, via: 10.0.0.3}]",
+            "routes[1].prefix: 1.2.0.0/8 is not allowed; allowed: a prefix no other route has (routes[0] has it)",
+        ),
+        (
+            "interfaces: {p0: {}}\nneighbors: [{interface: p0, address: 1.1.1.1, mac: 00:00:00:00:00:01}, {interface: p0, address: 1.1.1.1, mac: 00:00:00:00:00:02}]",
+            "neighbors[1].address: 1.1.1.1 is not allowed; allowed: an address not already a neighbor on p0 (neighbors[0] is)",
+        ),
     ];
     for (yaml, want) in cases {
         let got = err(yaml);
@@ -163,4 +179,26 @@ fn interfaces_and_sub_interfaces_share_the_index_and_name_space() {
     let mut idx: Vec<u16> = ifs.iter().map(|i| i.index).collect();
     idx.dedup();
     assert_eq!(idx.len(), 1023);
+}
+
+/// A route's next hop may sit on a sub-interface's subnet: the check that accepts it and the
+/// builder that resolves it agree (the check once looked only at physical interfaces).
+#[test]
+fn a_route_via_a_sub_interface_subnet_is_accepted_and_resolved_there() {
+    let yaml = "
+interfaces:
+  p0:
+    sub-interfaces:
+      100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}
+routes:
+  - {prefix: 70.0.0.0/8, via: 10.100.0.2}
+";
+    let c = Config::load(yaml).unwrap();
+    let ifs = dataplane::engine::build_interfaces(&c);
+    let sub = ifs.iter().find(|i| i.name == "p0.100").unwrap().index;
+    assert_eq!(dataplane::l3::connected_interface(&ifs, "10.100.0.2".parse().unwrap()), Some(sub));
+    let e = err(
+        "interfaces:\n  p0:\n    sub-interfaces:\n      100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}\nroutes:\n  - {prefix: 70.0.0.0/8, via: 10.101.0.2}\n",
+    );
+    assert!(e.starts_with("routes[0].via: 10.101.0.2 is not allowed"), "{e}");
 }

@@ -4,6 +4,8 @@
 //! - `vecflow bench` measures cycles per packet of the forwarding paths and the sFlow codec.
 //! - `vecflow collect` receives sFlow and prints it or summarises it with estimates.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod bench;
 mod codec_bench;
 mod collect;

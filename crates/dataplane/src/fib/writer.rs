@@ -214,6 +214,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "the /0 route writes all 2^24 tbl24 entries: hours under Miri")]
     fn lab_routes_and_fallback_on_delete() {
         let mut w = writer(16);
         let a = |s: &str| s.parse::<Ipv4Addr>().unwrap();
@@ -259,7 +260,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(248), ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, rng_seed: proptest::test_runner::RngSeed::Fixed(248), ..ProptestConfig::default() })]
 
         /// Random inserts, replaces and deletes, then lookups (random and at every prefix's
         /// edges) against the naive oracle.
@@ -307,7 +308,12 @@ mod tests {
         });
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!done.load(std::sync::atomic::Ordering::Acquire), "reclaimed while a reader could still hold it");
-        reader.quiescent();
+        // Quiescent until the writer is through, as a worker is once per loop: one
+        // announcement could carry a generation read before the writer's increment was visible.
+        while !done.load(std::sync::atomic::Ordering::Acquire) {
+            reader.quiescent();
+            std::thread::yield_now();
+        }
         let w = writer.join().unwrap();
         assert!(done.load(std::sync::atomic::Ordering::Acquire));
         assert_eq!(w.tbl8_in_use(), 0);
@@ -349,7 +355,7 @@ mod tests {
             }
             seen
         });
-        for round in 0..2000u32 {
+        for round in 0..if cfg!(miri) { 16 } else { 2000u32 } {
             // Alternate between two /24s so that a reclaimed group is reused for the other.
             let (net, adj) = if round % 2 == 0 { (0, 2) } else { (1, 3) };
             let host = Ipv4Addr::new(10, 0, net, (round / 2 % 256) as u8);

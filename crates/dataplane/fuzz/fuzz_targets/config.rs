@@ -1,0 +1,27 @@
+//! Any bytes → a configuration or an error that names a field. A configuration that is
+//! accepted builds its interfaces (unique names and indices), adjacencies and tables without
+//! a panic: every check the builders rely on (`expect("validated …")`) is made by `validate`.
+#![no_main]
+
+use dataplane::config::Config;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    match Config::load(text) {
+        Ok(c) => {
+            let ifs = dataplane::engine::build_interfaces(&c);
+            let mut names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
+            let mut idx: Vec<u16> = ifs.iter().map(|i| i.index).collect();
+            names.sort_unstable();
+            names.dedup();
+            idx.sort_unstable();
+            idx.dedup();
+            assert_eq!((names.len(), idx.len()), (ifs.len(), ifs.len()), "names and indices are unique");
+            let (l3, inserts) = dataplane::l3::build(&c, &ifs);
+            assert!(inserts.iter().all(|&(_, len, _)| len <= 32));
+            let _ = dataplane::interface::Tables::new(&ifs, l3);
+        }
+        Err(e) => assert!(e.to_string().contains(": "), "an error names its field: {e}"),
+    }
+});
