@@ -245,6 +245,9 @@ impl Dataplane {
             started: Instant::now(),
             config: config.clone(),
         };
+        // Made before the workers start: each worker's sampler sums a sample's pool over all.
+        let all_counters: Vec<Arc<WorkerCounters>> =
+            (0..config.workers.count).map(|_| Arc::new(WorkerCounters::new())).collect();
         for id in 0..config.workers.count {
             let ports = dp
                 .interfaces
@@ -255,7 +258,7 @@ impl Dataplane {
                     Some(GeneratorPort::new(i.index, g.streams.iter().map(|s| Stream::new(s, i.mac, hz)).collect()))
                 })
                 .collect();
-            let counters = Arc::new(WorkerCounters::new());
+            let counters = all_counters[usize::from(id)].clone();
             let core = config.workers.cores.get(id as usize).copied();
             let setup = WorkerSetup {
                 id,
@@ -287,6 +290,7 @@ impl Dataplane {
                         sf.header_bytes,
                         seed,
                         producers.pop().expect("one ring per worker"),
+                        all_counters.clone(),
                     )
                 }),
             };

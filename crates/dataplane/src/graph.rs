@@ -95,6 +95,9 @@ counter_set! {
     SflowStats {
         /// Packets the sampler saw.
         seen,
+        /// Packets the receive sampler saw that the graph then dropped: `seen − dropped` is
+        /// the data source's sample pool (forwarded packets) on this worker.
+        dropped,
         /// Samples copied into the ring.
         taken,
         /// Samples lost because the ring was full.

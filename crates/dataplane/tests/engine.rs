@@ -37,9 +37,17 @@ fn lab_forwards_on_two_workers_and_every_packet_is_accounted_for() {
 fn show_commands_answer_in_text_and_json() {
     let cfg = Config::load(LAB).unwrap();
     let mut dp = Dataplane::start(&cfg).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
-    dp.stop().unwrap();
     let r = Registry::with_builtins();
+    // Until every node has run and the TTL-1 trickle has dropped (at most 10 s on a busy machine).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let ran = |n: &str| r.execute(&dp, "show runtime").unwrap().text.contains(n);
+        if ran("ip4-rewrite") && ran("generator-tx") && !dp.errors().is_empty() {
+            break;
+        }
+    }
+    dp.stop().unwrap();
     let rt = r.execute(&dp, "show runtime").unwrap();
     assert_eq!(rt.json["workers"].as_array().unwrap().len(), 2);
     for node in [

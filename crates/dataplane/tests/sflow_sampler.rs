@@ -40,7 +40,8 @@ fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<
     let (mut g, _) = common::graph(YAML);
     let (producer, mut consumer) = Ring::new(1 << 16).split();
     let bucket = dataplane::sflow::TokenBucket::new(1.0, 1);
-    g.sflow = Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer));
+    let peers = vec![g.counters.clone()];
+    g.sflow = Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer, peers));
     let mut traffic = Traffic(seed);
     let (mut truth, mut seen) = (BTreeMap::new(), BTreeMap::new());
     let mut samples = 0;

@@ -63,7 +63,8 @@ fn state() -> &'static Mutex<State> {
         let ports: Vec<u16> = f.interfaces.iter().filter(|i| i.parent.is_none()).map(|i| i.index).collect();
         let sources: Vec<(u16, u32, u8)> = ports.iter().map(|&p| (p, 1, RX | TX)).collect();
         let (producer, consumer) = Ring::new(1024).split();
-        graph.sflow = Some(SflowWorker::new(&sources, &ports, TokenBucket::new(1e9, 1), 128, 7, producer));
+        let peers = vec![graph.counters.clone()];
+        graph.sflow = Some(SflowWorker::new(&sources, &ports, TokenBucket::new(1e9, 1), 128, 7, producer, peers));
         Mutex::new(State { graph, consumer, interfaces: f.interfaces })
     })
 }

@@ -23,7 +23,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         }
     }
     if let Some(sf) = &mut g.sflow {
-        sf.discards(&g.pool, &g.vectors[v], &g.tables, &g.counters);
+        sf.dropped(&g.pool, &g.vectors[v], &g.tables, &g.counters);
     }
     g.pool.free(g.vectors[v].indices());
     g.vectors.free(v);

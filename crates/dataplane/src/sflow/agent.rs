@@ -5,14 +5,14 @@
 //! Each data source (port) has its own sample sequence numbers, assigned here, so several
 //! workers feeding one port make one gap-free sequence. `sample_pool` is counted, not
 //! estimated: the packets the port's samplers saw on every worker minus those the graph
-//! dropped (a dropped packet is not a flow sample), read when the sample is encoded. `drops`
-//! is the exact count of samples lost to full rings. Samples are
-//! sent when a datagram fills, or within [`FLUSH`] of the oldest waiting sample.
+//! dropped (a dropped packet is not a flow sample), as of the moment the worker published the
+//! sample (see [`super::SflowWorker::publish`]); `drops` is the count of samples lost to full
+//! rings as of that moment. Both never step back from one sample of a port to the next.
+//! Samples are sent when a datagram fills, or within [`FLUSH`] of the oldest waiting sample.
 
 use super::ring::{Consumer, Fate, Slot};
 use super::send::Sender;
 use crate::counter::Counter;
-use crate::errors::DropReason;
 use crate::fib::Fib;
 use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
@@ -114,13 +114,15 @@ impl Default for AgentShared {
     }
 }
 
-/// Per-port state of the current round.
+/// Per-port state.
 #[derive(Clone, Copy, Default)]
 struct Source {
     rate: u32,
     seq: u32,
-    pool: u32,
-    drops: u32,
+    /// The pool and drops of the last flow sample sent: a sample published earlier on
+    /// another worker but read later never makes them step back.
+    pool: u64,
+    drops: u64,
     /// Discard samples sent.
     discard_seq: u32,
     /// Drops not reported (rate limit, full ring), as of the last discard sample.
@@ -170,7 +172,6 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             std::thread::sleep(IDLE);
             continue;
         }
-        refresh(&s, &mut sources);
         let uptime = started.elapsed().as_millis() as u32;
         let mut lens = Vec::with_capacity(BATCH);
         for buf in bufs.iter_mut() {
@@ -197,6 +198,8 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
                         }
                     }
                     let src = &mut sources[slot.port as usize];
+                    src.pool = src.pool.max(slot.pool);
+                    src.drops = src.drops.max(slot.drops);
                     let sample = flow_sample(slot, src, fib);
                     if b.push(&sample).is_err() {
                         full = true;
@@ -279,28 +282,6 @@ fn send(s: &AgentSetup, sender: &Sender, bufs: &[Vec<u8>], lens: &[usize]) {
         s.shared.counters.datagrams_sent.add(out.sent as u64);
         s.shared.counters.send_failures.add((batch.len() - out.sent) as u64);
         s.shared.counters.refused.add(out.refused as u64);
-    }
-}
-
-/// Reads the pools and ring drops of every sampled port from the workers' counters. Packets
-/// the graph dropped after the receive sampler saw them are taken out of the pool; the
-/// transmit sampler only sees packets that are sent.
-fn refresh(s: &AgentSetup, sources: &mut [Source]) {
-    for &(port, _, stages) in &s.sources {
-        let (mut seen, mut full, mut dropped) = (0u64, 0u64, 0u64);
-        for w in &s.workers {
-            let c = w.sflow(port);
-            seen += c.seen.get();
-            full += c.ring_full.get();
-            if stages & super::RX != 0 {
-                for i in std::iter::once(port).chain(s.tables.subifs_of(port)) {
-                    dropped += DropReason::ALL.iter().map(|&r| w.error(i, r).get()).sum::<u64>();
-                }
-            }
-        }
-        let src = &mut sources[port as usize];
-        src.pool = seen.saturating_sub(dropped) as u32;
-        src.drops = full as u32;
     }
 }
 
@@ -387,8 +368,8 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
         sequence: src.seq.wrapping_add(1),
         source: DataSource::interface(u32::from(slot.port)),
         sampling_rate: src.rate,
-        sample_pool: src.pool,
-        drops: src.drops,
+        sample_pool: src.pool as u32, // modulo 2^32, as sFlow counts it
+        drops: src.drops as u32,
         input: Interface::Index(u32::from(slot.input)),
         output: Interface::Index(u32::from(slot.output)),
         records,

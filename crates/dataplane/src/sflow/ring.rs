@@ -64,6 +64,12 @@ pub struct Slot {
     pub fate: Fate,
     /// For a discard: the sFlow discard reason code.
     pub reason: u32,
+    /// For a flow sample: the data source's sample pool (packets forwarded, on every worker)
+    /// when the sample was published.
+    pub pool: u64,
+    /// For a flow sample: the data source's samples lost to full rings (on every worker)
+    /// when the sample was published.
+    pub drops: u64,
     /// The worker's buffer the packet was in (its metadata is read when the slot is
     /// published).
     pub buffer: u32,
@@ -84,6 +90,8 @@ impl Slot {
         routed: false,
         fate: Fate::InFlight,
         reason: 0,
+        pool: 0,
+        drops: 0,
         buffer: 0,
     };
 }

@@ -13,6 +13,7 @@ use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
 use crate::l3::Adjacency;
 use crate::vector::Vector;
+use std::sync::Arc;
 
 /// One data source's sampler on one worker.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +43,9 @@ pub struct SflowWorker {
     bucket: TokenBucket,
     /// Where chosen packets go.
     pub producer: Producer,
+    /// Every worker's counters, this one's included: a sample's pool and drops are summed
+    /// over them when it is published.
+    peers: Vec<Arc<WorkerCounters>>,
 }
 
 /// A token bucket on the TSC: `rate` tokens per second, holding at most one second's worth.
@@ -75,7 +79,8 @@ impl TokenBucket {
 
 impl SflowWorker {
     /// Samplers for `sources` (ifIndex, 1-in-N, stages [`RX`] | [`TX`]), seeded with `seed`;
-    /// drops of `monitored` ports reported at most `bucket` allows.
+    /// drops of `monitored` ports reported at most `bucket` allows. `peers` are the counters
+    /// of every worker that samples these sources, this one's included.
     pub fn new(
         sources: &[(u16, u32, u8)],
         monitored: &[u16],
@@ -83,6 +88,7 @@ impl SflowWorker {
         header_bytes: u16,
         seed: u64,
         producer: Producer,
+        peers: Vec<Arc<WorkerCounters>>,
     ) -> Self {
         let mut w = SflowWorker {
             samplers: vec![Sampler { rate: 0, skip: 0, stages: 0 }; MAX_INTERFACES],
@@ -91,6 +97,7 @@ impl SflowWorker {
             monitored: vec![false; MAX_INTERFACES],
             bucket,
             producer,
+            peers,
         };
         for &p in monitored {
             w.monitored[p as usize] = true;
@@ -191,17 +198,22 @@ impl SflowWorker {
         taken
     }
 
-    /// Drop monitoring, from `error-drop`: each packet of `v` dropped on a monitored port (its
+    /// From `error-drop`, for the dropped packets of `v`: each one the receive sampler of its
+    /// input port saw leaves that port's pool, and each one dropped on a monitored port (its
     /// input, or its output for drops on the way out) becomes a discard sample while the
     /// worker's token bucket allows; the others are counted as lost.
-    pub fn discards(&mut self, pool: &BufferPool, v: &Vector, tables: &Tables, counters: &WorkerCounters) {
+    pub fn dropped(&mut self, pool: &BufferPool, v: &Vector, tables: &Tables, counters: &WorkerCounters) {
         let now = crate::tsc::now();
         for &i in v.indices() {
             let m = *pool.meta(i);
+            let rx_port = tables.get(m.rx_if).port;
+            if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 {
+                counters.sflow(rx_port).dropped.add(1);
+            }
             let reason =
                 crate::errors::DropReason::from_index(m.error).unwrap_or(crate::errors::DropReason::Unspecified);
             let egress = reason.class() == crate::errors::DropClass::OutDiscards;
-            let port = tables.get(if egress { m.tx_if } else { m.rx_if }).port;
+            let port = if egress { tables.get(m.tx_if).port } else { rx_port };
             if !self.monitored.get(port as usize).copied().unwrap_or(false) {
                 continue;
             }
@@ -227,10 +239,18 @@ impl SflowWorker {
     /// and publishes them. Call once the vectors they came from have left the graph and
     /// before the worker reuses any buffer (the metadata of freed buffers is intact until then).
     pub fn publish(&mut self, pool: &BufferPool, tables: &Tables) {
+        let peers = &self.peers;
         self.producer.for_each_unpublished(|s| {
             if s.fate == Fate::Discard {
                 return; // complete when reserved
             }
+            // This worker's part is exact (its vectors have left the graph, drops counted);
+            // another worker's is at most the vector it is running ahead (seen, drops not yet
+            // counted).
+            (s.pool, s.drops) = peers.iter().fold((0, 0), |(pool, drops), w| {
+                let c = w.sflow(s.port);
+                (pool + c.seen.get().saturating_sub(c.dropped.get()), drops + c.ring_full.get())
+            });
             let m = *pool.meta(s.buffer);
             let forwarded = m.error == NOT_DROPPED;
             let via = match tables.l3.adjs.get(m.adj as usize) {
@@ -256,7 +276,16 @@ mod tests {
     use crate::sflow::ring::Ring;
 
     fn worker(rate: u32, seed: u64) -> SflowWorker {
-        SflowWorker::new(&[(1, rate, RX)], &[], TokenBucket::new(1.0, 1), 128, seed, Ring::new(1 << 16).split().0)
+        let peers = vec![Arc::new(WorkerCounters::new())];
+        SflowWorker::new(
+            &[(1, rate, RX)],
+            &[],
+            TokenBucket::new(1.0, 1),
+            128,
+            seed,
+            Ring::new(1 << 16).split().0,
+            peers,
+        )
     }
 
     /// Skips are uniform on [1, 2N−1]: a χ² test over 10 equal bins (fixed seed), and the
