@@ -25,46 +25,63 @@ fn frame(k: u8) -> Vec<u8> {
     f
 }
 
+/// Flow sample `sequence` of data source 3 (in 3, out 5) of a 64-byte frame.
+fn flow_sample(sequence: u32, sampling_rate: u32, sample_pool: u32, drops: u32, frame: &[u8]) -> Sample<'_> {
+    Sample::Flow(FlowSample {
+        sequence,
+        source: DataSource::interface(3),
+        sampling_rate,
+        sample_pool,
+        drops,
+        input: Interface::Index(3),
+        output: Interface::Index(5),
+        records: vec![FlowRecord::RawHeader(RawHeader {
+            protocol: 1,
+            frame_length: 64,
+            stripped: 4,
+            header: Cow::Borrowed(frame),
+        })],
+    })
+}
+
+/// Counter sample `sequence` of data source 3 with generic counters `c`.
+fn counter_sample(sequence: u32, c: IfCounters) -> Sample<'static> {
+    Sample::Counters(CountersSample {
+        sequence,
+        source: DataSource::interface(3),
+        records: vec![CounterRecord::Generic(c)],
+    })
+}
+
+/// Datagram `seq` of agent 192.0.2.1, sent at uptime `seq` seconds, encoded.
+fn agent_datagram(seq: u32, samples: Vec<Sample<'_>>) -> Vec<u8> {
+    encoded(&Datagram {
+        agent: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+        sub_agent_id: 0,
+        sequence: seq,
+        uptime_ms: seq * 1000,
+        samples,
+    })
+}
+
 /// Datagram `seq` with flow samples for destinations 1..=k and one counter sample.
 fn datagram(seq: u32, k: u8) -> Vec<u8> {
     let frames: Vec<Vec<u8>> = (1..=k).map(frame).collect();
     let mut samples: Vec<Sample<'_>> = frames
         .iter()
         .enumerate()
-        .map(|(i, f)| {
-            Sample::Flow(FlowSample {
-                sequence: seq * 10 + i as u32,
-                source: DataSource::interface(3),
-                sampling_rate: 100,
-                sample_pool: (seq * 10 + i as u32) * 100,
-                drops: 0,
-                input: Interface::Index(3),
-                output: Interface::Index(5),
-                records: vec![FlowRecord::RawHeader(RawHeader {
-                    protocol: 1,
-                    frame_length: 64,
-                    stripped: 4,
-                    header: Cow::Borrowed(f),
-                })],
-            })
-        })
+        .map(|(i, f)| flow_sample(seq * 10 + i as u32, 100, (seq * 10 + i as u32) * 100, 0, f))
         .collect();
     let generic =
         IfCounters { if_index: 3, in_octets: u64::from(seq) * 1000, in_ucast_pkts: seq * 10, ..IfCounters::default() };
-    samples.push(Sample::Counters(CountersSample {
-        sequence: seq,
-        source: DataSource::interface(3),
-        records: vec![CounterRecord::Generic(generic)],
-    }));
-    let d = Datagram {
-        agent: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
-        sub_agent_id: 0,
-        sequence: seq,
-        uptime_ms: seq * 1000,
-        samples,
-    };
+    samples.push(counter_sample(seq, generic));
+    agent_datagram(seq, samples)
+}
+
+/// `d` encoded.
+fn encoded(d: &Datagram<'_>) -> Vec<u8> {
     let mut buf = vec![0u8; 1400];
-    let n = encode(&d, &mut buf).unwrap();
+    let n = encode(d, &mut buf).unwrap();
     buf.truncate(n);
     buf
 }
@@ -87,23 +104,30 @@ impl Drop for TempDir {
     }
 }
 
-fn write_pcap(name: &str) -> (TempDir, std::path::PathBuf) {
+/// A pcap of `frames`, one second apart from 1 700 000 000, in a directory removed on drop.
+fn write_frames(name: &str, frames: &[Vec<u8>]) -> (TempDir, std::path::PathBuf) {
     let dir = TempDir(std::env::temp_dir().join(format!("vecflow-collect-{name}-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).unwrap();
     let path = dir.0.join("sflow.pcap");
     let mut w = PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
-    // Datagrams 1, 2 and 4 (3 is lost), one unrelated UDP packet, one malformed sFlow payload.
-    let frames = [
-        udp_frame(&datagram(1, 3), 6343),
-        udp_frame(&datagram(2, 3), 6343),
-        udp_frame(b"not sflow", 53),
-        udp_frame(&datagram(4, 3), 6343),
-        udp_frame(&[0, 0, 0, 5, 0], 6343),
-    ];
     for (i, f) in frames.iter().enumerate() {
         w.write_packet(&PcapPacket::new(Duration::from_secs(1_700_000_000 + i as u64), f.len() as u32, f)).unwrap();
     }
     (dir, path)
+}
+
+fn write_pcap(name: &str) -> (TempDir, std::path::PathBuf) {
+    // Datagrams 1, 2 and 4 (3 is lost), one unrelated UDP packet, one malformed sFlow payload.
+    write_frames(
+        name,
+        &[
+            udp_frame(&datagram(1, 3), 6343),
+            udp_frame(&datagram(2, 3), 6343),
+            udp_frame(b"not sflow", 53),
+            udp_frame(&datagram(4, 3), 6343),
+            udp_frame(&[0, 0, 0, 5, 0], 6343),
+        ],
+    )
 }
 
 fn run(args: &[&str]) -> String {
@@ -229,4 +253,120 @@ fn bad_pcap_is_a_clear_error() {
     let out = vecflow().args(["collect", "--pcap", p.to_str().unwrap()]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a pcap file"));
+}
+
+#[test]
+fn pcap_takes_sflow_on_any_udp_port_unless_port_is_given() {
+    let frames: Vec<Vec<u8>> =
+        (1..=3).map(|seq| udp_frame(&datagram(seq, 1), 16399)).chain([udp_frame(b"not sflow", 53)]).collect();
+    let (_dir, path) = write_frames("anyport", &frames);
+    let p = path.to_str().unwrap();
+    let seqs = |out: String| -> Vec<u64> {
+        out.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["datagram"]["sequence"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(seqs(run(&["collect", "--pcap", p, "--json"])), [1, 2, 3], "any port; the DNS packet is not sFlow");
+    assert_eq!(seqs(run(&["collect", "--pcap", p, "--json", "--port", "16399"])), [1, 2, 3]);
+    assert_eq!(run(&["collect", "--pcap", p, "--json", "--port", "6343"]), "", "--port selects");
+}
+
+#[test]
+fn hostile_port_name_cannot_forge_lines_or_drive_the_terminal() {
+    let name = b"eth0\nendDatagram   =================================\nagent 6.6.6.6\r\x1b[2J\x1b]0;owned\x07\xff";
+    let d = agent_datagram(
+        1,
+        vec![Sample::Counters(CountersSample {
+            sequence: 1,
+            source: DataSource::interface(3),
+            records: vec![CounterRecord::PortName(Cow::Borrowed(name))],
+        })],
+    );
+    let (_dir, path) = write_frames("hostile", &[udp_frame(&d, 6343)]);
+    let out = vecflow().args(["collect", "--pcap", path.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success());
+    assert!(!out.stdout.iter().any(|&b| b < 0x20 && b != b'\n'), "control bytes in the output");
+    let out = String::from_utf8(out.stdout).expect("valid UTF-8");
+    let forged = |l: &&str| l.starts_with("endDatagram") || l.starts_with("agent 6.6.6.6");
+    assert_eq!(out.lines().filter(forged).count(), 1, "only the real endDatagram line:\n{out}");
+    let escaped = "portName eth0\\nendDatagram   =================================\\nagent 6.6.6.6\\r\\x1b[2J\\x1b]0;owned\\x07\\xff";
+    assert!(out.lines().any(|l| l == escaped), "missing '{escaped}' in\n{out}");
+}
+
+/// A synthetic stream whose sample pool, drops and 32-bit packet counter wrap three times and
+/// whose 64-bit octet counter wraps three times, with datagrams 5 and 6 swapped.
+#[test]
+fn summary_accumulates_across_three_wraps_and_counts_reordering_as_late() {
+    const POOL_STEP: u32 = 1_400_000_000;
+    const DROP_STEP: u32 = 1_300_000_000;
+    const OCTET_STEP: u64 = 6_456_360_425_798_343_065; // 0.35 × 2^64
+    let frame = frame(1);
+    let datagram = |seq: u32| {
+        let k = seq - 1;
+        let generic = IfCounters {
+            if_index: 3,
+            in_octets: (u64::MAX - 100).wrapping_add(u64::from(k).wrapping_mul(OCTET_STEP)),
+            in_ucast_pkts: k.wrapping_mul(POOL_STEP).wrapping_add(7),
+            ..IfCounters::default()
+        };
+        let flow = flow_sample(
+            k.wrapping_sub(6), // the sample sequence wraps too
+            1000,
+            k.wrapping_mul(POOL_STEP).wrapping_add(5),
+            k.wrapping_mul(DROP_STEP),
+            &frame,
+        );
+        agent_datagram(seq, vec![flow, counter_sample(seq, generic)])
+    };
+    let order = [1, 2, 3, 4, 6, 5, 7, 8, 9, 10, 11];
+    let frames: Vec<Vec<u8>> = order.iter().map(|&seq| udp_frame(&datagram(seq), 6343)).collect();
+    let (_dir, path) = write_frames("wraps", &frames);
+    let out = run(&["collect", "--pcap", path.to_str().unwrap(), "--summary", "--json"]);
+    let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let a = &r["agents"][0];
+    assert_eq!(
+        (&a["datagrams"], &a["lost_datagrams"], &a["out_of_order"], &a["restarts"]),
+        (&11.into(), &0.into(), &1.into(), &0.into())
+    );
+    let i = &r["interfaces"][0];
+    // 10 steps from the first sample to the last: 14·10⁹ packets, the pool wrapped 3 times.
+    assert_eq!(i["pool_packets"].as_u64(), Some(10 * u64::from(POOL_STEP)));
+    assert!(10 * u64::from(POOL_STEP) > 3 << 32 && 10 * u64::from(DROP_STEP) > 3 << 32);
+    assert_eq!(i["dropped_samples"].as_u64(), Some(10 * u64::from(DROP_STEP)));
+    assert_eq!((i["sequence_gaps"].as_u64(), i["out_of_order"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(i["ingress"]["samples"], 11, "a late sample still counts in the estimate");
+    let c = &r["counters"][0];
+    assert_eq!(
+        (c["polls"].as_u64(), c["out_of_order"].as_u64(), c["seconds"].as_f64()),
+        (Some(11), Some(1), Some(10.0))
+    );
+    assert_eq!(c["in_packets"].as_u64(), Some(10 * u64::from(POOL_STEP)));
+    let octets = 10 * u128::from(OCTET_STEP);
+    assert!(octets > 3 << 64 && octets < 4 << 64);
+    assert!(out.contains(&format!("\"in_octets\":{octets},")), "in_octets {octets} in {out}");
+}
+
+#[test]
+fn overflow_of_the_agent_table_is_shown() {
+    let frames: Vec<Vec<u8>> = (0..1025u32)
+        .map(|k| {
+            let d = Datagram {
+                agent: IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k)),
+                sub_agent_id: 0,
+                sequence: 1,
+                uptime_ms: 1,
+                samples: vec![],
+            };
+            udp_frame(&encoded(&d), 6343)
+        })
+        .collect();
+    let (_dir, path) = write_frames("overflow", &frames);
+    let p = path.to_str().unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(run(&["collect", "--pcap", p, "--summary", "--json"]).trim()).unwrap();
+    assert_eq!(r["agents"].as_array().unwrap().len(), 1024);
+    assert_eq!(r["overflow"]["agents"], 1);
+    assert_eq!((&r["overflow"]["sources"], &r["overflow"]["flows"]), (&0.into(), &0.into()));
+    let text = run(&["collect", "--pcap", p, "--summary"]);
+    assert!(text.contains("left out at the state limits: 1 datagrams (over 1024 agents)"), "{text}");
 }

@@ -74,8 +74,16 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Reads every UDP datagram to `port` from a pcap file.
-pub fn pcap(path: &Path, port: u16, each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>) -> anyhow::Result<()> {
+/// The first word of an sFlow v5 datagram: its version.
+const SFLOW_V5: [u8; 4] = [0, 0, 0, 5];
+
+/// Reads from a pcap file every UDP datagram to `port`, or with no port (like sflowtool) every
+/// UDP datagram whose payload starts with sFlow version 5, whatever its port.
+pub fn pcap(
+    path: &Path,
+    port: Option<u16>,
+    each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut reader = PcapReader::new(std::io::BufReader::new(file))
         .with_context(|| format!("{}: not a pcap file", path.display()))?;
@@ -96,7 +104,8 @@ pub fn pcap(path: &Path, port: u16, each: &mut dyn FnMut(&Received<'_>) -> anyho
             Some(o) => pkt.data.get(o..),
             None => ethernet_payload(&pkt.data),
         };
-        if let Some((from, bytes)) = ip.and_then(|ip| udp_to(ip, port))
+        if let Some((from, to, bytes)) = ip.and_then(udp_payload)
+            && port.map_or(bytes.starts_with(&SFLOW_V5), |p| p == to)
             && !each(&Received { from, unix_secs: pkt.timestamp.as_secs(), bytes })?
         {
             break;
@@ -118,8 +127,8 @@ fn ethernet_payload(f: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// The sender and payload of an IPv4 or IPv6 UDP packet to `port` (unfragmented).
-fn udp_to(ip: &[u8], port: u16) -> Option<(SocketAddr, &[u8])> {
+/// The sender, destination port and payload of an IPv4 or IPv6 UDP packet (unfragmented).
+fn udp_payload(ip: &[u8]) -> Option<(SocketAddr, u16, &[u8])> {
     let (src, udp) = match ip.first()? >> 4 {
         4 => {
             let p = wire::Ipv4Packet::new_checked(ip).ok()?;
@@ -138,9 +147,6 @@ fn udp_to(ip: &[u8], port: u16) -> Option<(SocketAddr, &[u8])> {
         _ => return None,
     };
     let u = wire::UdpDatagram::new_checked(udp).ok()?;
-    if u.dst_port() != port {
-        return None;
-    }
     let end = usize::from(u.len()).clamp(8, udp.len());
-    Some((SocketAddr::new(src, u.src_port()), &udp[8..end]))
+    Some((SocketAddr::new(src, u.src_port()), u.dst_port(), &udp[8..end]))
 }

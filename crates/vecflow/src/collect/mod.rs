@@ -2,8 +2,17 @@
 //! prints each datagram as sflowtool-style text or as JSON lines, or (`--summary`) prints
 //! per-agent, per-interface and top-N flow estimates with their error bounds at the end.
 
+mod accumulate;
+mod capped;
+mod direction;
+mod escape;
 mod input;
+mod limits;
 mod packet;
+mod polled;
+mod reasons;
+mod report;
+mod sequence;
 pub mod summary;
 mod text;
 
@@ -20,9 +29,10 @@ use summary::Summary;
 /// Options of `vecflow collect`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// UDP port to listen on; with --pcap, the destination port that selects datagrams.
-    #[arg(long, default_value_t = sflow::DEFAULT_PORT)]
-    port: u16,
+    /// UDP port to listen on (default 6343); with --pcap, the destination port that selects
+    /// datagrams (default: any UDP datagram that starts like sFlow v5).
+    #[arg(long)]
+    port: Option<u16>,
     /// Address to listen on. Default: [::] (IPv6 and IPv4), or 0.0.0.0 where IPv6 is off.
     #[arg(long)]
     bind: Option<IpAddr>,
@@ -120,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => input::pcap(path, args.port, &mut on_datagram)?,
         None => {
             let deadline = args.duration.map(|d| std::time::Instant::now() + Duration::from_secs_f64(d));
-            input::udp(args.bind, args.port, &stop, deadline, &mut on_datagram)?;
+            input::udp(args.bind, args.port.unwrap_or(sflow::DEFAULT_PORT), &stop, deadline, &mut on_datagram)?;
         }
     }
     if let Some(s) = &sink.summary {

@@ -5,11 +5,25 @@
 //! length bytes, with a relative error at 95 % confidence of at most 196·√(1/c) %. A packet
 //! is counted once: when an agent sends ingress samples (input = the data source), its other
 //! samples are left out of the flow totals, since they see the same packets again on egress.
+//!
+//! Sequence numbers are compared in serial-number arithmetic: a number behind the highest seen
+//! is late (out of order), never a gap. Sample pools and drops are accumulated sample by sample
+//! in sequence order, modulo 2³², so they survive any number of wraps; a late sample adds to the
+//! estimates but not to the pool. After an agent restart every count starts a new baseline.
 
+use super::accumulate::Accumulated;
+use super::capped::Capped;
+use super::direction::{Direction, Ports};
+use super::limits::{MAX_AGENTS, MAX_FLOWS, MAX_INTERFACES, MAX_REASONS, MAX_SOURCES};
 use super::packet::{NO_IP, decode_ethernet};
+use super::polled::Polled;
+use super::reasons::reason_name;
+pub use super::report::Report;
+use super::report::{AgentRow, CounterRow, FlowRow, InterfaceRow, Overflow};
+use super::sequence::{Sequence, Step};
 use serde::Serialize;
 use sflow::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 /// Packets and bytes estimated from samples.
@@ -53,35 +67,94 @@ pub struct FlowKey {
     pub dst_port: u16,
 }
 
-/// An uptime that goes back by more than this (with the sequence) means the agent restarted.
+/// An uptime that goes back by more than this means the agent restarted (reordering is
+/// never that late).
 const RESTART_UPTIME_MS: u32 = 10_000;
+/// An uptime that goes back but is less than this ahead modulo 2³² wrapped (every 49.7 days).
+const UPTIME_WRAP_MS: u32 = 3_600_000;
 
+/// True when the agent uptime went from `last` back to `now` by a restart, not a wrap.
+fn uptime_restarted(last: u32, now: u32) -> bool {
+    now.saturating_add(RESTART_UPTIME_MS) < last && now.wrapping_sub(last) >= UPTIME_WRAP_MS
+}
+
+/// One (agent, sub-agent) datagram stream.
 #[derive(Debug, Default)]
 struct Stream {
     datagrams: u64,
-    last: Option<(u32, u32)>,
+    seq: Sequence,
+    uptime_ms: u32,
     lost: u64,
     restarts: u64,
     out_of_order: u64,
 }
 
+impl Stream {
+    /// Places datagram `sequence` sent at `uptime_ms`: a restart (uptime back by more than
+    /// reordering explains, or the sequence back to 0 or 1), a gap, or a late arrival (which
+    /// closes the gap it had opened).
+    fn place(&mut self, sequence: u32, uptime_ms: u32) {
+        self.datagrams += 1;
+        let back_to_start = sequence <= 1 && self.seq.is_behind(sequence);
+        if self.datagrams > 1 && (back_to_start || uptime_restarted(self.uptime_ms, uptime_ms)) {
+            self.restarts += 1;
+            self.seq.restart(sequence);
+            self.uptime_ms = uptime_ms;
+            return;
+        }
+        match self.seq.step(sequence) {
+            Step::Behind { filled } => {
+                self.out_of_order += 1;
+                self.lost = self.lost.saturating_sub(filled.into());
+                return;
+            }
+            Step::Ahead { missed } => self.lost += u64::from(missed),
+            Step::First => {}
+        }
+        self.uptime_ms = uptime_ms;
+    }
+}
+
+/// One data source's samples.
 #[derive(Debug, Default)]
 struct Source {
     ingress: Estimate,
     egress: Estimate,
-    first_pool: Option<u32>,
-    last_pool: u32,
-    first_drops: Option<u32>,
-    last_drops: u32,
-    last_seq: Option<u32>,
-    seq_gaps: u64,
-    discards: BTreeMap<u32, u64>,
+    seq: Sequence,
+    epoch: u64,
+    pool: Accumulated,
+    drops: Accumulated,
+    gaps: u64,
+    out_of_order: u64,
+    discards: Capped<u32, u64, MAX_REASONS>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct CounterPoint {
-    uptime_ms: u32,
-    c: IfCounters,
+impl Source {
+    /// Places flow sample `f` of a stream that has restarted `epoch` times: pool and drops
+    /// advance only with the sample sequence, and start over after a restart.
+    fn place(&mut self, f: &FlowSample<'_>, epoch: u64) {
+        let (pool, drops) = (u64::from(f.sample_pool), u64::from(f.drops));
+        if self.epoch != epoch {
+            self.epoch = epoch;
+            self.seq.restart(f.sequence);
+            self.pool.rebase(pool);
+            self.drops.rebase(drops);
+            return;
+        }
+        match self.seq.step(f.sequence) {
+            Step::Behind { filled } => {
+                self.out_of_order += 1;
+                self.gaps = self.gaps.saturating_sub(filled.into());
+            }
+            step => {
+                if let Step::Ahead { missed } = step {
+                    self.gaps += u64::from(missed);
+                }
+                self.pool.advance(pool, 32);
+                self.drops.advance(drops, 32);
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -90,14 +163,15 @@ struct Flow {
     other: Estimate,
 }
 
-/// Accumulates decoded datagrams.
+/// Accumulates decoded datagrams, within the limits of `limits`.
 #[derive(Debug, Default)]
 pub struct Summary {
-    streams: BTreeMap<(IpAddr, u32), Stream>,
-    sources: BTreeMap<(IpAddr, DataSource), Source>,
-    agents_with_ingress: std::collections::BTreeSet<IpAddr>,
-    flows: HashMap<FlowKey, Flow>,
-    counters: BTreeMap<(IpAddr, u32), (CounterPoint, CounterPoint, u64)>,
+    streams: Capped<(IpAddr, u32), Stream, MAX_AGENTS>,
+    sources: Capped<(IpAddr, DataSource), Source, MAX_SOURCES>,
+    ports: Ports,
+    agents_with_ingress: BTreeSet<IpAddr>,
+    flows: Capped<FlowKey, Flow, MAX_FLOWS>,
+    counters: Capped<(IpAddr, u32), Polled, MAX_INTERFACES>,
     errors: u64,
 }
 
@@ -109,60 +183,41 @@ impl Summary {
 
     /// Adds one decoded datagram.
     pub fn add(&mut self, d: &Datagram<'_>) {
-        let st = self.streams.entry((d.agent, d.sub_agent_id)).or_default();
-        st.datagrams += 1;
-        // A restart sends the sequence back to the start and the uptime back by more than any
-        // reordering could; anything else that goes back is late or duplicated.
-        let now = (d.sequence, d.uptime_ms);
-        match st.last {
-            Some((seq, up))
-                if d.sequence < seq && (d.sequence <= 1 || d.uptime_ms.saturating_add(RESTART_UPTIME_MS) < up) =>
-            {
-                st.restarts += 1;
-                st.last = Some(now);
-            }
-            Some((seq, _)) if d.sequence <= seq => st.out_of_order += 1,
-            Some((seq, _)) => {
-                st.lost += u64::from(d.sequence - seq - 1);
-                st.last = Some(now);
-            }
-            None => st.last = Some(now),
-        }
+        let Some(st) = self.streams.entry((d.agent, d.sub_agent_id)) else { return };
+        st.place(d.sequence, d.uptime_ms);
+        let epoch = st.restarts;
         for s in &d.samples {
             match s {
-                Sample::Flow(f) => self.flow(d.agent, f),
-                Sample::Counters(c) => self.counter(d.agent, d.uptime_ms, c),
+                Sample::Flow(f) => self.flow(d.agent, epoch, f),
+                Sample::Counters(c) => self.counter(d.agent, epoch, d.uptime_ms, c),
                 Sample::Discard(x) => {
-                    let src = self.sources.entry((d.agent, x.source)).or_default();
-                    *src.discards.entry(x.reason).or_default() += 1;
+                    if let Some(n) = self.sources.entry((d.agent, x.source)).and_then(|s| s.discards.entry(x.reason)) {
+                        *n += 1;
+                    }
                 }
                 Sample::Unknown { .. } => {}
             }
         }
     }
 
-    fn flow(&mut self, agent: IpAddr, f: &FlowSample<'_>) {
-        let ingress = f.input == Interface::Index(f.source.index) || f.output != Interface::Index(f.source.index);
-        let frame_length = f.records.iter().find_map(|r| match r {
-            FlowRecord::RawHeader(h) => Some(h.frame_length),
-            _ => None,
-        });
-        let src = self.sources.entry((agent, f.source)).or_default();
-        let len = frame_length.unwrap_or(0);
+    fn flow(&mut self, agent: IpAddr, epoch: u64, f: &FlowSample<'_>) {
+        let Some(src) = self.sources.entry((agent, f.source)) else { return };
+        let len = f
+            .records
+            .iter()
+            .find_map(|r| match r {
+                FlowRecord::RawHeader(h) => Some(h.frame_length),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let ingress = self.ports.classify(agent, f) == Direction::Ingress;
         if ingress {
             src.ingress.add(f.sampling_rate, len);
             self.agents_with_ingress.insert(agent);
         } else {
             src.egress.add(f.sampling_rate, len);
         }
-        src.first_pool.get_or_insert(f.sample_pool);
-        src.last_pool = f.sample_pool;
-        src.first_drops.get_or_insert(f.drops);
-        src.last_drops = f.drops;
-        if let Some(prev) = src.last_seq {
-            src.seq_gaps += u64::from(f.sequence.wrapping_sub(prev).saturating_sub(1));
-        }
-        src.last_seq = Some(f.sequence);
+        src.place(f, epoch);
         let key = f.records.iter().find_map(|r| match r {
             FlowRecord::RawHeader(h) if h.protocol == HEADER_PROTOCOL_ETHERNET => decode_ethernet(&h.header),
             _ => None,
@@ -176,17 +231,17 @@ impl Summary {
             src_port: ip.and_then(|i| i.src_port).unwrap_or(0),
             dst_port: ip.and_then(|i| i.dst_port).unwrap_or(0),
         };
-        let flow = self.flows.entry(key).or_default();
-        if ingress { &mut flow.ingress } else { &mut flow.other }.add(f.sampling_rate, len);
+        if let Some(flow) = self.flows.entry(key) {
+            if ingress { &mut flow.ingress } else { &mut flow.other }.add(f.sampling_rate, len);
+        }
     }
 
-    fn counter(&mut self, agent: IpAddr, uptime_ms: u32, c: &CountersSample<'_>) {
+    fn counter(&mut self, agent: IpAddr, epoch: u64, uptime_ms: u32, c: &CountersSample<'_>) {
         for r in &c.records {
-            if let CounterRecord::Generic(g) = r {
-                let p = CounterPoint { uptime_ms, c: *g };
-                let e = self.counters.entry((agent, g.if_index)).or_insert((p, p, 0));
-                e.1 = p;
-                e.2 += 1;
+            if let CounterRecord::Generic(g) = r
+                && let Some(p) = self.counters.entry((agent, g.if_index))
+            {
+                p.add(c.sequence, epoch, uptime_ms, g);
             }
         }
     }
@@ -213,14 +268,11 @@ impl Summary {
                 source: format!("{}:{}", ds.class, ds.index),
                 ingress: s.ingress,
                 egress: s.egress,
-                pool_packets: s.first_pool.map_or(0, |f| u64::from(s.last_pool.wrapping_sub(f))),
-                dropped_samples: s.first_drops.map_or(0, |f| u64::from(s.last_drops.wrapping_sub(f))),
-                sequence_gaps: s.seq_gaps,
-                discards: s
-                    .discards
-                    .iter()
-                    .map(|(r, n)| (super::text::reason_name(*r).to_string() + &format!(" ({r})"), *n))
-                    .collect(),
+                pool_packets: s.pool.total_u64(),
+                dropped_samples: s.drops.total_u64(),
+                sequence_gaps: s.gaps,
+                out_of_order: s.out_of_order,
+                discards: s.discards.iter().map(|(r, n)| (format!("{} ({r})", reason_name(*r)), *n)).collect(),
             })
             .collect();
         let mut flows: Vec<FlowRow> = self
@@ -236,204 +288,33 @@ impl Summary {
         let counters = self
             .counters
             .iter()
-            .map(|((agent, if_index), (a, b, n))| {
-                let pkts = |c: &IfCounters| {
-                    [c.in_ucast_pkts, c.in_multicast_pkts, c.in_broadcast_pkts].map(u64::from).iter().sum::<u64>()
-                };
-                let out_pkts = |c: &IfCounters| {
-                    [c.out_ucast_pkts, c.out_multicast_pkts, c.out_broadcast_pkts].map(u64::from).iter().sum::<u64>()
-                };
+            .map(|((agent, if_index), p)| {
+                let t = &p.totals;
+                let sum = |a: [&Accumulated; 3]| a.iter().map(|x| x.total_u64()).fold(0u64, u64::saturating_add);
                 CounterRow {
                     agent: *agent,
                     if_index: *if_index,
-                    polls: *n,
-                    seconds: f64::from(b.uptime_ms.wrapping_sub(a.uptime_ms)) / 1000.0,
-                    in_octets: b.c.in_octets.wrapping_sub(a.c.in_octets),
-                    in_packets: pkts(&b.c).wrapping_sub(pkts(&a.c)) & 0xffff_ffff,
-                    out_octets: b.c.out_octets.wrapping_sub(a.c.out_octets),
-                    out_packets: out_pkts(&b.c).wrapping_sub(out_pkts(&a.c)) & 0xffff_ffff,
-                    in_discards: u64::from(b.c.in_discards.wrapping_sub(a.c.in_discards)),
-                    in_errors: u64::from(b.c.in_errors.wrapping_sub(a.c.in_errors)),
-                    out_discards: u64::from(b.c.out_discards.wrapping_sub(a.c.out_discards)),
+                    polls: p.polls,
+                    out_of_order: p.out_of_order,
+                    seconds: t.uptime_ms.total() as f64 / 1000.0,
+                    in_octets: t.in_octets.total(),
+                    in_packets: sum([&t.in_ucast, &t.in_mcast, &t.in_bcast]),
+                    out_octets: t.out_octets.total(),
+                    out_packets: sum([&t.out_ucast, &t.out_mcast, &t.out_bcast]),
+                    in_discards: t.in_discards.total_u64(),
+                    in_errors: t.in_errors.total_u64(),
+                    out_discards: t.out_discards.total_u64(),
                 }
             })
             .collect();
-        Report { decode_errors: self.errors, agents, interfaces, flows, counters }
-    }
-}
-
-/// Everything `--summary` prints.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    /// Datagrams that did not decode.
-    pub decode_errors: u64,
-    /// Per (agent, sub-agent) datagram stream.
-    pub agents: Vec<AgentRow>,
-    /// Per data source.
-    pub interfaces: Vec<InterfaceRow>,
-    /// Largest flows by estimated bytes.
-    pub flows: Vec<FlowRow>,
-    /// Counter deltas per interface.
-    pub counters: Vec<CounterRow>,
-}
-
-/// A datagram stream.
-#[derive(Debug, Serialize)]
-pub struct AgentRow {
-    /// Agent address.
-    pub agent: IpAddr,
-    /// Sub-agent.
-    pub sub_agent_id: u32,
-    /// Datagrams received.
-    pub datagrams: u64,
-    /// Datagrams missing from the sequence.
-    pub lost_datagrams: u64,
-    /// Times the agent restarted (sequence and uptime went back).
-    pub restarts: u64,
-    /// Datagrams that arrived late or twice.
-    pub out_of_order: u64,
-}
-
-/// A data source's samples.
-#[derive(Debug, Serialize)]
-pub struct InterfaceRow {
-    /// Agent address.
-    pub agent: IpAddr,
-    /// `class:index`.
-    pub source: String,
-    /// Estimate from samples taken on input.
-    pub ingress: Estimate,
-    /// Estimate from samples taken on output.
-    pub egress: Estimate,
-    /// Packets the agent's sampler saw between the first and last sample (Δ sample_pool).
-    pub pool_packets: u64,
-    /// Samples the agent lost between the first and last sample (Δ drops).
-    pub dropped_samples: u64,
-    /// Flow samples missing from the sample sequence.
-    pub sequence_gaps: u64,
-    /// Discard samples by reason.
-    pub discards: BTreeMap<String, u64>,
-}
-
-/// A flow estimate.
-#[derive(Debug, Serialize)]
-pub struct FlowRow {
-    /// The flow.
-    pub key: FlowKey,
-    /// Its estimate.
-    pub estimate: Estimate,
-    /// 95 % relative error bound, percent.
-    pub error_pct: f64,
-}
-
-/// Counter deltas between the first and the last poll of an interface.
-#[derive(Debug, Serialize)]
-#[allow(missing_docs)]
-pub struct CounterRow {
-    pub agent: IpAddr,
-    pub if_index: u32,
-    pub polls: u64,
-    pub seconds: f64,
-    pub in_octets: u64,
-    pub in_packets: u64,
-    pub out_octets: u64,
-    pub out_packets: u64,
-    pub in_discards: u64,
-    pub in_errors: u64,
-    pub out_discards: u64,
-}
-
-fn human(v: f64) -> String {
-    match v {
-        v if v >= 1e9 => format!("{:.2}G", v / 1e9),
-        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
-        v => format!("{v:.0}"),
-    }
-}
-
-impl Report {
-    /// The report as text tables.
-    pub fn text(&self) -> String {
-        use std::fmt::Write;
-        let mut o = String::new();
-        let _ = writeln!(o, "== agents ({} datagrams failed to decode)", self.decode_errors);
-        let _ = writeln!(
-            o,
-            "{:<40} {:>6} {:>10} {:>6} {:>9} {:>12}",
-            "agent", "sub", "datagrams", "lost", "restarts", "out-of-order"
-        );
-        for a in &self.agents {
-            let _ = writeln!(
-                o,
-                "{:<40} {:>6} {:>10} {:>6} {:>9} {:>12}",
-                a.agent, a.sub_agent_id, a.datagrams, a.lost_datagrams, a.restarts, a.out_of_order
-            );
-        }
-        let _ = writeln!(o, "\n== interfaces (estimates ± 95 % error bound)");
-        let _ = writeln!(
-            o,
-            "{:<32} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>8}  discards",
-            "agent source", "samples", "packets", "bytes", "±%", "pool", "dropped", "gaps"
-        );
-        for i in &self.interfaces {
-            for (dir, e) in [("in", i.ingress), ("out", i.egress)] {
-                if e.samples > 0 {
-                    let name = format!("{} {} {dir}", i.agent, i.source);
-                    let _ = writeln!(
-                        o,
-                        "{name:<32} {:>8} {:>10} {:>10} {:>8.1} {:>10} {:>8} {:>8}",
-                        e.samples,
-                        human(e.packets),
-                        human(e.bytes),
-                        e.error_pct(),
-                        i.pool_packets,
-                        i.dropped_samples,
-                        i.sequence_gaps
-                    );
-                }
-            }
-            if !i.discards.is_empty() {
-                let d: Vec<String> = i.discards.iter().map(|(r, n)| format!("{r}: {n}")).collect();
-                let _ = writeln!(o, "{:<32} discards {}", format!("{} {}", i.agent, i.source), d.join(", "));
-            }
-        }
-        let _ = writeln!(o, "\n== top {} flows by bytes", self.flows.len());
-        let _ = writeln!(o, "{:<56} {:>8} {:>10} {:>10} {:>8}", "flow", "samples", "packets", "bytes", "±%");
-        for f in &self.flows {
-            let k = f.key;
-            let name = format!("{} {}:{} > {}:{} p{}", k.agent, k.src, k.src_port, k.dst, k.dst_port, k.protocol);
-            let e = f.estimate;
-            let _ = writeln!(
-                o,
-                "{name:<56} {:>8} {:>10} {:>10} {:>8.1}",
-                e.samples,
-                human(e.packets),
-                human(e.bytes),
-                f.error_pct
-            );
-        }
-        let _ = writeln!(o, "\n== counters (deltas between the first and last poll)");
-        let _ = writeln!(
-            o,
-            "{:<28} {:>6} {:>8} {:>12} {:>12} {:>12} {:>12} {:>9}",
-            "agent ifIndex", "polls", "seconds", "in octets", "in packets", "out octets", "out packets", "discards"
-        );
-        for c in &self.counters {
-            let name = format!("{} {}", c.agent, c.if_index);
-            let _ = writeln!(
-                o,
-                "{name:<28} {:>6} {:>8.1} {:>12} {:>12} {:>12} {:>12} {:>9}",
-                c.polls,
-                c.seconds,
-                c.in_octets,
-                c.in_packets,
-                c.out_octets,
-                c.out_packets,
-                c.in_discards + c.out_discards
-            );
-        }
-        o
+        let overflow = Overflow {
+            agents: self.streams.overflow(),
+            sources: self.sources.overflow(),
+            interfaces: self.counters.overflow() + self.ports.overflow(),
+            flows: self.flows.overflow(),
+            reasons: self.sources.iter().map(|(_, s)| s.discards.overflow()).sum(),
+        };
+        Report { decode_errors: self.errors, overflow, agents, interfaces, flows, counters }
     }
 }
 
@@ -565,7 +446,117 @@ mod tests {
         let r = s.report(10);
         assert_eq!(
             (r.agents[0].datagrams, r.agents[0].lost_datagrams, r.agents[0].out_of_order, r.agents[0].restarts),
-            (6, 2, 1, 1)
+            (6, 1, 1, 1),
+            "3 is lost; 4 came late, so it is out of order and not lost"
         );
+    }
+
+    /// A flow sample of data source 1, of a flow numbered `flow`.
+    fn sample(sequence: u32, sample_pool: u32, input: u32, output: u32, flow: u32) -> Sample<'static> {
+        let mut header = frame(flow as u16, 64);
+        header[34..36].copy_from_slice(&((flow >> 16) as u16).to_be_bytes());
+        Sample::Flow(FlowSample {
+            sequence,
+            source: DataSource::interface(1),
+            sampling_rate: 10,
+            sample_pool,
+            drops: sequence / 2,
+            input: Interface::Index(input),
+            output: Interface::Index(output),
+            records: vec![FlowRecord::RawHeader(RawHeader {
+                protocol: 1,
+                frame_length: 64,
+                stripped: 4,
+                header: Cow::Owned(header),
+            })],
+        })
+    }
+
+    fn datagram(agent: IpAddr, sequence: u32, uptime_ms: u32, samples: Vec<Sample<'static>>) -> Datagram<'static> {
+        Datagram { agent, sub_agent_id: 0, sequence, uptime_ms, samples }
+    }
+
+    #[test]
+    fn a_restart_starts_pools_and_sequences_over() {
+        let agent = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mut s = Summary::default();
+        for (seq, up, pool) in [(1, 1_000, 100), (2, 2_000, 300), (3, 60_000, 4_000_000_000)] {
+            s.add(&datagram(agent, seq, up, vec![sample(seq, pool, 1, 2, 1)]));
+        }
+        // Restarted: uptime and every sequence back near the start.
+        for (seq, up, pool) in [(1, 500, 50), (2, 900, 250)] {
+            s.add(&datagram(agent, seq, up, vec![sample(seq, pool, 1, 2, 1)]));
+        }
+        let r = s.report(10);
+        assert_eq!((r.agents[0].restarts, r.agents[0].lost_datagrams, r.agents[0].out_of_order), (1, 0, 0));
+        let i = &r.interfaces[0];
+        assert_eq!(
+            (i.pool_packets, i.dropped_samples, i.sequence_gaps, i.out_of_order, i.ingress.samples),
+            (4_000_000_000 - 100 + 200, 2, 0, 0, 5)
+        );
+    }
+
+    #[test]
+    fn tx_toward_a_sub_interface_is_egress() {
+        let agent = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mut s = Summary::default();
+        // Port 1 samples rx and tx; 11 is its sub-interface 1.100, 2 another port.
+        let mut tx = sample(1, 10, 2, 11, 1);
+        if let Sample::Flow(f) = &mut tx {
+            f.records.push(FlowRecord::Switch(ExtendedSwitch {
+                src_vlan: 0,
+                src_priority: 0,
+                dst_vlan: 100,
+                dst_priority: 0,
+            }));
+        }
+        s.add(&datagram(agent, 1, 1, vec![tx, sample(2, 20, 1, 2, 2)]));
+        let r = s.report(10);
+        let i = &r.interfaces[0];
+        assert_eq!((i.ingress.samples, i.egress.samples), (1, 1));
+        assert_eq!(r.flows.len(), 1, "the agent sends ingress samples, so its egress ones are left out of the flows");
+    }
+
+    #[test]
+    fn state_is_capped_and_the_overflow_counted() {
+        let mut s = Summary::default();
+        let agent = |k: usize| IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k as u32));
+        for k in 0..=MAX_AGENTS {
+            s.add(&datagram(agent(k), 1, 1, vec![]));
+        }
+        let one = agent(0);
+        for k in 0..=MAX_FLOWS {
+            s.add(&datagram(one, 2 + k as u32, 2, vec![sample(1 + k as u32, 0, 1, 2, k as u32)]));
+        }
+        let mut seq = 2 + MAX_FLOWS as u32;
+        for k in 1..=MAX_SOURCES {
+            let mut x = sample(1, 0, 1, 2, 0);
+            if let Sample::Flow(f) = &mut x {
+                f.source.index = 1 + k as u32;
+            }
+            seq += 1;
+            s.add(&datagram(one, seq, 2, vec![x]));
+        }
+        for k in 0..=MAX_REASONS as u32 {
+            let discard = Sample::Discard(DiscardSample {
+                sequence: k,
+                source: DataSource::interface(1),
+                drops: 0,
+                input: 1,
+                output: 0,
+                reason: 256 + k,
+                records: vec![],
+            });
+            seq += 1;
+            s.add(&datagram(one, seq, 2, vec![discard]));
+        }
+        let r = s.report(1);
+        assert_eq!((r.agents.len(), r.interfaces.len()), (MAX_AGENTS, MAX_SOURCES));
+        let o = &r.overflow;
+        assert_eq!((o.agents, o.sources, o.flows, o.reasons, o.interfaces), (1, 1, 1, 1, 0));
+        assert_eq!(r.interfaces[0].discards.len(), MAX_REASONS);
+        assert_eq!(r.interfaces[0].ingress.samples, MAX_FLOWS as u64 + 1, "still counted for the source");
+        let text = r.text();
+        assert!(text.contains("1 datagrams (over 1024 agents), 1 samples (over 16384 sources)"), "{text}");
     }
 }

@@ -1,6 +1,9 @@
-//! sflowtool-style text output: one `key value` line per field.
+//! sflowtool-style text output: one `key value` line per field. Strings from the datagram are
+//! escaped, so every line is one the collector wrote.
 
+use super::escape::escape;
 use super::packet::{Decoded, decode_ethernet, mac};
+use super::reasons::reason_name;
 use sflow::*;
 use std::fmt::Write;
 use std::net::SocketAddr;
@@ -250,73 +253,10 @@ fn counter_record(out: &mut String, r: &CounterRecord<'_>) {
             );
         }
         CounterRecord::PortName(n) => {
-            let _ = writeln!(out, "counterBlock_tag 0:1005\nportName {}", String::from_utf8_lossy(n));
+            let _ = writeln!(out, "counterBlock_tag 0:1005\nportName {}", escape(n));
         }
         CounterRecord::Unknown { format, data } => {
             let _ = writeln!(out, "counterBlock_tag {format}\ncounterBlockType UNKNOWN ({} bytes)", data.len());
         }
-    }
-}
-
-/// The name sflowtool prints for a discard reason code (sflow_drops.txt).
-pub fn reason_name(code: u32) -> &'static str {
-    const LOW: [&str; 16] = [
-        "net_unreachable",
-        "host_unreachable",
-        "protocol_unreachable",
-        "port_unreachable",
-        "frag_needed",
-        "src_route_failed",
-        "dst_net_unknown",
-        "dst_host_unknown",
-        "src_host_isolated",
-        "dst_net_prohibited",
-        "dst_host_prohibited",
-        "dst_net_tos_unreachable",
-        "dst_host_tos_unreacheable",
-        "comm_admin_prohibited",
-        "host_precedence_violation",
-        "precedence_cutoff",
-    ];
-    const HIGH: [&str; 34] = [
-        "unknown",
-        "ttl_exceeded",
-        "acl",
-        "no_buffer_space",
-        "red",
-        "traffic_shaping",
-        "pkt_too_big",
-        "src_mac_is_multicast",
-        "vlan_tag_mismatch",
-        "ingress_vlan_filter",
-        "ingress_spanning_tree_filter",
-        "port_list_is_empty",
-        "port_loopback_filter",
-        "blackhole_route",
-        "non_ip",
-        "uc_dip_over_mc_dmac",
-        "dip_is_loopback_address",
-        "sip_is_mc",
-        "sip_is_loopback_address",
-        "ip_header_corrupted",
-        "ipv4_sip_is_limited_bc",
-        "ipv6_mc_dip_reserved_scope",
-        "ipv6_mc_dip_interface_local_scope",
-        "unresolved_neigh",
-        "mc_reverse_path_forwarding",
-        "non_routable_packet",
-        "decap_error",
-        "overlay_smac_is_mc",
-        "unknown_l2",
-        "unknown_l3",
-        "unknown_l3_exception",
-        "unknown_buffer",
-        "unknown_tunnel",
-        "unknown_l4",
-    ];
-    match code {
-        0..=15 => LOW[code as usize],
-        256..=289 => HIGH[(code - 256) as usize],
-        _ => "NotFound",
     }
 }
