@@ -3,7 +3,7 @@
 //! Estimates follow sFlow's packet sampling theory (sflow.org, "Packet Sampling Basics"): a
 //! class seen in `c` samples taken at rate N is estimated at Σ N packets and Σ N × frame
 //! length bytes, with a relative error at 95 % confidence of at most 196·√(1/c) %. A packet
-//! is counted once: when an agent sends ingress samples (input = the data source), its other
+//! is counted once: when an agent sends ingress samples (see `direction`), its other
 //! samples are left out of the flow totals, since they see the same packets again on egress.
 //!
 //! Sequence numbers are compared in serial-number arithmetic: a number behind the highest seen
