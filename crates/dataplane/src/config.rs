@@ -148,8 +148,8 @@ pub struct SflowConfig {
     /// Where datagrams go.
     #[serde(default)]
     pub collectors: Vec<Collector>,
-    /// The agent address in datagrams. Default: the first IPv4 interface address, else
-    /// 127.0.0.1.
+    /// The agent address in datagrams. Default: the first IPv4 interface address
+    /// ([`Config::first_address`]); required when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_address: Option<std::net::IpAddr>,
     /// Sub-agent id in datagrams.
@@ -801,6 +801,13 @@ impl Config {
         }
         let Some(s) = &self.sflow else { return Ok(()) };
         rates("sflow.sampling-rate".into(), s.sampling_rate)?;
+        if s.agent_address.is_none() && self.first_address().is_none() {
+            return Err(invalid(
+                "sflow.agent-address",
+                "(none)",
+                "this router's address in datagrams; required when no interface has an IPv4 address",
+            ));
+        }
         if s.polling_interval > 86_400 {
             return Err(invalid("sflow.polling-interval", s.polling_interval, "0 (off) to 86400 seconds"));
         }
@@ -932,6 +939,14 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The first IPv4 address of a physical interface (in name order), else of a
+    /// sub-interface: the sFlow agent address when `sflow.agent-address` is not given.
+    pub fn first_address(&self) -> Option<Ipv4Addr> {
+        let physical = self.interfaces.values().flat_map(|i| &i.addresses);
+        let subs = self.interfaces.values().flat_map(|i| i.sub_interfaces.values().flat_map(|s| &s.addresses));
+        physical.chain(subs).map(|a| a.addr).next()
     }
 
     /// True when `name` is a configured interface or sub-interface (`parent.sub-id`).

@@ -17,7 +17,7 @@ use crate::tsc;
 use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
@@ -303,14 +303,10 @@ impl Dataplane {
             }
         }
         if let Some(sf) = &config.sflow {
-            let agent_addr = sf.agent_address.unwrap_or_else(|| {
-                dp.interfaces
-                    .iter()
-                    .flat_map(|i| &i.addresses)
-                    .map(|a| IpAddr::V4(a.addr))
-                    .next()
-                    .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-            });
+            let agent_addr = sf
+                .agent_address
+                .or(config.first_address().map(IpAddr::V4))
+                .expect("validated: sflow.agent-address or an interface address");
             let shared = Arc::new(AgentShared::new());
             let stop = Arc::new(AtomicBool::new(false));
             let setup = AgentSetup {

@@ -115,7 +115,7 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "neighbors[0].interface: p9",
         ),
         (
-            "sflow: {max-datagram-size: 200}\ninterfaces: {p0: {}}",
+            "sflow: {max-datagram-size: 200, agent-address: 127.0.0.1}\ninterfaces: {p0: {}}",
             "sflow.max-datagram-size: 200 is not allowed; allowed: 268 to 8192 (with header-bytes 128 the longest sample needs 268)",
         ),
         (
@@ -137,6 +137,10 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
         (
             "interfaces: {p0: {}}\nneighbors: [{interface: p0, address: 1.1.1.1, mac: 00:00:00:00:00:01}, {interface: p0, address: 1.1.1.1, mac: 00:00:00:00:00:02}]",
             "neighbors[1].address: 1.1.1.1 is not allowed; allowed: an address not already a neighbor on p0 (neighbors[0] is)",
+        ),
+        (
+            "sflow: {}\ninterfaces: {p0: {l2xc: p1}, p1: {l2xc: p0}}",
+            "sflow.agent-address: (none) is not allowed; allowed: this router's address in datagrams; required when no interface has an IPv4 address",
         ),
     ];
     for (yaml, want) in cases {

@@ -28,7 +28,7 @@ fn config(collector: u16, sampled: bool) -> Config {
     Config::load(&format!(
         "
 workers: {{count: 1}}
-sflow: {{sampling-rate: 1, ring-depth: 4096, collectors: [{{address: 127.0.0.1, port: {collector}}}]}}
+sflow: {{sampling-rate: 1, ring-depth: 4096, agent-address: 127.0.0.1, collectors: [{{address: 127.0.0.1, port: {collector}}}]}}
 interfaces:
   port2: {{l2xc: port3{port2_sflow}, generator: {{streams: [{{template: l2}}]}}}}
   port3: {{l2xc: port2}}

@@ -104,3 +104,33 @@ fn every_sample_carries_the_pool_and_drops_of_its_moment() {
     let lost: u64 = ws.iter().map(|(g, _)| g.counters.sflow(1).ring_full.get()).sum();
     assert!(checked > 10_000 && lost > 500, "{checked} samples checked, {lost} lost to the full ring");
 }
+
+/// A packet to a connected destination (a glean adjacency) is sampled with the destination
+/// itself as its next hop, not 0.0.0.0.
+#[test]
+fn a_connected_destination_is_its_own_next_hop() {
+    let yaml = "
+interfaces:
+  p0: {index: 1, addresses: [100.64.0.1/31]}
+  p1: {index: 2, addresses: [10.7.0.1/24]}
+neighbors:
+  - {interface: p1, address: 10.7.0.9, mac: '00:1b:21:06:00:09'}
+";
+    let (mut g, _) = common::graph(yaml);
+    let (producer, mut consumer) = Ring::new(256).split();
+    let peers = vec![g.counters.clone()];
+    g.sflow = Some(SflowWorker::new(&[(1, 1, RX)], &[], TokenBucket::new(1.0, 1), 128, 5, producer, peers));
+    let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
+    let mut ip = [0u8; 20];
+    wire::ipv4::write_header(&mut ip, 46, 64, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(10, 7, 0, 9));
+    f.extend_from_slice(&ip);
+    f.resize(60, 0);
+    common::receive(&mut g, 1, &[&f]);
+    g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
+    let mut got = Vec::new();
+    consumer.drain(usize::MAX, |s| {
+        got.push((s.fate, s.output, s.routed, Ipv4Addr::from(s.next_hop), s.dst_prefix_len));
+        true
+    });
+    assert_eq!(got, [(Fate::Forwarded, 2, true, Ipv4Addr::new(10, 7, 0, 9), 24)]);
+}

@@ -323,7 +323,7 @@ impl Collector {
 
 /// `config` with sFlow at 1-in-`rate` on every generator interface, exporting to `port`.
 fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: u32) -> Config {
-    let sf = serde_json::json!({"sampling-rate": rate, "ring-depth": ring_depth,
+    let sf = serde_json::json!({"sampling-rate": rate, "ring-depth": ring_depth, "agent-address": "127.0.0.1",
         "collectors": [{"address": "127.0.0.1", "port": port}]});
     config.sflow = Some(serde_json::from_value(sf).expect("sflow section"));
     for i in config.interfaces.values_mut().filter(|i| i.generator.is_some()) {

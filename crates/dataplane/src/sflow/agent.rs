@@ -351,13 +351,15 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
     if slot.in_vlan != 0 || slot.out_vlan != 0 {
         records.push(FlowRecord::Switch(ExtendedSwitch {
             src_vlan: u32::from(slot.in_vlan),
-            src_priority: 0,
+            src_priority: u32::from(super::header::priority(header)),
             dst_vlan: u32::from(slot.out_vlan),
-            dst_priority: 0,
+            dst_priority: 0, // the tag vecflow pushes has priority 0
         }));
     }
     if slot.routed {
-        let src_len = ipv4_source(header).and_then(|a| fib.lookup(u32::from(a))).map_or(0, |l| l.prefix_len);
+        let src_len = super::header::ipv4_addresses(header)
+            .and_then(|(src, _)| fib.lookup(u32::from(src)))
+            .map_or(0, |l| l.prefix_len);
         records.push(FlowRecord::Router(ExtendedRouter {
             next_hop: IpAddr::V4(Ipv4Addr::from(slot.next_hop)),
             src_mask_len: u32::from(src_len),
@@ -394,17 +396,37 @@ fn discard_sample(slot: &Slot, src: &Source) -> Sample<'static> {
     })
 }
 
-/// The IPv4 source address of an Ethernet header (after up to two VLAN tags).
-fn ipv4_source(h: &[u8]) -> Option<Ipv4Addr> {
-    let mut at = 12;
-    loop {
-        match u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]) {
-            0x8100 | 0x88a8 if at < 20 => at += 4,
-            0x0800 => {
-                let b = h.get(at + 14..at + 18)?;
-                return Some(Ipv4Addr::new(b[0], b[1], b[2], b[3]));
-            }
-            _ => return None,
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sample of a frame tagged with priority 5 on VLAN 100, routed: `extended_switch`
+    /// carries the received priority and the router record the next hop.
+    #[test]
+    fn flow_samples_carry_the_received_priority_and_the_next_hop() {
+        let mut slot = Slot::EMPTY;
+        let frame: Vec<u8> = [
+            &[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x81, 0x00, 0xa0, 100, 8, 0][..],
+            &[0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 16, 0, 0, 1, 48, 0, 0, 5],
+        ]
+        .concat();
+        slot.header[..frame.len()].copy_from_slice(&frame);
+        (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (frame.len() as u16, 60, 1, 3, 2);
+        (slot.in_vlan, slot.routed, slot.next_hop, slot.dst_prefix_len) = (100, true, 0x0a07_0009, 24);
+        (slot.pool, slot.drops) = (1234, 5);
+        let src = Source { rate: 10, pool: 1234, drops: 5, ..Source::default() };
+        let Sample::Flow(f) = flow_sample(&slot, &src, &Fib::new(1).unwrap()) else { panic!("a flow sample") };
+        assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
+        assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {
+            src_vlan: 100,
+            src_priority: 5,
+            dst_vlan: 0,
+            dst_priority: 0
+        })));
+        assert!(f.records.contains(&FlowRecord::Router(ExtendedRouter {
+            next_hop: IpAddr::V4(Ipv4Addr::new(10, 7, 0, 9)),
+            src_mask_len: 0,
+            dst_mask_len: 24
+        })));
     }
 }

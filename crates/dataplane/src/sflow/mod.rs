@@ -2,6 +2,7 @@
 //! rings, and the agent that drains them into sFlow v5 datagrams.
 
 pub mod agent;
+mod header;
 mod poll;
 pub mod ring;
 mod sampler;

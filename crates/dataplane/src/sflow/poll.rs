@@ -101,11 +101,13 @@ impl Polling {
                 sub.seq = sub.seq.wrapping_add(1);
                 let vlan = VlanCounters {
                     vlan_id: u32::from(sub.interface.vlan.unwrap_or(0)),
-                    octets: stats.rx_octets,
-                    ucast_pkts: stats.rx_unicast as u32,
-                    multicast_pkts: stats.rx_multicast as u32,
-                    broadcast_pkts: stats.rx_broadcast as u32,
-                    discards: (stats.in_discards + stats.in_errors + stats.in_unknown_protos) as u32,
+                    // Both directions, as the sFlow VLAN structure counts them.
+                    octets: stats.rx_octets + stats.tx_octets,
+                    ucast_pkts: (stats.rx_unicast + stats.tx_unicast) as u32,
+                    multicast_pkts: (stats.rx_multicast + stats.tx_multicast) as u32,
+                    broadcast_pkts: (stats.rx_broadcast + stats.tx_broadcast) as u32,
+                    discards: (stats.in_discards + stats.in_errors + stats.in_unknown_protos + stats.out_discards)
+                        as u32,
                 };
                 out.push(counters(sub, stats, vec![CounterRecord::Vlan(vlan)]));
             }
@@ -183,5 +185,47 @@ mod tests {
         assert_eq!(p.due(t0 + Duration::from_millis(4100), false).len(), 3);
         let Sample::Counters(c) = &first[0] else { panic!() };
         assert_eq!(c.sequence, 1);
+    }
+
+    /// A sub-interface's VLAN record counts both directions; its port's generic counters
+    /// include it.
+    #[test]
+    fn vlan_counters_count_both_directions() {
+        let cfg =
+            Config::load("interfaces: {p0: {index: 1, sub-interfaces: {7: {encapsulation: {dot1q: 70}}}}}").unwrap();
+        let ifs = build_interfaces(&cfg);
+        let sub = ifs.iter().find(|i| i.name == "p0.7").unwrap().index;
+        let w = Arc::new(WorkerCounters::new());
+        let c = w.interface(sub);
+        for (counter, n) in [
+            (&c.rx_octets, 1000),
+            (&c.rx_unicast, 10),
+            (&c.tx_octets, 500),
+            (&c.tx_unicast, 5),
+            (&c.rx_broadcast, 1),
+            (&c.tx_multicast, 2),
+            (&c.in_discards, 3),
+            (&c.out_discards, 4),
+        ] {
+            counter.add(n);
+        }
+        let mut p = Polling::new(1, &[1], &ifs, vec![w], 7);
+        let samples = p.due(Instant::now(), true);
+        let vlan = samples.iter().find_map(|s| match s {
+            Sample::Counters(c) => c.records.iter().find_map(|r| match r {
+                CounterRecord::Vlan(v) => Some(*v),
+                _ => None,
+            }),
+            _ => None,
+        });
+        let want = VlanCounters {
+            vlan_id: 70,
+            octets: 1500,
+            ucast_pkts: 15,
+            multicast_pkts: 2,
+            broadcast_pkts: 1,
+            discards: 7,
+        };
+        assert_eq!(vlan, Some(want));
     }
 }

@@ -76,7 +76,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    const EMPTY: Slot = Slot {
+    /// A slot with nothing in it.
+    pub(crate) const EMPTY: Slot = Slot {
         header: [0; MAX_HEADER],
         header_len: 0,
         frame_len: 0,

@@ -255,6 +255,10 @@ impl SflowWorker {
             let forwarded = m.error == NOT_DROPPED;
             let via = match tables.l3.adjs.get(m.adj as usize) {
                 Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
+                // A connected destination is its own next hop.
+                Some(Adjacency::Glean { .. }) => {
+                    super::header::ipv4_addresses(&s.header[..usize::from(s.header_len)]).map(|(_, dst)| u32::from(dst))
+                }
                 _ => None,
             };
             s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };

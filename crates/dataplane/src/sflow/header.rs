@@ -1,0 +1,72 @@
+//! What the agent reads back from a sampled frame's header bytes: the 802.1Q priority and the
+//! IPv4 addresses (after up to two VLAN tags and any MPLS label stack). Headers are truncated
+//! copies, so every read is checked and a short header gives `None` / 0.
+
+use std::net::Ipv4Addr;
+
+/// The 802.1Q priority (PCP) of the outer tag, 0 for an untagged frame.
+pub fn priority(h: &[u8]) -> u8 {
+    match (h.get(12..14), h.get(14)) {
+        (Some([0x81, 0x00] | [0x88, 0xa8]), Some(&tci_high)) => tci_high >> 5,
+        _ => 0,
+    }
+}
+
+/// The IPv4 (source, destination) of an Ethernet frame carrying IPv4, directly or under MPLS.
+pub fn ipv4_addresses(h: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr)> {
+    let mut at = 12;
+    let ip = loop {
+        match u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]) {
+            0x8100 | 0x88a8 if at < 20 => at += 4,
+            0x0800 => break at + 2,
+            0x8847 => {
+                at += 2;
+                // Labels until the bottom of the stack, then IPv4 if the version says so.
+                while h.get(at + 2)? & 1 == 0 {
+                    at += 4;
+                }
+                at += 4;
+                if h.get(at)? >> 4 != 4 {
+                    return None;
+                }
+                break at;
+            }
+            _ => return None,
+        }
+    };
+    let a = h.get(ip + 12..ip + 20)?;
+    Some((Ipv4Addr::new(a[0], a[1], a[2], a[3]), Ipv4Addr::new(a[4], a[5], a[6], a[7])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ipv4(after: &[u8]) -> Vec<u8> {
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[12..20].copy_from_slice(&[16, 0, 0, 1, 48, 0, 0, 5]);
+        [&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2][..], after, &ip].concat()
+    }
+
+    #[test]
+    fn addresses_after_tags_and_labels_and_none_when_cut_short() {
+        let want = Some((Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 5)));
+        assert_eq!(ipv4_addresses(&ipv4(&[8, 0])), want);
+        assert_eq!(ipv4_addresses(&ipv4(&[0x81, 0, 0xa0, 100, 8, 0])), want);
+        assert_eq!(ipv4_addresses(&ipv4(&[0x88, 0x47, 0, 1, 0, 64, 0, 1, 1, 64])), want);
+        let full = ipv4(&[0x88, 0x47, 0, 1, 0, 64, 0, 1, 1, 64]);
+        assert_eq!(ipv4_addresses(&full[..full.len() - 1]), None);
+        assert_eq!(ipv4_addresses(&ipv4(&[0x86, 0xdd])), None);
+        // A stack with no bottom within the header.
+        assert_eq!(ipv4_addresses(&[&full[..14], &[0, 1, 0, 64].repeat(8)].concat()), None);
+    }
+
+    #[test]
+    fn priority_of_the_outer_tag() {
+        assert_eq!(priority(&ipv4(&[0x81, 0, 0xa0, 100, 8, 0])), 5);
+        assert_eq!(priority(&ipv4(&[0x81, 0, 0xe0, 7, 8, 0])), 7);
+        assert_eq!(priority(&ipv4(&[8, 0])), 0);
+        assert_eq!(priority(&[0; 13]), 0);
+    }
+}
