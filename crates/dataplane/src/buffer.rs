@@ -47,8 +47,11 @@ pub struct BufferMeta {
     pub l3_offset: u16,
     /// Length of the prefix the destination matched (set by the lookup).
     pub dst_prefix_len: u8,
-    /// Adjacency (next hop) chosen by the lookup.
+    /// Adjacency (IPv4 next hop) chosen by `ip4-lookup`; 0 when none.
     pub adj: u32,
+    /// Local-label entry chosen by `mpls-lookup` (index into the label entries + 1); 0 when
+    /// none.
+    pub label_entry: u16,
 }
 
 impl Default for BufferMeta {
@@ -79,6 +82,7 @@ impl BufferMeta {
             l3_offset: wire::ethernet::HEADER_LEN as u16,
             dst_prefix_len: 0,
             adj: 0,
+            label_entry: 0,
         }
     }
 

@@ -18,10 +18,23 @@ pub struct LabelStack {
 }
 
 impl LabelStack {
+    /// No labels.
+    pub const EMPTY: LabelStack = LabelStack { len: 0, labels: [0; 8] };
+
     /// The stack of `labels` (validated: at most 8, each below 2^20).
     pub fn new(labels: &[u32]) -> Self {
         let mut s = LabelStack { len: labels.len() as u8, labels: [0; 8] };
         s.labels[..labels.len()].copy_from_slice(labels);
+        s
+    }
+
+    /// The first 8 (at most) of `labels`.
+    pub fn first<'a>(labels: impl Iterator<Item = &'a u32>) -> Self {
+        let mut s = LabelStack::EMPTY;
+        for (slot, &l) in s.labels.iter_mut().zip(labels) {
+            *slot = l;
+            s.len += 1;
+        }
         s
     }
 
@@ -99,6 +112,8 @@ pub struct L3 {
     pub labels: Vec<u16>,
     /// Local-label entries.
     pub label_entries: Vec<LabelEntry>,
+    /// The incoming label of each of `label_entries`.
+    pub entry_labels: Vec<u32>,
 }
 
 impl L3 {
@@ -106,9 +121,15 @@ impl L3 {
     #[inline(always)]
     pub fn label(&self, label: u32) -> Option<&LabelEntry> {
         match self.labels.get(label as usize) {
-            Some(&e) if e > 0 => self.label_entries.get(usize::from(e) - 1),
+            Some(&e) if e > 0 => self.entry(e),
             _ => None,
         }
+    }
+
+    /// Entry `e` as kept in the metadata (index + 1; 0 = none).
+    #[inline(always)]
+    pub fn entry(&self, e: u16) -> Option<&LabelEntry> {
+        self.label_entries.get(usize::from(e).wrapping_sub(1))
     }
 }
 
@@ -172,6 +193,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
             _ => LabelEntry::Pop,
         };
         l3.label_entries.push(entry);
+        l3.entry_labels.push(l.label);
         l3.labels[l.label as usize] = l3.label_entries.len() as u16;
     }
     (l3, inserts)

@@ -1,7 +1,7 @@
 //! `mpls-lookup`: looks the top label up in the local-label table. A swap entry goes to
 //! `mpls-rewrite`; a pop entry too when the label is the bottom of the stack (the only pop
-//! supported: `pop-not-eos` otherwise); no entry drops as `no-label`. The entry's index goes
-//! into the metadata's `adj`.
+//! supported: `pop-not-eos` otherwise); no entry drops as `no-label`. The entry goes into the
+//! metadata's `label_entry`.
 
 use super::mpls_input::top_label;
 use crate::errors::DropReason;
@@ -26,7 +26,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         };
         match verdict {
             Ok(()) => {
-                g.pool.meta_mut(i).adj = u32::from(g.tables.l3.labels[label as usize]);
+                g.pool.meta_mut(i).label_entry = g.tables.l3.labels[label as usize];
                 g.nexts[k] = NodeId::MplsRewrite;
             }
             Err(reason) => {

@@ -22,8 +22,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let mut all_swapped = true;
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        let e = g.pool.meta(i).adj;
-        let entry = tables.l3.label_entries.get((e as usize).wrapping_sub(1));
+        let entry = tables.l3.entry(g.pool.meta(i).label_entry);
         if let Some(LabelEntry::Swap { adj, out }) = entry
             && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3.adjs.get(*adj as usize)
         {

@@ -19,8 +19,8 @@ use crate::interface::{MAX_INTERFACES, Tables};
 use crate::qsbr::QsbrReader;
 use crate::stats::counter_set;
 use sflow::{
-    CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedRouter,
-    ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
+    CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedMpls,
+    ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
 };
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -287,7 +287,7 @@ fn send(s: &AgentSetup, sender: &Sender, bufs: &[Vec<u8>], lens: &[usize]) {
 
 /// The smallest `max-datagram-size` that holds any sample the agent builds, alone: the
 /// datagram header for the agent's address family plus the longest of a flow sample (a raw
-/// header of `header_bytes`, switch and router records), a discard sample and a port's counter
+/// header of `header_bytes`, switch, router and MPLS records of 8 labels each way), a discard sample and a port's counter
 /// sample (generic, Ethernet and a name of `name_len` bytes). A smaller datagram would leave
 /// the agent a sample it can never send.
 pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> usize {
@@ -314,6 +314,11 @@ pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> 
                 next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 src_mask_len: 0,
                 dst_mask_len: 0,
+            }),
+            FlowRecord::Mpls(ExtendedMpls {
+                next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                in_stack: vec![0; 8],
+                out_stack: vec![0; 8],
             }),
         ],
     });
@@ -366,6 +371,13 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
             dst_mask_len: u32::from(slot.dst_prefix_len),
         }));
     }
+    if !slot.in_labels.is_empty() || !slot.out_labels.is_empty() {
+        records.push(FlowRecord::Mpls(ExtendedMpls {
+            next_hop: IpAddr::V4(Ipv4Addr::from(slot.next_hop)),
+            in_stack: slot.in_labels.labels().to_vec(),
+            out_stack: slot.out_labels.labels().to_vec(),
+        }));
+    }
     Sample::Flow(FlowSample {
         sequence: src.seq.wrapping_add(1),
         source: DataSource::interface(u32::from(slot.port)),
@@ -399,6 +411,7 @@ fn discard_sample(slot: &Slot, src: &Source) -> Sample<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::l3::LabelStack;
 
     /// A sample of a frame tagged with priority 5 on VLAN 100, routed: `extended_switch`
     /// carries the received priority and the router record the next hop.
@@ -428,5 +441,24 @@ mod tests {
             src_mask_len: 0,
             dst_mask_len: 24
         })));
+        assert!(!f.records.iter().any(|r| matches!(r, FlowRecord::Mpls(_))), "no labels, no MPLS record");
+    }
+
+    /// A label-switched sample: an MPLS record with both stacks and the swap's next hop, and
+    /// no router record.
+    #[test]
+    fn label_switched_samples_carry_extended_mpls() {
+        let mut slot = Slot::EMPTY;
+        (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
+        (slot.next_hop, slot.routed) = (0x6440_0000, false);
+        (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
+        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fib::new(1).unwrap()) else { panic!() };
+        let mpls = FlowRecord::Mpls(ExtendedMpls {
+            next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
+            in_stack: vec![18, 77],
+            out_stack: vec![30, 31, 77],
+        });
+        assert!(f.records.contains(&mpls), "{:?}", f.records);
+        assert!(!f.records.iter().any(|r| matches!(r, FlowRecord::Router(_))));
     }
 }

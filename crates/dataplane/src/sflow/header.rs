@@ -2,6 +2,7 @@
 //! IPv4 addresses (after up to two VLAN tags and any MPLS label stack). Headers are truncated
 //! copies, so every read is checked and a short header gives `None` / 0.
 
+use crate::l3::LabelStack;
 use std::net::Ipv4Addr;
 
 /// The 802.1Q priority (PCP) of the outer tag, 0 for an untagged frame.
@@ -10,6 +11,32 @@ pub fn priority(h: &[u8]) -> u8 {
         (Some([0x81, 0x00] | [0x88, 0xa8]), Some(&tci_high)) => tci_high >> 5,
         _ => 0,
     }
+}
+
+/// The MPLS label stack of an Ethernet frame (after up to two VLAN tags), outermost first:
+/// up to 8 labels, as many as the header holds; empty when the frame is not MPLS.
+pub fn labels(h: &[u8]) -> LabelStack {
+    let mut at = 12;
+    let mut out = [0u32; 8];
+    let mut n = 0;
+    loop {
+        match h.get(at..at + 2) {
+            Some([0x81, 0x00] | [0x88, 0xa8]) if at < 20 => at += 4,
+            Some([0x88, 0x47]) => break,
+            _ => return LabelStack::default(),
+        }
+    }
+    at += 2;
+    while let Some(&[a, b, c, d]) = h.get(at..at + 4) {
+        let entry = u32::from_be_bytes([a, b, c, d]);
+        out[n] = entry >> 12;
+        n += 1;
+        if entry & 0x100 != 0 || n == out.len() {
+            break;
+        }
+        at += 4;
+    }
+    LabelStack::new(&out[..n])
 }
 
 /// The IPv4 (source, destination) of an Ethernet frame carrying IPv4, directly or under MPLS.
@@ -60,6 +87,16 @@ mod tests {
         assert_eq!(ipv4_addresses(&ipv4(&[0x86, 0xdd])), None);
         // A stack with no bottom within the header.
         assert_eq!(ipv4_addresses(&[&full[..14], &[0, 1, 0, 64].repeat(8)].concat()), None);
+    }
+
+    #[test]
+    fn label_stacks_to_the_bottom_or_the_end_of_the_header() {
+        let two = [&[0u8; 12][..], &[0x81, 0, 0, 5, 0x88, 0x47], &[0, 16, 0, 64, 0, 17, 1, 64], &[0x45; 20]].concat();
+        assert_eq!(labels(&two).labels(), [256, 272]);
+        assert_eq!(labels(&two[..22]).labels(), [256], "cut after the first label");
+        assert!(labels(&ipv4(&[8, 0])).is_empty());
+        let nine = [&[0u8; 12][..], &[0x88, 0x47], &[0, 16, 0, 64].repeat(9)].concat();
+        assert_eq!(labels(&nine).labels().len(), 8, "at most 8");
     }
 
     #[test]

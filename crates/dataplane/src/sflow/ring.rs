@@ -14,6 +14,7 @@
 //! outlives the ownership.
 
 use crate::counter::CacheAligned;
+use crate::l3::LabelStack;
 use crate::sync::{Arc, AtomicU64, UnsafeCell};
 use std::sync::atomic::Ordering::*;
 
@@ -54,12 +55,20 @@ pub struct Slot {
     pub in_vlan: u16,
     /// VLAN id of the output sub-interface, 0 for none.
     pub out_vlan: u16,
-    /// IPv4 next hop (host order), 0 when none or unknown.
+    /// IPv4 next hop (host order), 0 when none or unknown: the route's, or for a
+    /// label-switched packet the swap's.
     pub next_hop: u32,
     /// Destination prefix length matched, 0 when not routed.
     pub dst_prefix_len: u8,
     /// True when the packet was routed by IPv4 (so `next_hop` and the prefix length apply).
     pub routed: bool,
+    /// The stage that chose it: [`crate::sflow::RX`] (the header as received) or
+    /// [`crate::sflow::TX`] (as sent).
+    pub stage: u8,
+    /// MPLS labels received, outermost first (empty when not label-switched).
+    pub in_labels: LabelStack,
+    /// MPLS labels sent, outermost first (empty when none were sent).
+    pub out_labels: LabelStack,
     /// What happened to the packet.
     pub fate: Fate,
     /// For a discard: the sFlow discard reason code.
@@ -89,6 +98,9 @@ impl Slot {
         next_hop: 0,
         dst_prefix_len: 0,
         routed: false,
+        stage: 0,
+        in_labels: LabelStack::EMPTY,
+        out_labels: LabelStack::EMPTY,
         fate: Fate::InFlight,
         reason: 0,
         pool: 0,

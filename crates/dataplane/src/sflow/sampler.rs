@@ -11,7 +11,7 @@ use super::ring::{Fate, MAX_HEADER, Producer};
 use crate::buffer::{BufferPool, NOT_DROPPED};
 use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
-use crate::l3::Adjacency;
+use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::vector::Vector;
 use std::sync::Arc;
 
@@ -134,7 +134,7 @@ impl SflowWorker {
             s.skip -= n;
             return;
         }
-        self.take(pool, v, port, counters);
+        self.take(pool, v, port, stage, counters);
     }
 
     /// The per-packet form of [`SflowWorker::sample`], for a stage whose packets of one
@@ -159,26 +159,26 @@ impl SflowWorker {
         }
         let rate = s.rate;
         self.samplers[port as usize % MAX_INTERFACES].skip = self.next_skip(rate);
-        self.copy(pool, i, port, counters)
+        self.copy(pool, i, port, stage, counters)
     }
 
     /// The slow path: at least one packet of the vector is chosen.
     #[cold]
-    fn take(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
+    fn take(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, stage: u8, counters: &WorkerCounters) {
         let rate = self.samplers[port as usize].rate;
         let mut at = self.samplers[port as usize].skip - 1;
         let n = v.len() as u64;
         while at < n {
             let i = v.indices()[at as usize];
-            self.copy(pool, i, port, counters);
+            self.copy(pool, i, port, stage, counters);
             at += self.next_skip(rate);
         }
         self.samplers[port as usize].skip = at - n + 1;
     }
 
-    /// Reserves a slot for buffer `i` and copies its header bytes; returns false (and counts
-    /// a drop) when the ring is full.
-    fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, counters: &WorkerCounters) -> bool {
+    /// Reserves a slot for buffer `i`, chosen at `stage`, and copies its header bytes; returns
+    /// false (and counts a drop) when the ring is full.
+    fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, stage: u8, counters: &WorkerCounters) -> bool {
         let c = counters.sflow(port);
         let frame = pool.frame(i);
         let len = frame.len().min(self.header_bytes);
@@ -187,6 +187,7 @@ impl SflowWorker {
             s.header_len = len as u16;
             s.frame_len = frame.len() as u16;
             s.port = port;
+            s.stage = stage;
             s.fate = Fate::InFlight;
             s.buffer = i;
         });
@@ -253,24 +254,76 @@ impl SflowWorker {
             });
             let m = *pool.meta(s.buffer);
             let forwarded = m.error == NOT_DROPPED;
-            let via = match tables.l3.adjs.get(m.adj as usize) {
+            s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };
+            if !forwarded {
+                return; // not a flow sample
+            }
+            let header = &s.header[..usize::from(s.header_len)];
+            let adj = tables.l3.adjs.get(m.adj as usize);
+            let mut via = match adj {
                 Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
                 // A connected destination is its own next hop.
-                Some(Adjacency::Glean { .. }) => {
-                    super::header::ipv4_addresses(&s.header[..usize::from(s.header_len)]).map(|(_, dst)| u32::from(dst))
-                }
+                Some(Adjacency::Glean { .. }) => super::header::ipv4_addresses(header).map(|(_, dst)| u32::from(dst)),
                 _ => None,
             };
-            s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };
+            s.routed = m.dst_prefix_len > 0 || via.is_some();
+            let push = match adj {
+                Some(Adjacency::Via { push, .. }) => *push,
+                _ => LabelStack::EMPTY,
+            };
+            let (in_labels, out_labels, swap_hop) = label_stacks(tables, &m, s.stage, header, push);
+            (s.in_labels, s.out_labels) = (in_labels, out_labels);
+            via = via.or(swap_hop);
             s.input = m.rx_if;
-            s.output = if forwarded { m.tx_if } else { 0 };
+            s.output = m.tx_if;
             s.in_vlan = tables.get(m.rx_if).vlan;
             s.out_vlan = tables.get(s.output).vlan;
-            s.routed = m.dst_prefix_len > 0 || via.is_some();
             s.dst_prefix_len = m.dst_prefix_len;
             s.next_hop = via.unwrap_or(0);
         });
         self.producer.publish();
+    }
+}
+
+/// The MPLS label stacks received and sent by a forwarded packet, and a swap's next hop,
+/// from its label entry (`mpls-lookup`) or its IPv4 adjacency's pushed labels (`push`), and
+/// the labels in its `header` as the sampler at `stage` saw it: as received at [`RX`], as
+/// sent at [`TX`].
+fn label_stacks(
+    tables: &Tables,
+    m: &crate::buffer::BufferMeta,
+    stage: u8,
+    header: &[u8],
+    push: LabelStack,
+) -> (LabelStack, LabelStack, Option<u32>) {
+    let seen = super::header::labels(header);
+    let seen = seen.labels();
+    let l3 = &tables.l3;
+    let in_label = || l3.entry_labels.get(usize::from(m.label_entry).wrapping_sub(1)).copied();
+    match l3.entry(m.label_entry) {
+        Some(LabelEntry::Swap { adj, out }) => {
+            let hop = match l3.adjs.get(*adj as usize) {
+                Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
+                _ => None,
+            };
+            let out = out.labels();
+            let stacks = if stage == RX {
+                (LabelStack::first(seen.iter()), LabelStack::first(out.iter().chain(seen.iter().skip(1))))
+            } else {
+                (
+                    LabelStack::first(in_label().iter().chain(seen.iter().skip(out.len()))),
+                    LabelStack::first(seen.iter()),
+                )
+            };
+            (stacks.0, stacks.1, hop)
+        }
+        // Popped at the end of the stack, then routed (and maybe pushed onto again).
+        Some(LabelEntry::Pop) => {
+            let received =
+                if stage == RX { LabelStack::first(seen.iter()) } else { LabelStack::first(in_label().iter()) };
+            (received, push, None)
+        }
+        None => (LabelStack::EMPTY, push, None),
     }
 }
 
