@@ -271,7 +271,11 @@ impl SflowWorker {
                 Some(Adjacency::Via { push, .. }) => *push,
                 _ => LabelStack::EMPTY,
             };
-            let (in_labels, out_labels, swap_hop) = label_stacks(tables, &m, s.stage, header, push);
+            let (in_labels, out_labels, swap_hop) = if m.label_entry == 0 && push.is_empty() {
+                (LabelStack::EMPTY, LabelStack::EMPTY, None) // plain IPv4 or L2: nothing to parse
+            } else {
+                label_stacks(tables, &m, s.stage, header, push)
+            };
             (s.in_labels, s.out_labels) = (in_labels, out_labels);
             via = via.or(swap_hop);
             s.input = m.rx_if;
