@@ -10,9 +10,9 @@ use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
 use crate::interface::{DriverKind, IfStats, Interface, MAX_INTERFACES, RxMode, Tables};
 use crate::l3::L3;
 use crate::qsbr::Qsbr;
-use crate::sflow::SflowWorker;
 use crate::sflow::agent::{self, AgentSetup, AgentShared, AgentStats};
 use crate::sflow::ring::Ring;
+use crate::sflow::{DropBudget, Refill, SflowWorker, WorkerBudget};
 use crate::tsc;
 use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
@@ -245,6 +245,14 @@ impl Dataplane {
             started: Instant::now(),
             config: config.clone(),
         };
+        // Ports whose drops become discard samples, and the agent's budget for them.
+        let monitored: Vec<u16> = dp
+            .interfaces
+            .iter()
+            .filter(|i| config.interfaces.get(&i.name).and_then(|c| c.sflow).is_some_and(|s| s.drop_monitoring))
+            .map(|i| i.index)
+            .collect();
+        let drop_budget = DropBudget::new(usize::from(config.workers.count));
         // Made before the workers start: each worker's sampler sums a sample's pool over all.
         let all_counters: Vec<Arc<WorkerCounters>> =
             (0..config.workers.count).map(|_| Arc::new(WorkerCounters::new())).collect();
@@ -272,21 +280,10 @@ impl Dataplane {
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = 0x5f10_5eed ^ u64::from(id) << 32;
-                    // Each worker gets an equal share of the discard limit, so the total holds.
-                    let bucket =
-                        crate::sflow::TokenBucket::new(f64::from(sf.drop_limit) / f64::from(config.workers.count), hz);
-                    let monitored: Vec<u16> = dp
-                        .interfaces
-                        .iter()
-                        .filter(|i| {
-                            config.interfaces.get(&i.name).and_then(|c| c.sflow).is_some_and(|s| s.drop_monitoring)
-                        })
-                        .map(|i| i.index)
-                        .collect();
                     SflowWorker::new(
                         &sources,
                         &monitored,
-                        bucket,
+                        WorkerBudget::new(drop_budget.clone(), usize::from(id)),
                         sf.header_bytes,
                         seed,
                         producers.pop().expect("one ring per worker"),
@@ -329,6 +326,9 @@ impl Dataplane {
                 ),
                 shared: shared.clone(),
                 stop: stop.clone(),
+                monitored,
+                drop_budget,
+                refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
             };
             let thread = agent::spawn(setup)?;
             dp.sflow = Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr });

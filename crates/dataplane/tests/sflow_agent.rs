@@ -319,8 +319,8 @@ routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
     assert!(flows.is_empty() && polls.is_empty(), "sampling and polling are off");
     assert_eq!(mixed, 0, "discard samples travel alone");
     assert!(discards.len() >= 20, "{} discards", discards.len());
-    // Each of the two workers (one per port) gets half the limit, with a bucket of one
-    // second: at most 100/s plus the two initial buckets.
+    // The agent's budget: at most 100/s plus the second's worth it starts with, shared by
+    // the two workers (one per port).
     assert!(discards.len() as f64 <= 100.0 * secs + 100.0, "{} discards in {secs:.2} s", discards.len());
     // Per data source: sequences without gaps, the input port, the reason of its drops.
     let mut reasons = std::collections::BTreeSet::new();
@@ -385,4 +385,45 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 02:fe:00:00:00:03}}]
     assert!(!discards.is_empty() && polls.contains_key(&index("port0")));
     let (_, totals, _) = dp.sflow().unwrap();
     assert_eq!(totals.samples_encoded, flows.values().map(Vec::len).sum::<usize>() as u64);
+}
+
+/// A port whose drops all land on one worker of two gets the whole `drop-limit`: counted over
+/// the second from 1 s to 2 s after start (after the budget's initial second's worth is spent),
+/// at least 95 % of it and no more than the limit plus one refill period's grant.
+#[test]
+fn drops_on_one_worker_get_the_whole_limit() {
+    let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let cfg = Config::load(&format!(
+        "
+workers: {{count: 2}}
+sflow: {{drop-limit: 200, polling-interval: 0, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
+interfaces:
+  port0:
+    addresses: [100.64.0.1/31]
+    sflow: {{enable: false, drop-monitoring: true}}
+    rx-placement: {{worker: 0}}
+    generator: {{streams: [{{dst-ip: 99.0.0.1, rate-pps: 20000}}]}}
+  port1: {{addresses: [100.64.1.1/31], rx-placement: {{worker: 1}}}}
+"
+    ))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let reader = std::thread::spawn(move || {
+        let mut at = vec![];
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = listener.recv(&mut buf) {
+            let d = sflow::decode(&buf[..n]).unwrap();
+            let discards = d.samples.iter().filter(|s| matches!(s, Sample::Discard(_))).count();
+            at.extend(std::iter::repeat_n(started.elapsed().as_secs_f64(), discards));
+        }
+        at
+    });
+    let mut dp = Dataplane::start(&cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    dp.stop().unwrap();
+    let at = reader.join().unwrap();
+    let in_second = at.iter().filter(|&&t| (1.0..2.0).contains(&t)).count();
+    assert!((190..=210).contains(&in_second), "{in_second} discard samples from 1 s to 2 s (limit 200/s)");
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use dataplane::sflow::ring::{Fate, Ring};
-use dataplane::sflow::{RX, SflowWorker, TX, TokenBucket};
+use dataplane::sflow::{DropBudget, RX, SflowWorker, TX, WorkerBudget};
 use std::net::Ipv4Addr;
 
 const YAML: &str = "
@@ -56,7 +56,7 @@ fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
     let sources = [(1, 1, RX | TX), (2, 1, RX | TX)];
-    g.sflow = Some(SflowWorker::new(&sources, &[], TokenBucket::new(1.0, 1), 128, 3, producer, peers));
+    g.sflow = Some(SflowWorker::new(&sources, &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 3, producer, peers));
     common::receive(&mut g, port, &[f]);
     g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
     let mut out = Vec::new();

@@ -11,7 +11,7 @@ use dataplane::engine::build_forwarding;
 use dataplane::graph::{Graph, NodeId, WorkerCounters};
 use dataplane::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Fate, Ring};
-use dataplane::sflow::{RX, SflowWorker, TokenBucket};
+use dataplane::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -46,7 +46,7 @@ fn workers(rate: u32, depth: u32) -> Vec<(Graph, Consumer)> {
         .map(|w| {
             let mut g = Graph::new(1024, f.tables.clone(), f.fib.fib().clone(), counters[w].clone()).unwrap();
             let (producer, consumer) = Ring::new(depth).split();
-            let bucket = TokenBucket::new(1.0, 1);
+            let bucket = WorkerBudget::new(DropBudget::new(1), 0);
             let peers = counters.to_vec();
             g.sflow = Some(SflowWorker::new(&[(1, rate, RX)], &[], bucket, 128, 77 + w as u64, producer, peers));
             (g, consumer)
@@ -119,7 +119,8 @@ neighbors:
     let (mut g, _) = common::graph(yaml);
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
-    g.sflow = Some(SflowWorker::new(&[(1, 1, RX)], &[], TokenBucket::new(1.0, 1), 128, 5, producer, peers));
+    g.sflow =
+        Some(SflowWorker::new(&[(1, 1, RX)], &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 5, producer, peers));
     let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
     let mut ip = [0u8; 20];
     wire::ipv4::write_header(&mut ip, 46, 64, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(10, 7, 0, 9));

@@ -39,7 +39,7 @@ impl Traffic {
 fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<u8, u64>) {
     let (mut g, _) = common::graph(YAML);
     let (producer, mut consumer) = Ring::new(1 << 16).split();
-    let bucket = dataplane::sflow::TokenBucket::new(1.0, 1);
+    let bucket = dataplane::sflow::WorkerBudget::new(dataplane::sflow::DropBudget::new(1), 0);
     let peers = vec![g.counters.clone()];
     g.sflow = Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer, peers));
     let mut traffic = Traffic(seed);

@@ -13,7 +13,7 @@ use dataplane::graph::{Graph, NodeId, WorkerCounters};
 use dataplane::interface::{IfStats, Interface};
 use dataplane::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Ring};
-use dataplane::sflow::{RX, SflowWorker, TX, TokenBucket};
+use dataplane::sflow::{DropBudget, RX, SflowWorker, TX, WorkerBudget};
 use dataplane::vector::VectorPool;
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -64,7 +64,11 @@ fn state() -> &'static Mutex<State> {
         let sources: Vec<(u16, u32, u8)> = ports.iter().map(|&p| (p, 1, RX | TX)).collect();
         let (producer, consumer) = Ring::new(1024).split();
         let peers = vec![graph.counters.clone()];
-        graph.sflow = Some(SflowWorker::new(&sources, &ports, TokenBucket::new(1e9, 1), 128, 7, producer, peers));
+        // Every drop on every port becomes a discard sample: tokens for all of them.
+        let budget = DropBudget::new(1);
+        budget.grant(0, u64::MAX);
+        let budget = WorkerBudget::new(budget, 0);
+        graph.sflow = Some(SflowWorker::new(&sources, &ports, budget, 128, 7, producer, peers));
         Mutex::new(State { graph, consumer, interfaces: f.interfaces })
     })
 }

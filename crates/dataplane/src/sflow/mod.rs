@@ -2,11 +2,13 @@
 //! rings, and the agent that drains them into sFlow v5 datagrams.
 
 pub mod agent;
+mod budget;
 mod header;
 mod poll;
 pub mod ring;
 mod sampler;
 mod send;
 
+pub use budget::{DropBudget, REFILL, Refill, WorkerBudget};
 pub use poll::Polling;
-pub use sampler::{RX, SflowWorker, TX, TokenBucket};
+pub use sampler::{RX, SflowWorker, TX};

@@ -7,6 +7,7 @@
 //! completed from the buffers' metadata — output interface, next hop, prefix length, VLANs,
 //! forwarded or dropped — and published with one store ([`SflowWorker::publish`]).
 
+use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer};
 use crate::buffer::{BufferPool, NOT_DROPPED};
 use crate::graph::WorkerCounters;
@@ -39,8 +40,8 @@ pub struct SflowWorker {
     header_bytes: usize,
     /// Ports whose drops become discard samples.
     monitored: Vec<bool>,
-    /// This worker's share of the discard rate limit.
-    bucket: TokenBucket,
+    /// This worker's share of the agent's discard budget.
+    budget: WorkerBudget,
     /// Where chosen packets go.
     pub producer: Producer,
     /// Every worker's counters, this one's included: a sample's pool and drops are summed
@@ -48,43 +49,14 @@ pub struct SflowWorker {
     peers: Vec<Arc<WorkerCounters>>,
 }
 
-/// A token bucket on the TSC: `rate` tokens per second, holding at most one second's worth.
-pub struct TokenBucket {
-    per_tick: f64,
-    cap: f64,
-    tokens: f64,
-    last: u64,
-}
-
-impl TokenBucket {
-    /// `rate` tokens per second with a TSC of `hz`.
-    pub fn new(rate: f64, hz: u64) -> Self {
-        TokenBucket { per_tick: rate / hz as f64, cap: rate.max(1.0), tokens: rate.max(1.0), last: 0 }
-    }
-
-    /// Takes a token at TSC `now`, if there is one.
-    pub fn take(&mut self, now: u64) -> bool {
-        if self.last != 0 {
-            self.tokens = (self.tokens + now.saturating_sub(self.last) as f64 * self.per_tick).min(self.cap);
-        }
-        self.last = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 impl SflowWorker {
     /// Samplers for `sources` (ifIndex, 1-in-N, stages [`RX`] | [`TX`]), seeded with `seed`;
-    /// drops of `monitored` ports reported at most `bucket` allows. `peers` are the counters
+    /// drops of `monitored` ports reported while `budget` has tokens. `peers` are the counters
     /// of every worker that samples these sources, this one's included.
     pub fn new(
         sources: &[(u16, u32, u8)],
         monitored: &[u16],
-        bucket: TokenBucket,
+        budget: WorkerBudget,
         header_bytes: u16,
         seed: u64,
         producer: Producer,
@@ -95,7 +67,7 @@ impl SflowWorker {
             rng: seed | 1,
             header_bytes: usize::from(header_bytes).min(MAX_HEADER),
             monitored: vec![false; MAX_INTERFACES],
-            bucket,
+            budget,
             producer,
             peers,
         };
@@ -202,9 +174,8 @@ impl SflowWorker {
     /// From `error-drop`, for the dropped packets of `v`: each one the receive sampler of its
     /// input port saw leaves that port's pool, and each one dropped on a monitored port (its
     /// input, or its output for drops on the way out) becomes a discard sample while the
-    /// worker's token bucket allows; the others are counted as lost.
+    /// worker has discard tokens; the others are counted as lost.
     pub fn dropped(&mut self, pool: &BufferPool, v: &Vector, tables: &Tables, counters: &WorkerCounters) {
-        let now = crate::tsc::now();
         for &i in v.indices() {
             let m = *pool.meta(i);
             let rx_port = tables.get(m.rx_if).port;
@@ -221,7 +192,7 @@ impl SflowWorker {
             let c = counters.sflow(port);
             let frame = pool.frame(i);
             let len = frame.len().min(self.header_bytes);
-            let reported = self.bucket.take(now)
+            let reported = self.budget.take()
                 && self.producer.reserve(|s| {
                     s.header[..len].copy_from_slice(&frame[..len]);
                     s.header_len = len as u16;
@@ -341,7 +312,7 @@ mod tests {
         SflowWorker::new(
             &[(1, rate, RX)],
             &[],
-            TokenBucket::new(1.0, 1),
+            WorkerBudget::new(crate::sflow::DropBudget::new(1), 0),
             128,
             seed,
             Ring::new(1 << 16).split().0,
