@@ -326,7 +326,6 @@ impl Dataplane {
                 ),
                 shared: shared.clone(),
                 stop: stop.clone(),
-                monitored,
                 drop_budget,
                 refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
             };

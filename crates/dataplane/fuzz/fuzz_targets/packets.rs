@@ -66,7 +66,7 @@ fn state() -> &'static Mutex<State> {
         let peers = vec![graph.counters.clone()];
         // Every drop on every port becomes a discard sample: tokens for all of them.
         let budget = DropBudget::new(1);
-        budget.grant(0, u64::MAX);
+        (0..dataplane::errors::N_REASONS).for_each(|r| budget.grant(0, r, u64::MAX));
         let budget = WorkerBudget::new(budget, 0);
         graph.sflow = Some(SflowWorker::new(&sources, &ports, budget, 128, 7, producer, peers));
         Mutex::new(State { graph, consumer, interfaces: f.interfaces })

@@ -96,8 +96,6 @@ pub struct AgentSetup {
     pub shared: Arc<AgentShared>,
     /// Set to stop (after a last flush).
     pub stop: Arc<AtomicBool>,
-    /// Ports with drop monitoring: their drops are the workers' demand for discard tokens.
-    pub monitored: Vec<u16>,
     /// The workers' discard tokens, granted here.
     pub drop_budget: Arc<super::DropBudget>,
     /// How the discard budget (`drop-limit`) is handed out.
@@ -158,13 +156,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
         let since_refill = last_refill.elapsed();
         if since_refill >= super::REFILL {
             last_refill += since_refill;
-            // Demand: each worker's drops on monitored ports, reported or not.
-            let demand: Vec<u64> = s
-                .workers
-                .iter()
-                .map(|w| s.monitored.iter().map(|&p| w.sflow(p).discards.get() + w.sflow(p).discards_lost.get()).sum())
-                .collect();
-            s.refill.step(since_refill, &demand, &s.drop_budget);
+            s.refill.step(since_refill, &s.drop_budget);
         }
         let stopping = s.stop.load(Relaxed);
         let available: u64 = s.rings.iter().map(Consumer::available).sum();

@@ -192,7 +192,7 @@ impl SflowWorker {
             let c = counters.sflow(port);
             let frame = pool.frame(i);
             let len = frame.len().min(self.header_bytes);
-            let reported = self.budget.take()
+            let reported = self.budget.take(reason as usize)
                 && self.producer.reserve(|s| {
                     s.header[..len].copy_from_slice(&frame[..len]);
                     s.header_len = len as u16;
