@@ -63,6 +63,8 @@ enum Kind {
     Agent,
     /// sFlow samples encoded (`true`) or decoded (`false`) per second.
     Codec(bool),
+    /// One flow sample's cost to the worker: reserve, copy 128 bytes, complete, publish.
+    SampleCost,
 }
 
 const SCENARIOS: &[Scenario] = &[
@@ -73,6 +75,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "agent", kind: Kind::Agent },
     Scenario { name: "sflow-encode", kind: Kind::Codec(true) },
     Scenario { name: "sflow-decode", kind: Kind::Codec(false) },
+    Scenario { name: "sample-cost", kind: Kind::SampleCost },
 ];
 
 /// Two generator interfaces cross-connected to each other, both sending 64-byte IPv4/UDP as
@@ -204,7 +207,14 @@ struct Measured {
     sflow_rate: u32,
     packets: u64,
     mpps: f64,
+    /// The median over the runs (the row is that run's).
     cycles_per_packet: f64,
+    /// The fastest run.
+    cycles_per_packet_min: f64,
+    /// The throughput sFlow costs: the median over the runs of 1 − (cycles/packet without
+    /// sFlow ÷ with it), each run paired with the run without sFlow measured just before it;
+    /// absent for the rows without sFlow (or when `--sflow-rates` has no 0).
+    loss_paired: Option<f64>,
     vectors_per_call: f64,
     /// Packets that ended in `error-drop` ÷ packets generated.
     drop_fraction: f64,
@@ -370,16 +380,32 @@ fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> 
                 samples_dropped: b.2 - a.2,
             }))
         }
-        Kind::Codec(encode) => {
-            if let Some(c) = core {
-                dataplane::worker::pin_current_thread(c)?;
-            }
+        Kind::SampleCost => {
             let window = Duration::from_secs_f64(args.seconds);
-            let rate =
-                if encode { crate::codec_bench::encode_rate(window) } else { crate::codec_bench::decode_rate(window) };
+            let (rate, cycles) = on_core(core, move || crate::sample_bench::cost(window, hz))??;
+            Ok(Row::Codec(CodecMeasured { name: s.name, samples_per_s: rate, cycles_per_sample: cycles }))
+        }
+        Kind::Codec(encode) => {
+            let window = Duration::from_secs_f64(args.seconds);
+            let rate = on_core(core, move || {
+                if encode { crate::codec_bench::encode_rate(window) } else { crate::codec_bench::decode_rate(window) }
+            })?;
             Ok(Row::Codec(CodecMeasured { name: s.name, samples_per_s: rate, cycles_per_sample: hz as f64 / rate }))
         }
     }
+}
+
+/// Runs `f` on a thread of its own pinned to `core` (the caller's CPU affinity, which the
+/// configuration checks read, stays as it is).
+fn on_core<T: Send + 'static>(core: Option<u16>, f: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+    std::thread::spawn(move || {
+        if let Some(c) = core {
+            dataplane::worker::pin_current_thread(c)?;
+        }
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the measuring thread panicked"))?
 }
 
 fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
@@ -427,6 +453,8 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         packets,
         mpps: packets as f64 / (wall as f64 / hz as f64) / 1e6,
         cycles_per_packet: wall as f64 / packets as f64,
+        cycles_per_packet_min: wall as f64 / packets as f64,
+        loss_paired: None,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
         drop_fraction: dropped as f64 / packets as f64,
         samples_taken: sb.0 - sa.0,
@@ -459,25 +487,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
     let core = args.core.or((ncpu > 1).then(|| ncpu - 1));
     let hz = tsc::hz();
-    let jobs: Vec<(&Scenario, u32)> = chosen
+    let jobs: Vec<(&Scenario, Vec<u32>)> = chosen
         .into_iter()
-        .flat_map(|s| match s.kind {
-            Kind::Forward(_) => args.sflow_rates.iter().map(|&r| (s, r)).collect::<Vec<_>>(),
-            _ => vec![(s, 0)],
+        .map(|s| match s.kind {
+            Kind::Forward(_) => (s, args.sflow_rates.clone()),
+            _ => (s, vec![0]),
         })
         .collect();
-    let bar = ProgressBar::new(jobs.len() as u64 * u64::from(args.runs));
+    let total: usize = jobs.iter().map(|(_, rates)| rates.len()).sum();
+    let bar = ProgressBar::new(total as u64 * u64::from(args.runs));
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("template"));
     let mut rows = Vec::new();
-    for (s, rate) in jobs {
-        let mut runs = Vec::new();
+    for (s, rates) in jobs {
+        // The configurations of a scenario take turns (off, r1, r2, off, r1, r2, …), so a
+        // machine that speeds up or slows down during the runs biases none of them.
+        let mut runs: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
         for r in 0..args.runs {
-            bar.set_message(format!("{} sflow {rate} run {}", s.name, r + 1));
-            runs.push(measure(s, rate, &args, core, hz)?);
-            bar.inc(1);
+            for (k, &rate) in rates.iter().enumerate() {
+                bar.set_message(format!("{} sflow {rate} run {}", s.name, r + 1));
+                runs[k].push(measure(s, rate, &args, core, hz)?);
+                bar.inc(1);
+            }
         }
-        runs.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
-        rows.push(runs.swap_remove(runs.len() / 2));
+        let off: Option<Vec<f64>> = rates.iter().position(|&r| r == 0).map(|k| runs[k].iter().map(Row::cost).collect());
+        for (k, runs) in runs.into_iter().enumerate() {
+            let paired = off
+                .as_ref()
+                .filter(|_| rates[k] != 0)
+                .map(|off| median(off.iter().zip(&runs).map(|(without, with)| 1.0 - without / with.cost()).collect()));
+            rows.push(summarise(runs, paired));
+        }
     }
     bar.finish_and_clear();
     let report = Report { tsc_hz: hz, runs: args.runs, seconds: args.seconds, scenarios: rows };
@@ -489,17 +528,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The median of `v` (the upper one of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The row of the median run of one configuration, with the fastest run's cycles/packet and
+/// the paired loss against the runs without sFlow.
+fn summarise(mut runs: Vec<Row>, loss_paired: Option<f64>) -> Row {
+    runs.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
+    let fastest = runs[0].cost();
+    let mut row = runs.swap_remove(runs.len() / 2);
+    if let Row::Forward(m) = &mut row {
+        m.cycles_per_packet_min = fastest;
+        m.loss_paired = loss_paired;
+    }
+    row
+}
+
 fn print_table(r: &Report, core: Option<u16>) {
     let pin = core.map_or("unpinned".to_string(), |c| format!("worker on CPU {c}"));
     println!(
-        "vecflow bench: TSC {:.3} GHz, {pin}, {} s window, median of {} run(s)",
+        "vecflow bench: TSC {:.3} GHz, {pin}, {} s window, median and minimum of {} run(s), sFlow rates taking turns",
         r.tsc_hz as f64 / 1e9,
         r.seconds,
         r.runs
     );
     println!(
-        "{:<12} {:>10} {:>8} {:>14} {:>13} {:>11}",
-        "scenario", "sflow", "Mpps", "cycles/packet", "vectors/call", "dropped"
+        "{:<12} {:>10} {:>8} {:>14} {:>8} {:>13} {:>11} {:>12}",
+        "scenario", "sflow", "Mpps", "cycles/packet", "min", "vectors/call", "dropped", "paired loss"
     );
     for row in &r.scenarios {
         match row {
@@ -515,7 +573,11 @@ fn print_table(r: &Report, core: Option<u16>) {
                         s.samples_taken, s.samples_sent, s.samples_dropped
                     )
                 };
-                println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {vpc:>13.1} {drops:>9.3} %{sampled}");
+                let min = s.cycles_per_packet_min;
+                let loss = s.loss_paired.map_or(String::new(), |l| format!("{:.2} %", l * 100.0));
+                println!(
+                    "{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {min:>8.2} {vpc:>13.1} {drops:>9.3} % {loss:>12}{sampled}"
+                );
                 for n in &s.nodes {
                     let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
                     println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call");
@@ -533,9 +595,12 @@ fn print_table(r: &Report, core: Option<u16>) {
             }
             Row::Codec(c) => {
                 let (name, rate, cps) = (c.name, c.samples_per_s / 1e6, c.cycles_per_sample);
-                println!(
-                    "{name:<12} {rate:>8.2} M samples/s {cps:>8.1} cycles/sample (flow samples, 128-byte headers)"
-                );
+                let what = if name == "sample-cost" {
+                    "reserve + copy 128 bytes + complete + publish, per sample"
+                } else {
+                    "flow samples, 128-byte headers"
+                };
+                println!("{name:<12} {rate:>8.2} M samples/s {cps:>8.1} cycles/sample ({what})");
             }
         }
     }

@@ -10,6 +10,7 @@ mod bench;
 mod codec_bench;
 mod collect;
 mod demo;
+mod sample_bench;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

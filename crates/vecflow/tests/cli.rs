@@ -86,6 +86,12 @@ fn bench_json_accounts_for_every_packet_and_sample() {
             assert!(n["clocks_per_packet"].as_f64().unwrap() > 0.0, "{} ({at})", n["name"]);
         }
         assert_eq!(f("drop_fraction"), 0.0, "{at}");
+        // One run each: its minimum is its median; the loss is paired with the run without sFlow.
+        assert_eq!(f("cycles_per_packet_min"), f("cycles_per_packet"), "{at}");
+        match rate {
+            0 => assert!(s["loss_paired"].is_null(), "{at}"),
+            _ => assert!(f("loss_paired") < 1.0, "{at}"),
+        }
 
         // The rate is the window's packets over the window's clock, and that window is the one
         // asked for (give or take the scheduling of a busy machine).
@@ -114,6 +120,39 @@ fn bench_json_accounts_for_every_packet_and_sample() {
             assert!(sent > 0, "{at}");
         }
     }
+}
+
+/// With several runs, each configuration reports its median and its fastest run, and the
+/// sampled one the loss paired with the runs without sFlow.
+#[test]
+fn bench_reports_median_minimum_and_paired_loss() {
+    let args = ["bench", "--json", "--runs", "3", "--seconds", "0.1", "--warmup", "0.05", "--scenario", "ip4-lab"];
+    let (ok, out, err) = vecflow(&[&args[..], &["--sflow-rates", "0,100"]].concat());
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let rows = v["scenarios"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        let (median, min) = (r["cycles_per_packet"].as_f64().unwrap(), r["cycles_per_packet_min"].as_f64().unwrap());
+        assert!(min > 0.0 && min <= median, "{r}");
+    }
+    assert!(rows[0]["loss_paired"].is_null());
+    assert!(rows[1]["loss_paired"].as_f64().is_some_and(|l| l.is_finite() && l < 1.0), "{}", rows[1]);
+}
+
+/// `sample-cost` measures a sample's cost to the worker directly.
+#[test]
+fn bench_measures_the_cost_of_a_sample() {
+    let (ok, out, err) = vecflow(&["bench", "--json", "--seconds", "0.2", "--scenario", "sample-cost"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let row = &v["scenarios"][0];
+    assert_eq!(row["name"], "sample-cost");
+    let (rate, cycles) = (row["samples_per_s"].as_f64().unwrap(), row["cycles_per_sample"].as_f64().unwrap());
+    assert!(rate > 1e5 && cycles > 1.0, "{row}");
+    // Samples a second and cycles a sample describe the same clock.
+    let hz = v["tsc_hz"].as_f64().unwrap();
+    assert!((rate * cycles / hz - 1.0).abs() < 0.01, "{row}");
 }
 
 #[test]
