@@ -572,6 +572,9 @@ pub struct StreamConfig {
     /// Packets per second; absent = as fast as the worker can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_pps: Option<u64>,
+    /// Packets to send, then stop; absent = no end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
     /// Seed of the PRNG behind `random` ranges.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -994,6 +997,9 @@ fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
         if r.count == 0 {
             return Err(invalid(f(k), r.count, "1 to 4294967295"));
         }
+    }
+    if s.count == Some(0) {
+        return Err(invalid(f("count"), 0, "1 to 18446744073709551615 packets, or absent for no end"));
     }
     if let Some(r) = s.rate_pps.filter(|&r| !(1..=1_000_000_000).contains(&r)) {
         return Err(invalid(f("rate-pps"), r, "1 to 1000000000 packets per second, or absent for unlimited"));

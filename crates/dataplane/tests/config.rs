@@ -85,6 +85,7 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces.p0.generator.streams[0].src-range.count: 0",
         ),
         ("interfaces: {p0: {generator: {streams: [{rate-pps: 0}]}}}", "interfaces.p0.generator.streams[0].rate-pps: 0"),
+        ("interfaces: {p0: {generator: {streams: [{count: 0}]}}}", "interfaces.p0.generator.streams[0].count: 0"),
         (
             "interfaces: {p0: {sub-interfaces: {1: {encapsulation: {dot1q: 5000}}}}}",
             "interfaces.p0.sub-interfaces.1.encapsulation.dot1q: 5000",

@@ -81,3 +81,21 @@ fn show_commands_answer_in_text_and_json() {
     assert!(r.execute(&dp, "show interface nope").unwrap_err().contains("no interface named 'nope'"));
     assert!(r.execute(&dp, "show bogus").unwrap_err().contains("unknown command"));
 }
+
+/// A stream with `count` sends exactly that many packets, then stops.
+#[test]
+fn a_stream_with_a_count_sends_exactly_that_many() {
+    let cfg = Config::load(
+        "interfaces:\n  p0: {l2xc: p1, generator: {streams: [{template: l2, count: 1000}, {template: l2, count: 77}]}}\n  p1: {l2xc: p0}\n",
+    )
+    .unwrap();
+    let mut dp = Dataplane::start(&cfg).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let p1 = dp.interfaces().iter().find(|i| i.name == "p1").unwrap().index;
+    while dp.interface_stats(p1).tx_packets < 1077 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    dp.stop().unwrap();
+    assert_eq!(dp.interface_stats(p1).tx_packets, 1077);
+}

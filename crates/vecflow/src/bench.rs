@@ -37,6 +37,11 @@ pub struct Args {
     /// Warm-up before each window, seconds.
     #[arg(long, default_value_t = 0.5)]
     warmup: f64,
+    /// Forwarding scenarios send exactly this many packets and are measured from the worker's
+    /// start to the last one, with no warm-up (instead of --seconds): the same work every
+    /// time, so `valgrind --tool=callgrind` counts repeat.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    packets: Option<u64>,
     /// CPU to pin the worker to; default: the last CPU when there are several, else none.
     #[arg(long)]
     core: Option<u16>,
@@ -408,7 +413,27 @@ fn on_core<T: Send + 'static>(core: Option<u16>, f: impl FnOnce() -> T + Send + 
     .map_err(|_| anyhow::anyhow!("the measuring thread panicked"))?
 }
 
+/// `config` with its generator streams sending `packets` in all, then stopping (a stream
+/// whose share would be 0 is left out).
+fn with_count(mut config: Config, packets: u64) -> Config {
+    let generators = || config.interfaces.values().filter_map(|i| i.generator.as_ref());
+    let n = generators().map(|g| g.streams.len() as u64).sum::<u64>().max(1);
+    let mut k = 0;
+    for g in config.interfaces.values_mut().filter_map(|i| i.generator.as_mut()) {
+        for s in &mut g.streams {
+            s.count = Some(packets / n + u64::from(k < packets % n));
+            k += 1;
+        }
+        g.streams.retain(|s| s.count != Some(0));
+    }
+    config
+}
+
 fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
+    let config = match args.packets {
+        Some(n) => with_count(config, n),
+        None => config,
+    };
     let mut dp = Dataplane::start(&config).with_context(|| format!("scenario {name}"))?;
     // Warm up from the worker's first loop: before it, its loop clock reads 0 and a window
     // starting there would span the TSC since boot.
@@ -419,10 +444,29 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    std::thread::sleep(Duration::from_secs_f64(args.warmup));
-    let (a, sa) = (worker0(&dp), sflow_totals(&dp));
-    std::thread::sleep(Duration::from_secs_f64(args.seconds));
-    let (b, sb) = (worker0(&dp), sflow_totals(&dp));
+    let (a, sa, b, sb) = match args.packets {
+        None => {
+            std::thread::sleep(Duration::from_secs_f64(args.warmup));
+            let (a, sa) = (worker0(&dp), sflow_totals(&dp));
+            std::thread::sleep(Duration::from_secs_f64(args.seconds));
+            let (b, sb) = (worker0(&dp), sflow_totals(&dp));
+            (a, sa, b, sb)
+        }
+        Some(n) => {
+            // From the worker's start (nothing counted yet) to the last packet.
+            let mut a = worker0(&dp);
+            a.nodes.iter_mut().for_each(|(_, s)| *s = NodeStats::default());
+            a.looping.last_tsc = a.looping.start_tsc;
+            while node(&worker0(&dp), NodeId::GeneratorInput).vectors < n {
+                if started.elapsed() > Duration::from_secs(3600) {
+                    bail!("scenario {name}: {n} packets not sent within an hour");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let b = worker0(&dp);
+            (a, (0, 0, 0), b, sflow_totals(&dp))
+        }
+    };
     dp.stop()?;
     let end = worker0(&dp);
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);

@@ -140,6 +140,24 @@ fn bench_reports_median_minimum_and_paired_loss() {
     assert!(rows[1]["loss_paired"].as_f64().is_some_and(|l| l.is_finite() && l < 1.0), "{}", rows[1]);
 }
 
+/// `--packets N` sends exactly N packets and measures them all.
+#[test]
+fn bench_with_a_packet_count_measures_exactly_those_packets() {
+    let (ok, out, err) =
+        vecflow(&["bench", "--json", "--scenario", "ip4-lab", "--sflow-rates", "0,100", "--packets", "5001"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    for row in v["scenarios"].as_array().unwrap() {
+        assert_eq!(row["packets"].as_u64(), Some(5001), "{row}");
+        for n in row["nodes"].as_array().unwrap() {
+            assert_eq!(n["run_vectors"].as_u64(), Some(5001), "{n}");
+        }
+    }
+    let sampled = &v["scenarios"][1];
+    let chosen = sampled["samples_taken"].as_u64().unwrap() + sampled["samples_dropped"].as_u64().unwrap();
+    assert!((25..=80).contains(&chosen), "{chosen} samples of 5001 packets at 1:100");
+}
+
 /// `sample-cost` measures a sample's cost to the worker directly.
 #[test]
 fn bench_measures_the_cost_of_a_sample() {

@@ -133,6 +133,8 @@ pub struct Stream {
     dst: Walk,
     rng: u64,
     rate: Option<Rate>,
+    /// Packets still to send (`count`); `u64::MAX` for no end.
+    remaining: u64,
 }
 
 impl Stream {
@@ -193,6 +195,7 @@ impl Stream {
             dst: Walk { count: cfg.dst_range.count, mode: cfg.dst_range.mode, cur: 0 },
             rng: cfg.seed,
             rate: cfg.rate_pps.map(|pps| Rate::new(pps, tsc_hz)),
+            remaining: cfg.count.unwrap_or(u64::MAX),
         }
     }
 
@@ -345,7 +348,7 @@ impl GeneratorPort {
             let k = self.next;
             self.next = (k + 1) % self.streams.len();
             let s = &mut self.streams[k];
-            let want = VECTOR_SIZE - n;
+            let want = (VECTOR_SIZE - n).min(usize::try_from(s.remaining).unwrap_or(usize::MAX));
             let allowed = match &mut s.rate {
                 Some(r) => r.take(now, want),
                 None => want,
@@ -359,6 +362,7 @@ impl GeneratorPort {
                 }
             }
             s.fill(&mut g.pool, &g.vectors[v].slots_mut()[n..n + got], self.port);
+            s.remaining -= got as u64;
             n += got;
             if n == VECTOR_SIZE {
                 break;
