@@ -366,7 +366,13 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
     if slot.in_vlan != 0 || slot.out_vlan != 0 {
         records.push(FlowRecord::Switch(ExtendedSwitch {
             src_vlan: u32::from(slot.in_vlan),
-            src_priority: u32::from(super::header::priority(header)),
+            // The received tag's priority: in the header as received, or as sent when vecflow
+            // did not tag it itself (a cross-connected tagged frame); else unknown, 0.
+            src_priority: if slot.stage == super::RX || slot.out_vlan == 0 {
+                u32::from(super::header::priority(header))
+            } else {
+                0
+            },
             dst_vlan: u32::from(slot.out_vlan),
             dst_priority: 0, // the tag vecflow pushes has priority 0
         }));
