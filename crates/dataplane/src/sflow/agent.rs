@@ -297,9 +297,9 @@ fn send(s: &AgentSetup, sender: &Sender, bufs: &[Vec<u8>], lens: &[usize]) {
 
 /// The smallest `max-datagram-size` that holds any sample the agent builds, alone: the
 /// datagram header for the agent's address family plus the longest of a flow sample (a raw
-/// header of `header_bytes`, switch, router and MPLS records of 8 labels each way), a discard sample and a port's counter
-/// sample (generic, Ethernet and a name of `name_len` bytes). A smaller datagram would leave
-/// the agent a sample it can never send.
+/// header of `header_bytes`, switch, router and MPLS records of 8 labels each way), a discard
+/// sample and a port's counter sample (generic, Ethernet and a name of `name_len` bytes). A
+/// smaller datagram would leave the agent a sample it can never send.
 pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> usize {
     let header = vec![0u8; usize::from(header_bytes)];
     let name = vec![0u8; name_len];

@@ -127,8 +127,9 @@ impl Refill {
 
     /// One refill after `elapsed` since the last. Tokens granted but not yet spent count
     /// against the budget: the pool plus them never exceed one second's worth. From the pool,
-    /// each worker's reserve is topped up to one token (at most once a second), then each (worker, reason) gets its
-    /// max-min fair share by its demand since the last refill, less what it still holds.
+    /// each (worker, reason) gets its max-min fair share by its demand since the last refill,
+    /// less what it still holds; what is left tops up each worker's reserve to one token (at
+    /// most once a second).
     pub fn step(&mut self, elapsed: Duration, budget: &DropBudget) {
         let workers = budget.granted.len();
         let granted: Vec<[u64; SLOTS]> = budget.granted.iter().map(read).collect();

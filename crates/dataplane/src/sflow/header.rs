@@ -13,53 +13,52 @@ pub fn priority(h: &[u8]) -> u8 {
     }
 }
 
+/// The ethertype after up to two VLAN tags, and where its payload starts.
+fn ethertype(h: &[u8]) -> Option<(u16, usize)> {
+    let mut at = 12;
+    loop {
+        match u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]) {
+            0x8100 | 0x88a8 if at < 20 => at += 4,
+            et => return Some((et, at + 2)),
+        }
+    }
+}
+
+/// The label stack starting at `at`: its first 8 labels, and where the packet under the
+/// bottom of the stack starts (`None` when the header ends before the bottom).
+fn stack(h: &[u8], mut at: usize) -> (LabelStack, Option<usize>) {
+    let mut labels = [0u32; 8];
+    let mut n = 0;
+    while let Some(&[a, b, c, d]) = h.get(at..at + 4) {
+        let entry = u32::from_be_bytes([a, b, c, d]);
+        if n < labels.len() {
+            labels[n] = entry >> 12;
+            n += 1;
+        }
+        at += 4;
+        if entry & 0x100 != 0 {
+            return (LabelStack::new(&labels[..n]), Some(at));
+        }
+    }
+    (LabelStack::new(&labels[..n]), None)
+}
+
 /// The MPLS label stack of an Ethernet frame (after up to two VLAN tags), outermost first:
 /// up to 8 labels, as many as the header holds; empty when the frame is not MPLS.
 pub fn labels(h: &[u8]) -> LabelStack {
-    let mut at = 12;
-    let mut out = [0u32; 8];
-    let mut n = 0;
-    loop {
-        match h.get(at..at + 2) {
-            Some([0x81, 0x00] | [0x88, 0xa8]) if at < 20 => at += 4,
-            Some([0x88, 0x47]) => break,
-            _ => return LabelStack::default(),
-        }
+    match ethertype(h) {
+        Some((0x8847, at)) => stack(h, at).0,
+        _ => LabelStack::EMPTY,
     }
-    at += 2;
-    while let Some(&[a, b, c, d]) = h.get(at..at + 4) {
-        let entry = u32::from_be_bytes([a, b, c, d]);
-        out[n] = entry >> 12;
-        n += 1;
-        if entry & 0x100 != 0 || n == out.len() {
-            break;
-        }
-        at += 4;
-    }
-    LabelStack::new(&out[..n])
 }
 
 /// The IPv4 (source, destination) of an Ethernet frame carrying IPv4, directly or under MPLS.
 pub fn ipv4_addresses(h: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr)> {
-    let mut at = 12;
-    let ip = loop {
-        match u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]) {
-            0x8100 | 0x88a8 if at < 20 => at += 4,
-            0x0800 => break at + 2,
-            0x8847 => {
-                at += 2;
-                // Labels until the bottom of the stack, then IPv4 if the version says so.
-                while h.get(at + 2)? & 1 == 0 {
-                    at += 4;
-                }
-                at += 4;
-                if h.get(at)? >> 4 != 4 {
-                    return None;
-                }
-                break at;
-            }
-            _ => return None,
-        }
+    let ip = match ethertype(h)? {
+        (0x0800, at) => at,
+        // Under the bottom of the stack, IPv4 if the version says so.
+        (0x8847, at) => stack(h, at).1.filter(|&ip| h.get(ip).is_some_and(|v| v >> 4 == 4))?,
+        _ => return None,
     };
     let a = h.get(ip + 12..ip + 20)?;
     Some((Ipv4Addr::new(a[0], a[1], a[2], a[3]), Ipv4Addr::new(a[4], a[5], a[6], a[7])))

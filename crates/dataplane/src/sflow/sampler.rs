@@ -216,6 +216,12 @@ impl SflowWorker {
             if s.fate == Fate::Discard {
                 return; // complete when reserved
             }
+            let m = *pool.meta(s.buffer);
+            let forwarded = m.error == NOT_DROPPED;
+            s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };
+            if !forwarded {
+                return; // not a flow sample
+            }
             // This worker's part is exact (its vectors have left the graph, drops counted);
             // another worker's is at most the vector it is running ahead (seen, drops not yet
             // counted).
@@ -223,38 +229,24 @@ impl SflowWorker {
                 let c = w.sflow(s.port);
                 (pool + c.seen.get().saturating_sub(c.dropped.get()), drops + c.ring_full.get())
             });
-            let m = *pool.meta(s.buffer);
-            let forwarded = m.error == NOT_DROPPED;
-            s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };
-            if !forwarded {
-                return; // not a flow sample
-            }
             let header = &s.header[..usize::from(s.header_len)];
-            let adj = tables.l3.adjs.get(m.adj as usize);
-            let mut via = match adj {
-                Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
+            let (via, push) = match tables.l3.adjs.get(m.adj as usize) {
+                Some(Adjacency::Via { next_hop, push, .. }) => (Some(u32::from(*next_hop)), *push),
                 // A connected destination is its own next hop.
-                Some(Adjacency::Glean { .. }) => super::header::ipv4_addresses(header).map(|(_, dst)| u32::from(dst)),
-                _ => None,
+                Some(Adjacency::Glean { .. }) => {
+                    (super::header::ipv4_addresses(header).map(|(_, dst)| u32::from(dst)), LabelStack::EMPTY)
+                }
+                _ => (None, LabelStack::EMPTY),
             };
             s.routed = m.dst_prefix_len > 0 || via.is_some();
-            let push = match adj {
-                Some(Adjacency::Via { push, .. }) => *push,
-                _ => LabelStack::EMPTY,
-            };
-            let (in_labels, out_labels, swap_hop) = if m.label_entry == 0 && push.is_empty() {
-                (LabelStack::EMPTY, LabelStack::EMPTY, None) // plain IPv4 or L2: nothing to parse
-            } else {
-                label_stacks(tables, &m, s.stage, header, push)
-            };
-            (s.in_labels, s.out_labels) = (in_labels, out_labels);
-            via = via.or(swap_hop);
+            let swap_hop;
+            (s.in_labels, s.out_labels, swap_hop) = label_stacks(tables, &m, s.stage, header, push);
             s.input = m.rx_if;
             s.output = m.tx_if;
             s.in_vlan = tables.get(m.rx_if).vlan;
             s.out_vlan = tables.get(s.output).vlan;
             s.dst_prefix_len = m.dst_prefix_len;
-            s.next_hop = via.unwrap_or(0);
+            s.next_hop = via.or(swap_hop).unwrap_or(0);
         });
         self.producer.publish();
     }
@@ -263,7 +255,7 @@ impl SflowWorker {
 /// The MPLS label stacks received and sent by a forwarded packet, and a swap's next hop,
 /// from its label entry (`mpls-lookup`) or its IPv4 adjacency's pushed labels (`push`), and
 /// the labels in its `header` as the sampler at `stage` saw it: as received at [`RX`], as
-/// sent at [`TX`].
+/// sent at [`TX`]. A packet neither label-switched nor popped leaves the header unread.
 fn label_stacks(
     tables: &Tables,
     m: &crate::buffer::BufferMeta,
@@ -271,34 +263,31 @@ fn label_stacks(
     header: &[u8],
     push: LabelStack,
 ) -> (LabelStack, LabelStack, Option<u32>) {
+    let l3 = &tables.l3;
+    let Some(entry) = l3.entry(m.label_entry) else { return (LabelStack::EMPTY, push, None) };
     let seen = super::header::labels(header);
     let seen = seen.labels();
-    let l3 = &tables.l3;
-    let in_label = || l3.entry_labels.get(usize::from(m.label_entry).wrapping_sub(1)).copied();
-    match l3.entry(m.label_entry) {
-        Some(LabelEntry::Swap { adj, out }) => {
+    let in_label = l3.entry_labels.get(usize::from(m.label_entry) - 1).copied();
+    match entry {
+        LabelEntry::Swap { adj, out } => {
             let hop = match l3.adjs.get(*adj as usize) {
                 Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
                 _ => None,
             };
             let out = out.labels();
-            let stacks = if stage == RX {
-                (LabelStack::first(seen.iter()), LabelStack::first(out.iter().chain(seen.iter().skip(1))))
+            if stage == RX {
+                (LabelStack::first(seen.iter()), LabelStack::first(out.iter().chain(seen.iter().skip(1))), hop)
             } else {
-                (
-                    LabelStack::first(in_label().iter().chain(seen.iter().skip(out.len()))),
-                    LabelStack::first(seen.iter()),
-                )
-            };
-            (stacks.0, stacks.1, hop)
+                let received = in_label.iter().chain(seen.iter().skip(out.len()));
+                (LabelStack::first(received), LabelStack::first(seen.iter()), hop)
+            }
         }
         // Popped at the end of the stack, then routed (and maybe pushed onto again).
-        Some(LabelEntry::Pop) => {
+        LabelEntry::Pop => {
             let received =
-                if stage == RX { LabelStack::first(seen.iter()) } else { LabelStack::first(in_label().iter()) };
+                if stage == RX { LabelStack::first(seen.iter()) } else { LabelStack::first(in_label.iter()) };
             (received, push, None)
         }
-        None => (LabelStack::EMPTY, push, None),
     }
 }
 
