@@ -845,25 +845,15 @@ impl Config {
             return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
         }
         let known = |n: &String| self.has_interface(n);
-        let connected = |a: Ipv4Addr| {
-            self.interfaces
-                .values()
-                .flat_map(|i| i.addresses.iter().chain(i.sub_interfaces.values().flat_map(|s| &s.addresses)))
-                .any(|p| crate::l3::covers(p, a))
-        };
+        let connected = |a: Ipv4Addr| self.addresses().any(|(_, p)| crate::l3::covers(p, a));
         let mut addresses = BTreeMap::new();
-        for (name, i) in &self.interfaces {
-            let subs = i.sub_interfaces.iter().map(|(sub, s)| (format!("{name}.{sub}"), &s.addresses));
-            for (owner, list) in std::iter::once((name.clone(), &i.addresses)).chain(subs) {
-                for a in list {
-                    if let Some(other) = addresses.insert(a.addr, owner.clone()) {
-                        return Err(invalid(
-                            format!("interfaces.{owner}.addresses"),
-                            a,
-                            format!("an address configured once ({other} already has {})", a.addr),
-                        ));
-                    }
-                }
+        for (owner, a) in self.addresses() {
+            if let Some(other) = addresses.insert(a.addr, owner) {
+                return Err(invalid(
+                    format!("interfaces.{owner}.addresses"),
+                    a,
+                    format!("an address configured once ({other} already has {})", a.addr),
+                ));
             }
         }
         let mut prefixes = BTreeMap::new();
@@ -947,9 +937,21 @@ impl Config {
     /// The first IPv4 address of a physical interface (in name order), else of a
     /// sub-interface: the sFlow agent address when `sflow.agent-address` is not given.
     pub fn first_address(&self) -> Option<Ipv4Addr> {
-        let physical = self.interfaces.values().flat_map(|i| &i.addresses);
-        let subs = self.interfaces.values().flat_map(|i| i.sub_interfaces.values().flat_map(|s| &s.addresses));
-        physical.chain(subs).map(|a| a.addr).next()
+        let of = |physical: bool| self.addresses().filter(move |(owner, _)| owner.sub.is_none() == physical);
+        of(true).chain(of(false)).map(|(_, a)| a.addr).next()
+    }
+
+    /// Every IPv4 address with the interface it is on: each interface's own, then its
+    /// sub-interfaces', in name order.
+    fn addresses(&self) -> impl Iterator<Item = (Owner<'_>, &Ipv4Prefix)> {
+        self.interfaces.iter().flat_map(|(name, i)| {
+            let own = i.addresses.iter().map(move |a| (Owner { name, sub: None }, a));
+            let subs = i
+                .sub_interfaces
+                .iter()
+                .flat_map(move |(&sub, s)| s.addresses.iter().map(move |a| (Owner { name, sub: Some(sub) }, a)));
+            own.chain(subs)
+        })
     }
 
     /// True when `name` is a configured interface or sub-interface (`parent.sub-id`).
@@ -959,6 +961,23 @@ impl Config {
                 sub.parse::<u32>()
                     .is_ok_and(|sub| self.interfaces.get(parent).is_some_and(|i| i.sub_interfaces.contains_key(&sub)))
             })
+    }
+}
+
+/// An interface or sub-interface named by its parent and sub-id, shown as `name` or
+/// `name.sub`.
+#[derive(Clone, Copy)]
+struct Owner<'a> {
+    name: &'a str,
+    sub: Option<u32>,
+}
+
+impl fmt::Display for Owner<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.sub {
+            Some(sub) => write!(f, "{}.{sub}", self.name),
+            None => f.write_str(self.name),
+        }
     }
 }
 
