@@ -8,7 +8,7 @@
 //! forwarded or dropped — and published with one store ([`SflowWorker::publish`]).
 
 use super::budget::WorkerBudget;
-use super::ring::{Fate, MAX_HEADER, Producer};
+use super::ring::{Fate, MAX_HEADER, Producer, Slot};
 use crate::buffer::{BufferPool, NOT_DROPPED};
 use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
@@ -229,18 +229,17 @@ impl SflowWorker {
                 let c = w.sflow(s.port);
                 (pool + c.seen.get().saturating_sub(c.dropped.get()), drops + c.ring_full.get())
             });
-            let header = &s.header[..usize::from(s.header_len)];
             let (via, push) = match tables.l3.adjs.get(m.adj as usize) {
                 Some(Adjacency::Via { next_hop, push, .. }) => (Some(u32::from(*next_hop)), *push),
                 // A connected destination is its own next hop.
                 Some(Adjacency::Glean { .. }) => {
+                    let header = &s.header[..usize::from(s.header_len)];
                     (super::header::ipv4_addresses(header).map(|(_, dst)| u32::from(dst)), LabelStack::EMPTY)
                 }
                 _ => (None, LabelStack::EMPTY),
             };
             s.routed = m.dst_prefix_len > 0 || via.is_some();
-            let swap_hop;
-            (s.in_labels, s.out_labels, swap_hop) = label_stacks(tables, &m, s.stage, header, push);
+            let swap_hop = label_stacks(s, tables, &m, push);
             s.input = m.rx_if;
             s.output = m.tx_if;
             s.in_vlan = tables.get(m.rx_if).vlan;
@@ -252,20 +251,19 @@ impl SflowWorker {
     }
 }
 
-/// The MPLS label stacks received and sent by a forwarded packet, and a swap's next hop,
-/// from its label entry (`mpls-lookup`) or its IPv4 adjacency's pushed labels (`push`), and
-/// the labels in its `header` as the sampler at `stage` saw it: as received at [`RX`], as
-/// sent at [`TX`]. A packet neither label-switched nor popped leaves the header unread.
-fn label_stacks(
-    tables: &Tables,
-    m: &crate::buffer::BufferMeta,
-    stage: u8,
-    header: &[u8],
-    push: LabelStack,
-) -> (LabelStack, LabelStack, Option<u32>) {
+/// Completes slot `s` with the MPLS label stacks its packet was received and sent with, and
+/// returns a swap's next hop: from the packet's label entry (`mpls-lookup`, metadata `m`) or
+/// its IPv4 adjacency's pushed labels (`push`), and the labels in the slot's header as the
+/// sampler saw it: as received at [`RX`], as sent at [`TX`]. The stacks are written in place
+/// (returned, they would be copied per sample), and a packet neither label-switched nor
+/// popped leaves the header unread.
+fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, push: LabelStack) -> Option<u32> {
     let l3 = &tables.l3;
-    let Some(entry) = l3.entry(m.label_entry) else { return (LabelStack::EMPTY, push, None) };
-    let seen = super::header::labels(header);
+    let Some(entry) = l3.entry(m.label_entry) else {
+        (s.in_labels, s.out_labels) = (LabelStack::EMPTY, push);
+        return None;
+    };
+    let (stage, seen) = (s.stage, super::header::labels(&s.header[..usize::from(s.header_len)]));
     let seen = seen.labels();
     let in_label = l3.entry_labels.get(usize::from(m.label_entry) - 1).copied();
     match entry {
@@ -276,17 +274,19 @@ fn label_stacks(
             };
             let out = out.labels();
             if stage == RX {
-                (LabelStack::first(seen.iter()), LabelStack::first(out.iter().chain(seen.iter().skip(1))), hop)
+                (s.in_labels, s.out_labels) =
+                    (LabelStack::first(seen.iter()), LabelStack::first(out.iter().chain(seen.iter().skip(1))));
             } else {
                 let received = in_label.iter().chain(seen.iter().skip(out.len()));
-                (LabelStack::first(received), LabelStack::first(seen.iter()), hop)
+                (s.in_labels, s.out_labels) = (LabelStack::first(received), LabelStack::first(seen.iter()));
             }
+            hop
         }
         // Popped at the end of the stack, then routed (and maybe pushed onto again).
         LabelEntry::Pop => {
-            let received =
-                if stage == RX { LabelStack::first(seen.iter()) } else { LabelStack::first(in_label.iter()) };
-            (received, push, None)
+            s.in_labels = if stage == RX { LabelStack::first(seen.iter()) } else { LabelStack::first(in_label.iter()) };
+            s.out_labels = push;
+            None
         }
     }
 }
