@@ -119,7 +119,7 @@ fn show_runtime(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let mut workers = Vec::new();
     for w in dp.runtime() {
         let secs = w.looping.last_tsc.saturating_sub(w.looping.start_tsc) as f64 / hz;
-        let input = w.nodes.iter().find(|(n, _)| *n == NodeId::GeneratorInput).map_or(0, |(_, s)| s.vectors);
+        let input: u64 = w.nodes.iter().filter(|(n, _)| NodeId::INPUTS.contains(n)).map(|(_, s)| s.vectors).sum();
         let core = w.core.map_or("unpinned".to_string(), |c| format!("core {c}"));
         let _ = writeln!(text, "Thread {} vecflow-wk-{} ({core})", w.id + 1, w.id);
         let _ = writeln!(

@@ -314,6 +314,54 @@ pub enum Driver {
     /// The embedded traffic generator and sink.
     #[default]
     Generator,
+    /// A Linux interface through AF_PACKET sockets (TPACKET_V3 rx ring, batched tx).
+    AfPacket,
+}
+
+/// AF_PACKET settings of one interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AfPacketConfig {
+    /// Bytes per rx ring block, a power of two from 4096 to 4194304 (whole frames never
+    /// span blocks).
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+    /// Rx ring blocks per queue, 2 to 1024.
+    #[serde(default = "default_blocks")]
+    pub blocks: u32,
+    /// Milliseconds after which the kernel hands over a block that is not full, 1 to 1000:
+    /// the longest a packet waits in the ring at low rates.
+    #[serde(default = "default_block_timeout")]
+    pub block_timeout_ms: u32,
+    /// Rx queues: sockets joined in one PACKET_FANOUT group (flows hashed over them), each
+    /// polled by its own worker, starting at the interface's rx-placement worker. 1 to
+    /// `workers.count`.
+    #[serde(default = "default_rx_queues")]
+    pub rx_queues: u16,
+}
+
+fn default_block_size() -> u32 {
+    1 << 18
+}
+fn default_blocks() -> u32 {
+    16
+}
+fn default_block_timeout() -> u32 {
+    1
+}
+fn default_rx_queues() -> u16 {
+    1
+}
+
+impl Default for AfPacketConfig {
+    fn default() -> Self {
+        AfPacketConfig {
+            block_size: default_block_size(),
+            blocks: default_blocks(),
+            block_timeout_ms: default_block_timeout(),
+            rx_queues: default_rx_queues(),
+        }
+    }
 }
 
 /// Which worker polls an interface's rx queue.
@@ -338,12 +386,20 @@ pub struct InterfaceConfig {
     /// Driver.
     #[serde(default)]
     pub driver: Driver,
-    /// MAC address. Default: 02:fe:00:00:HH:LL from the index.
+    /// The Linux interface behind it (drivers `af-packet`), at most 15 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_interface: Option<String>,
+    /// AF_PACKET ring and queue settings (driver `af-packet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_packet: Option<AfPacketConfig>,
+    /// MAC address. Default: a locally administered 02:fe:00:00:HH:LL from the index (also
+    /// for `af-packet`: not the host interface's, so the kernel never takes our frames for
+    /// its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<Mac>,
-    /// L3 MTU, 68–2030.
-    #[serde(default = "default_mtu")]
-    pub mtu: u16,
+    /// L3 MTU, 68–2030. Default: the host interface's (`af-packet`), else 1500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
     /// Administrative state.
     #[serde(default)]
     pub state: AdminState,
@@ -370,8 +426,15 @@ pub struct InterfaceConfig {
     pub sflow: Option<InterfaceSflow>,
 }
 
-fn default_mtu() -> u16 {
-    1500
+/// The MTU of an interface that names none and has no host interface to take it from.
+pub const DEFAULT_MTU: u16 = 1500;
+
+impl InterfaceConfig {
+    /// The L3 MTU as configured, else [`DEFAULT_MTU`] (the engine takes an `af-packet`
+    /// interface's from the kernel before it gets here).
+    pub fn mtu(&self) -> u16 {
+        self.mtu.unwrap_or(DEFAULT_MTU)
+    }
 }
 
 impl Default for InterfaceConfig {
@@ -724,9 +787,10 @@ impl Config {
         {
             return Err(invalid(f("index"), x, format!("1 to {}", MAX_INTERFACES - 1)));
         }
-        if !(68..=MAX_MTU).contains(&i.mtu) {
-            return Err(invalid(f("mtu"), i.mtu, format!("68 to {MAX_MTU}")));
+        if let Some(m) = i.mtu.filter(|m| !(68..=MAX_MTU).contains(m)) {
+            return Err(invalid(f("mtu"), m, format!("68 to {MAX_MTU}")));
         }
+        self.validate_driver(name, i)?;
         if let Some(p) = i.rx_placement
             && p.worker >= self.workers.count
         {
@@ -756,8 +820,8 @@ impl Config {
             if !(1..=4094).contains(&s.encapsulation.dot1q) {
                 return Err(invalid(sf("encapsulation.dot1q"), s.encapsulation.dot1q, "1 to 4094"));
             }
-            if let Some(m) = s.mtu.filter(|&m| !(68..=i.mtu).contains(&m)) {
-                return Err(invalid(sf("mtu"), m, format!("68 to the parent's MTU ({})", i.mtu)));
+            if let Some(m) = s.mtu.filter(|&m| !(68..=i.mtu()).contains(&m)) {
+                return Err(invalid(sf("mtu"), m, format!("68 to the parent's MTU ({})", i.mtu())));
             }
             if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.has_interface(p) || **p == format!("{name}.{sub}")) {
                 return Err(invalid(sf("l2xc"), peer, "the name of a configured interface"));
@@ -781,6 +845,64 @@ impl Config {
         if let Some(g) = &i.generator {
             for (k, s) in g.streams.iter().enumerate() {
                 validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The driver's own settings: a host interface exactly for `af-packet`, generator streams
+    /// only on the generator, ring sizes in range, each host interface used once.
+    fn validate_driver(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.{k}");
+        match (i.driver, &i.host_interface) {
+            (Driver::AfPacket, None) => {
+                return Err(invalid(f("host-interface"), "(missing)", "the Linux interface to use, e.g. eth1"));
+            }
+            (Driver::AfPacket, Some(h)) => {
+                if h.is_empty() || h.len() > 15 || h.contains(['/', ' ', ':']) || h == "." || h == ".." {
+                    return Err(invalid(
+                        f("host-interface"),
+                        h,
+                        "a Linux interface name: 1 to 15 characters, no '/', ':' or space",
+                    ));
+                }
+                if let Some((other, _)) =
+                    self.interfaces.iter().find(|(n, o)| n.as_str() < name && o.host_interface.as_ref() == Some(h))
+                {
+                    return Err(invalid(
+                        f("host-interface"),
+                        h,
+                        format!("a host interface no other interface uses ({other} has it)"),
+                    ));
+                }
+            }
+            (Driver::Generator, Some(h)) => {
+                return Err(invalid(f("host-interface"), h, "nothing for driver generator"));
+            }
+            (Driver::Generator, None) => {}
+        }
+        if i.driver != Driver::Generator && i.generator.is_some() {
+            return Err(invalid(f("generator"), "streams", "generator streams only with driver: generator"));
+        }
+        if let Some(a) = &i.af_packet {
+            if i.driver != Driver::AfPacket {
+                return Err(invalid(f("af-packet"), "settings", "af-packet settings only with driver: af-packet"));
+            }
+            if !a.block_size.is_power_of_two() || !(4096..=1 << 22).contains(&a.block_size) {
+                return Err(invalid(f("af-packet.block-size"), a.block_size, "a power of two from 4096 to 4194304"));
+            }
+            if !(2..=1024).contains(&a.blocks) {
+                return Err(invalid(f("af-packet.blocks"), a.blocks, "2 to 1024"));
+            }
+            if !(1..=1000).contains(&a.block_timeout_ms) {
+                return Err(invalid(f("af-packet.block-timeout-ms"), a.block_timeout_ms, "1 to 1000"));
+            }
+            if !(1..=self.workers.count).contains(&a.rx_queues) {
+                return Err(invalid(
+                    f("af-packet.rx-queues"),
+                    a.rx_queues,
+                    format!("1 to {} (workers.count)", self.workers.count),
+                ));
             }
         }
         Ok(())

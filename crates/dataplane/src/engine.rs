@@ -2,12 +2,15 @@
 //! validated [`Config`], starts the workers, reads their counters, stops them.
 
 use crate::config::{AdminState, Config, Driver};
+use crate::drivers::RxPort;
+use crate::drivers::af_packet::{RxQueue, TxSockets};
 use crate::drivers::generator::{GeneratorPort, Stream};
+use crate::drivers::host::HostLink;
 use crate::errors::{DropReason, N_REASONS};
 use crate::fib::{Fib, FibError, FibWriter};
 use crate::graph::SflowStats;
 use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
-use crate::interface::{DriverKind, IfStats, Interface, MAX_INTERFACES, RxMode, Tables};
+use crate::interface::{DriverKind, IfStats, Interface, LinkState, MAX_INTERFACES, RxMode, Tables};
 use crate::l3::L3;
 use crate::qsbr::Qsbr;
 use crate::sflow::agent::{self, AgentSetup, AgentShared, AgentStats};
@@ -18,6 +21,7 @@ use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
@@ -36,6 +40,114 @@ pub enum StartError {
     /// The routes do not fit the FIB.
     #[error(transparent)]
     Fib(#[from] FibError),
+    /// A driver could not open what the configuration names.
+    #[error("{field}: {message}")]
+    Driver {
+        /// Dotted path of the field, e.g. `interfaces.wan0.host-interface`.
+        field: String,
+        /// What went wrong, in words.
+        message: String,
+    },
+}
+
+/// A start-up error of interface `name`'s host interface.
+fn host_error(name: &str, host: &str, e: impl std::fmt::Display) -> StartError {
+    StartError::Driver { field: format!("interfaces.{name}.host-interface"), message: format!("{host}: {e}") }
+}
+
+/// The AF_PACKET interfaces of a starting dataplane: what the kernel says of each host
+/// interface, opened before any worker starts so that every problem stops the start-up.
+struct HostPorts {
+    /// (interface index, host link, statistics handles of its rx queues).
+    links: Vec<(u16, HostLink, Vec<OwnedFd>)>,
+    /// Rx queues by worker.
+    rx: Vec<Vec<RxQueue>>,
+    /// Send sockets by worker.
+    tx: Vec<TxSockets>,
+}
+
+/// Reads the host interface of every `af-packet` interface, by interface name.
+fn read_host_links(config: &Config) -> Result<BTreeMap<String, HostLink>, StartError> {
+    let mut out = BTreeMap::new();
+    for (name, i) in &config.interfaces {
+        if let (Driver::AfPacket, Some(host)) = (i.driver, &i.host_interface) {
+            let link = HostLink::read(host).map_err(|e| host_error(name, host, e))?;
+            for warning in link.kernel_conflicts() {
+                tracing::warn!("interfaces.{name}: {warning}");
+            }
+            out.insert(name.clone(), link);
+        }
+    }
+    Ok(out)
+}
+
+/// `config` with the MTU of each `af-packet` interface that names none taken from the kernel
+/// (at most what a buffer holds); warns where the configured MTU is above the kernel's.
+fn with_kernel_mtus(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Config {
+    let mut c = config.clone();
+    for (name, link) in hosts {
+        let Some(i) = c.interfaces.get_mut(name) else { continue };
+        let kernel = link.mtu.min(u32::from(crate::config::MAX_MTU)) as u16;
+        match i.mtu {
+            None => {
+                if link.mtu > u32::from(kernel) {
+                    tracing::warn!(
+                        "interfaces.{name}: host interface {} has MTU {}; vecflow's buffers hold {kernel}",
+                        link.name,
+                        link.mtu
+                    );
+                }
+                i.mtu = Some(kernel);
+            }
+            Some(m) if u32::from(m) > link.mtu => tracing::warn!(
+                "interfaces.{name}.mtu: {m} is above host interface {}'s MTU {}; frames larger than the kernel's \
+                 MTU may be dropped by the kernel or the peer",
+                link.name,
+                link.mtu
+            ),
+            Some(_) => {}
+        }
+    }
+    c
+}
+
+/// Opens the rx queues and send sockets of every `af-packet` interface.
+fn open_host_ports(
+    config: &Config,
+    interfaces: &[Interface],
+    hosts: BTreeMap<String, HostLink>,
+) -> Result<HostPorts, StartError> {
+    let workers = usize::from(config.workers.count);
+    let mut ports = HostPorts {
+        links: Vec::new(),
+        rx: (0..workers).map(|_| Vec::new()).collect(),
+        tx: (0..workers).map(|_| TxSockets::default()).collect(),
+    };
+    for (name, link) in hosts {
+        let i = interfaces.iter().find(|i| i.name == name).expect("an interface of the config");
+        let cfg = config.interfaces[&name].af_packet.unwrap_or_default();
+        let fanout = (cfg.rx_queues > 1).then(|| (std::process::id() as u16).wrapping_add(i.index));
+        let mut stats = Vec::new();
+        for q in 0..cfg.rx_queues {
+            let queue =
+                RxQueue::open(i.index, link.ifindex, &cfg, fanout).map_err(|e| host_error(&name, &link.name, e))?;
+            stats.push(queue.stats_handle().map_err(|e| host_error(&name, &link.name, e))?);
+            ports.rx[(usize::from(i.rx_worker) + usize::from(q)) % workers].push(queue);
+        }
+        for tx in &mut ports.tx {
+            tx.open(i.index, link.ifindex).map_err(|e| host_error(&name, &link.name, e))?;
+        }
+        tracing::info!(
+            "interface {name}: af-packet on {} (ifindex {}), {} rx queue(s), MTU {}, link {}",
+            link.name,
+            link.ifindex,
+            cfg.rx_queues,
+            i.mtu,
+            if link.oper_up { "up" } else { "down" }
+        );
+        ports.links.push((i.index, link, stats));
+    }
+    Ok(ports)
 }
 
 struct WorkerHandle {
@@ -81,6 +193,10 @@ pub struct Dataplane {
     stop: Arc<AtomicBool>,
     started: Instant,
     config: Config,
+    /// Link state by interface index.
+    links: Arc<Vec<LinkState>>,
+    /// AF_PACKET interfaces: index, host link, rx queues' statistics handles.
+    hosts: Vec<(u16, HostLink, Vec<OwnedFd>)>,
 }
 
 /// The running sFlow agent.
@@ -155,10 +271,11 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
             name: name.clone(),
             admin_up: i.state == AdminState::Up,
             mac: i.mac.map_or(MacAddr([0x02, 0xfe, 0, 0, (index >> 8) as u8, index as u8]), |m| m.0),
-            mtu: i.mtu,
+            mtu: i.mtu(),
             mode: mode(&i.l2xc),
             driver: match i.driver {
                 Driver::Generator => DriverKind::Generator,
+                Driver::AfPacket => DriverKind::AfPacket,
             },
             rx_worker,
             mpls: i.mpls,
@@ -172,7 +289,7 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
                 index: idx[&sub_name],
                 name: sub_name,
                 admin_up: s.state == AdminState::Up,
-                mtu: s.mtu.unwrap_or(i.mtu),
+                mtu: s.mtu.unwrap_or(i.mtu()),
                 mode: mode(&s.l2xc),
                 mpls: s.mpls,
                 addresses: s.addresses.clone(),
@@ -212,9 +329,18 @@ impl Dataplane {
     /// Validates `config`, starts the workers and returns the running dataplane.
     pub fn start(config: &Config) -> Result<Self, StartError> {
         config.validate()?;
+        let hosts = read_host_links(config)?;
+        let config = &with_kernel_mtus(config, &hosts);
+        config.validate()?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(config.workers.count as usize + 1));
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
+        let HostPorts { links: host_links, rx: mut host_rx, tx: mut host_tx } =
+            open_host_ports(config, &interfaces, hosts)?;
+        let links: Arc<Vec<LinkState>> = Arc::new((0..MAX_INTERFACES).map(|_| LinkState::default()).collect());
+        for i in &interfaces {
+            links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let hz = tsc::hz();
         let sources: Vec<(u16, u32, u8)> = match &config.sflow {
@@ -244,7 +370,10 @@ impl Dataplane {
             stop,
             started: Instant::now(),
             config: config.clone(),
+            links,
+            hosts: host_links,
         };
+        dp.refresh_links();
         // Ports whose drops become discard samples, and the agent's budget for them.
         let monitored: Vec<u16> = dp
             .interfaces
@@ -257,15 +386,17 @@ impl Dataplane {
         let all_counters: Vec<Arc<WorkerCounters>> =
             (0..config.workers.count).map(|_| Arc::new(WorkerCounters::new())).collect();
         for id in 0..config.workers.count {
-            let ports = dp
+            let mut ports: Vec<RxPort> = dp
                 .interfaces
                 .iter()
                 .filter(|i| i.rx_worker == id)
                 .filter_map(|i| {
                     let g = config.interfaces.get(&i.name)?.generator.as_ref()?;
-                    Some(GeneratorPort::new(i.index, g.streams.iter().map(|s| Stream::new(s, i.mac, hz)).collect()))
+                    let streams = g.streams.iter().map(|s| Stream::new(s, i.mac, hz)).collect();
+                    Some(RxPort::Generator(GeneratorPort::new(i.index, streams)))
                 })
                 .collect();
+            ports.extend(std::mem::take(&mut host_rx[usize::from(id)]).into_iter().map(RxPort::AfPacket));
             let counters = all_counters[usize::from(id)].clone();
             let core = config.workers.cores.get(id as usize).copied();
             let setup = WorkerSetup {
@@ -277,6 +408,7 @@ impl Dataplane {
                 qsbr: qsbr.register(usize::from(id)),
                 counters: counters.clone(),
                 ports,
+                tx: std::mem::take(&mut host_tx[usize::from(id)]),
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = 0x5f10_5eed ^ u64::from(id) << 32;
@@ -309,7 +441,6 @@ impl Dataplane {
             let setup = AgentSetup {
                 rings: consumers,
                 workers: dp.workers.iter().map(|w| w.counters.clone()).collect(),
-                tables: dp.tables.clone(),
                 fib: dp.fib.fib().clone(),
                 qsbr: qsbr.register(config.workers.count as usize),
                 sources: sources.clone(),
@@ -322,6 +453,7 @@ impl Dataplane {
                     &sources.iter().map(|s| s.0).collect::<Vec<_>>(),
                     &dp.interfaces,
                     dp.workers.iter().map(|w| w.counters.clone()).collect(),
+                    dp.links.clone(),
                     0x9011_5eed,
                 ),
                 shared: shared.clone(),
@@ -428,6 +560,34 @@ impl Dataplane {
     /// `Some(adjacency)`, deletes with `None`), in place and without stopping the workers.
     pub fn apply_routes(&mut self, changes: &[crate::l3::FibInsert]) -> Result<(), FibError> {
         self.fib.apply(changes)
+    }
+
+    /// Re-reads what the kernel says of each AF_PACKET interface: link state and speed, and
+    /// the frames its rx rings dropped since the last call (added to `rx-miss`). Call it
+    /// about once a second.
+    pub fn refresh_links(&mut self) {
+        for (index, link, stats) in &mut self.hosts {
+            let was_up = link.oper_up;
+            link.refresh();
+            if link.oper_up != was_up {
+                tracing::info!("host interface {}: link {}", link.name, if link.oper_up { "up" } else { "down" });
+            }
+            let state = &self.links[usize::from(*index)];
+            state.oper_up.set(u64::from(link.oper_up));
+            state.speed.set(link.speed);
+            for fd in stats.iter() {
+                match crate::drivers::af_packet::take_kernel_drops(fd) {
+                    Ok(n) => state.rx_miss.set(state.rx_miss.get() + n),
+                    Err(e) => tracing::warn!("host interface {}: {e}", link.name),
+                }
+            }
+        }
+    }
+
+    /// The link state of interface `index` (a sub-interface has its parent's link).
+    pub fn link(&self, index: u16) -> &LinkState {
+        let port = self.tables.get(index).port;
+        &self.links[usize::from(port) % MAX_INTERFACES]
     }
 
     /// Counters of interface `index`, summed over workers.

@@ -16,6 +16,8 @@ pub enum DropClass {
     InUnknownProtos,
     /// ifOutDiscards: dropped on the way out.
     OutDiscards,
+    /// ifOutErrors: the driver could not send it.
+    OutErrors,
 }
 
 macro_rules! drop_reasons {
@@ -61,6 +63,8 @@ macro_rules! drop_reasons {
 
 drop_reasons! {
     Unspecified = "unspecified", InDiscards, ErrorDrop, 256, "sent to error-drop without a reason (a bug if it ever counts)";
+    RxTruncated = "rx-truncated", InErrors, AfPacketInput, 262, "frame larger than a buffer or cut short by the rx ring (a GSO/GRO super-frame: turn off the sender's offloads)";
+    CsumNotReady = "csum-not-ready", InErrors, AfPacketInput, 289, "the sender left the checksum to offload and it is not an IPv4 TCP or UDP one vecflow can complete";
     TruncatedEthernet = "truncated-ethernet", InErrors, EthernetInput, 324, "frame shorter than the 14-byte Ethernet header";
     Oversize = "oversize", InErrors, EthernetInput, 262, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
     InterfaceDown = "interface-down", InDiscards, EthernetInput, 284, "frame received on an interface that is administratively down";
@@ -85,12 +89,19 @@ drop_reasons! {
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is administratively down";
     TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
+    TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full)";
 }
 
 /// Number of drop reasons (the width of a per-interface error counter row).
 pub const N_REASONS: usize = DropReason::ALL.len();
 
 impl DropReason {
+    /// True when a driver's rx node drops for this reason, before the frame reaches the
+    /// receive sampler (which then never counted it as seen).
+    pub fn before_sampling(self) -> bool {
+        self.node() == NodeId::AfPacketInput
+    }
+
     /// The reason with counter index `i`, if any.
     pub fn from_index(i: u16) -> Option<DropReason> {
         DropReason::ALL.get(i as usize).copied()

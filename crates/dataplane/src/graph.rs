@@ -39,6 +39,7 @@ macro_rules! node_ids {
 
 node_ids! {
     GeneratorInput = "generator-input": "the embedded generator's rx side: fills fresh frames from stream templates",
+    AfPacketInput = "af-packet-input": "copies frames from AF_PACKET rx rings into buffers, restoring stripped VLAN tags and offloaded checksums",
     EthernetInput = "ethernet-input": "checks frame length and interface state, counts unicast/multicast/broadcast, dispatches by interface mode and ethertype",
     L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
     Ip4Input = "ip4-input": "checks IPv4 version, header length, total length, checksum and TTL",
@@ -49,7 +50,13 @@ node_ids! {
     MplsRewrite = "mpls-rewrite": "swaps the top label (TTL-1) and writes MACs, or pops the last label and hands IPv4 to ip4-input",
     InterfaceOutput = "interface-output": "checks the output interface's state and MTU, counts tx, hands frames to the driver",
     GeneratorTx = "generator-tx": "the generator's tx side (sink): reads each frame once and frees it",
+    AfPacketTx = "af-packet-tx": "sends frames on AF_PACKET sockets, one sendmmsg per run of frames for one interface",
     ErrorDrop = "error-drop": "counts each dropped frame per input interface and reason, frees it",
+}
+
+impl NodeId {
+    /// The drivers' rx input nodes (polled by workers, never queued).
+    pub const INPUTS: &'static [NodeId] = &[NodeId::GeneratorInput, NodeId::AfPacketInput];
 }
 
 /// Number of graph nodes.
@@ -194,6 +201,8 @@ pub struct Graph {
     pub nexts: [NodeId; VECTOR_SIZE],
     /// sFlow samplers and sample ring, when sFlow is on.
     pub sflow: Option<crate::sflow::SflowWorker>,
+    /// The worker's AF_PACKET send sockets (none until the worker opens them).
+    pub tx: crate::drivers::af_packet::TxSockets,
     pending: Vec<(NodeId, VecHandle)>,
 }
 
@@ -213,6 +222,7 @@ impl Graph {
             counters,
             nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
             sflow: None,
+            tx: Default::default(),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         })
     }
@@ -272,8 +282,11 @@ impl Graph {
             NodeId::MplsRewrite => nodes::mpls_rewrite::run(self, v),
             NodeId::InterfaceOutput => nodes::interface_output::run(self, v),
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
+            NodeId::AfPacketTx => crate::drivers::af_packet::tx(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),
-            NodeId::GeneratorInput => unreachable!("input nodes are polled, not queued"),
+            NodeId::GeneratorInput | NodeId::AfPacketInput => {
+                unreachable!("input nodes are polled, not queued")
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
 //! workers read, and the per-worker counters that sFlow's generic/ethernet records need.
 
+use crate::counter::Counter;
 use crate::graph::NodeId;
 use crate::stats::counter_set;
 use serde::Serialize;
@@ -31,6 +32,8 @@ pub enum RxMode {
 pub enum DriverKind {
     /// The embedded traffic generator (rx) and sink (tx).
     Generator,
+    /// A Linux interface through AF_PACKET sockets.
+    AfPacket,
 }
 
 impl DriverKind {
@@ -38,6 +41,7 @@ impl DriverKind {
     pub fn tx_node(self) -> NodeId {
         match self {
             DriverKind::Generator => NodeId::GeneratorTx,
+            DriverKind::AfPacket => NodeId::AfPacketTx,
         }
     }
 }
@@ -166,6 +170,18 @@ impl Tables {
     pub fn get(&self, index: u16) -> &IfRuntime {
         self.ifs.get(index as usize).unwrap_or(&IfRuntime::UNUSED)
     }
+}
+
+/// The link as the kernel reports it (AF_PACKET interfaces; a generator's link is up when
+/// the interface is), written by the main thread and read by anyone.
+#[derive(Debug, Default)]
+pub struct LinkState {
+    /// 1 when the link is operationally up.
+    pub oper_up: Counter,
+    /// Speed in bits per second, 0 when unknown.
+    pub speed: Counter,
+    /// Frames the kernel dropped before vecflow read them (rx ring full): `rx-miss`.
+    pub rx_miss: Counter,
 }
 
 counter_set! {

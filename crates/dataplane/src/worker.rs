@@ -5,7 +5,8 @@
 //! node and sleeps briefly (50 µs), so an idle worker does not burn its core. A worker never
 //! blocks on a lock, never allocates after start-up and makes no per-packet system call.
 
-use crate::drivers::generator::GeneratorPort;
+use crate::drivers::RxPort;
+use crate::drivers::af_packet::TxSockets;
 use crate::fib::Fib;
 use crate::graph::{Graph, NodeId, WorkerCounters};
 use crate::interface::Tables;
@@ -37,7 +38,9 @@ pub struct WorkerSetup {
     /// Counters, shared with the main thread.
     pub counters: Arc<WorkerCounters>,
     /// The rx queues it polls.
-    pub ports: Vec<GeneratorPort>,
+    pub ports: Vec<RxPort>,
+    /// Its AF_PACKET send sockets.
+    pub tx: TxSockets,
     /// Set by the main thread to end the loop.
     pub stop: Arc<AtomicBool>,
     /// sFlow samplers and ring, when sFlow is on.
@@ -74,32 +77,38 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     }
     let mut g = Graph::new(s.buffers, s.tables, s.fib, s.counters.clone())?;
     g.sflow = s.sflow.take();
+    g.tx = std::mem::take(&mut s.tx);
     let c = &s.counters;
-    let input = &c.nodes[NodeId::GeneratorInput as usize];
     c.looping.start_tsc.set(tsc::now());
     while !s.stop.load(Relaxed) {
         s.qsbr.quiescent();
         let mut busy = false;
         for port in &mut s.ports {
             let t0 = tsc::now();
-            if let Some(v) = port.poll(&mut g, t0) {
-                let n = g.vectors[v].len() as u64;
-                g.forward(v, NodeId::EthernetInput);
-                let t1 = tsc::now();
-                input.calls.add(1);
-                input.vectors.add(n);
-                input.clocks.add(tsc::ticks(t0, t1));
-                g.run(t1);
-                if let Some(sf) = &mut g.sflow {
-                    sf.publish(&g.pool, &g.tables);
-                }
-                busy = true;
+            let got = port.poll(&mut g, t0);
+            if got.is_none() && g.pending().is_empty() {
+                continue;
             }
+            let t1 = tsc::now();
+            let input = &c.nodes[port.node() as usize];
+            if let Some(v) = got {
+                input.calls.add(1);
+                input.vectors.add(g.vectors[v].len() as u64);
+                g.forward(v, NodeId::EthernetInput);
+            }
+            input.clocks.add(tsc::ticks(t0, t1));
+            g.run(t1);
+            if let Some(sf) = &mut g.sflow {
+                sf.publish(&g.pool, &g.tables);
+            }
+            busy = true;
         }
         c.looping.loops.add(1);
         c.looping.last_tsc.set(tsc::now());
         if !busy {
-            input.suspends.add(1);
+            for port in &s.ports {
+                c.nodes[port.node() as usize].suspends.add(1);
+            }
             std::thread::sleep(IDLE_SLEEP);
         }
     }

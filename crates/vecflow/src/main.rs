@@ -1,5 +1,6 @@
 //! `vecflow`: the command-line front end.
 //!
+//! - `vecflow run` is the daemon: it forwards between real interfaces until stopped.
 //! - `vecflow demo` runs the example lab on generator interfaces and shows what flows.
 //! - `vecflow bench` measures cycles per packet of the forwarding paths and the sFlow codec.
 //! - `vecflow collect` receives sFlow and prints it or summarises it with estimates.
@@ -10,6 +11,7 @@ mod bench;
 mod codec_bench;
 mod collect;
 mod demo;
+mod run;
 mod sample_bench;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +27,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the dataplane from a YAML configuration until SIGINT or SIGTERM.
+    Run(run::Args),
     /// Run a lab config on generator interfaces for a while and show what flowed.
     Demo(demo::Args),
     /// Measure cycles per packet of the forwarding paths (one worker, in memory) and the sFlow codec.
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(a) => run::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Collect(a) => collect::run(a),

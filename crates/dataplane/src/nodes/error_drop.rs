@@ -1,7 +1,7 @@
 //! `error-drop`: the end of every dropped frame. Counts it under its reason (set by the node
 //! that dropped it) per input interface, charges the interface counter the reason maps to
-//! (ifInDiscards, ifInErrors, ifInUnknownProtos on the input interface; ifOutDiscards on the
-//! output interface), reports it as an sFlow discard sample when its interface has drop
+//! (ifInDiscards, ifInErrors, ifInUnknownProtos on the input interface; ifOutDiscards or
+//! ifOutErrors on the output interface), reports it as an sFlow discard sample when its interface has drop
 //! monitoring on, and frees the buffer.
 
 use crate::errors::{DropClass, DropReason};
@@ -20,6 +20,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             DropClass::InErrors => c.interface(m.rx_if).in_errors.add(1),
             DropClass::InUnknownProtos => c.interface(m.rx_if).in_unknown_protos.add(1),
             DropClass::OutDiscards => c.interface(m.tx_if).out_discards.add(1),
+            DropClass::OutErrors => c.interface(m.tx_if).out_errors.add(1),
         }
     }
     if let Some(sf) = &mut g.sflow {

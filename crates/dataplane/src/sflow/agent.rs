@@ -15,7 +15,7 @@ use super::send::Sender;
 use crate::counter::Counter;
 use crate::fib::Fib;
 use crate::graph::WorkerCounters;
-use crate::interface::{MAX_INTERFACES, Tables};
+use crate::interface::MAX_INTERFACES;
 use crate::qsbr::QsbrReader;
 use crate::stats::counter_set;
 use sflow::{
@@ -73,8 +73,6 @@ pub struct AgentSetup {
     pub rings: Vec<Consumer>,
     /// The workers' counters (sampler totals, drops).
     pub workers: Vec<Arc<WorkerCounters>>,
-    /// Interfaces, adjacencies.
-    pub tables: Arc<Tables>,
     /// For the source prefix length.
     pub fib: Arc<Fib>,
     /// Where the agent announces quiescent states; offline when the agent ends, also by a

@@ -8,7 +8,7 @@
 //! port); each sub-interface also reports its own.
 
 use crate::graph::WorkerCounters;
-use crate::interface::{IfStats, Interface, RxMode};
+use crate::interface::{IfStats, Interface, LinkState, RxMode};
 use sflow::{CounterRecord, CountersSample, DataSource, EthernetCounters, IfCounters, Sample, VlanCounters};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -38,6 +38,7 @@ pub struct Polling {
     interval: Duration,
     pollers: Vec<Poller>,
     workers: Vec<Arc<WorkerCounters>>,
+    links: Arc<Vec<LinkState>>,
 }
 
 impl Polling {
@@ -48,6 +49,7 @@ impl Polling {
         ports: &[u16],
         interfaces: &[Interface],
         workers: Vec<Arc<WorkerCounters>>,
+        links: Arc<Vec<LinkState>>,
         seed: u64,
     ) -> Self {
         let now = Instant::now();
@@ -73,7 +75,7 @@ impl Polling {
                 })
             })
             .collect();
-        Polling { interval: Duration::from_secs(u64::from(interval)), pollers, workers }
+        Polling { interval: Duration::from_secs(u64::from(interval)), pollers, workers, links }
     }
 
     /// The counter samples due at `now` (all of them when `all`), sequence numbers advanced.
@@ -90,10 +92,13 @@ impl Polling {
                 port_stats += *s;
             }
             let p = &mut self.pollers[k];
+            let link = &self.links[usize::from(p.port.interface.index) % self.links.len().max(1)];
+            port_stats.in_discards += link.rx_miss.get();
             p.port.seq = p.port.seq.wrapping_add(1);
             let name = Cow::Owned(p.port.interface.name.clone().into_bytes());
             out.push(counters(
                 &p.port,
+                link,
                 &port_stats,
                 vec![CounterRecord::Ethernet(EthernetCounters::UNKNOWN), CounterRecord::PortName(name)],
             ));
@@ -109,7 +114,7 @@ impl Polling {
                     discards: (stats.in_discards + stats.in_errors + stats.in_unknown_protos + stats.out_discards)
                         as u32,
                 };
-                out.push(counters(sub, stats, vec![CounterRecord::Vlan(vlan)]));
+                out.push(counters(sub, link, stats, vec![CounterRecord::Vlan(vlan)]));
             }
         }
         out
@@ -124,15 +129,18 @@ impl Polling {
     }
 }
 
-/// A counter sample of interface `p` with `stats`: generic counters first, then `more`.
-fn counters(p: &Polled, s: &IfStats, more: Vec<CounterRecord<'static>>) -> Sample<'static> {
+/// A counter sample of interface `p` on a port whose link is `link`, with `stats`: generic
+/// counters first, then `more`.
+fn counters(p: &Polled, link: &LinkState, s: &IfStats, more: Vec<CounterRecord<'static>>) -> Sample<'static> {
     let i = &p.interface;
     let generic = IfCounters {
         if_index: u32::from(i.index),
         if_type: IF_TYPE_ETHERNET,
-        if_speed: 0,
-        if_direction: 0,
-        if_status: if i.admin_up { 0b11 } else { 0 },
+        if_speed: link.speed.get(),
+        // Full duplex when the kernel knows a speed (Ethernet links here are), else unknown.
+        if_direction: if link.speed.get() > 0 { 1 } else { 0 },
+        // ifAdminStatus in bit 0, ifOperStatus in bit 1.
+        if_status: u32::from(i.admin_up) | u32::from(i.admin_up && link.oper_up.get() == 1) << 1,
         in_octets: s.rx_octets,
         in_ucast_pkts: s.rx_unicast as u32,
         in_multicast_pkts: s.rx_multicast as u32,
@@ -159,9 +167,13 @@ mod tests {
     use crate::config::Config;
     use crate::engine::build_interfaces;
 
+    fn links() -> Arc<Vec<LinkState>> {
+        Arc::new((0..crate::interface::MAX_INTERFACES).map(|_| LinkState::default()).collect())
+    }
+
     fn setup(interval: u32) -> Polling {
         let cfg = Config::load("interfaces: {p0: {index: 1}, p1: {index: 2}, p2: {index: 3}}").unwrap();
-        Polling::new(interval, &[1, 2, 3], &build_interfaces(&cfg), vec![Arc::new(WorkerCounters::new())], 7)
+        Polling::new(interval, &[1, 2, 3], &build_interfaces(&cfg), vec![Arc::new(WorkerCounters::new())], links(), 7)
     }
 
     #[test]
@@ -209,7 +221,7 @@ mod tests {
         ] {
             counter.add(n);
         }
-        let mut p = Polling::new(1, &[1], &ifs, vec![w], 7);
+        let mut p = Polling::new(1, &[1], &ifs, vec![w], links(), 7);
         let samples = p.due(Instant::now(), true);
         let vlan = samples.iter().find_map(|s| match s {
             Sample::Counters(c) => c.records.iter().find_map(|r| match r {

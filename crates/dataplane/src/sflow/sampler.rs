@@ -10,6 +10,7 @@
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
 use crate::buffer::{BufferPool, NOT_DROPPED};
+use crate::errors::DropClass;
 use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
@@ -179,12 +180,12 @@ impl SflowWorker {
         for &i in v.indices() {
             let m = *pool.meta(i);
             let rx_port = tables.get(m.rx_if).port;
-            if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 {
-                counters.sflow(rx_port).dropped.add(1);
-            }
             let reason =
                 crate::errors::DropReason::from_index(m.error).unwrap_or(crate::errors::DropReason::Unspecified);
-            let egress = reason.class() == crate::errors::DropClass::OutDiscards;
+            if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 && !reason.before_sampling() {
+                counters.sflow(rx_port).dropped.add(1);
+            }
+            let egress = matches!(reason.class(), DropClass::OutDiscards | DropClass::OutErrors);
             let port = if egress { tables.get(m.tx_if).port } else { rx_port };
             if !self.monitored.get(port as usize).copied().unwrap_or(false) {
                 continue;

@@ -1,0 +1,477 @@
+//! The AF_PACKET driver: a Linux interface through packet sockets.
+//!
+//! Rx side, node `af-packet-input`: each rx queue is a socket with a TPACKET_V3 ring mapped
+//! into the process (blocks of frames the kernel fills and hands over whole). A poll walks the
+//! blocks the kernel has handed over and copies up to 256 frames into fresh buffers at the
+//! full headroom, one vector; a block goes back to the kernel once all its frames are copied.
+//! While copying it restores what the kernel took away or left undone:
+//! - the 802.1Q tag the kernel strips (`TP_STATUS_VLAN_VALID`) is put back from
+//!   `tp_vlan_tci`/`tp_vlan_tpid`, so the graph sees the frame as it was on the wire;
+//! - a frame whose TCP or UDP checksum the sender left to offload (`TP_STATUS_CSUMNOTREADY`,
+//!   e.g. from a veth peer with tx checksumming on) gets its checksum completed (IPv4); any
+//!   other such frame is dropped as `csum-not-ready`;
+//! - a frame larger than a buffer (a GSO/GRO super-frame from an offloading sender) or one the
+//!   ring cut short is dropped as `rx-truncated`: it is never forwarded mangled.
+//!
+//! Several rx queues of one interface join one `PACKET_FANOUT` group (flows hashed over
+//! them); `PACKET_IGNORE_OUTGOING` keeps what is sent on the host interface (by us or by the
+//! kernel) out of the ring; the interface is put in promiscuous mode for as long as the
+//! socket lives.
+//!
+//! Tx side, node `af-packet-tx`: each worker has its own send-only socket per interface
+//! (`PACKET_QDISC_BYPASS`), and sends each run of frames for one interface with one
+//! `sendmmsg` whose iovecs point into the buffers (no copy in user space). Frames the kernel
+//! refuses (its queue full) are dropped as `tx-error`.
+
+use crate::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
+use crate::config::AfPacketConfig;
+use crate::errors::DropReason;
+use crate::graph::{Graph, NodeId};
+use crate::interface::{MAX_INTERFACES, TxRun};
+use crate::vector::{VECTOR_SIZE, VecHandle};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+use wire::{EtherType, checksum};
+
+/// `ETH_P_ALL` in network byte order, as packet sockets want it.
+fn eth_p_all() -> u16 {
+    (libc::ETH_P_ALL as u16).to_be()
+}
+
+/// The result of a libc call that returns -1 and sets errno on failure.
+fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(r)
+    }
+}
+
+/// Sets socket option `name` of level `SOL_PACKET` to `value`.
+fn set_packet_opt<T>(fd: RawFd, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
+    // SAFETY: `value` points to a live `T` of `size_of::<T>()` bytes for the duration of the
+    // call; the kernel only reads it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    cvt(r, what).map(drop)
+}
+
+/// A new packet socket (`SOCK_RAW`) that receives `protocol` (network byte order; 0 =
+/// nothing), non-blocking, close-on-exec.
+fn packet_socket(protocol: u16) -> io::Result<OwnedFd> {
+    // SAFETY: socket(2) with constant arguments; the result is checked.
+    let fd = unsafe {
+        libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, i32::from(protocol))
+    };
+    let fd = cvt(fd, "socket(AF_PACKET)")?;
+    // SAFETY: `fd` is a descriptor we just opened and own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Binds packet socket `fd` to interface `ifindex` for `protocol` (network byte order).
+fn bind(fd: RawFd, ifindex: u32, protocol: u16) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain data; zero is valid for every field.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = protocol;
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length is its size.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    cvt(r, "bind").map(drop)
+}
+
+/// The TPACKET_V3 ring of one socket, mapped shared with the kernel; unmapped on drop.
+struct RingMap {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+impl Drop for RingMap {
+    fn drop(&mut self) {
+        // SAFETY: `base..base+len` is the mapping made in `RxQueue::open`, unmapped once.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// One rx queue: a packet socket bound to the host interface with its ring.
+pub struct RxQueue {
+    /// Interface index (in vecflow) of what it receives.
+    pub port: u16,
+    ring: RingMap,
+    block_size: usize,
+    blocks: usize,
+    /// Block being read.
+    block: usize,
+    /// Frames of it not yet copied, and the offset of the next one.
+    left: u32,
+    offset: usize,
+    // Declared last: the socket closes after the ring is unmapped.
+    fd: OwnedFd,
+}
+
+// SAFETY: the ring mapping is owned by this value alone (the kernel writes only blocks it owns,
+// see `poll`); moving the queue to a worker thread moves that ownership.
+unsafe impl Send for RxQueue {}
+
+impl RxQueue {
+    /// Opens an rx queue on host interface `ifindex` for vecflow interface `port`: socket,
+    /// TPACKET_V3 ring per `cfg`, promiscuous mode, bound; joined to fanout group `fanout`
+    /// when the interface has several queues.
+    pub fn open(port: u16, ifindex: u32, cfg: &AfPacketConfig, fanout: Option<u16>) -> io::Result<Self> {
+        // No protocol until the ring is ready, so nothing queues outside it.
+        let fd = packet_socket(0)?;
+        let raw = fd.as_raw_fd();
+        set_packet_opt(raw, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V3 as libc::c_int), "TPACKET_V3")?;
+        set_packet_opt(raw, libc::PACKET_IGNORE_OUTGOING, &1 as &libc::c_int, "PACKET_IGNORE_OUTGOING")?;
+        let frame_size = 2048u32.min(cfg.block_size);
+        let req = libc::tpacket_req3 {
+            tp_block_size: cfg.block_size,
+            tp_block_nr: cfg.blocks,
+            tp_frame_size: frame_size,
+            tp_frame_nr: cfg.block_size / frame_size * cfg.blocks,
+            tp_retire_blk_tov: cfg.block_timeout_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        set_packet_opt(raw, libc::PACKET_RX_RING, &req, "PACKET_RX_RING")?;
+        let len = cfg.block_size as usize * cfg.blocks as usize;
+        // SAFETY: maps the ring the kernel just allocated for `raw`; the result is checked.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, raw, 0)
+        };
+        if p == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("mmap of the rx ring: {e}")));
+        }
+        let ring = RingMap { base: NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))?, len };
+        let mreq = libc::packet_mreq {
+            mr_ifindex: ifindex as i32,
+            mr_type: libc::PACKET_MR_PROMISC as u16,
+            mr_alen: 0,
+            mr_address: [0; 8],
+        };
+        set_packet_opt(raw, libc::PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode")?;
+        bind(raw, ifindex, eth_p_all())?;
+        if let Some(group) = fanout {
+            let arg = u32::from(group) | (libc::PACKET_FANOUT_HASH | libc::PACKET_FANOUT_FLAG_DEFRAG) << 16;
+            set_packet_opt(raw, libc::PACKET_FANOUT, &arg, "PACKET_FANOUT")?;
+        }
+        Ok(RxQueue {
+            port,
+            ring,
+            block_size: cfg.block_size as usize,
+            blocks: cfg.blocks as usize,
+            block: 0,
+            left: 0,
+            offset: 0,
+            fd,
+        })
+    }
+
+    /// A second descriptor of the socket, for reading its statistics from another thread.
+    pub fn stats_handle(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
+    /// The start of block `b`.
+    fn block_ptr(&self, b: usize) -> *mut u8 {
+        // SAFETY: `b < blocks`, so the offset is inside the mapping.
+        unsafe { self.ring.base.as_ptr().add(b * self.block_size) }
+    }
+
+    /// The status word of block `b` (`tpacket_hdr_v1.block_status`, shared with the kernel).
+    fn block_status(&self, b: usize) -> &AtomicU32 {
+        let hdr = std::mem::offset_of!(libc::tpacket_block_desc, hdr);
+        // SAFETY: every block starts with a `tpacket_block_desc` (8-byte aligned, as blocks
+        // are page-aligned); its `block_status` is a u32 the kernel and we hand back and
+        // forth, accessed only atomically here.
+        unsafe { AtomicU32::from_ptr(self.block_ptr(b).add(hdr).cast()) }
+    }
+
+    /// Hands the current block back to the kernel and moves to the next.
+    fn release_block(&mut self) {
+        self.block_status(self.block).store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        self.block = (self.block + 1) % self.blocks;
+    }
+
+    /// The `af-packet-input` node: copies up to 256 received frames into fresh buffers and
+    /// returns them as one vector; frames it must drop go to `error-drop` (queued on `g`).
+    /// `None` when nothing arrived (or no buffer was free).
+    pub fn poll(&mut self, g: &mut Graph) -> Option<VecHandle> {
+        if self.left == 0 && !self.next_block() {
+            return None;
+        }
+        let mut bufs = [0u32; VECTOR_SIZE];
+        let got = g.pool.alloc(&mut bufs);
+        let (good, mut bad) = (g.vectors.alloc(self.port), None);
+        let mut used = 0;
+        while used < got && (self.left > 0 || self.next_block()) {
+            let i = bufs[used];
+            used += 1;
+            if let Err(reason) = self.copy_next(g, i) {
+                let m = g.pool.meta_mut(i);
+                m.error = reason as u16;
+                let b = *bad.get_or_insert_with(|| g.vectors.alloc(self.port));
+                g.vectors[b].push(i);
+            } else {
+                g.vectors[good].push(i);
+            }
+        }
+        g.pool.free(&bufs[used..got]);
+        if let Some(b) = bad {
+            g.forward(b, NodeId::ErrorDrop);
+        }
+        if g.vectors[good].is_empty() {
+            g.vectors.free(good);
+            return None;
+        }
+        Some(good)
+    }
+
+    /// Starts on the next block if the kernel has handed it over (skipping empty ones).
+    fn next_block(&mut self) -> bool {
+        loop {
+            if self.block_status(self.block).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                return false;
+            }
+            let base = self.block_ptr(self.block);
+            let bh = std::mem::offset_of!(libc::tpacket_block_desc, hdr);
+            // SAFETY: the block is ours (status USER, read with Acquire above), and starts
+            // with its descriptor; the kernel does not touch it until we release it.
+            let h = unsafe { std::ptr::read(base.add(bh).cast::<libc::tpacket_hdr_v1>()) };
+            if h.num_pkts > 0 && (h.offset_to_first_pkt as usize) < self.block_size {
+                self.left = h.num_pkts;
+                self.offset = h.offset_to_first_pkt as usize;
+                return true;
+            }
+            self.release_block();
+        }
+    }
+
+    /// Copies the next frame of the current block into buffer `i` (releasing the block after
+    /// its last frame), tag restored and checksum completed, or says why it cannot be used.
+    fn copy_next(&mut self, g: &mut Graph, i: u32) -> Result<(), DropReason> {
+        let base = self.block_ptr(self.block);
+        let hdr_len = std::mem::size_of::<libc::tpacket3_hdr>();
+        let verdict = if self.offset + hdr_len > self.block_size {
+            self.left = 1; // a block we cannot walk further: give it back
+            Err(DropReason::RxTruncated)
+        } else {
+            // SAFETY: the header lies inside the block (checked above), which is ours until
+            // released; tpacket3 headers are 16-byte aligned by the kernel.
+            let h = unsafe { std::ptr::read(base.add(self.offset).cast::<libc::tpacket3_hdr>()) };
+            let (mac, snap) = (usize::from(h.tp_mac), h.tp_snaplen as usize);
+            let next = h.tp_next_offset as usize;
+            let r = if self.offset + mac + snap > self.block_size {
+                Err(DropReason::RxTruncated)
+            } else {
+                // SAFETY: `mac + snap` bytes from the header are inside the block (checked).
+                let frame = unsafe { std::slice::from_raw_parts(base.add(self.offset + mac), snap) };
+                store(g, i, self.port, frame, &h)
+            };
+            self.offset += next;
+            if next == 0 {
+                self.left = 1;
+            }
+            r
+        };
+        self.left -= 1;
+        if self.left == 0 {
+            self.release_block();
+        }
+        verdict
+    }
+}
+
+/// Copies received `frame` (as the ring holds it, described by `h`) into buffer `i` at the
+/// full headroom, as frame of interface `port`.
+fn store(g: &mut Graph, i: u32, port: u16, frame: &[u8], h: &libc::tpacket3_hdr) -> Result<(), DropReason> {
+    let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
+    let extra = if tagged { 4 } else { 0 };
+    *g.pool.meta_mut(i) = BufferMeta::received(0, port);
+    if (h.tp_len as usize) > frame.len() || frame.len() + extra > DATA_CAPACITY || frame.len() < 12 {
+        return Err(DropReason::RxTruncated);
+    }
+    let slot = g.pool.slot_mut(i);
+    let out = &mut slot[HEADROOM..HEADROOM + frame.len() + extra];
+    if tagged {
+        let tpid =
+            if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { h.hv1.tp_vlan_tpid } else { EtherType::VLAN };
+        out[..12].copy_from_slice(&frame[..12]);
+        out[12..14].copy_from_slice(&tpid.to_be_bytes());
+        out[14..16].copy_from_slice(&(h.hv1.tp_vlan_tci as u16).to_be_bytes());
+        out[16..].copy_from_slice(&frame[12..]);
+    } else {
+        out.copy_from_slice(frame);
+    }
+    *g.pool.meta_mut(i) = BufferMeta::received(frame.len() + extra, port);
+    if h.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0 && !complete_checksum(g.pool.frame_mut(i)) {
+        return Err(DropReason::CsumNotReady);
+    }
+    Ok(())
+}
+
+/// Completes the TCP or UDP checksum of an IPv4 frame whose sender left it to offload: the
+/// checksum field holds the pseudo-header sum, so the checksum is the inverted sum of the
+/// whole segment. Returns false for anything else (it cannot be completed here).
+fn complete_checksum(f: &mut [u8]) -> bool {
+    let mut at = 12;
+    let mut ethertype = u16::from_be_bytes([f[12], f[13]]);
+    while ethertype == EtherType::VLAN || ethertype == EtherType::QINQ {
+        let Some(t) = f.get(at + 4..at + 6) else { return false };
+        ethertype = u16::from_be_bytes([t[0], t[1]]);
+        at += 4;
+    }
+    let ip = at + 2;
+    let Some(h) = f.get(ip..ip + 20) else { return false };
+    let (ihl, total) = (usize::from(h[0] & 0x0f) * 4, usize::from(u16::from_be_bytes([h[2], h[3]])));
+    let field = match h[9] {
+        6 => 16,
+        17 => 6,
+        _ => return false,
+    };
+    if ethertype != EtherType::IPV4 || h[0] >> 4 != 4 || ihl < 20 || total < ihl + field + 2 || ip + total > f.len() {
+        return false;
+    }
+    let l4 = &mut f[ip + ihl..ip + total];
+    let sum = match !checksum::fold(checksum::sum_words(l4, 0)) {
+        0 if field == 6 => 0xffff, // UDP sends a computed zero as all ones
+        c => c,
+    };
+    l4[field..field + 2].copy_from_slice(&sum.to_be_bytes());
+    true
+}
+
+/// Frames the kernel dropped on a queue since the last read (`PACKET_STATISTICS`, which
+/// resets on read), through a descriptor from [`RxQueue::stats_handle`].
+pub fn take_kernel_drops(fd: &OwnedFd) -> io::Result<u64> {
+    let mut st = libc::tpacket_stats_v3 { tp_packets: 0, tp_drops: 0, tp_freeze_q_cnt: 0 };
+    let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+    // SAFETY: `st` is writable for `len` bytes and `len` is passed by pointer as required.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut st as *mut libc::tpacket_stats_v3).cast(),
+            &mut len,
+        )
+    };
+    cvt(r, "PACKET_STATISTICS")?;
+    Ok(u64::from(st.tp_drops))
+}
+
+/// A worker's send sockets, one per AF_PACKET interface, and the scratch `sendmmsg` needs.
+pub struct TxSockets {
+    /// By vecflow interface index (physical ports only).
+    fds: Vec<Option<OwnedFd>>,
+    iov: Box<[libc::iovec; VECTOR_SIZE]>,
+    msgs: Box<[libc::mmsghdr; VECTOR_SIZE]>,
+}
+
+// SAFETY: the iovec and mmsghdr scratch hold pointers only while `send` runs (set, used by
+// the syscall and dead before it returns); between calls they are plain stale data.
+unsafe impl Send for TxSockets {}
+
+impl Default for TxSockets {
+    fn default() -> Self {
+        // SAFETY: iovec and mmsghdr are plain C data; all-zero is a valid value of each.
+        let (iov, msgs) = unsafe { (Box::new(std::mem::zeroed()), Box::new(std::mem::zeroed())) };
+        TxSockets { fds: (0..MAX_INTERFACES).map(|_| None).collect(), iov, msgs }
+    }
+}
+
+impl TxSockets {
+    /// Opens the send socket of vecflow interface `port` on host interface `ifindex`.
+    pub fn open(&mut self, port: u16, ifindex: u32) -> io::Result<()> {
+        let fd = packet_socket(0)?;
+        set_packet_opt(fd.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1 as &libc::c_int, "PACKET_QDISC_BYPASS")?;
+        bind(fd.as_raw_fd(), ifindex, 0)?;
+        if let Some(slot) = self.fds.get_mut(usize::from(port)) {
+            *slot = Some(fd);
+        }
+        Ok(())
+    }
+}
+
+/// The `af-packet-tx` node: sends each run of frames for one port with one `sendmmsg`,
+/// counts what was sent on the output interfaces and frees it; what the kernel refused goes
+/// to `error-drop` as `tx-error`.
+pub fn tx(g: &mut Graph, v: VecHandle) {
+    let n = g.vectors[v].len();
+    let mut failed: Option<VecHandle> = None;
+    let mut start = 0;
+    while start < n {
+        let idx = g.vectors[v].indices();
+        let port = g.tables.get(g.pool.meta(idx[start]).tx_if).port;
+        let end = start + idx[start..].iter().take_while(|&&i| g.tables.get(g.pool.meta(i).tx_if).port == port).count();
+        let sent = send_run(&mut g.tx, &g.pool, port, &idx[start..end]);
+        let mut run = TxRun::default();
+        for &i in &g.vectors[v].indices()[start..start + sent] {
+            let m = g.pool.meta(i);
+            if m.tx_if != run.tx_if {
+                run.flush(g.counters.interface(run.tx_if));
+                run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
+            }
+            run.add_le(m.len(), u64::from_le_bytes(g.pool.line(i)[..8].try_into().expect("8 bytes")));
+        }
+        run.flush(g.counters.interface(run.tx_if));
+        for k in start + sent..end {
+            let i = g.vectors[v].indices()[k];
+            g.pool.meta_mut(i).error = DropReason::TxError as u16;
+            let f = *failed.get_or_insert_with(|| g.vectors.alloc(port));
+            g.vectors[f].push(i);
+        }
+        g.pool.free(&g.vectors[v].indices()[start..start + sent]);
+        start = end;
+    }
+    g.vectors.free(v);
+    if let Some(f) = failed {
+        g.forward(f, NodeId::ErrorDrop);
+    }
+}
+
+/// Sends `bufs` (all for `port`) with `sendmmsg`, retrying after a partial send while the
+/// kernel makes progress; returns how many were sent (a prefix of `bufs`).
+fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32]) -> usize {
+    let Some(Some(fd)) = tx.fds.get(usize::from(port)) else { return 0 };
+    let fd = fd.as_raw_fd();
+    let (iov, msgs) = (&mut *tx.iov, &mut *tx.msgs);
+    for (k, &i) in bufs.iter().enumerate() {
+        let f = pool.frame(i);
+        iov[k] = libc::iovec { iov_base: f.as_ptr() as *mut libc::c_void, iov_len: f.len() };
+        // SAFETY: msghdr is plain C data; all-zero is valid (no name, no control data).
+        msgs[k].msg_hdr = unsafe { std::mem::zeroed() };
+        msgs[k].msg_hdr.msg_iov = &mut iov[k];
+        msgs[k].msg_hdr.msg_iovlen = 1;
+    }
+    let mut sent = 0;
+    while sent < bufs.len() {
+        // SAFETY: `msgs[sent..len]` are initialised above and point to iovecs over frames
+        // that live in the pool, unchanged during the call; the kernel only reads them.
+        let r = unsafe {
+            libc::sendmmsg(fd, msgs[sent..].as_mut_ptr(), (bufs.len() - sent) as libc::c_uint, libc::MSG_DONTWAIT)
+        };
+        if r <= 0 {
+            break;
+        }
+        sent += r as usize;
+    }
+    sent
+}

@@ -1,0 +1,72 @@
+//! `vecflow run`: the daemon. Starts the dataplane from a YAML file and runs until SIGINT or
+//! SIGTERM, then stops cleanly: workers stopped and their drivers detached (sockets closed,
+//! rings unmapped, promiscuous mode dropped), the sFlow agent's last samples and a final
+//! counter poll sent. While it runs, the main thread re-reads the kernel's link facts once a
+//! second. Logs go to stderr through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
+
+use anyhow::Context;
+use dataplane::{Config, Dataplane};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// How often the main thread wakes to look after the running dataplane.
+const TICK: Duration = Duration::from_millis(100);
+/// How often link state, speed and kernel drops are re-read.
+const LINK_REFRESH: Duration = Duration::from_secs(1);
+
+/// Options of `vecflow run`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Configuration file (YAML).
+    #[arg(short = 'c', long)]
+    config: PathBuf,
+    /// More log output: -v debug, -vv trace (RUST_LOG, when set, wins).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+/// Logs to stderr at `info`, or more with `-v`; `RUST_LOG` overrides both.
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // A second call (tests run several commands in one process) keeps the first subscriber.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    init_logging(args.verbose);
+    let source = args.config.display().to_string();
+    let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading {source}"))?;
+    let config = Config::load(&text).with_context(|| format!("in {source}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
+    let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
+    tracing::info!(
+        "vecflow {} running {source}: {} interfaces, {} worker(s); SIGINT or SIGTERM stops it",
+        env!("CARGO_PKG_VERSION"),
+        dp.interfaces().len(),
+        config.workers.count
+    );
+    let mut next_refresh = Instant::now() + LINK_REFRESH;
+    while !stop.load(Relaxed) {
+        std::thread::sleep(TICK);
+        if Instant::now() >= next_refresh {
+            dp.refresh_links();
+            next_refresh += LINK_REFRESH;
+        }
+    }
+    tracing::info!("stopping");
+    dp.stop().context("stopping the dataplane")?;
+    tracing::info!("stopped");
+    Ok(())
+}
