@@ -110,6 +110,9 @@ pub struct BufferPool {
     data: HugeRegion,
     meta: Vec<BufferMeta>,
     free: Vec<u32>,
+    /// How many entries at the bottom of `free` were already free at the last
+    /// [`BufferPool::settle`] (at most `free.len()` of them still are).
+    settled: usize,
     capacity: u32,
     /// `2^k − 1` with `2^k ≥ capacity`: `data` holds `mask + 1` slots and `meta` as many
     /// entries, so `i & mask` is in bounds for every `u32` `i`.
@@ -130,7 +133,7 @@ impl BufferPool {
         let meta = vec![BufferMeta::default(); mapped as usize];
         // Reverse order so that the first allocations get the lowest indices.
         let free = (0..capacity).rev().collect();
-        Ok(Self { data, meta, free, capacity, mask: mapped - 1 })
+        Ok(Self { data, meta, free, settled: 0, capacity, mask: mapped - 1 })
     }
 
     /// Total buffers in the pool.
@@ -152,6 +155,29 @@ impl BufferPool {
         out[..n].copy_from_slice(&self.free[from..]);
         self.free.truncate(from);
         n
+    }
+
+    /// Marks every buffer free now as settled: [`BufferPool::alloc_settled`] hands out only
+    /// these, never one freed after this call. The graph settles the pool when a run starts,
+    /// so that a packet the worker makes mid-run never reuses a buffer an unpublished sFlow
+    /// sample still describes (samples are completed from their buffers' metadata after the
+    /// run).
+    pub fn settle(&mut self) {
+        self.settled = self.free.len();
+    }
+
+    /// Settled buffers still free.
+    pub fn settled_count(&self) -> usize {
+        self.settled.min(self.free.len())
+    }
+
+    /// Takes one settled buffer (see [`BufferPool::settle`]), or `None` when none is left.
+    /// Cold path: it shifts the entries freed since the pool was settled.
+    pub fn alloc_settled(&mut self) -> Option<u32> {
+        let s = self.settled_count();
+        let i = self.free.remove(s.checked_sub(1)?);
+        self.settled = s - 1;
+        Some(i)
     }
 
     /// Returns buffers to the pool.
@@ -295,6 +321,23 @@ mod tests {
         p.free(&[2]);
         assert_eq!(p.alloc(&mut out[..1]), 1);
         assert_eq!(out[0], 2, "the most recently freed buffer comes back first");
+    }
+
+    #[test]
+    fn settled_allocation_never_returns_a_buffer_freed_since() {
+        let mut p = BufferPool::new(4).unwrap();
+        let mut out = [0u32; 2];
+        p.alloc(&mut out); // 0 and 1 in use; 2 and 3 free
+        p.settle();
+        p.free(&[1]);
+        assert_eq!(p.settled_count(), 2);
+        let a = p.alloc_settled().unwrap();
+        let b = p.alloc_settled().unwrap();
+        assert!(a != 1 && b != 1 && a != b);
+        assert_eq!(p.alloc_settled(), None, "buffer 1 was freed after settling");
+        assert_eq!(p.free_count(), 1);
+        let mut one = [0u32; 1];
+        assert_eq!((p.alloc(&mut one), one[0]), (1, 1), "plain allocation may take it");
     }
 
     #[test]

@@ -64,10 +64,11 @@ impl Registry {
             run: show_ip_fib,
         });
         r.register(Command {
-            words: "show neighbors",
-            help: "static IPv4 neighbors (ARP entries)",
+            words: "show ip neighbors",
+            help: "IPv4 neighbors (ARP): static and learned, with state and age",
             run: show_neighbors,
         });
+        r.register(Command { words: "show neighbors", help: "the same as show ip neighbors", run: show_neighbors });
         r.register(Command {
             words: "show mpls fib",
             help: "MPLS local labels: swap (out-labels, next hop) or pop",
@@ -174,26 +175,39 @@ fn show_interface(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
         return Err(format!("show interface: no interface named '{missing}'"));
     }
     let mut text =
-        format!("{:<16} {:>4} {:>5} {:>6}  {:<20} {:>16}\n", "Name", "Idx", "State", "MTU", "Counter", "Count");
+        format!("{:<16} {:>4} {:>7} {:>6}  {:<20} {:>16}\n", "Name", "Idx", "State", "MTU", "Counter", "Count");
     let mut list = Vec::new();
     for i in selected {
         let s = dp.interface_stats(i.index);
-        let state = if i.admin_up { "up" } else { "down" };
-        let counters = serde_json::to_value(s).expect("plain counters");
+        let link = dp.link(i.index);
+        let link_up = link.oper_up.get() == 1;
+        let state = match (i.admin_up, link_up) {
+            (false, _) => "down",
+            (true, true) => "up",
+            (true, false) => "no-link",
+        };
+        let mut counters = serde_json::to_value(s).expect("plain counters");
+        if i.parent.is_none() {
+            counters["rx_miss"] = link.rx_miss.get().into();
+        }
+        let speed = link.speed.get();
         let mut first = true;
         for (k, v) in counters.as_object().expect("struct").iter() {
             if v.as_u64() == Some(0) {
                 continue;
             }
             let head =
-                if first { format!("{:<16} {:>4} {:>5} {:>6}", i.name, i.index, state, i.mtu) } else { String::new() };
-            let _ = writeln!(text, "{head:<34}  {:<20} {:>16}", k.replace('_', " "), v);
+                if first { format!("{:<16} {:>4} {:>7} {:>6}", i.name, i.index, state, i.mtu) } else { String::new() };
+            let _ = writeln!(text, "{head:<36}  {:<20} {:>16}", k.replace('_', " "), v);
             first = false;
         }
         if first {
-            let _ = writeln!(text, "{:<16} {:>4} {:>5} {:>6}", i.name, i.index, state, i.mtu);
+            let _ = writeln!(text, "{:<16} {:>4} {:>7} {:>6}", i.name, i.index, state, i.mtu);
         }
-        list.push(json!({"interface": i, "counters": counters}));
+        if speed > 0 {
+            let _ = writeln!(text, "{:<36}  {:<20} {:>16}", "", "link speed (Mbit/s)", speed / 1_000_000);
+        }
+        list.push(json!({"interface": i, "link": {"up": link_up, "speed": speed}, "counters": counters}));
     }
     Ok(Reply { text, json: json!({"interfaces": list}) })
 }
@@ -265,21 +279,15 @@ fn show_ip_fib(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
 }
 
 fn show_neighbors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
-    let mut rows: Vec<(String, Ipv4Addr, String)> = dp
-        .l3()
-        .neighbors
-        .iter()
-        .map(|(&(i, a), mac)| {
-            (dp.interfaces().iter().find(|x| x.index == i).map_or("?".into(), |x| x.name.clone()), a, mac.to_string())
-        })
-        .collect();
-    rows.sort();
-    let mut text = format!("{:<16} {:<16} {}\n", "Interface", "Address", "MAC");
-    for (i, a, m) in &rows {
-        let _ = writeln!(text, "{i:<16} {a:<16} {m}");
+    let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or("?".into(), |x| x.name.clone());
+    let mut text = format!("{:<16} {:<16} {:<18} {:<11} {:>9}\n", "Interface", "Address", "MAC", "State", "Age (s)");
+    let mut rows = Vec::new();
+    for n in dp.neighbors() {
+        let (interface, mac) = (name(n.interface), n.mac.clone().unwrap_or_else(|| "-".into()));
+        let _ = writeln!(text, "{interface:<16} {:<16} {mac:<18} {:<11} {:>9.1}", n.address, n.state.name(), n.age);
+        rows.push(json!({"interface": interface, "address": n.address, "mac": n.mac, "state": n.state, "age": n.age}));
     }
-    let json = json!({"neighbors": rows.iter().map(|(i, a, m)| json!({"interface": i, "address": a, "mac": m, "static": true})).collect::<Vec<_>>()});
-    Ok(Reply { text, json })
+    Ok(Reply { text, json: json!({ "neighbors": rows }) })
 }
 
 fn show_mpls_fib(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {

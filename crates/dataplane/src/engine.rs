@@ -12,10 +12,13 @@ use crate::graph::SflowStats;
 use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
 use crate::interface::{DriverKind, IfStats, Interface, LinkState, MAX_INTERFACES, RxMode, Tables};
 use crate::l3::L3;
+use crate::neighbor::{NeighborRow, Neighbors};
+use crate::punt::{Event, Probe, Punt, PuntStats};
 use crate::qsbr::Qsbr;
 use crate::sflow::agent::{self, AgentSetup, AgentShared, AgentStats};
 use crate::sflow::ring::Ring;
 use crate::sflow::{DropBudget, Refill, SflowWorker, WorkerBudget};
+use crate::snapshot::TablePublisher;
 use crate::tsc;
 use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
@@ -24,6 +27,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
 use wire::MacAddr;
@@ -193,6 +197,14 @@ pub struct Dataplane {
     stop: Arc<AtomicBool>,
     started: Instant,
     config: Config,
+    /// Publishes new table snapshots to the workers.
+    publisher: TablePublisher,
+    /// The neighbor table behind the snapshots' neighbors.
+    neighbors: Neighbors,
+    /// What workers report (ARP learned, resolutions started).
+    events: Receiver<Event>,
+    /// Refresh probes for worker 0 to send.
+    probes: SyncSender<Probe>,
     /// Link state by interface index.
     links: Arc<Vec<LinkState>>,
     /// AF_PACKET interfaces: index, host link, rx queues' statistics handles.
@@ -224,6 +236,11 @@ pub struct SflowSourceRow {
     /// Flow samples encoded into datagrams.
     pub samples_sent: u64,
 }
+
+/// Room in the channel that carries workers' events to the main thread.
+const EVENT_QUEUE: usize = 4096;
+/// Room in the channel that carries refresh probes to worker 0.
+const PROBE_QUEUE: usize = 1024;
 
 /// Resolves interface indices: explicit ones first, then the lowest free index in name order.
 fn assign_indices(config: &Config) -> BTreeMap<String, u16> {
@@ -361,8 +378,17 @@ impl Dataplane {
             None => (Vec::new(), Vec::new()),
         };
         producers.reverse(); // popped in worker order below
+        let (events_tx, events) = sync_channel(EVENT_QUEUE);
+        let (probes, probes_rx) = sync_channel(PROBE_QUEUE);
+        let mut probes_rx = Some(probes_rx);
+        let now = Instant::now();
+        let neighbors = Neighbors::new(tables.l3.neighbors.iter().map(|(&(i, a), &mac)| (i, a, mac)), now);
         let mut dp = Dataplane {
             sflow: None,
+            publisher: TablePublisher::new(tables.clone(), qsbr.clone()),
+            neighbors,
+            events,
+            probes,
             interfaces,
             tables: tables.clone(),
             fib,
@@ -404,6 +430,8 @@ impl Dataplane {
                 core,
                 buffers: config.workers.buffers,
                 tables: tables.clone(),
+                updates: dp.publisher.reader(),
+                punt: Punt::new(Some(events_tx.clone()), probes_rx.take(), hz),
                 fib: dp.fib.fib().clone(),
                 qsbr: qsbr.register(usize::from(id)),
                 counters: counters.clone(),
@@ -588,6 +616,42 @@ impl Dataplane {
     pub fn link(&self, index: u16) -> &LinkState {
         let port = self.tables.get(index).port;
         &self.links[usize::from(port) % MAX_INTERFACES]
+    }
+
+    /// Looks after the neighbor table: takes in what workers learned, ages entries, has
+    /// stale ones probed, and publishes a new table snapshot when what workers forward with
+    /// changed. Call it often (every 10 ms or so): workers' events wait in a bounded queue.
+    pub fn service(&mut self) {
+        let now = Instant::now();
+        let mut changed = false;
+        while let Ok(event) = self.events.try_recv() {
+            changed |= self.neighbors.on_event(event, now);
+        }
+        let (aged, probes) = self.neighbors.age(now);
+        for p in probes {
+            if self.probes.try_send(p).is_err() {
+                tracing::debug!("probe queue full: {p:?} not sent");
+            }
+        }
+        if changed || aged {
+            let l3 = self.tables.l3.with_neighbors(&self.interfaces, self.neighbors.macs(), self.neighbors.failed());
+            self.publisher.publish(Tables { l3, ..(*self.tables).clone() });
+            self.tables = self.publisher.current();
+        }
+    }
+
+    /// The neighbor table (`show ip neighbors`).
+    pub fn neighbors(&self) -> Vec<NeighborRow> {
+        self.neighbors.rows(Instant::now())
+    }
+
+    /// What workers made themselves (ARP, ICMP) and reported, summed.
+    pub fn punt_stats(&self) -> PuntStats {
+        let mut s = PuntStats::default();
+        for w in &self.workers {
+            w.counters.punt.add_to(&mut s);
+        }
+        s
     }
 
     /// Counters of interface `index`, summed over workers.

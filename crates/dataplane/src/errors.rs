@@ -18,6 +18,9 @@ pub enum DropClass {
     OutDiscards,
     /// ifOutErrors: the driver could not send it.
     OutErrors,
+    /// Not a discard: a packet for this router's control plane, consumed (an ARP reply, a
+    /// request for someone else). Counted in `show errors` only.
+    Punt,
 }
 
 macro_rules! drop_reasons {
@@ -70,15 +73,20 @@ drop_reasons! {
     InterfaceDown = "interface-down", InDiscards, EthernetInput, 284, "frame received on an interface that is administratively down";
     UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, 270, "ethertype the interface does not handle";
     UnknownVlan = "unknown-vlan", InDiscards, EthernetInput, 264, "802.1Q tag whose VLAN id matches no sub-interface of an L3 interface";
+    ArpMalformed = "arp-malformed", InErrors, ArpInput, 285, "ARP packet that is not Ethernet/IPv4 request or reply, or is cut short";
+    ArpReply = "arp-reply", Punt, ArpInput, 0, "ARP reply received (its sender is learned when it is on the interface's subnet)";
+    ArpNotForUs = "arp-not-for-us", Punt, ArpInput, 0, "ARP request for an address that is not the interface's";
     Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, 285, "IPv4 frame on an interface without IPv4 forwarding";
     MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, 285, "MPLS frame on an interface without MPLS forwarding";
     Truncated = "truncated", InErrors, Ip4Input, 324, "IPv4 header or packet longer than the frame carrying it";
     BadIpHeader = "bad-ip-header", InErrors, Ip4Input, 275, "IPv4 version not 4, header length below 20 bytes, or total length below the header length";
     BadChecksum = "bad-checksum", InErrors, Ip4Input, 275, "IPv4 header checksum does not verify";
-    TtlExpired = "ttl-expired", InDiscards, Ip4Input, 257, "TTL of 0 or 1: forwarding would take it to 0";
-    NoRoute = "no-route", InDiscards, Ip4Lookup, 0, "no route matches the destination";
-    Ip4Local = "ip4-local", InDiscards, Ip4Lookup, 285, "addressed to one of this router's own addresses (vecflow has no host stack)";
-    NoNeighbor = "no-neighbor", OutDiscards, Ip4Rewrite, 279, "next hop has no neighbor (MAC) entry on the output interface";
+    TtlExpired = "ttl-expired", InDiscards, Ip4Rewrite, 257, "TTL of 0 or 1 on a packet to forward: forwarding would take it to 0 (answered with ICMP time exceeded)";
+    NoRoute = "no-route", InDiscards, Ip4Lookup, 0, "no route matches the destination (answered with ICMP net unreachable)";
+    Ip4Local = "ip4-local", InDiscards, Ip4Local, 285, "addressed to one of this router's own addresses but not an ICMP echo request (vecflow has no host stack), or an echo request over the ICMP rate limit";
+    NoNeighbor = "no-neighbor", OutDiscards, Ip4Arp, 279, "next hop has no MAC yet: dropped while ARP resolves it (ICMP host unreachable once resolution failed)";
+    FragNeeded = "fragmentation-needed", OutDiscards, Ip4Rewrite, 4, "packet larger than the output interface's MTU with DF set (answered with ICMP fragmentation needed)";
+    FragNoBuffer = "no-buffer", OutDiscards, Ip4Frag, 259, "too few free buffers for the fragments of a packet larger than the output interface's MTU";
     Ip4NoHeadroom = "no-headroom", OutDiscards, Ip4Rewrite, 259, "the driver left too little headroom in front of the frame for the route's out-labels";
     MplsTruncated = "truncated", InErrors, MplsInput, 324, "frame ends before the first MPLS label stack entry";
     MplsTtlExpired = "ttl-expired", InDiscards, MplsInput, 257, "top label TTL of 0 or 1: forwarding would take it to 0";

@@ -44,7 +44,12 @@ node_ids! {
     L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
     Ip4Input = "ip4-input": "checks IPv4 version, header length, total length, checksum and TTL",
     Ip4Lookup = "ip4-lookup": "longest-prefix match of the destination for a whole vector, with prefetching",
-    Ip4Rewrite = "ip4-rewrite": "decrements TTL (incremental checksum), pushes out-labels, writes next-hop and own MAC, sets the output interface",
+    Ip4Rewrite = "ip4-rewrite": "checks TTL and MTU, decrements TTL (incremental checksum), pushes out-labels, writes next-hop and own MAC, sets the output interface",
+    Ip4Local = "ip4-local": "packets for this router's own addresses: answers ICMP echo requests, drops the rest",
+    Ip4Arp = "ip4-arp": "packets whose next hop has no MAC: drops them and sends a rate-limited ARP request",
+    Ip4Frag = "ip4-frag": "cuts packets larger than the output MTU (DF clear) into fragments",
+    Icmp4Error = "icmp4-error": "sends ICMP time exceeded / unreachable / fragmentation needed about dropped packets, rate-limited",
+    ArpInput = "arp-input": "answers ARP requests for the interface's addresses, reports senders to the neighbor table",
     MplsInput = "mpls-input": "checks the top label stack entry is present and its TTL is above 1",
     MplsLookup = "mpls-lookup": "finds the local-label entry of the top label: swap, or pop at end of stack",
     MplsRewrite = "mpls-rewrite": "swaps the top label (TTL-1) and writes MACs, or pops the last label and hands IPv4 to ip4-input",
@@ -142,6 +147,8 @@ pub struct WorkerCounters {
     pub generator: GenCounters,
     /// sFlow samplers, per data source (physical port index).
     pub sflow: Vec<SflowCounters>,
+    /// Packets the worker made itself and events it reported.
+    pub punt: crate::punt::PuntCounters,
     /// Loop timing.
     pub looping: LoopCounters,
 }
@@ -155,6 +162,7 @@ impl WorkerCounters {
             errors: (0..MAX_INTERFACES * N_REASONS).map(|_| Counter::default()).collect(),
             generator: GenCounters::default(),
             sflow: (0..MAX_INTERFACES).map(|_| SflowCounters::default()).collect(),
+            punt: Default::default(),
             looping: LoopCounters::default(),
         }
     }
@@ -184,6 +192,37 @@ impl Default for WorkerCounters {
     }
 }
 
+/// Gathers the buffers a node makes (replies, errors, fragments) into vectors for one next
+/// node: full vectors are queued as they fill, the last one by [`Outbox::finish`].
+pub struct Outbox {
+    next: NodeId,
+    v: Option<VecHandle>,
+}
+
+impl Outbox {
+    /// An empty outbox for node `next`.
+    pub fn new(next: NodeId) -> Self {
+        Outbox { next, v: None }
+    }
+
+    /// Adds buffer `i`.
+    pub fn push(&mut self, g: &mut Graph, i: u32) {
+        let v = *self.v.get_or_insert_with(|| g.vectors.alloc(0));
+        g.vectors[v].push(i);
+        if g.vectors[v].len() == VECTOR_SIZE {
+            g.forward(v, self.next);
+            self.v = None;
+        }
+    }
+
+    /// Queues what is left.
+    pub fn finish(self, g: &mut Graph) {
+        if let Some(v) = self.v {
+            g.forward(v, self.next);
+        }
+    }
+}
+
 /// One worker's graph state: its buffers and vectors, the tables it forwards with, and the
 /// queue of vectors waiting for a node.
 pub struct Graph {
@@ -203,6 +242,8 @@ pub struct Graph {
     pub sflow: Option<crate::sflow::SflowWorker>,
     /// The worker's AF_PACKET send sockets (none until the worker opens them).
     pub tx: crate::drivers::af_packet::TxSockets,
+    /// Its line to the main thread and the limits on packets it makes itself.
+    pub punt: crate::punt::Punt,
     pending: Vec<(NodeId, VecHandle)>,
 }
 
@@ -223,6 +264,7 @@ impl Graph {
             nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
             sflow: None,
             tx: Default::default(),
+            punt: crate::punt::Punt::new(None, None, tsc::hz()),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         })
     }
@@ -281,6 +323,11 @@ impl Graph {
             NodeId::MplsLookup => nodes::mpls_lookup::run(self, v),
             NodeId::MplsRewrite => nodes::mpls_rewrite::run(self, v),
             NodeId::InterfaceOutput => nodes::interface_output::run(self, v),
+            NodeId::Ip4Local => nodes::ip4_local::run(self, v),
+            NodeId::Ip4Arp => nodes::ip4_arp::run(self, v),
+            NodeId::Ip4Frag => nodes::ip4_frag::run(self, v),
+            NodeId::Icmp4Error => nodes::icmp4_error::run(self, v),
+            NodeId::ArpInput => nodes::arp_input::run(self, v),
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::AfPacketTx => crate::drivers::af_packet::tx(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),
@@ -293,6 +340,7 @@ impl Graph {
     /// Runs every pending vector to completion, charging each node call its TSC ticks.
     /// `t` is the TSC at entry; returns the TSC at exit.
     pub fn run(&mut self, mut t: u64) -> u64 {
+        self.pool.settle();
         while let Some((node, v)) = self.pending.pop() {
             let n = self.vectors[v].len() as u64;
             self.dispatch(node, v);
@@ -306,6 +354,13 @@ impl Graph {
         t
     }
 
+    /// A fresh buffer for a packet the worker makes itself (a reply, an ICMP error, an ARP
+    /// request, a fragment), or `None` when none is free. Never a buffer freed during the
+    /// current run (see [`BufferPool::settle`]).
+    pub fn alloc_buffer(&mut self) -> Option<u32> {
+        self.pool.alloc_settled()
+    }
+
     /// Copies `frames` into fresh buffers as one vector received on interface `port` and
     /// returns it (not queued). Returns `None` when the pool has too few free buffers.
     /// Used by tests and by capture-replay drivers; at most [`VECTOR_SIZE`] frames.
@@ -317,6 +372,7 @@ impl Graph {
         let v = self.vectors.alloc(port);
         let n = self.pool.alloc(&mut self.vectors[v].slots_mut()[..frames.len()]);
         self.vectors[v].set_len(n);
+        self.pool.settle();
         for (k, f) in frames.iter().enumerate() {
             let i = self.vectors[v].indices()[k];
             self.pool.write_frame(i, f);

@@ -1,10 +1,12 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
 //! workers read, and the per-worker counters that sFlow's generic/ethernet records need.
 
+use crate::config::Ipv4Prefix;
 use crate::counter::Counter;
 use crate::graph::NodeId;
 use crate::stats::counter_set;
 use serde::Serialize;
+use std::net::Ipv4Addr;
 use wire::MacAddr;
 
 /// Highest interface index + 1. Index 0 is reserved for "unknown" (as in sFlow).
@@ -92,6 +94,8 @@ pub struct IfRuntime {
     pub admin_up: bool,
     /// Longest frame accepted on rx or sent on tx: MTU + [`L2_OVERHEAD`].
     pub max_frame: u16,
+    /// L3 MTU: the longest IPv4 packet sent without fragmenting.
+    pub mtu: u16,
     /// Receive behaviour.
     pub mode: RxMode,
     /// Node that transmits on it (its driver's tx node), or `error-drop` when it is down.
@@ -115,6 +119,7 @@ impl IfRuntime {
     pub const UNUSED: IfRuntime = IfRuntime {
         admin_up: false,
         max_frame: 0,
+        mtu: 0,
         mode: RxMode::L3,
         tx_node: NodeId::ErrorDrop,
         ip4: false,
@@ -136,6 +141,8 @@ pub struct Tables {
     pub l3: crate::l3::L3,
     /// (physical interface, VLAN id) → sub-interface.
     pub vlans: std::collections::HashMap<(u16, u16), u16>,
+    /// Every interface address: (interface index, address with its prefix length).
+    pub addresses: Vec<(u16, Ipv4Prefix)>,
 }
 
 impl Tables {
@@ -146,6 +153,7 @@ impl Tables {
             ifs[i.index as usize] = IfRuntime {
                 admin_up: i.admin_up,
                 max_frame: i.mtu + L2_OVERHEAD,
+                mtu: i.mtu,
                 mode: i.mode,
                 tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
                 ip4: !i.addresses.is_empty(),
@@ -157,7 +165,21 @@ impl Tables {
             };
         }
         let vlans = interfaces.iter().filter_map(|s| Some(((s.parent?, s.vlan?), s.index))).collect();
-        Self { ifs, l3, vlans }
+        let addresses = interfaces.iter().flat_map(|i| i.addresses.iter().map(|a| (i.index, *a))).collect();
+        Self { ifs, l3, vlans, addresses }
+    }
+
+    /// True when `addr` is one of interface `index`'s own addresses.
+    pub fn is_own_address(&self, index: u16, addr: Ipv4Addr) -> bool {
+        self.addresses.iter().any(|&(i, a)| i == index && a.addr == addr)
+    }
+
+    /// The address interface `index` speaks from toward `peer`: the one whose subnet covers
+    /// `peer`, else its first; `None` when it has none.
+    pub fn source_toward(&self, index: u16, peer: Ipv4Addr) -> Option<Ipv4Addr> {
+        let mut own = self.addresses.iter().filter(|&&(i, _)| i == index).map(|(_, a)| a);
+        let first = own.clone().next()?;
+        Some(own.find(|a| crate::l3::covers(a, peer)).unwrap_or(first).addr)
     }
 
     /// The sub-interfaces of physical interface `port`.

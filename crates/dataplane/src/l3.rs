@@ -6,8 +6,9 @@ use crate::config::{Config, Ipv4Prefix};
 use crate::fib::mask;
 use crate::interface::Interface;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use wire::MacAddr;
 
 /// Up to 8 MPLS labels (20-bit values), outermost first.
@@ -105,11 +106,15 @@ pub const ADJ_DROP: u32 = 0;
 pub struct L3 {
     /// Adjacencies by index.
     pub adjs: Vec<Adjacency>,
-    /// Static neighbors: (interface, address) → MAC.
+    /// Neighbors, static and learned: (interface, address) → MAC.
     pub neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
+    /// Next hops whose resolution failed (no ARP reply): packets toward them get an ICMP
+    /// host unreachable instead of another ARP request.
+    pub unreachable: HashSet<(u16, Ipv4Addr)>,
     /// Label value → index into `label_entries` + 1 (0 = no entry); empty when no local
-    /// labels are configured, else [`LABELS`] long.
-    pub labels: Vec<u16>,
+    /// labels are configured, else [`LABELS`] long. Shared between snapshots (it changes
+    /// only with the configuration).
+    pub labels: Arc<Vec<u16>>,
     /// Local-label entries.
     pub label_entries: Vec<LabelEntry>,
     /// The incoming label of each of `label_entries`.
@@ -134,6 +139,26 @@ impl L3 {
 }
 
 impl L3 {
+    /// These tables with `neighbors` as the neighbor table and `unreachable` as the failed
+    /// next hops: every next-hop adjacency's rewrite follows them.
+    pub fn with_neighbors(
+        &self,
+        interfaces: &[Interface],
+        neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
+        unreachable: HashSet<(u16, Ipv4Addr)>,
+    ) -> L3 {
+        let mut l3 = L3 { neighbors, unreachable, ..self.clone() };
+        for k in 0..l3.adjs.len() {
+            if let Adjacency::Via { tx_if, next_hop, .. } = l3.adjs[k] {
+                let new = l3.rewrite_to(interfaces, tx_if, next_hop);
+                if let Adjacency::Via { rewrite, .. } = &mut l3.adjs[k] {
+                    *rewrite = new;
+                }
+            }
+        }
+        l3
+    }
+
     /// The rewrite bytes (destination MAC, source MAC) toward `dst` on `tx_if`, if its
     /// neighbor is known.
     pub fn rewrite_to(&self, interfaces: &[Interface], tx_if: u16, dst: Ipv4Addr) -> Option<[u8; 12]> {
@@ -181,9 +206,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
         let adj = via_adj(&mut l3, tx_if, r.via, LabelStack::new(&r.out_labels));
         inserts.push((r.prefix.addr, r.prefix.len, Some(adj)));
     }
-    if !config.mpls.local_labels.is_empty() {
-        l3.labels = vec![0; LABELS];
-    }
+    let mut labels = if config.mpls.local_labels.is_empty() { Vec::new() } else { vec![0; LABELS] };
     for l in &config.mpls.local_labels {
         let entry = match (l.via, &l.interface) {
             (Some(next_hop), Some(n)) => LabelEntry::Swap {
@@ -194,8 +217,9 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
         };
         l3.label_entries.push(entry);
         l3.entry_labels.push(l.label);
-        l3.labels[l.label as usize] = l3.label_entries.len() as u16;
+        labels[l.label as usize] = l3.label_entries.len() as u16;
     }
+    l3.labels = Arc::new(labels);
     (l3, inserts)
 }
 

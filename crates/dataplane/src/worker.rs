@@ -8,9 +8,11 @@
 use crate::drivers::RxPort;
 use crate::drivers::af_packet::TxSockets;
 use crate::fib::Fib;
-use crate::graph::{Graph, NodeId, WorkerCounters};
+use crate::graph::{Graph, NodeId, Outbox, WorkerCounters};
 use crate::interface::Tables;
+use crate::punt::Punt;
 use crate::qsbr::QsbrReader;
+use crate::snapshot::TableReader;
 use crate::tsc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -28,8 +30,12 @@ pub struct WorkerSetup {
     pub core: Option<u16>,
     /// Packet buffers to allocate.
     pub buffers: u32,
-    /// Forwarding tables.
+    /// Forwarding tables: the snapshot to start with.
     pub tables: Arc<Tables>,
+    /// Where newer snapshots come from.
+    pub updates: TableReader,
+    /// Its line to the main thread.
+    pub punt: Punt,
     /// The IPv4 FIB.
     pub fib: Arc<Fib>,
     /// Where it announces quiescent states (between vectors); offline when the worker ends,
@@ -65,6 +71,26 @@ pub fn pin_current_thread(core: u16) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Sends the ARP probes the main thread asked for and runs them out; true when there were any.
+fn send_probes(g: &mut Graph) -> bool {
+    let mut out = Outbox::new(NodeId::InterfaceOutput);
+    let mut any = false;
+    while let Some(p) = g.punt.next_probe() {
+        if let Some(r) = crate::nodes::ip4_arp::request(g, p.interface, p.address, p.mac) {
+            out.push(g, r);
+            any = true;
+        }
+    }
+    out.finish(g);
+    if any {
+        g.run(tsc::now());
+        if let Some(sf) = &mut g.sflow {
+            sf.publish(&g.pool, &g.tables);
+        }
+    }
+    any
+}
+
 /// Starts a worker thread named `vecflow-wk-N`.
 pub fn spawn(setup: WorkerSetup) -> std::io::Result<JoinHandle<std::io::Result<()>>> {
     std::thread::Builder::new().name(format!("vecflow-wk-{}", setup.id)).spawn(move || run(setup))
@@ -78,11 +104,13 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     let mut g = Graph::new(s.buffers, s.tables, s.fib, s.counters.clone())?;
     g.sflow = s.sflow.take();
     g.tx = std::mem::take(&mut s.tx);
+    g.punt = s.punt;
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
     while !s.stop.load(Relaxed) {
+        s.updates.refresh(&mut g.tables);
         s.qsbr.quiescent();
-        let mut busy = false;
+        let mut busy = send_probes(&mut g);
         for port in &mut s.ports {
             let t0 = tsc::now();
             let got = port.poll(&mut g, t0);

@@ -86,18 +86,34 @@ fn incremental_checksum_matches_a_full_recompute_for_every_ttl_and_address() {
 }
 
 #[test]
-fn glean_resolves_connected_hosts_from_the_neighbor_table() {
+fn glean_resolves_connected_hosts_and_misses_send_arp_requests() {
     let (g, out) = routed(&[
         frame([16, 0, 0, 1], [192, 168, 7, 8], 64),
         frame([16, 0, 0, 1], [192, 168, 7, 9], 64),
         frame([16, 0, 0, 1], [30, 1, 2, 3], 64),
     ]);
-    assert_eq!(out.len(), 1);
-    assert_eq!((out[0].0, out[0].1), (3, 24));
-    assert_eq!(&out[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
-    // .9 has no neighbor; 30/8 goes via .99, which has none either.
+    let (arp, ip): (Vec<_>, Vec<_>) = out.iter().partition(|(_, _, f)| f[12..14] == [0x08, 0x06]);
+    assert_eq!(ip.len(), 1);
+    assert_eq!((ip[0].0, ip[0].1), (3, 24));
+    assert_eq!(&ip[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
+    // .9 has no neighbor; 30/8 goes via .99, which has none either: both dropped, and a
+    // broadcast ARP request for each next hop goes out of the LAN from its address.
     assert_eq!(drops(&g, 1, DropReason::NoNeighbor), 2);
     assert_eq!(stats(&g, 3).out_discards, 2, "no-neighbor is charged to the output interface");
+    let targets: Vec<_> = arp
+        .iter()
+        .map(|(tx_if, _, f)| {
+            assert_eq!((*tx_if, f.len()), (3, 60));
+            assert_eq!(&f[..12], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0xfe, 0, 0, 0, 3]);
+            let a = wire::arp::Arp::parse(&f[14..]).unwrap();
+            assert_eq!(
+                (a.op, a.sha.0, a.spa),
+                (wire::arp::REQUEST, [2, 0xfe, 0, 0, 0, 3], Ipv4Addr::new(192, 168, 7, 1))
+            );
+            a.tpa
+        })
+        .collect();
+    assert_eq!(targets, [Ipv4Addr::new(192, 168, 7, 9), Ipv4Addr::new(192, 168, 7, 99)]);
 }
 
 #[test]
@@ -128,7 +144,25 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
     let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).chain([ok.clone()]).collect();
     let mut g = graph();
     let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
-    assert_eq!(sent.len(), 1);
+    // The good packet, and an ICMP error back to the source (out of port0, from port0's
+    // address) about each TTL-expired and unroutable one, quoting its header.
+    let (icmp, forwarded): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 9] == 1);
+    assert_eq!(forwarded.len(), 1);
+    let errors: Vec<(u8, u8)> = icmp
+        .iter()
+        .map(|(tx_if, _, f)| {
+            let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+            assert!(ip.checksum_ok());
+            assert_eq!((*tx_if, ip.src(), ip.dst()), (1, Ipv4Addr::new(100, 64, 0, 1), Ipv4Addr::new(16, 0, 0, 1)));
+            let m = &f[34..14 + usize::from(ip.total_len())];
+            assert_eq!(checksum::checksum(m), 0, "ICMP checksum");
+            let quoted = Ipv4Packet::new_checked(&m[8..]).unwrap();
+            assert_eq!((quoted.src(), quoted.protocol()), (Ipv4Addr::new(16, 0, 0, 1), 17), "quotes the header");
+            assert_eq!(m.len(), 8 + 46, "the whole 46-byte packet fits in 576 bytes");
+            (m[0], m[1])
+        })
+        .collect();
+    assert_eq!(errors, [(11, 0), (11, 0), (3, 0)], "time exceeded twice, net unreachable once");
     for r in [
         DropReason::BadIpHeader,
         DropReason::Truncated,

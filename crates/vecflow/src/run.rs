@@ -1,8 +1,9 @@
 //! `vecflow run`: the daemon. Starts the dataplane from a YAML file and runs until SIGINT or
 //! SIGTERM, then stops cleanly: workers stopped and their drivers detached (sockets closed,
 //! rings unmapped, promiscuous mode dropped), the sFlow agent's last samples and a final
-//! counter poll sent. While it runs, the main thread re-reads the kernel's link facts once a
-//! second. Logs go to stderr through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
+//! counter poll sent. While it runs, the main thread keeps the neighbor table (what the
+//! workers learn from ARP, ageing, refresh probes) and re-reads the kernel's link facts once
+//! a second. Logs go to stderr through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
 
 use anyhow::Context;
 use dataplane::{Config, Dataplane};
@@ -11,8 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-/// How often the main thread wakes to look after the running dataplane.
-const TICK: Duration = Duration::from_millis(100);
+/// How often the main thread wakes to look after the running dataplane (neighbors learned by
+/// the workers wait at most this long to be used).
+const TICK: Duration = Duration::from_millis(10);
 /// How often link state, speed and kernel drops are re-read.
 const LINK_REFRESH: Duration = Duration::from_secs(1);
 
@@ -60,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut next_refresh = Instant::now() + LINK_REFRESH;
     while !stop.load(Relaxed) {
         std::thread::sleep(TICK);
+        dp.service();
         if Instant::now() >= next_refresh {
             dp.refresh_links();
             next_refresh += LINK_REFRESH;

@@ -8,8 +8,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod icmp;
 pub mod ipv4;
 pub mod mpls;
 pub mod udp;

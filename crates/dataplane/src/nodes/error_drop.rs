@@ -21,6 +21,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             DropClass::InUnknownProtos => c.interface(m.rx_if).in_unknown_protos.add(1),
             DropClass::OutDiscards => c.interface(m.tx_if).out_discards.add(1),
             DropClass::OutErrors => c.interface(m.tx_if).out_errors.add(1),
+            DropClass::Punt => {}
         }
     }
     if let Some(sf) = &mut g.sflow {

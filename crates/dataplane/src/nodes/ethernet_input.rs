@@ -6,7 +6,8 @@
 //! `rx_if` becomes the sub-interface, which counts it. Then, by the (sub-)interface's mode:
 //! - L2 cross-connect: to `l2-xconnect` (tagged frames that match no sub-interface pass as
 //!   they are);
-//! - L3: IPv4 to `ip4-input` when the interface has an address (else `ip4-not-enabled`),
+//! - L3: IPv4 to `ip4-input` and ARP to `arp-input` when the interface has an address
+//!   (else `ip4-not-enabled`, `unknown-ethertype`),
 //!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
 //!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
 //!
@@ -94,6 +95,7 @@ fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
         RxMode::L3 => match ethertype {
             EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
             EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
+            EtherType::ARP if ifc.ip4 => Ok(NodeId::ArpInput),
             EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
             EtherType::MPLS => Err(DropReason::MplsNotEnabled),
             EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),

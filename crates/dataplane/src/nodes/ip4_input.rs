@@ -2,8 +2,9 @@
 //!
 //! Checks, in order: 20 header bytes present (`truncated`), version 4 and IHL ≥ 5 and total
 //! length ≥ header length (`bad-ip-header`), the whole packet present (`truncated`), the
-//! header checksum (`bad-checksum`), TTL > 1 (`ttl-expired`). Good packets go to `ip4-lookup`
-//! (the whole vector unchanged when all are good).
+//! header checksum (`bad-checksum`). Good packets go to `ip4-lookup` (the whole vector
+//! unchanged when all are good). The TTL is checked only when forwarding (`ip4-rewrite`), so
+//! packets for this router's own addresses are delivered whatever their TTL.
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
@@ -41,19 +42,16 @@ pub fn check(ip: &[u8]) -> Result<(), DropReason> {
     if !header_checksum_ok(&ip[..ihl]) {
         return Err(DropReason::BadChecksum);
     }
-    if h[8] <= 1 {
-        return Err(DropReason::TtlExpired);
-    }
     Ok(())
 }
 
-/// True for the common packet: no options, within the frame, good checksum, TTL above 1.
+/// True for the common packet: no options, within the frame, good checksum.
 /// Branch-free, so a vector of good packets runs straight through.
 #[inline(always)]
 fn fast_ok(ip: &[u8]) -> bool {
     let Some(h) = ip.first_chunk::<20>() else { return false };
     let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    (h[0] == 0x45) & (total >= 20) & (total <= ip.len()) & (h[8] > 1) & header_checksum_ok(h)
+    (h[0] == 0x45) & (total >= 20) & (total <= ip.len()) & header_checksum_ok(h)
 }
 
 /// Processes one vector: one branch-free pass when every packet is good, otherwise a second

@@ -3,8 +3,8 @@
 //! The whole vector is looked up in two passes: the first reads every destination and
 //! prefetches its tbl24 entry, the second resolves the entries (a second load for /24s split
 //! into tbl8 groups). The adjacency and the matched prefix length go into the metadata.
-//! Adjacency 0 (no route) drops as `no-route`, adjacency 1 (our own address) as `ip4-local`;
-//! everything else goes to `ip4-rewrite`.
+//! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
+//! address) goes to `ip4-local`; everything else to `ip4-rewrite`.
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
@@ -34,8 +34,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         m.adj = adj;
         m.dst_prefix_len = len;
         match adj {
-            ADJ_DROP => g.mark_drop(k, i, DropReason::NoRoute),
-            ADJ_LOCAL => g.mark_drop(k, i, DropReason::Ip4Local),
+            ADJ_DROP => {
+                g.mark_drop(k, i, DropReason::NoRoute);
+                g.nexts[k] = NodeId::Icmp4Error;
+            }
+            ADJ_LOCAL => g.nexts[k] = NodeId::Ip4Local,
             _ => g.nexts[k] = NodeId::Ip4Rewrite,
         }
         all_routed &= adj > ADJ_LOCAL;

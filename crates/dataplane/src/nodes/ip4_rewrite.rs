@@ -1,12 +1,16 @@
 //! `ip4-rewrite`: turns a routed packet into a frame for its next hop.
 //!
-//! For the packet's adjacency it decrements the TTL with an incremental checksum update
-//! (RFC 1624), pushes the route's out-labels if it has any (each with the new IP TTL, the
-//! last one bottom of stack), writes the next hop's MAC as destination and the output
-//! interface's MAC as source, sets the output interface and sends it to `interface-output`
-//! (`no-headroom` when the frame has no room for the out-labels). A connected
-//! (glean) adjacency finds the destination's own MAC in the neighbor table. Without a neighbor
-//! entry the packet is dropped as `no-neighbor` (charged to the output interface).
+//! First the checks that only forwarding needs: a TTL of 1 or less drops the packet as
+//! `ttl-expired`, and a packet larger than the output interface's MTU with DF set as
+//! `fragmentation-needed` — both through `icmp4-error`, which tells the source. Then, for the
+//! packet's adjacency, it decrements the TTL with an incremental checksum update (RFC 1624),
+//! pushes the route's out-labels if it has any (each with the new IP TTL, the last one bottom
+//! of stack), writes the next hop's MAC as destination and the output interface's MAC as
+//! source, sets the output interface and sends it to `interface-output` — or to `ip4-frag`
+//! when it is larger than the MTU without DF (`no-headroom` when the frame has no room for
+//! the out-labels). A connected (glean) adjacency finds the destination's own MAC in the
+//! neighbor table. Without a MAC the packet goes to `ip4-arp` (dropped as `no-neighbor`
+//! while ARP resolves it).
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
@@ -25,7 +29,7 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) -> bool {
     let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
     let old = u16::from_be_bytes([ip[8], ip[9]]);
-    let new = old - 0x0100; // TTL is the high byte; ip4-input ensured it is at least 2
+    let new = old - 0x0100; // TTL is the high byte; checked above 1 before
     let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
     ip[8..10].copy_from_slice(&new.to_be_bytes());
     ip[10..12].copy_from_slice(&csum.to_be_bytes());
@@ -48,6 +52,52 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) -> bool {
     true
 }
 
+/// What forwarding makes of a packet before anything is written.
+enum Check {
+    /// Forward it whole.
+    Fits,
+    /// Larger than the MTU, DF clear: forward in fragments.
+    Fragment,
+    /// Drop it (and tell the source) for this reason.
+    Drop(DropReason),
+}
+
+/// The TTL and size checks of buffer `i` toward an interface with `mtu`.
+#[inline(always)]
+fn check(g: &Graph, i: u32, mtu: u16) -> Check {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    let ip = &g.pool.frame(i)[l3..l3 + 8 + 1];
+    let total = u16::from_be_bytes([ip[2], ip[3]]);
+    match (ip[8] <= 1, total > mtu, ip[6] & 0x40 != 0) {
+        (true, _, _) => Check::Drop(DropReason::TtlExpired),
+        (false, false, _) => Check::Fits,
+        (false, true, false) => Check::Fragment,
+        (false, true, true) => Check::Drop(DropReason::FragNeeded),
+    }
+}
+
+/// Forwards packet `k` (buffer `i`) out of `tx_if` with `macs` and `push`: sets its next node
+/// and returns whether it took the plain path (whole, to `interface-output`).
+#[inline(always)]
+fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> bool {
+    g.pool.meta_mut(i).tx_if = tx_if;
+    let next = match check(g, i, g.tables.get(tx_if).mtu) {
+        Check::Drop(reason) => {
+            g.mark_drop(k, i, reason);
+            g.nexts[k] = NodeId::Icmp4Error;
+            return false;
+        }
+        Check::Fits => NodeId::InterfaceOutput,
+        Check::Fragment => NodeId::Ip4Frag,
+    };
+    if !rewrite(g, i, macs, push) {
+        g.mark_drop(k, i, DropReason::Ip4NoHeadroom);
+        return false;
+    }
+    g.nexts[k] = next;
+    next == NodeId::InterfaceOutput
+}
+
 /// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
 /// once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
@@ -57,27 +107,21 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         let adj = g.pool.meta(i).adj;
         if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3.adjs.get(adj as usize) {
-            g.pool.meta_mut(i).tx_if = *tx_if;
-            if rewrite(g, i, macs, push) {
-                g.nexts[k] = NodeId::InterfaceOutput;
-            } else {
-                g.mark_drop(k, i, DropReason::Ip4NoHeadroom);
-                all_ok = false;
-            }
+            all_ok &= forward(g, k, i, *tx_if, macs, push);
             continue;
         }
+        all_ok = false;
         match resolve_other(g, i) {
-            Some((macs, push)) => {
-                if rewrite(g, i, &macs, &push) {
-                    g.nexts[k] = NodeId::InterfaceOutput;
-                } else {
-                    g.mark_drop(k, i, DropReason::Ip4NoHeadroom);
-                    all_ok = false;
-                }
+            Some((tx_if, macs)) => {
+                forward(g, k, i, tx_if, &macs, &LabelStack::EMPTY);
+            }
+            None if matches!(check(g, i, u16::MAX), Check::Drop(_)) => {
+                g.mark_drop(k, i, DropReason::TtlExpired);
+                g.nexts[k] = NodeId::Icmp4Error;
             }
             None => {
                 g.mark_drop(k, i, DropReason::NoNeighbor);
-                all_ok = false;
+                g.nexts[k] = NodeId::Ip4Arp;
             }
         }
     }
@@ -85,9 +129,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 }
 
 /// A glean adjacency (the destination's own MAC from the neighbor table), or a next hop
-/// without a neighbor: sets the output interface and returns what to write, `None` to drop.
+/// without a neighbor: sets the output interface and returns it with the MACs to write,
+/// `None` when there is no MAC.
 #[cold]
-fn resolve_other(g: &mut Graph, i: u32) -> Option<([u8; 12], LabelStack)> {
+fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
     let m = *g.pool.meta(i);
     let l3 = usize::from(m.l3_offset);
     match g.tables.l3.adjs.get(m.adj as usize) {
@@ -96,7 +141,7 @@ fn resolve_other(g: &mut Graph, i: u32) -> Option<([u8; 12], LabelStack)> {
             let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
             let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
             let mac = g.tables.l3.neighbors.get(&(tx_if, dst))?;
-            Some((glean_rewrite(g, tx_if, mac.0), LabelStack::default()))
+            Some((tx_if, glean_rewrite(g, tx_if, mac.0)))
         }
         Some(&Adjacency::Via { tx_if, .. }) => {
             g.pool.meta_mut(i).tx_if = tx_if;

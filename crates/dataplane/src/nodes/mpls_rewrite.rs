@@ -3,8 +3,9 @@
 //! - Swap: the top label is replaced by the entry's out-labels (more than one grows the frame
 //!   into the headroom). Each new label takes the old top label's traffic class and TTL − 1;
 //!   the last one keeps its bottom-of-stack bit. Then the next hop's and the output interface's
-//!   MACs are written and the frame goes to `interface-output` (`no-neighbor` without a MAC,
-//!   `no-headroom` when the frame has no room for the extra labels).
+//!   MACs are written and the frame goes to `interface-output` (`no-neighbor` through
+//!   `ip4-arp`, which asks for the MAC, when there is none; `no-headroom` when the frame has
+//!   no room for the extra labels).
 //! - Pop (bottom of stack): the label is removed, the ethertype becomes IPv4, the IPv4 TTL is
 //!   lowered to the label's TTL − 1 if that is smaller (uniform TTL model, with an
 //!   incremental checksum update), and the packet goes to `ip4-input` to be validated and routed.
@@ -41,6 +42,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
                     g.pool.meta_mut(i).tx_if = *tx_if;
                 }
                 g.mark_drop(k, i, DropReason::MplsNoNeighbor);
+                g.nexts[k] = NodeId::Ip4Arp;
             }
             _ => {
                 pop(g, i);

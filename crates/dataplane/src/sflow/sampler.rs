@@ -186,6 +186,9 @@ impl SflowWorker {
                 counters.sflow(rx_port).dropped.add(1);
             }
             let egress = matches!(reason.class(), DropClass::OutDiscards | DropClass::OutErrors);
+            if reason.class() == DropClass::Punt {
+                continue; // consumed by this router, not a discard
+            }
             let port = if egress { tables.get(m.tx_if).port } else { rx_port };
             if !self.monitored.get(port as usize).copied().unwrap_or(false) {
                 continue;
@@ -208,6 +211,15 @@ impl SflowWorker {
         }
     }
 
+    /// Counts a packet received on `rx_port` that this router consumed (answered in place)
+    /// as not forwarded, as `dropped` does for drops: the data source's pool stays the
+    /// packets it forwarded.
+    pub fn consumed(&self, rx_port: u16, counters: &WorkerCounters) {
+        if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 {
+            counters.sflow(rx_port).dropped.add(1);
+        }
+    }
+
     /// Completes every slot reserved since the last publication from its buffer's metadata
     /// and publishes them. Call once the vectors they came from have left the graph and
     /// before the worker reuses any buffer (the metadata of freed buffers is intact until then).
@@ -218,7 +230,10 @@ impl SflowWorker {
                 return; // complete when reserved
             }
             let m = *pool.meta(s.buffer);
-            let forwarded = m.error == NOT_DROPPED;
+            // A received packet this router answered in place (an echo or ARP request turned
+            // into the reply, which has no input interface) was consumed, not forwarded.
+            let consumed = s.stage == RX && m.rx_if == 0;
+            let forwarded = m.error == NOT_DROPPED && !consumed;
             s.fate = if forwarded { Fate::Forwarded } else { Fate::Dropped };
             if !forwarded {
                 return; // not a flow sample

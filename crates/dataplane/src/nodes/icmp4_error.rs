@@ -1,0 +1,109 @@
+//! `icmp4-error`: ICMP errors about packets this router could not forward (RFC 1812).
+//!
+//! Every packet arrives with its drop reason set and ends in `error-drop` under it. For each,
+//! an ICMP error goes back to its source, from the input interface's address, in a fresh
+//! buffer routed through `ip4-lookup`, quoting the packet's IP header and as much of its data
+//! as keeps the error within 576 bytes:
+//! - `ttl-expired`: time exceeded (11/0);
+//! - `no-route`: destination unreachable, net (3/0);
+//! - `no-neighbor` (a next hop whose resolution failed): destination unreachable, host (3/1);
+//! - `fragmentation-needed`: destination unreachable, fragmentation needed (3/4) with the
+//!   next hop's MTU.
+//!
+//! Never about (RFC 1812 §4.3.2.7): an ICMP error, a frame received as link-layer broadcast or
+//! multicast, a packet to a multicast or broadcast address, a non-first fragment, a source
+//! that is 0.0.0.0, 127/8, multicast, 240/4 or 255.255.255.255, or a packet this router made.
+//! All within the worker's ICMP rate limit (`icmp_limited` counts what it withheld).
+
+use crate::errors::DropReason;
+use crate::graph::{Graph, NodeId, Outbox};
+use crate::vector::VecHandle;
+use std::net::Ipv4Addr;
+use wire::{EtherType, checksum, icmp, ipv4};
+
+/// Largest ICMP error datagram (RFC 1812 §4.3.2.3).
+const MAX_ERROR: usize = 576;
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let now = crate::tsc::now();
+    let mut errors = Outbox::new(NodeId::Ip4Lookup);
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let Some((kind, code, mtu)) = message(g, i) else { continue };
+        if !may_answer(g, i) {
+            continue;
+        }
+        match g.punt.icmp_allowed(now).then(|| build(g, i, kind, code, mtu)).flatten() {
+            Some(e) => {
+                errors.push(g, e);
+                g.counters.punt.icmp_sent.add(1);
+            }
+            None => g.counters.punt.icmp_limited.add(1),
+        }
+    }
+    errors.finish(g);
+    g.forward(v, NodeId::ErrorDrop);
+}
+
+/// Type, code and next-hop MTU of the error for buffer `i`'s drop reason.
+fn message(g: &Graph, i: u32) -> Option<(u8, u8, u16)> {
+    let m = g.pool.meta(i);
+    match DropReason::from_index(m.error)? {
+        DropReason::TtlExpired => Some((icmp::TIME_EXCEEDED, 0, 0)),
+        DropReason::NoRoute => Some((icmp::DEST_UNREACHABLE, icmp::NET_UNREACHABLE, 0)),
+        DropReason::NoNeighbor => Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0)),
+        DropReason::FragNeeded => Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, g.tables.get(m.tx_if).mtu)),
+        _ => None,
+    }
+}
+
+/// True unless RFC 1812 §4.3.2.7 forbids an error about buffer `i`.
+fn may_answer(g: &Graph, i: u32) -> bool {
+    let m = g.pool.meta(i);
+    let f = g.pool.frame(i);
+    let Some(ip) = f.get(usize::from(m.l3_offset)..).filter(|ip| ip.len() >= ipv4::HEADER_LEN) else { return false };
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let (src, dst) = (Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]), Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
+    let later_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0;
+    let about_error = ip[9] == ipv4::protocol::ICMP && ip.get(ihl).is_none_or(|&t| icmp::is_error(t));
+    let bad_source =
+        src.is_unspecified() || src.is_loopback() || src.is_multicast() || src.octets()[0] >= 240 || src.is_broadcast();
+    m.rx_if != 0
+        && f[0] & 1 == 0
+        && !dst.is_multicast()
+        && dst.octets()[0] < 240
+        && !later_fragment
+        && !about_error
+        && !bad_source
+}
+
+/// Builds the error about buffer `i` in a fresh buffer; `None` when none is free or the input
+/// interface (and every other) has no address to send it from.
+fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u16) -> Option<u32> {
+    let m = *g.pool.meta(i);
+    let ip = &g.pool.frame(i)[usize::from(m.l3_offset)..];
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]])).min(ip.len());
+    let quote = &ip[..total.min(MAX_ERROR - ipv4::HEADER_LEN - icmp::HEADER_LEN)];
+    let to = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let from = g.tables.source_toward(m.rx_if, to).or_else(|| g.tables.addresses.first().map(|(_, a)| a.addr))?;
+    let mut out = [0u8; 14 + MAX_ERROR];
+    out[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
+    let len = ipv4::HEADER_LEN + icmp::HEADER_LEN + quote.len();
+    let (h, rest) = out[14..14 + len].split_at_mut(ipv4::HEADER_LEN);
+    ipv4::write_header(h, len as u16, 64, ipv4::protocol::ICMP, from, to);
+    h[1] = 0xc0; // internetwork control
+    h[6] = 0; // may be fragmented on a link with a tiny MTU
+    h[10..12].copy_from_slice(&[0, 0]);
+    let csum = checksum::checksum(h);
+    h[10..12].copy_from_slice(&csum.to_be_bytes());
+    rest[0] = kind;
+    rest[1] = code;
+    rest[6..8].copy_from_slice(&mtu.to_be_bytes());
+    rest[icmp::HEADER_LEN..].copy_from_slice(quote);
+    let csum = checksum::checksum(rest);
+    rest[2..4].copy_from_slice(&csum.to_be_bytes());
+    let e = g.alloc_buffer()?;
+    g.pool.write_frame(e, &out[..14 + len]);
+    Some(e)
+}
