@@ -44,6 +44,11 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 need_apt tshark tshark
 need_apt sfacctd pmacct
+# The end-to-end tests through network namespaces (root only).
+need_apt ip iproute2
+need_apt ping iputils-ping
+need_apt ethtool ethtool
+need_apt iperf3 iperf3
 
 # goflow2, the Go sFlow/NetFlow collector, for the interop tests.
 export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"
