@@ -18,15 +18,16 @@ macro_rules! counter_set {
         }
 
         impl $set {
-            /// Adds this worker's values into `into`.
+            /// Adds this worker's values into `into` (modulo 2^64, as the counters themselves
+            /// wrap; a digest field is not a count at all).
             pub fn add_to(&self, into: &mut $snap) {
-                $(into.$field += self.$field.get();)*
+                $(into.$field = into.$field.wrapping_add(self.$field.get());)*
             }
         }
 
         impl std::ops::AddAssign for $snap {
             fn add_assign(&mut self, o: $snap) {
-                $(self.$field += o.$field;)*
+                $(self.$field = self.$field.wrapping_add(o.$field);)*
             }
         }
     };
