@@ -27,6 +27,10 @@ pub struct Args {
     /// More log output: -v debug, -vv trace (RUST_LOG, when set, wins).
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// When stopped, print `show interface`, `show errors`, `show runtime`, `show ip
+    /// neighbors` (and `show sflow`) to stdout: a whole run's totals, e.g. for a benchmark.
+    #[arg(long)]
+    show_at_exit: bool,
 }
 
 /// Logs to stderr at `info`, or more with `-v`; `RUST_LOG` overrides both.
@@ -71,5 +75,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!("stopping");
     dp.stop().context("stopping the dataplane")?;
     tracing::info!("stopped");
+    if args.show_at_exit {
+        let registry = dataplane::cli::Registry::with_builtins();
+        let mut commands = vec!["show interface", "show errors", "show runtime", "show ip neighbors"];
+        if dp.sflow().is_some() {
+            commands.push("show sflow");
+        }
+        for cmd in commands {
+            let reply = registry.execute(&dp, cmd).map_err(anyhow::Error::msg)?;
+            println!("vecflow# {cmd}\n{}", reply.text);
+        }
+    }
     Ok(())
 }

@@ -188,8 +188,9 @@ fn ipv4_end_to_end_through_namespaces() {
     std::fs::write(
         &yaml,
         format!(
-            "interfaces:
-  wa: {{index: 1, driver: af-packet, host-interface: {}, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {{}}}}
+            "workers: {{count: 2}}
+interfaces:
+  wa: {{index: 1, driver: af-packet, host-interface: {}, af-packet: {{rx-queues: 2}}, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {{}}}}
   wb: {{index: 2, driver: af-packet, host-interface: {}, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {{}}}}
 sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0.1, port: {}}}]}}
 ",
@@ -209,6 +210,7 @@ sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0
     );
     let started = wait_for_log(&log, "running");
     assert!(started.contains("MTU 1400"), "wb takes the kernel's MTU:\n{started}");
+    assert!(started.contains("2 rx queue(s)"), "wa's queues fan out over both workers:\n{started}");
 
     // Each first packet toward a host it has not resolved yet is dropped while vecflow ARPs
     // (no-neighbor, as VPP); after that, nothing is lost.
