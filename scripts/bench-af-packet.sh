@@ -60,13 +60,11 @@ vf_pid=$!
 sleep 1
 extra=()
 [ -n "$rate" ] && extra=(-b "$rate")
-ip netns exec vfbg taskset -c 0 trafgen --dev vfbg0 --conf "$work/udp.trafgen" --cpus 1 -q "${extra[@]}" \
-    >"$work/trafgen.out" 2>&1 &
-tg_pid=$!
-sleep "$secs"
-kill -INT $tg_pid; wait $tg_pid || true
+ip netns exec vfbg timeout -s INT "$secs" taskset -c 0 trafgen --dev vfbg0 --conf "$work/udp.trafgen" \
+    --cpus 1 "${extra[@]}" >"$work/trafgen.out" 2>&1 || true
 sleep 0.5
-kill -INT $vf_pid; wait $vf_pid || true
+kill -INT $vf_pid
+wait $vf_pid || true
 vf_pid=
 cat "$work/trafgen.out"
 cat "$work/vecflow.out"
