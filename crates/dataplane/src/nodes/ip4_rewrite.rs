@@ -19,17 +19,33 @@ use crate::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::{EtherType, checksum};
 
-/// Decrements the TTL of the IPv4 packet at `l3` in buffer `i` (incremental checksum), pushes
-/// `push` in front of it and writes the MACs. Returns false, the frame unfit to send, when
-/// the headroom cannot hold `push`.
+/// What forwarding made of a packet.
+enum Verdict {
+    /// Rewritten, to send whole.
+    Fits,
+    /// Rewritten, larger than the MTU with DF clear: to send in fragments.
+    Fragment,
+    /// Not rewritten: drop it for this reason (TTL and size drops also tell the source).
+    Drop(DropReason),
+}
+
+/// Forwards the IPv4 packet at `l3` in buffer `i` toward an interface with `mtu`: checks its
+/// TTL and size first (one read of the header serves both and the rewrite), then decrements
+/// the TTL (incremental checksum), pushes `push` in front of it and writes the MACs.
 #[inline(always)]
-#[must_use]
-fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) -> bool {
+fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) -> Verdict {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
     let old = u16::from_be_bytes([ip[8], ip[9]]);
-    let new = old - 0x0100; // TTL is the high byte; checked above 1 before
+    if old < 0x0200 {
+        return Verdict::Drop(DropReason::TtlExpired); // TTL 0 or 1
+    }
+    let big = u16::from_be_bytes([ip[2], ip[3]]) > mtu;
+    if big && ip[6] & 0x40 != 0 {
+        return Verdict::Drop(DropReason::FragNeeded);
+    }
+    let new = old - 0x0100; // TTL is the high byte
     let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
     ip[8..10].copy_from_slice(&new.to_be_bytes());
     ip[10..12].copy_from_slice(&csum.to_be_bytes());
@@ -39,7 +55,7 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) -> bool {
         let n = push.labels().len();
         let ttl = u32::from(new >> 8);
         // The generator leaves 64 bytes of headroom (8 labels); another driver may leave less.
-        let Some(f) = g.pool.grow_head(i, 4 * n) else { return false };
+        let Some(f) = g.pool.grow_head(i, 4 * n) else { return Verdict::Drop(DropReason::Ip4NoHeadroom) };
         for (j, &label) in push.labels().iter().enumerate() {
             let bos = if j + 1 == n { 0x100 } else { 0 };
             f[14 + 4 * j..18 + 4 * j].copy_from_slice(&((label << 12) | bos | ttl).to_be_bytes());
@@ -49,31 +65,7 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack) -> bool {
         g.pool.frame_mut(i)
     };
     frame[..12].copy_from_slice(macs);
-    true
-}
-
-/// What forwarding makes of a packet before anything is written.
-enum Check {
-    /// Forward it whole.
-    Fits,
-    /// Larger than the MTU, DF clear: forward in fragments.
-    Fragment,
-    /// Drop it (and tell the source) for this reason.
-    Drop(DropReason),
-}
-
-/// The TTL and size checks of buffer `i` toward an interface with `mtu`.
-#[inline(always)]
-fn check(g: &Graph, i: u32, mtu: u16) -> Check {
-    let l3 = usize::from(g.pool.meta(i).l3_offset);
-    let ip = &g.pool.frame(i)[l3..l3 + 8 + 1];
-    let total = u16::from_be_bytes([ip[2], ip[3]]);
-    match (ip[8] <= 1, total > mtu, ip[6] & 0x40 != 0) {
-        (true, _, _) => Check::Drop(DropReason::TtlExpired),
-        (false, false, _) => Check::Fits,
-        (false, true, false) => Check::Fragment,
-        (false, true, true) => Check::Drop(DropReason::FragNeeded),
-    }
+    if big { Verdict::Fragment } else { Verdict::Fits }
 }
 
 /// Forwards packet `k` (buffer `i`) out of `tx_if` with `macs` and `push`: sets its next node
@@ -81,21 +73,29 @@ fn check(g: &Graph, i: u32, mtu: u16) -> Check {
 #[inline(always)]
 fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> bool {
     g.pool.meta_mut(i).tx_if = tx_if;
-    let next = match check(g, i, g.tables.get(tx_if).mtu) {
-        Check::Drop(reason) => {
-            g.mark_drop(k, i, reason);
-            g.nexts[k] = NodeId::Icmp4Error;
-            return false;
+    match rewrite(g, i, macs, push, g.tables.get(tx_if).mtu) {
+        Verdict::Fits => {
+            g.nexts[k] = NodeId::InterfaceOutput;
+            true
         }
-        Check::Fits => NodeId::InterfaceOutput,
-        Check::Fragment => NodeId::Ip4Frag,
-    };
-    if !rewrite(g, i, macs, push) {
-        g.mark_drop(k, i, DropReason::Ip4NoHeadroom);
-        return false;
+        Verdict::Fragment => {
+            g.nexts[k] = NodeId::Ip4Frag;
+            false
+        }
+        Verdict::Drop(reason) => {
+            g.mark_drop(k, i, reason);
+            if reason != DropReason::Ip4NoHeadroom {
+                g.nexts[k] = NodeId::Icmp4Error;
+            }
+            false
+        }
     }
-    g.nexts[k] = next;
-    next == NodeId::InterfaceOutput
+}
+
+/// True when the TTL of the IPv4 packet in buffer `i` is too low to forward it.
+fn ttl_expired(g: &Graph, i: u32) -> bool {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    g.pool.frame(i)[l3 + 8] <= 1
 }
 
 /// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
@@ -115,7 +115,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             Some((tx_if, macs)) => {
                 forward(g, k, i, tx_if, &macs, &LabelStack::EMPTY);
             }
-            None if matches!(check(g, i, u16::MAX), Check::Drop(_)) => {
+            None if ttl_expired(g, i) => {
                 g.mark_drop(k, i, DropReason::TtlExpired);
                 g.nexts[k] = NodeId::Icmp4Error;
             }
