@@ -174,6 +174,16 @@ impl Tables {
         self.addresses.iter().any(|&(i, a)| i == index && a.addr == addr)
     }
 
+    /// True when `addr` is the network or broadcast address of one of the configured subnets
+    /// (/30 and shorter: /31 and /32 have neither).
+    pub fn is_subnet_edge(&self, addr: Ipv4Addr) -> bool {
+        let a = u32::from(addr);
+        self.addresses.iter().filter(|(_, p)| p.len <= 30).any(|(_, p)| {
+            let mask = crate::fib::mask(p.len);
+            a & mask == u32::from(p.addr) & mask && (a & !mask == 0 || a | mask == u32::MAX)
+        })
+    }
+
     /// The address interface `index` speaks from toward `peer`: the one whose subnet covers
     /// `peer`, else its first; `None` when it has none.
     pub fn source_toward(&self, index: u16, peer: Ipv4Addr) -> Option<Ipv4Addr> {

@@ -30,6 +30,9 @@ pub const MAX_PROBES: u8 = 3;
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a failed resolution answers with host unreachable before it is tried again.
 pub const FAILED_HOLD: Duration = Duration::from_secs(10);
+/// Entries besides the static ones, at most: a host flooding ARP or a scan of a large
+/// connected subnet cannot grow the table (or the snapshots) without bound.
+pub const MAX_DYNAMIC: usize = 16384;
 
 /// The state of a neighbor entry (the names `show ip neighbors` prints).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -89,6 +92,8 @@ pub struct NeighborRow {
 #[derive(Debug, Default)]
 pub struct Neighbors {
     entries: BTreeMap<(u16, Ipv4Addr), Entry>,
+    /// Entries that are not static.
+    dynamic: usize,
 }
 
 impl Neighbors {
@@ -100,7 +105,7 @@ impl Neighbors {
                 ((i, a), Entry { mac: Some(mac), state: State::Static, since: now, probes: 0, last_probe: now })
             })
             .collect();
-        Neighbors { entries }
+        Neighbors { entries, dynamic: 0 }
     }
 
     /// Applies a worker's event; true when what workers forward with changed.
@@ -115,23 +120,22 @@ impl Neighbors {
                         *e = Entry { mac: Some(mac), state: State::Reachable, since: now, probes: 0, last_probe: now };
                         changed
                     }
-                    None if solicited => {
+                    None if solicited && self.dynamic < MAX_DYNAMIC => {
                         let e =
                             Entry { mac: Some(mac), state: State::Reachable, since: now, probes: 0, last_probe: now };
                         self.entries.insert(key, e);
+                        self.dynamic += 1;
                         true
                     }
                     None => false,
                 }
             }
             Event::Resolving { interface, address } => {
-                self.entries.entry((interface, address)).or_insert(Entry {
-                    mac: None,
-                    state: State::Incomplete,
-                    since: now,
-                    probes: 0,
-                    last_probe: now,
-                });
+                if self.dynamic < MAX_DYNAMIC && !self.entries.contains_key(&(interface, address)) {
+                    let e = Entry { mac: None, state: State::Incomplete, since: now, probes: 0, last_probe: now };
+                    self.entries.insert((interface, address), e);
+                    self.dynamic += 1;
+                }
                 false
             }
         }
@@ -143,6 +147,7 @@ impl Neighbors {
     pub fn age(&mut self, now: Instant) -> (bool, Vec<Probe>) {
         let mut changed = false;
         let mut probes = Vec::new();
+        let before = self.entries.len();
         self.entries.retain(|&(interface, address), e| {
             let age = now.saturating_duration_since(e.since);
             match e.state {
@@ -174,6 +179,7 @@ impl Neighbors {
                 State::Failed => true,
             }
         });
+        self.dynamic -= before - self.entries.len(); // only dynamic entries are ever removed
         (changed, probes)
     }
 
@@ -254,6 +260,21 @@ mod tests {
         n.on_event(learned(true), t + REACHABLE);
         assert_eq!(n.rows(t + REACHABLE)[0].state, State::Reachable);
         assert!(n.age(t + REACHABLE + PROBE_EVERY * 4).1.is_empty());
+    }
+
+    #[test]
+    fn the_table_of_dynamic_entries_is_bounded() {
+        let t = Instant::now();
+        let mut n = Neighbors::new([], t);
+        for k in 0..MAX_DYNAMIC as u32 + 10 {
+            n.on_event(Event::Resolving { interface: 1, address: Ipv4Addr::from(k) }, t);
+        }
+        assert!(!n.on_event(learned(true), t), "full: not learned");
+        assert_eq!(n.rows(t).len(), MAX_DYNAMIC);
+        n.age(t + RESOLVE_TIMEOUT + FAILED_HOLD); // failed
+        n.age(t + RESOLVE_TIMEOUT + FAILED_HOLD * 3); // and expired
+        assert!(n.rows(t).is_empty());
+        assert!(n.on_event(learned(true), t), "room again");
     }
 
     #[test]

@@ -26,8 +26,8 @@ pub enum Event {
         address: Ipv4Addr,
         /// The sender's MAC.
         mac: MacAddr,
-        /// It was addressed to us (a request for one of our addresses, or a reply): the entry
-        /// is created; otherwise only an existing entry is updated (RFC 826's merge).
+        /// It was addressed to us (a request for, or a reply to, one of our addresses): the
+        /// entry is created; otherwise only an existing entry is updated (RFC 826's merge).
         solicited: bool,
     },
     /// The worker sent an ARP request for `address` on `interface` (a packet missed).

@@ -52,16 +52,15 @@ fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 
 /// Sets socket option `name` of level `SOL_PACKET` to `value`.
 fn set_packet_opt<T>(fd: RawFd, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
+    set_opt(fd, libc::SOL_PACKET, name, value, what)
+}
+
+/// Sets socket option `name` of `level` to `value`.
+fn set_opt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
     // SAFETY: `value` points to a live `T` of `size_of::<T>()` bytes for the duration of the
     // call; the kernel only reads it.
     let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
+        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
     };
     cvt(r, what).map(drop)
 }
@@ -169,7 +168,9 @@ impl RxQueue {
         set_packet_opt(raw, libc::PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode")?;
         bind(raw, ifindex, eth_p_all())?;
         if let Some(group) = fanout {
-            let arg = u32::from(group) | (libc::PACKET_FANOUT_HASH | libc::PACKET_FANOUT_FLAG_DEFRAG) << 16;
+            // Plain flow hashing: no defragmenting (the kernel would hold transit fragments and
+            // hand over reassembled datagrams, possibly larger than a buffer).
+            let arg = u32::from(group) | libc::PACKET_FANOUT_HASH << 16;
             set_packet_opt(raw, libc::PACKET_FANOUT, &arg, "PACKET_FANOUT")?;
         }
         Ok(RxQueue {
@@ -200,7 +201,9 @@ impl RxQueue {
         let hdr = std::mem::offset_of!(libc::tpacket_block_desc, hdr);
         // SAFETY: every block starts with a `tpacket_block_desc` (8-byte aligned, as blocks
         // are page-aligned); its `block_status` is a u32 the kernel and we hand back and
-        // forth, accessed only atomically here.
+        // forth. Here it is read atomically while the kernel may own the block; the plain
+        // read of the whole descriptor in `next_block` happens only once it is ours (USER),
+        // when the kernel no longer writes it.
         unsafe { AtomicU32::from_ptr(self.block_ptr(b).add(hdr).cast()) }
     }
 
@@ -254,7 +257,7 @@ impl RxQueue {
             let bh = std::mem::offset_of!(libc::tpacket_block_desc, hdr);
             // SAFETY: the block is ours (status USER, read with Acquire above), and starts
             // with its descriptor; the kernel does not touch it until we release it.
-            let h = unsafe { std::ptr::read(base.add(bh).cast::<libc::tpacket_hdr_v1>()) };
+            let h = unsafe { std::ptr::read_unaligned(base.add(bh).cast::<libc::tpacket_hdr_v1>()) };
             if h.num_pkts > 0 && (h.offset_to_first_pkt as usize) < self.block_size {
                 self.left = h.num_pkts;
                 self.offset = h.offset_to_first_pkt as usize;
@@ -267,6 +270,8 @@ impl RxQueue {
     /// Copies the next frame of the current block into buffer `i` (releasing the block after
     /// its last frame), tag restored and checksum completed, or says why it cannot be used.
     fn copy_next(&mut self, g: &mut Graph, i: u32) -> Result<(), DropReason> {
+        // Fresh metadata first: a frame dropped before it is stored is still this port's.
+        *g.pool.meta_mut(i) = BufferMeta::received(0, self.port);
         let base = self.block_ptr(self.block);
         let hdr_len = std::mem::size_of::<libc::tpacket3_hdr>();
         let verdict = if self.offset + hdr_len > self.block_size {
@@ -274,8 +279,8 @@ impl RxQueue {
             Err(DropReason::RxTruncated)
         } else {
             // SAFETY: the header lies inside the block (checked above), which is ours until
-            // released; tpacket3 headers are 16-byte aligned by the kernel.
-            let h = unsafe { std::ptr::read(base.add(self.offset).cast::<libc::tpacket3_hdr>()) };
+            // released; read unaligned, so an offset the kernel did not align is harmless.
+            let h = unsafe { std::ptr::read_unaligned(base.add(self.offset).cast::<libc::tpacket3_hdr>()) };
             let (mac, snap) = (usize::from(h.tp_mac), h.tp_snaplen as usize);
             let next = h.tp_next_offset as usize;
             let r = if self.offset + mac + snap > self.block_size {
@@ -304,7 +309,6 @@ impl RxQueue {
 fn store(g: &mut Graph, i: u32, port: u16, frame: &[u8], h: &libc::tpacket3_hdr) -> Result<(), DropReason> {
     let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
     let extra = if tagged { 4 } else { 0 };
-    *g.pool.meta_mut(i) = BufferMeta::received(0, port);
     if (h.tp_len as usize) > frame.len() || frame.len() + extra > DATA_CAPACITY || frame.len() < 12 {
         return Err(DropReason::RxTruncated);
     }
@@ -329,10 +333,13 @@ fn store(g: &mut Graph, i: u32, port: u16, frame: &[u8], h: &libc::tpacket3_hdr)
 
 /// Completes the TCP or UDP checksum of an IPv4 frame whose sender left it to offload: the
 /// checksum field holds the pseudo-header sum, so the checksum is the inverted sum of the
-/// whole segment. Returns false for anything else (it cannot be completed here).
+/// whole segment. Only when the field does hold this packet's pseudo-header sum (else the
+/// partial checksum is another one, e.g. an inner header's in a tunnel); returns false for
+/// anything it cannot complete.
 fn complete_checksum(f: &mut [u8]) -> bool {
     let mut at = 12;
-    let mut ethertype = u16::from_be_bytes([f[12], f[13]]);
+    let Some(t) = f.get(12..14) else { return false };
+    let mut ethertype = u16::from_be_bytes([t[0], t[1]]);
     while ethertype == EtherType::VLAN || ethertype == EtherType::QINQ {
         let Some(t) = f.get(at + 4..at + 6) else { return false };
         ethertype = u16::from_be_bytes([t[0], t[1]]);
@@ -349,7 +356,11 @@ fn complete_checksum(f: &mut [u8]) -> bool {
     if ethertype != EtherType::IPV4 || h[0] >> 4 != 4 || ihl < 20 || total < ihl + field + 2 || ip + total > f.len() {
         return false;
     }
+    let pseudo = checksum::sum_words(&h[12..20], u32::from(h[9]) + (total - ihl) as u32);
     let l4 = &mut f[ip + ihl..ip + total];
+    if u16::from_be_bytes([l4[field], l4[field + 1]]) != checksum::fold(pseudo) {
+        return false;
+    }
     let sum = match !checksum::fold(checksum::sum_words(l4, 0)) {
         0 if field == 6 => 0xffff, // UDP sends a computed zero as all ones
         c => c,
@@ -383,6 +394,8 @@ pub struct TxSockets {
     fds: Vec<Option<OwnedFd>>,
     iov: Box<[libc::iovec; VECTOR_SIZE]>,
     msgs: Box<[libc::mmsghdr; VECTOR_SIZE]>,
+    /// Per message of the last run sent: the kernel did not take it.
+    refused: [bool; VECTOR_SIZE],
 }
 
 // SAFETY: the iovec and mmsghdr scratch hold pointers only while `send` runs (set, used by
@@ -393,7 +406,7 @@ impl Default for TxSockets {
     fn default() -> Self {
         // SAFETY: iovec and mmsghdr are plain C data; all-zero is a valid value of each.
         let (iov, msgs) = unsafe { (Box::new(std::mem::zeroed()), Box::new(std::mem::zeroed())) };
-        TxSockets { fds: (0..MAX_INTERFACES).map(|_| None).collect(), iov, msgs }
+        TxSockets { fds: (0..MAX_INTERFACES).map(|_| None).collect(), iov, msgs, refused: [false; VECTOR_SIZE] }
     }
 }
 
@@ -402,6 +415,12 @@ impl TxSockets {
     pub fn open(&mut self, port: u16, ifindex: u32) -> io::Result<()> {
         let fd = packet_socket(0)?;
         set_packet_opt(fd.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1 as &libc::c_int, "PACKET_QDISC_BYPASS")?;
+        // Room for a whole vector of the largest frames in flight (the default, about
+        // 200 KiB, refuses part of a burst on a NIC whose completions lag).
+        let room: libc::c_int = (VECTOR_SIZE * DATA_CAPACITY * 2) as libc::c_int;
+        if set_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &room, "SO_SNDBUFFORCE").is_err() {
+            set_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, &room, "SO_SNDBUF")?;
+        }
         bind(fd.as_raw_fd(), ifindex, 0)?;
         if let Some(slot) = self.fds.get_mut(usize::from(port)) {
             *slot = Some(fd);
@@ -416,29 +435,33 @@ impl TxSockets {
 pub fn tx(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len();
     let mut failed: Option<VecHandle> = None;
+    let mut sent = [0u32; VECTOR_SIZE];
     let mut start = 0;
     while start < n {
         let idx = g.vectors[v].indices();
         let port = g.tables.get(g.pool.meta(idx[start]).tx_if).port;
         let end = start + idx[start..].iter().take_while(|&&i| g.tables.get(g.pool.meta(i).tx_if).port == port).count();
-        let sent = send_run(&mut g.tx, &g.pool, port, &idx[start..end]);
-        let mut run = TxRun::default();
-        for &i in &g.vectors[v].indices()[start..start + sent] {
+        send_run(&mut g.tx, &g.pool, port, &idx[start..end]);
+        let (mut run, mut n_sent) = (TxRun::default(), 0);
+        for k in start..end {
+            let i = g.vectors[v].indices()[k];
+            if g.tx.refused[k - start] {
+                g.pool.meta_mut(i).error = DropReason::TxError as u16;
+                let f = *failed.get_or_insert_with(|| g.vectors.alloc(port));
+                g.vectors[f].push(i);
+                continue;
+            }
             let m = g.pool.meta(i);
             if m.tx_if != run.tx_if {
                 run.flush(g.counters.interface(run.tx_if));
                 run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
             }
             run.add_le(m.len(), u64::from_le_bytes(g.pool.line(i)[..8].try_into().expect("8 bytes")));
+            sent[n_sent] = i;
+            n_sent += 1;
         }
         run.flush(g.counters.interface(run.tx_if));
-        for k in start + sent..end {
-            let i = g.vectors[v].indices()[k];
-            g.pool.meta_mut(i).error = DropReason::TxError as u16;
-            let f = *failed.get_or_insert_with(|| g.vectors.alloc(port));
-            g.vectors[f].push(i);
-        }
-        g.pool.free(&g.vectors[v].indices()[start..start + sent]);
+        g.pool.free(&sent[..n_sent]);
         start = end;
     }
     g.vectors.free(v);
@@ -447,10 +470,13 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
     }
 }
 
-/// Sends `bufs` (all for `port`) with `sendmmsg`, retrying after a partial send while the
-/// kernel makes progress; returns how many were sent (a prefix of `bufs`).
-fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32]) -> usize {
-    let Some(Some(fd)) = tx.fds.get(usize::from(port)) else { return 0 };
+/// Sends `bufs` (all for `port`) with `sendmmsg` and marks in `tx.refused` the ones the
+/// kernel did not take. After a partial send it goes on from the first message not sent; a
+/// message the kernel rejects (too big for the device, say) is skipped and the rest still
+/// sent; when the socket's queue is full (`EAGAIN`, `ENOBUFS`) the rest are refused.
+fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32]) {
+    tx.refused[..bufs.len()].fill(true);
+    let Some(Some(fd)) = tx.fds.get(usize::from(port)) else { return };
     let fd = fd.as_raw_fd();
     let (iov, msgs) = (&mut *tx.iov, &mut *tx.msgs);
     for (k, &i) in bufs.iter().enumerate() {
@@ -461,17 +487,21 @@ fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32]) -> u
         msgs[k].msg_hdr.msg_iov = &mut iov[k];
         msgs[k].msg_hdr.msg_iovlen = 1;
     }
-    let mut sent = 0;
-    while sent < bufs.len() {
-        // SAFETY: `msgs[sent..len]` are initialised above and point to iovecs over frames
-        // that live in the pool, unchanged during the call; the kernel only reads them.
+    let mut at = 0;
+    while at < bufs.len() {
+        // SAFETY: `msgs[at..len]` are initialised above and point to iovecs over frames that
+        // live in the pool, unchanged during the call; the kernel only reads them.
         let r = unsafe {
-            libc::sendmmsg(fd, msgs[sent..].as_mut_ptr(), (bufs.len() - sent) as libc::c_uint, libc::MSG_DONTWAIT)
+            libc::sendmmsg(fd, msgs[at..].as_mut_ptr(), (bufs.len() - at) as libc::c_uint, libc::MSG_DONTWAIT)
         };
-        if r <= 0 {
-            break;
+        if r > 0 {
+            tx.refused[at..at + r as usize].fill(false);
+            at += r as usize;
+            continue;
         }
-        sent += r as usize;
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN | libc::ENOBUFS | libc::EINTR) | None => break,
+            Some(_) => at += 1, // this message is refused; try the next
+        }
     }
-    sent
 }

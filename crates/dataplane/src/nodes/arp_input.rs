@@ -2,8 +2,9 @@
 //!
 //! A request for one of the input interface's own addresses is answered in place: the
 //! buffer becomes the reply and goes back out of that interface through `interface-output`.
-//! The sender of a request for us, and of any reply, is reported to the main thread, which
-//! keeps the neighbor table ([`crate::neighbor`]); a sender outside the interface's subnets,
+//! The sender of any ARP packet is reported to the main thread, which keeps the neighbor
+//! table ([`crate::neighbor`]): one addressed to us (a request for, or a reply to, one of our
+//! addresses) creates an entry, others only update one; a sender outside the interface's subnets,
 //! `0.0.0.0` (an ARP probe) or with a group MAC is never learned. Everything that is not
 //! answered ends in `error-drop`: `arp-reply` and `arp-not-for-us` are punts (counted, not
 //! charged to the interface as discards), a packet that is not Ethernet/IPv4 ARP is
@@ -29,8 +30,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let ours = g.tables.is_own_address(m.rx_if, a.tpa);
         let on_link = g.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && crate::l3::covers(&p, a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
-            let solicited = ours || a.op == arp::REPLY;
-            let event = Event::Learned { interface: m.rx_if, address: a.spa, mac: a.sha, solicited };
+            let event = Event::Learned { interface: m.rx_if, address: a.spa, mac: a.sha, solicited: ours };
             g.punt.report(event, &g.counters.punt);
         }
         if a.op == arp::REQUEST && ours {

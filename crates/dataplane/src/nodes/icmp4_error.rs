@@ -11,8 +11,9 @@
 //!   next hop's MTU.
 //!
 //! Never about (RFC 1812 §4.3.2.7): an ICMP error, a frame received as link-layer broadcast or
-//! multicast, a packet to a multicast or broadcast address, a non-first fragment, a source
-//! that is 0.0.0.0, 127/8, multicast, 240/4 or 255.255.255.255, or a packet this router made.
+//! multicast, a packet to a multicast or broadcast address (a subnet's too), a non-first
+//! fragment, a source in 0/8, 127/8, multicast or 240/4 or a subnet's network or broadcast
+//! address, or a packet this router made.
 //! All within the worker's ICMP rate limit (`icmp_limited` counts what it withheld).
 
 use crate::errors::DropReason;
@@ -53,7 +54,14 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u16)> {
         DropReason::TtlExpired => Some((icmp::TIME_EXCEEDED, 0, 0)),
         DropReason::NoRoute => Some((icmp::DEST_UNREACHABLE, icmp::NET_UNREACHABLE, 0)),
         DropReason::NoNeighbor => Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0)),
-        DropReason::FragNeeded => Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, g.tables.get(m.tx_if).mtu)),
+        DropReason::FragNeeded => {
+            // The route's pushed labels take part of the MTU.
+            let labels = match g.tables.l3.adjs.get(m.adj as usize) {
+                Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,
+                _ => 0,
+            };
+            Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, g.tables.get(m.tx_if).mtu.saturating_sub(4 * labels)))
+        }
         _ => None,
     }
 }
@@ -67,15 +75,21 @@ fn may_answer(g: &Graph, i: u32) -> bool {
     let (src, dst) = (Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]), Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
     let later_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0;
     let about_error = ip[9] == ipv4::protocol::ICMP && ip.get(ihl).is_none_or(|&t| icmp::is_error(t));
-    let bad_source =
-        src.is_unspecified() || src.is_loopback() || src.is_multicast() || src.octets()[0] >= 240 || src.is_broadcast();
     m.rx_if != 0
         && f[0] & 1 == 0
         && !dst.is_multicast()
         && dst.octets()[0] < 240
+        && !g.tables.is_subnet_edge(dst)
         && !later_fragment
         && !about_error
-        && !bad_source
+        && !is_invalid_source(g, src)
+}
+
+/// True for a source no ICMP message may go to (RFC 1812 §4.3.2.7, §5.3.7): 0/8, 127/8,
+/// multicast, 240/4 (with 255.255.255.255), or a subnet's network or broadcast address.
+pub fn is_invalid_source(g: &Graph, src: Ipv4Addr) -> bool {
+    let first = src.octets()[0];
+    first == 0 || first == 127 || first >= 224 || g.tables.is_subnet_edge(src)
 }
 
 /// Builds the error about buffer `i` in a fresh buffer; `None` when none is free or the input

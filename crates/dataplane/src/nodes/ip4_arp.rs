@@ -47,7 +47,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             (m.tx_if, g.tables.l3.entry(m.label_entry).is_none_or(|e| matches!(e, LabelEntry::Pop)))
         };
         g.nexts[k] = NodeId::ErrorDrop;
-        let Some(hop) = next_hop(g, i) else { continue };
+        // A subnet's network or broadcast address is nobody's: no ARP for it.
+        let Some(hop) = next_hop(g, i).filter(|&h| !g.tables.is_subnet_edge(h)) else { continue };
         if g.tables.l3.unreachable.contains(&(tx_if, hop)) {
             if is_ip4 {
                 g.nexts[k] = NodeId::Icmp4Error;

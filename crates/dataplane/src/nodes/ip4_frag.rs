@@ -4,7 +4,8 @@
 //! Each fragment is a fresh buffer: the packet's link-layer header (MACs, any pushed labels),
 //! an IPv4 header — the first fragment's with all options, the others' with only the options
 //! whose copied flag is set — and the next piece of data, a multiple of 8 bytes except in the
-//! last. The fragments go to `interface-output`, the original buffer is freed. A packet that
+//! last. The fragments go to `interface-output` as packets this router made (the original
+//! counts as forwarded on its input interface once), the original buffer is freed. A packet that
 //! needs more buffers than are free is dropped whole as `no-buffer`.
 
 use crate::buffer::DATA_CAPACITY;
@@ -60,8 +61,9 @@ fn copied_options(options: &[u8]) -> ([u8; 40], usize) {
 fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
     let m = *g.pool.meta(i);
     let l2 = usize::from(m.l3_offset);
-    // A fragment never outgrows a buffer (labels in front of the IP header take room too).
-    let mtu = usize::from(g.tables.get(m.tx_if).mtu).min(DATA_CAPACITY - l2);
+    // Labels pushed in front of the IP header (l2 beyond Ethernet's 14 bytes) count against
+    // the MTU; a fragment never outgrows a buffer either.
+    let mtu = usize::from(g.tables.get(m.tx_if).mtu).saturating_sub(l2.saturating_sub(14)).min(DATA_CAPACITY - l2);
     let f = g.pool.frame(i);
     let ip = &f[l2..];
     let ihl = usize::from(ip[0] & 0x0f) * 4;
@@ -104,12 +106,13 @@ fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
         frame[l2 + hl..l2 + hl + n].copy_from_slice(&ip[ihl + pos..ihl + pos + n]);
         let piece = g.alloc_buffer().expect("counted free above");
         g.pool.write_frame(piece, &frame[..l2 + hl + n]);
+        // Fragments are packets this router makes: the original counts as forwarded once.
         let pm = g.pool.meta_mut(piece);
-        (pm.rx_if, pm.tx_if, pm.l3_offset, pm.adj, pm.dst_prefix_len) =
-            (m.rx_if, m.tx_if, m.l3_offset, m.adj, m.dst_prefix_len);
+        (pm.tx_if, pm.l3_offset, pm.adj, pm.dst_prefix_len) = (m.tx_if, m.l3_offset, m.adj, m.dst_prefix_len);
         out.push(g, piece);
         pos += n;
     }
+    g.counters.interface(m.rx_if).rx_forwarded.add(1);
     Ok(())
 }
 

@@ -2,12 +2,14 @@
 //!
 //! vecflow has no host stack: it answers ICMP echo requests (the request becomes the reply in
 //! place — addresses swapped, TTL 64 — and is routed back through `ip4-lookup`) and drops
-//! everything else as `ip4-local`. Fragments are not reassembled (a fragmented echo request
+//! everything else as `ip4-local`; echo requests from a source no ICMP may go to (0/8,
+//! multicast, a subnet broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request
 //! is dropped too). Echo replies share the worker's ICMP rate limit.
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::vector::VecHandle;
+use std::net::Ipv4Addr;
 use wire::{checksum, icmp, ipv4};
 
 /// Processes one vector.
@@ -15,7 +17,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let now = crate::tsc::now();
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        if is_echo_request(g, i) && g.punt.icmp_allowed(now) {
+        if is_echo_request(g, i) && !from_invalid_source(g, i) && g.punt.icmp_allowed(now) {
             if let Some(sf) = &g.sflow {
                 sf.consumed(g.tables.get(g.pool.meta(i).rx_if).port, &g.counters);
             }
@@ -45,6 +47,13 @@ fn is_echo_request(g: &Graph, i: u32) -> bool {
         && total >= ihl + icmp::HEADER_LEN
         && ip[ihl] == icmp::ECHO_REQUEST
         && checksum::checksum(&ip[ihl..total]) == 0
+}
+
+/// True when buffer `i`'s source may not be answered (see [`super::icmp4_error`]).
+fn from_invalid_source(g: &Graph, i: u32) -> bool {
+    let at = usize::from(g.pool.meta(i).l3_offset) + 12;
+    let b = &g.pool.frame(i)[at..at + 4];
+    super::icmp4_error::is_invalid_source(g, Ipv4Addr::new(b[0], b[1], b[2], b[3]))
 }
 
 /// Turns the echo request in buffer `i` into its reply, as a packet this router originates.

@@ -41,7 +41,8 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) 
     if old < 0x0200 {
         return Verdict::Drop(DropReason::TtlExpired); // TTL 0 or 1
     }
-    let big = u16::from_be_bytes([ip[2], ip[3]]) > mtu;
+    // Pushed labels travel inside the MTU too.
+    let big = usize::from(u16::from_be_bytes([ip[2], ip[3]])) + 4 * push.labels().len() > usize::from(mtu);
     if big && ip[6] & 0x40 != 0 {
         return Verdict::Drop(DropReason::FragNeeded);
     }
