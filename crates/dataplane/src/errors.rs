@@ -96,7 +96,7 @@ drop_reasons! {
     MplsNoHeadroom = "no-headroom", OutDiscards, MplsRewrite, 259, "the driver left too little headroom in front of the frame for the swap's extra labels";
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is administratively down";
     TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
-    MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus an 18-byte tagged Ethernet header";
+    MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus its Ethernet header (14 bytes, 18 with a tag)";
     TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full)";
 }
 

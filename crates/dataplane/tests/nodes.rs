@@ -126,10 +126,13 @@ fn l3_interface_drops_by_ethertype_and_truncation() {
 #[test]
 fn oversize_down_and_mtu_exceeded_are_named() {
     let mut g = graph();
-    // MTU 1500 + 18: 1518 passes, 1519 is oversize.
-    receive(&mut g, 1, &[&frame(1518, UCAST, 0x0800), &frame(1519, UCAST, 0x0800)]);
+    // Received: MTU 1500 + 18 at most, 1519 is oversize. Sent: 1500 + 14 untagged (a Linux
+    // device takes no more), + 18 tagged; an untagged 1518 is mtu-exceeded on the way out.
+    let frames = [frame(1514, UCAST, 0x0800), frame(1518, UCAST, 0x8100), frame(1518, UCAST, 0x0800)];
+    receive(&mut g, 1, &[&frames[0], &frames[1], &frames[2], &frame(1519, UCAST, 0x0800)]);
     assert_eq!(drops(&g, 1, DropReason::Oversize), 1);
-    assert_eq!(stats(&g, 2).tx_packets, 1);
+    assert_eq!(drops(&g, 1, DropReason::MtuExceeded), 1);
+    assert_eq!(stats(&g, 2).tx_packets, 2);
     // Admin-down input.
     receive(&mut g, 4, &[&frame(60, UCAST, 0x0800)]);
     assert_eq!(drops(&g, 4, DropReason::InterfaceDown), 1);
@@ -141,7 +144,7 @@ fn oversize_down_and_mtu_exceeded_are_named() {
     g.pool.meta_mut(i).tx_if = 5;
     g.dispatch(NodeId::InterfaceOutput, v);
     g.run(0);
-    assert_eq!(drops(&g, 1, DropReason::MtuExceeded), 1);
+    assert_eq!(drops(&g, 1, DropReason::MtuExceeded), 2);
     assert_eq!(stats(&g, 5).out_discards, 1);
     assert_eq!(g.pool.free_count(), 1024);
 }

@@ -1,7 +1,8 @@
 //! `interface-output`: the last node before a driver's tx.
 //!
 //! For each frame it checks the output interface (`tx_if` in the metadata) is up and the frame
-//! fits its MTU (+ 18 bytes of tagged Ethernet header), counts it as forwarded on its input
+//! fits its MTU (+ the 14-byte Ethernet header, + 4 for a frame that carries a tag: what a
+//! Linux device accepts), counts it as forwarded on its input
 //! interface, tags it with the VLAN id when the output is a sub-interface, runs the output
 //! port's sFlow sampler when it samples transmitted packets, and hands it to the output
 //! interface's driver tx node, which counts what it
@@ -33,7 +34,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         longest = longest.max(m.len());
     }
     let out = *g.tables.get(m0.tx_if);
-    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame && out.vlan == 0 {
+    // Untagged frames may carry MTU + 14 bytes; longer ones (tagged, or too big) are
+    // checked frame by frame.
+    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
         if let Some(sf) = &mut g.sflow {
             sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
@@ -42,6 +45,15 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     } else {
         each_frame(g, v);
     }
+}
+
+/// The bytes an 802.1Q tag adds to a frame's limit.
+const TAG: u16 = VLAN_TAG_LEN as u16;
+
+/// True when frame `i` carries an 802.1Q or 802.1ad tag.
+fn is_tagged(g: &Graph, i: u32) -> bool {
+    let l = g.pool.line(i);
+    matches!(u16::from_be_bytes([l[12], l[13]]), EtherType::VLAN | EtherType::QINQ)
 }
 
 /// Tags frame `i` with 802.1Q VLAN `vid` (priority 0) for a sub-interface: the addresses move
@@ -67,7 +79,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         let out = *g.tables.get(m.tx_if);
         let verdict = if out.tx_node == NodeId::ErrorDrop {
             Err(DropReason::TxInterfaceDown)
-        } else if m.len() > out.max_frame {
+        } else if m.len() > out.max_frame.saturating_sub(if is_tagged(g, i) { 0 } else { TAG }) {
             Err(DropReason::MtuExceeded)
         } else if out.vlan != 0 && !push_tag(g, i, out.vlan) {
             Err(DropReason::TagNoHeadroom)
