@@ -46,12 +46,15 @@ fn show_commands_answer_in_text_and_json() {
     let cfg = Config::load(LAB).unwrap();
     let mut dp = Dataplane::start(&cfg).unwrap();
     let r = Registry::with_builtins();
-    // Until every node has run and the TTL-1 trickle has dropped (at most 10 s on a busy machine).
+    // Until every node has run, both workers have forwarded (port2 is on worker 0) and the
+    // TTL-1 trickle has dropped (at most 10 s on a busy machine).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
         let ran = |n: &str| r.execute(&dp, "show runtime").unwrap().text.contains(n);
-        if ran("ip4-rewrite") && ran("l2-xconnect") && ran("generator-tx") && !dp.errors().is_empty() {
+        let port2_forwarded =
+            dp.interfaces().iter().any(|i| i.name == "port2" && dp.interface_stats(i.index).rx_packets > 0);
+        if ran("ip4-rewrite") && ran("generator-tx") && port2_forwarded && !dp.errors().is_empty() {
             break;
         }
     }
