@@ -10,13 +10,14 @@
 # Prints trafgen's count, vecflow's `show interface`, `show errors` and `show runtime` (clocks
 # per packet per node), and the rates.
 #
-# Usage: sudo scripts/bench-af-packet.sh [SECONDS] [RATE]   (RATE: trafgen -b, e.g. 500kpps;
-# default: as fast as trafgen can)
+# Usage: sudo scripts/bench-af-packet.sh [SECONDS] [RATE]   (RATE: trafgen -b, e.g. 400000pps;
+# default: as fast as trafgen can). BLOCKS=N sets the rx ring's blocks (default 64 × 256 KiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 rate=${2:-}
 vecflow=${VECFLOW:-target/release/vecflow}
+blocks=${BLOCKS:-64}
 command -v trafgen >/dev/null || { echo "needs trafgen: apt-get install netsniff-ng" >&2; exit 1; }
 [ -x "$vecflow" ] || cargo build --release
 work=$(mktemp -d)
@@ -38,7 +39,7 @@ done
 cat >"$work/router.yaml" <<YAML
 workers: {count: 1, cores: [1], main-core: 0}
 interfaces:
-  in0: {driver: af-packet, host-interface: vfbg1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24]}
+  in0: {driver: af-packet, host-interface: vfbg1, af-packet: {blocks: $blocks}, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24]}
   out0: {driver: af-packet, host-interface: vfbs1, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24]}
 routes: [{prefix: 48.0.0.0/8, via: 10.0.2.99}]
 neighbors: [{interface: out0, address: 10.0.2.99, mac: '02:00:00:00:02:99'}]

@@ -326,7 +326,7 @@ pub struct AfPacketConfig {
     /// span blocks).
     #[serde(default = "default_block_size")]
     pub block_size: u32,
-    /// Rx ring blocks per queue, 2 to 1024.
+    /// Rx ring blocks per queue, 2 to 1024 (default 64: a 16 MiB ring).
     #[serde(default = "default_blocks")]
     pub blocks: u32,
     /// Milliseconds after which the kernel hands over a block that is not full, 1 to 1000:
@@ -344,7 +344,7 @@ fn default_block_size() -> u32 {
     1 << 18
 }
 fn default_blocks() -> u32 {
-    16
+    64
 }
 fn default_block_timeout() -> u32 {
     1
