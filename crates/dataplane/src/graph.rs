@@ -354,6 +354,12 @@ impl Graph {
         t
     }
 
+    /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
+    /// to hold one. For the nodes' cold paths: hot loops read the fields in place.
+    pub fn ipv4(&self, i: u32) -> Option<wire::Ipv4Packet<&[u8]>> {
+        wire::Ipv4Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
+    }
+
     /// A fresh buffer for a packet the worker makes itself (a reply, an ICMP error, an ARP
     /// request, a fragment), or `None` when none is free. Never a buffer freed during the
     /// current run (see [`BufferPool::settle`]).

@@ -54,6 +54,26 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.buf.as_ref()[8]
     }
 
+    /// The don't-fragment flag.
+    pub fn dont_fragment(&self) -> bool {
+        self.buf.as_ref()[6] & 0x40 != 0
+    }
+
+    /// The more-fragments flag.
+    pub fn more_fragments(&self) -> bool {
+        self.buf.as_ref()[6] & 0x20 != 0
+    }
+
+    /// The fragment offset, in units of 8 bytes.
+    pub fn fragment_offset(&self) -> u16 {
+        be16(self.buf.as_ref(), 6) & 0x1fff
+    }
+
+    /// True for a fragment: more fragments follow or it is not the first.
+    pub fn is_fragment(&self) -> bool {
+        self.more_fragments() || self.fragment_offset() != 0
+    }
+
     /// Protocol of the payload.
     pub fn protocol(&self) -> u8 {
         self.buf.as_ref()[9]
@@ -74,6 +94,11 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         Ipv4Addr::from(be32(self.buf.as_ref(), 16))
     }
 
+    /// The bytes after the header up to the total length, if the buffer holds them.
+    pub fn payload(&self) -> Option<&[u8]> {
+        self.buf.as_ref().get(self.header_len()..usize::from(self.total_len()))
+    }
+
     /// True when the header checksum verifies (the header must be fully present).
     pub fn checksum_ok(&self) -> bool {
         let hl = self.header_len();
@@ -91,6 +116,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Sets the destination address (the checksum is not updated).
     pub fn set_dst(&mut self, a: Ipv4Addr) {
         self.buf.as_mut()[16..20].copy_from_slice(&a.octets());
+    }
+
+    /// Sets the time to live (the checksum is not updated).
+    pub fn set_ttl(&mut self, ttl: u8) {
+        self.buf.as_mut()[8] = ttl;
     }
 
     /// Recomputes and stores the header checksum.
@@ -120,6 +150,22 @@ pub fn write_header(out: &mut [u8], total_len: u16, ttl: u8, protocol: u8, src: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fragment_fields() {
+        let mut b = [0u8; 20];
+        write_header(&mut b, 46, 64, protocol::UDP, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 1));
+        let p = Ipv4Packet::new_checked(&b[..]).unwrap();
+        assert!(p.dont_fragment() && !p.more_fragments() && !p.is_fragment());
+        b[6..8].copy_from_slice(&(0x2000u16 | 185).to_be_bytes());
+        let p = Ipv4Packet::new_checked(&b[..]).unwrap();
+        assert!(!p.dont_fragment() && p.more_fragments() && p.is_fragment());
+        assert_eq!(p.fragment_offset(), 185);
+        assert_eq!(p.payload(), None, "total length 46 beyond a 20-byte buffer");
+        let mut b = [0u8; 30];
+        write_header(&mut b, 24, 64, protocol::UDP, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 1));
+        assert_eq!(Ipv4Packet::new_checked(&b[..]).unwrap().payload().map(<[u8]>::len), Some(4));
+    }
 
     #[test]
     fn header_round_trip() {

@@ -26,7 +26,7 @@
 use crate::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
 use crate::config::AfPacketConfig;
 use crate::errors::DropReason;
-use crate::graph::{Graph, NodeId};
+use crate::graph::{Graph, NodeId, Outbox};
 use crate::interface::{MAX_INTERFACES, TxRun};
 use crate::vector::{VECTOR_SIZE, VecHandle};
 use std::io;
@@ -222,24 +222,21 @@ impl RxQueue {
         }
         let mut bufs = [0u32; VECTOR_SIZE];
         let got = g.pool.alloc(&mut bufs);
-        let (good, mut bad) = (g.vectors.alloc(self.port), None);
+        let good = g.vectors.alloc(self.port);
+        let mut bad = Outbox::new(NodeId::ErrorDrop);
         let mut used = 0;
         while used < got && (self.left > 0 || self.next_block()) {
             let i = bufs[used];
             used += 1;
             if let Err(reason) = self.copy_next(g, i) {
-                let m = g.pool.meta_mut(i);
-                m.error = reason as u16;
-                let b = *bad.get_or_insert_with(|| g.vectors.alloc(self.port));
-                g.vectors[b].push(i);
+                g.pool.meta_mut(i).error = reason as u16;
+                bad.push(g, i);
             } else {
                 g.vectors[good].push(i);
             }
         }
         g.pool.free(&bufs[used..got]);
-        if let Some(b) = bad {
-            g.forward(b, NodeId::ErrorDrop);
-        }
+        bad.finish(g);
         if g.vectors[good].is_empty() {
             g.vectors.free(good);
             return None;
@@ -434,7 +431,7 @@ impl TxSockets {
 /// to `error-drop` as `tx-error`.
 pub fn tx(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len();
-    let mut failed: Option<VecHandle> = None;
+    let mut failed = Outbox::new(NodeId::ErrorDrop);
     let mut sent = [0u32; VECTOR_SIZE];
     let mut start = 0;
     while start < n {
@@ -447,8 +444,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
             let i = g.vectors[v].indices()[k];
             if g.tx.refused[k - start] {
                 g.pool.meta_mut(i).error = DropReason::TxError as u16;
-                let f = *failed.get_or_insert_with(|| g.vectors.alloc(port));
-                g.vectors[f].push(i);
+                failed.push(g, i);
                 continue;
             }
             let m = g.pool.meta(i);
@@ -465,9 +461,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
         start = end;
     }
     g.vectors.free(v);
-    if let Some(f) = failed {
-        g.forward(f, NodeId::ErrorDrop);
-    }
+    failed.finish(g);
 }
 
 /// Sends `bufs` (all for `port`) with `sendmmsg` and marks in `tx.refused` the ones the

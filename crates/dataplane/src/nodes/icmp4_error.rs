@@ -20,7 +20,7 @@ use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId, Outbox};
 use crate::vector::VecHandle;
 use std::net::Ipv4Addr;
-use wire::{EtherType, checksum, icmp, ipv4};
+use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
 
 /// Largest ICMP error datagram (RFC 1812 §4.3.2.3).
 const MAX_ERROR: usize = 576;
@@ -68,21 +68,20 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u16)> {
 
 /// True unless RFC 1812 §4.3.2.7 forbids an error about buffer `i`.
 fn may_answer(g: &Graph, i: u32) -> bool {
+    let Some(ip) = g.ipv4(i) else { return false };
     let m = g.pool.meta(i);
-    let f = g.pool.frame(i);
-    let Some(ip) = f.get(usize::from(m.l3_offset)..).filter(|ip| ip.len() >= ipv4::HEADER_LEN) else { return false };
-    let ihl = usize::from(ip[0] & 0x0f) * 4;
-    let (src, dst) = (Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]), Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
-    let later_fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0;
-    let about_error = ip[9] == ipv4::protocol::ICMP && ip.get(ihl).is_none_or(|&t| icmp::is_error(t));
+    let dst = ip.dst();
+    // An ICMP packet too short to show its type counts as an error, the safe side.
+    let about_error = ip.protocol() == ipv4::protocol::ICMP
+        && ip.payload().and_then(|p| p.first()).is_none_or(|&t| icmp::is_error(t));
     m.rx_if != 0
-        && f[0] & 1 == 0
+        && g.pool.frame(i)[0] & 1 == 0
         && !dst.is_multicast()
         && dst.octets()[0] < 240
         && !g.tables.is_subnet_edge(dst)
-        && !later_fragment
+        && ip.fragment_offset() == 0
         && !about_error
-        && !is_invalid_source(g, src)
+        && !is_invalid_source(g, ip.src())
 }
 
 /// True for a source no ICMP message may go to (RFC 1812 §4.3.2.7, §5.3.7): 0/8, 127/8,
@@ -97,9 +96,10 @@ pub fn is_invalid_source(g: &Graph, src: Ipv4Addr) -> bool {
 fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u16) -> Option<u32> {
     let m = *g.pool.meta(i);
     let ip = &g.pool.frame(i)[usize::from(m.l3_offset)..];
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]])).min(ip.len());
+    let original = Ipv4Packet::new_checked(ip).ok()?;
+    let total = usize::from(original.total_len()).min(ip.len());
     let quote = &ip[..total.min(MAX_ERROR - ipv4::HEADER_LEN - icmp::HEADER_LEN)];
-    let to = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+    let to = original.src();
     let from = g.tables.source_toward(m.rx_if, to).or_else(|| g.tables.addresses.first().map(|(_, a)| a.addr))?;
     let mut out = [0u8; 14 + MAX_ERROR];
     out[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
@@ -108,9 +108,7 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u16) -> Option<u32> {
     ipv4::write_header(h, len as u16, 64, ipv4::protocol::ICMP, from, to);
     h[1] = 0xc0; // internetwork control
     h[6] = 0; // may be fragmented on a link with a tiny MTU
-    h[10..12].copy_from_slice(&[0, 0]);
-    let csum = checksum::checksum(h);
-    h[10..12].copy_from_slice(&csum.to_be_bytes());
+    Ipv4Packet::new_checked(h).expect("20 bytes").fill_checksum();
     rest[0] = kind;
     rest[1] = code;
     rest[6..8].copy_from_slice(&mtu.to_be_bytes());

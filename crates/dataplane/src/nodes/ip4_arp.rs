@@ -26,11 +26,7 @@ fn next_hop(g: &Graph, i: u32) -> Option<Ipv4Addr> {
     };
     match l3.adjs.get(adj as usize)? {
         Adjacency::Via { next_hop, .. } => Some(*next_hop),
-        Adjacency::Glean { .. } => {
-            let at = usize::from(m.l3_offset) + 16;
-            let b = g.pool.frame(i).get(at..at + 4)?;
-            Some(Ipv4Addr::new(b[0], b[1], b[2], b[3]))
-        }
+        Adjacency::Glean { .. } => Some(g.ipv4(i)?.dst()),
         _ => None,
     }
 }

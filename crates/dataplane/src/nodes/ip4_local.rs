@@ -9,8 +9,7 @@
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::vector::VecHandle;
-use std::net::Ipv4Addr;
-use wire::{checksum, icmp, ipv4};
+use wire::{Ipv4Packet, checksum, icmp, ipv4};
 
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
@@ -31,48 +30,38 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     g.split(v);
 }
 
-/// The IPv4 header length and total length of the packet in buffer `i` (ip4-input checked
-/// both against the frame).
-fn lengths(ip: &[u8]) -> (usize, usize) {
-    (usize::from(ip[0] & 0x0f) * 4, usize::from(u16::from_be_bytes([ip[2], ip[3]])))
-}
-
 /// True for an unfragmented ICMP echo request with a good checksum.
 fn is_echo_request(g: &Graph, i: u32) -> bool {
-    let Some(ip) = g.pool.frame(i).get(usize::from(g.pool.meta(i).l3_offset)..) else { return false };
-    let (ihl, total) = lengths(ip);
-    let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
-    ip[9] == ipv4::protocol::ICMP
-        && !fragment
-        && total >= ihl + icmp::HEADER_LEN
-        && ip[ihl] == icmp::ECHO_REQUEST
-        && checksum::checksum(&ip[ihl..total]) == 0
+    g.ipv4(i).is_some_and(|ip| {
+        ip.protocol() == ipv4::protocol::ICMP
+            && !ip.is_fragment()
+            && ip.payload().is_some_and(|m| {
+                m.len() >= icmp::HEADER_LEN && m[0] == icmp::ECHO_REQUEST && checksum::checksum(m) == 0
+            })
+    })
 }
 
 /// True when buffer `i`'s source may not be answered (see [`super::icmp4_error`]).
 fn from_invalid_source(g: &Graph, i: u32) -> bool {
-    let at = usize::from(g.pool.meta(i).l3_offset) + 12;
-    let b = &g.pool.frame(i)[at..at + 4];
-    super::icmp4_error::is_invalid_source(g, Ipv4Addr::new(b[0], b[1], b[2], b[3]))
+    g.ipv4(i).is_none_or(|ip| super::icmp4_error::is_invalid_source(g, ip.src()))
 }
 
 /// Turns the echo request in buffer `i` into its reply, as a packet this router originates.
 fn echo_reply(g: &mut Graph, i: u32) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let ip = &mut g.pool.frame_mut(i)[l3..];
-    let (ihl, _) = lengths(ip);
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
     let old = u16::from_be_bytes([ip[ihl], ip[ihl + 1]]);
     let new = u16::from(icmp::ECHO_REPLY) << 8 | (old & 0xff);
     let csum = checksum::update16(u16::from_be_bytes([ip[ihl + 2], ip[ihl + 3]]), old, new);
     ip[ihl..ihl + 2].copy_from_slice(&new.to_be_bytes());
     ip[ihl + 2..ihl + 4].copy_from_slice(&csum.to_be_bytes());
-    let (src, dst) = (<[u8; 4]>::try_from(&ip[12..16]).unwrap(), <[u8; 4]>::try_from(&ip[16..20]).unwrap());
-    ip[12..16].copy_from_slice(&dst);
-    ip[16..20].copy_from_slice(&src);
-    ip[8] = 64;
-    ip[10..12].copy_from_slice(&[0, 0]);
-    let csum = checksum::checksum(&ip[..ihl]);
-    ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    let mut h = Ipv4Packet::new_checked(ip).expect("ip4-input checked the header");
+    let (src, dst) = (h.src(), h.dst());
+    h.set_src(dst);
+    h.set_dst(src);
+    h.set_ttl(64);
+    h.fill_checksum();
     let m = g.pool.meta_mut(i);
     m.rx_if = 0;
     m.tx_if = 0;

@@ -16,7 +16,6 @@ use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::l3::{Adjacency, LabelStack};
 use crate::vector::VecHandle;
-use std::net::Ipv4Addr;
 use wire::{EtherType, checksum};
 
 /// What forwarding made of a packet.
@@ -95,8 +94,7 @@ fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &
 
 /// True when the TTL of the IPv4 packet in buffer `i` is too low to forward it.
 fn ttl_expired(g: &Graph, i: u32) -> bool {
-    let l3 = usize::from(g.pool.meta(i).l3_offset);
-    g.pool.frame(i)[l3 + 8] <= 1
+    g.ipv4(i).is_some_and(|ip| ip.ttl() <= 1)
 }
 
 /// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
@@ -135,12 +133,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 #[cold]
 fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
     let m = *g.pool.meta(i);
-    let l3 = usize::from(m.l3_offset);
     match g.tables.l3.adjs.get(m.adj as usize) {
         Some(&Adjacency::Glean { tx_if }) => {
             g.pool.meta_mut(i).tx_if = tx_if;
-            let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
-            let dst = Ipv4Addr::new(b[0], b[1], b[2], b[3]);
+            let dst = g.ipv4(i)?.dst();
             let mac = g.tables.l3.neighbors.get(&(tx_if, dst))?;
             Some((tx_if, glean_rewrite(g, tx_if, mac.0)))
         }
