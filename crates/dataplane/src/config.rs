@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
 use std::str::FromStr;
 use wire::MacAddr;
 
@@ -316,7 +317,41 @@ pub enum Driver {
     Generator,
     /// A Linux interface through AF_PACKET sockets (TPACKET_V3 rx ring, batched tx).
     AfPacket,
+    /// Capture files: receives the frames of a pcap or pcapng file, writes what it transmits
+    /// to another.
+    Pcap,
 }
+
+/// Capture-file settings of one interface (driver `pcap`): what it receives and where what it
+/// transmits goes. At least one of `read` and `write`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PcapConfig {
+    /// Capture whose frames the interface receives, in file order: pcap or pcapng (told apart
+    /// by content), Ethernet link type. Without it the interface receives nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PathBuf>,
+    /// Start `read` again from its first frame when it ends (else the interface receives each
+    /// frame once, and `vecflow run` ends once every such read is done and forwarded).
+    #[serde(default, rename = "loop", skip_serializing_if = "std::ops::Not::not")]
+    pub looping: bool,
+    /// Frames per second `read` is replayed at, 0 to 100000000; 0 (default) = as fast as the
+    /// worker goes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rate_pps: u64,
+    /// File every frame the interface transmits is written to, created or truncated at start:
+    /// pcapng when the name ends in `.pcapng`, else pcap (Ethernet, microsecond timestamps).
+    /// Without it, transmitted frames are counted and discarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<PathBuf>,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
+}
+
+/// Highest `pcap.rate-pps`.
+pub const MAX_PCAP_RATE: u64 = 100_000_000;
 
 /// AF_PACKET settings of one interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -392,6 +427,9 @@ pub struct InterfaceConfig {
     /// AF_PACKET ring and queue settings (driver `af-packet`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub af_packet: Option<AfPacketConfig>,
+    /// Capture files read and written (driver `pcap`, required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<PcapConfig>,
     /// MAC address. Default: a locally administered 02:fe:00:00:HH:LL from the index (also
     /// for `af-packet`: not the host interface's, so the kernel never takes our frames for
     /// its own).
@@ -876,11 +914,12 @@ impl Config {
                     ));
                 }
             }
-            (Driver::Generator, Some(h)) => {
-                return Err(invalid(f("host-interface"), h, "nothing for driver generator"));
+            (Driver::Generator | Driver::Pcap, Some(h)) => {
+                return Err(invalid(f("host-interface"), h, "only with driver: af-packet"));
             }
-            (Driver::Generator, None) => {}
+            (Driver::Generator | Driver::Pcap, None) => {}
         }
+        self.validate_pcap(name, i)?;
         if i.driver != Driver::Generator && i.generator.is_some() {
             return Err(invalid(f("generator"), "streams", "generator streams only with driver: generator"));
         }
@@ -904,6 +943,55 @@ impl Config {
                     format!("1 to {} (workers.count)", self.workers.count),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Capture files exactly for driver `pcap`: something to read or write, loop and rate only
+    /// with a read, no file written by two interfaces or both read and written.
+    fn validate_pcap(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.pcap{k}");
+        let p = match (i.driver, &i.pcap) {
+            (Driver::Pcap, None) => {
+                return Err(invalid(f(""), "(missing)", "a capture to read and/or write, e.g. {read: in.pcap}"));
+            }
+            (Driver::Pcap, Some(p)) => p,
+            (_, Some(_)) => return Err(invalid(f(""), "settings", "pcap settings only with driver: pcap")),
+            (_, None) => return Ok(()),
+        };
+        if p.read.is_none() && p.write.is_none() {
+            return Err(invalid(f(""), "{}", "read, write or both"));
+        }
+        if p.read.is_none() && (p.looping || p.rate_pps != 0) {
+            return Err(invalid(f(if p.looping { ".loop" } else { ".rate-pps" }), "set", "only with pcap.read"));
+        }
+        if p.rate_pps > MAX_PCAP_RATE {
+            return Err(invalid(f(".rate-pps"), p.rate_pps, format!("0 (as fast as possible) to {MAX_PCAP_RATE}")));
+        }
+        if let Some(w) = &p.write {
+            if w.as_os_str().is_empty() {
+                return Err(invalid(f(".write"), "\"\"", "a file name"));
+            }
+            let writers = self.interfaces.iter().filter_map(|(n, o)| Some((n, o.pcap.as_ref()?)));
+            for (other, o) in writers {
+                if o.read.as_ref() == Some(w) {
+                    return Err(invalid(
+                        f(".write"),
+                        w.display(),
+                        format!("a file no interface reads ({other} reads it)"),
+                    ));
+                }
+                if other.as_str() < name && o.write.as_ref() == Some(w) {
+                    return Err(invalid(
+                        f(".write"),
+                        w.display(),
+                        format!("a file no other interface writes ({other} writes it)"),
+                    ));
+                }
+            }
+        }
+        if p.read.as_ref().is_some_and(|r| r.as_os_str().is_empty()) {
+            return Err(invalid(f(".read"), "\"\"", "a capture file name"));
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use crate::drivers::RxPort;
 use crate::drivers::af_packet::{RxQueue, TxSockets};
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::drivers::host::HostLink;
+use crate::drivers::pcap::{PcapPort, PcapSink, PcapSinks};
 use crate::errors::{DropReason, N_REASONS};
 use crate::fib::{Fib, FibError, FibWriter};
 use crate::graph::SflowStats;
@@ -154,6 +155,61 @@ fn open_host_ports(
     Ok(ports)
 }
 
+/// The pcap interfaces of a starting dataplane: captures opened for reading and files created
+/// for writing, before any worker starts so that every problem stops the start-up.
+struct Captures {
+    /// Replays by worker.
+    rx: Vec<Vec<PcapPort>>,
+    /// (interface index, `interfaces.NAME.pcap.write`, the file).
+    sinks: Vec<(u16, String, Arc<PcapSink>)>,
+    /// The finished flags of the reads that are not looping.
+    replays: Vec<Arc<AtomicBool>>,
+    /// Some read loops (so the captures never all end).
+    looping: bool,
+}
+
+/// Opens the captures every `pcap` interface reads and creates the files they write.
+fn open_captures(config: &Config, interfaces: &[Interface], tsc_hz: u64) -> Result<Captures, StartError> {
+    let mut out = Captures {
+        rx: (0..config.workers.count).map(|_| Vec::new()).collect(),
+        sinks: Vec::new(),
+        replays: Vec::new(),
+        looping: false,
+    };
+    for i in interfaces {
+        let Some(p) = config.interfaces.get(&i.name).and_then(|c| c.pcap.as_ref()) else { continue };
+        let error = |field: &str, path: &std::path::Path, e: std::io::Error| StartError::Driver {
+            field: field.to_owned(),
+            message: format!("{}: {e}", path.display()),
+        };
+        if let Some(path) = &p.read {
+            let field = format!("interfaces.{}.pcap.read", i.name);
+            let finished = Arc::new(AtomicBool::new(false));
+            let port = PcapPort::open(i.index, field.clone(), path, p.looping, p.rate_pps, tsc_hz, finished.clone())
+                .map_err(|e| error(&field, path, e))?;
+            out.rx[usize::from(i.rx_worker)].push(port);
+            if p.looping {
+                out.looping = true;
+            } else {
+                out.replays.push(finished);
+            }
+        }
+        if let Some(path) = &p.write {
+            let field = format!("interfaces.{}.pcap.write", i.name);
+            let sink = PcapSink::create(path).map_err(|e| error(&field, path, e))?;
+            out.sinks.push((i.index, field, Arc::new(sink)));
+        }
+        tracing::info!(
+            "interface {}: pcap, reads {}{}, writes {}",
+            i.name,
+            p.read.as_ref().map_or("nothing".into(), |r| r.display().to_string()),
+            if p.looping { " in a loop" } else { "" },
+            p.write.as_ref().map_or("nothing".into(), |w| w.display().to_string()),
+        );
+    }
+    Ok(out)
+}
+
 struct WorkerHandle {
     id: u16,
     core: Option<u16>,
@@ -209,6 +265,10 @@ pub struct Dataplane {
     links: Arc<Vec<LinkState>>,
     /// AF_PACKET interfaces: index, host link, rx queues' statistics handles.
     hosts: Vec<(u16, HostLink, Vec<OwnedFd>)>,
+    /// Capture files pcap interfaces write: index, field name, file.
+    pcap_sinks: Vec<(u16, String, Arc<PcapSink>)>,
+    /// Finished flags of the captures read once; `None` when no capture is read or one loops.
+    replays: Option<Vec<Arc<AtomicBool>>>,
 }
 
 /// The running sFlow agent.
@@ -293,6 +353,7 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
             driver: match i.driver {
                 Driver::Generator => DriverKind::Generator,
                 Driver::AfPacket => DriverKind::AfPacket,
+                Driver::Pcap => DriverKind::Pcap,
             },
             rx_worker,
             mpls: i.mpls,
@@ -354,12 +415,13 @@ impl Dataplane {
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
         let HostPorts { links: host_links, rx: mut host_rx, tx: mut host_tx } =
             open_host_ports(config, &interfaces, hosts)?;
+        let hz = tsc::hz();
+        let mut captures = open_captures(config, &interfaces, hz)?;
         let links: Arc<Vec<LinkState>> = Arc::new((0..MAX_INTERFACES).map(|_| LinkState::default()).collect());
         for i in &interfaces {
             links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let hz = tsc::hz();
         let sources: Vec<(u16, u32, u8)> = match &config.sflow {
             Some(sf) => interfaces
                 .iter()
@@ -398,6 +460,8 @@ impl Dataplane {
             config: config.clone(),
             links,
             hosts: host_links,
+            replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
+            pcap_sinks: captures.sinks,
         };
         dp.refresh_links();
         // Ports whose drops become discard samples, and the agent's budget for them.
@@ -423,6 +487,13 @@ impl Dataplane {
                 })
                 .collect();
             ports.extend(std::mem::take(&mut host_rx[usize::from(id)]).into_iter().map(RxPort::AfPacket));
+            ports.extend(
+                std::mem::take(&mut captures.rx[usize::from(id)]).into_iter().map(|p| RxPort::Pcap(Box::new(p))),
+            );
+            let mut pcap_out = PcapSinks::default();
+            for (port, _, sink) in &dp.pcap_sinks {
+                pcap_out.add(*port, sink.clone());
+            }
             let counters = all_counters[usize::from(id)].clone();
             let core = config.workers.cores.get(id as usize).copied();
             let setup = WorkerSetup {
@@ -437,6 +508,7 @@ impl Dataplane {
                 counters: counters.clone(),
                 ports,
                 tx: std::mem::take(&mut host_tx[usize::from(id)]),
+                pcap_out,
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = 0x5f10_5eed ^ u64::from(id) << 32;
@@ -512,6 +584,13 @@ impl Dataplane {
                 }
             }
         }
+        for (_, field, sink) in &self.pcap_sinks {
+            if let Err(e) = sink.finish()
+                && first.is_ok()
+            {
+                first = Err(std::io::Error::new(e.kind(), format!("{field}: {e}")));
+            }
+        }
         if let Some(sf) = &mut self.sflow
             && let Some(t) = sf.thread.take()
         {
@@ -522,6 +601,13 @@ impl Dataplane {
             }
         }
         first
+    }
+
+    /// True when the configuration reads captures, none in a loop, and every one has been
+    /// read to its end and run through the graph: a replay is complete (`vecflow run` then
+    /// stops by itself).
+    pub fn replay_finished(&self) -> bool {
+        self.replays.as_ref().is_some_and(|r| r.iter().all(|f| f.load(Relaxed)))
     }
 
     /// sFlow: the agent address, its totals and each data source's counters; `None` when

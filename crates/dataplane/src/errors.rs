@@ -67,6 +67,8 @@ macro_rules! drop_reasons {
 drop_reasons! {
     Unspecified = "unspecified", InDiscards, ErrorDrop, 256, "sent to error-drop without a reason (a bug if it ever counts)";
     RxTruncated = "rx-truncated", InErrors, AfPacketInput, 262, "frame larger than a buffer or cut short by the rx ring (a GSO/GRO super-frame: turn off the sender's offloads)";
+    PcapFrameTooLong = "frame-too-long", InErrors, PcapInput, 262, "capture frame larger than a buffer holds";
+    PcapNotEthernet = "not-ethernet", InUnknownProtos, PcapInput, 270, "capture frame of a pcapng interface whose link type is not Ethernet";
     CsumNotReady = "csum-not-ready", InErrors, AfPacketInput, 289, "the sender left the checksum to offload and it is not an IPv4 TCP or UDP one vecflow can complete";
     TruncatedEthernet = "truncated-ethernet", InErrors, EthernetInput, 324, "frame shorter than the 14-byte Ethernet header";
     Oversize = "oversize", InErrors, EthernetInput, 262, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
@@ -98,6 +100,7 @@ drop_reasons! {
     TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus its Ethernet header (14 bytes, 18 with a tag)";
     TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full)";
+    PcapWriteError = "write-error", OutErrors, PcapTx, 259, "the capture file could not be written (disk full, say)";
 }
 
 /// Number of drop reasons (the width of a per-interface error counter row).
@@ -107,7 +110,7 @@ impl DropReason {
     /// True when a driver's rx node drops for this reason, before the frame reaches the
     /// receive sampler (which then never counted it as seen).
     pub fn before_sampling(self) -> bool {
-        self.node() == NodeId::AfPacketInput
+        NodeId::INPUTS.contains(&self.node())
     }
 
     /// The reason with counter index `i`, if any.

@@ -40,6 +40,7 @@ macro_rules! node_ids {
 node_ids! {
     GeneratorInput = "generator-input": "the embedded generator's rx side: fills fresh frames from stream templates",
     AfPacketInput = "af-packet-input": "copies frames from AF_PACKET rx rings into buffers, restoring stripped VLAN tags and offloaded checksums",
+    PcapInput = "pcap-input": "copies frames of a pcap or pcapng file into buffers, once or looping, paced to a rate",
     EthernetInput = "ethernet-input": "checks frame length and interface state, counts unicast/multicast/broadcast, dispatches by interface mode and ethertype",
     L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
     Ip4Input = "ip4-input": "checks IPv4 version, header length, total length, checksum and TTL",
@@ -56,12 +57,13 @@ node_ids! {
     InterfaceOutput = "interface-output": "checks the output interface's state and MTU, counts tx, hands frames to the driver",
     GeneratorTx = "generator-tx": "the generator's tx side (sink): reads each frame once and frees it",
     AfPacketTx = "af-packet-tx": "sends frames on AF_PACKET sockets, one sendmmsg per run of frames for one interface",
+    PcapTx = "pcap-tx": "writes frames to the interface's capture file (or only counts them), frees them",
     ErrorDrop = "error-drop": "counts each dropped frame per input interface and reason, frees it",
 }
 
 impl NodeId {
     /// The drivers' rx input nodes (polled by workers, never queued).
-    pub const INPUTS: &'static [NodeId] = &[NodeId::GeneratorInput, NodeId::AfPacketInput];
+    pub const INPUTS: &'static [NodeId] = &[NodeId::GeneratorInput, NodeId::AfPacketInput, NodeId::PcapInput];
 }
 
 /// Number of graph nodes.
@@ -242,6 +244,8 @@ pub struct Graph {
     pub sflow: Option<crate::sflow::SflowWorker>,
     /// The worker's AF_PACKET send sockets (none until the worker opens them).
     pub tx: crate::drivers::af_packet::TxSockets,
+    /// The capture files its pcap interfaces transmit into.
+    pub pcap_out: crate::drivers::pcap::PcapSinks,
     /// Its line to the main thread and the limits on packets it makes itself.
     pub punt: crate::punt::Punt,
     pending: Vec<(NodeId, VecHandle)>,
@@ -264,6 +268,7 @@ impl Graph {
             nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
             sflow: None,
             tx: Default::default(),
+            pcap_out: Default::default(),
             punt: crate::punt::Punt::new(None, None, tsc::hz()),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         })
@@ -330,8 +335,9 @@ impl Graph {
             NodeId::ArpInput => nodes::arp_input::run(self, v),
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::AfPacketTx => crate::drivers::af_packet::tx(self, v),
+            NodeId::PcapTx => crate::drivers::pcap::tx(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),
-            NodeId::GeneratorInput | NodeId::AfPacketInput => {
+            NodeId::GeneratorInput | NodeId::AfPacketInput | NodeId::PcapInput => {
                 unreachable!("input nodes are polled, not queued")
             }
         }

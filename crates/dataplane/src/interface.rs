@@ -36,6 +36,8 @@ pub enum DriverKind {
     Generator,
     /// A Linux interface through AF_PACKET sockets.
     AfPacket,
+    /// Capture files.
+    Pcap,
 }
 
 impl DriverKind {
@@ -44,6 +46,7 @@ impl DriverKind {
         match self {
             DriverKind::Generator => NodeId::GeneratorTx,
             DriverKind::AfPacket => NodeId::AfPacketTx,
+            DriverKind::Pcap => NodeId::PcapTx,
         }
     }
 }

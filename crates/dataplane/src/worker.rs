@@ -7,6 +7,7 @@
 
 use crate::drivers::RxPort;
 use crate::drivers::af_packet::TxSockets;
+use crate::drivers::pcap::PcapSinks;
 use crate::fib::Fib;
 use crate::graph::{Graph, NodeId, Outbox, WorkerCounters};
 use crate::interface::Tables;
@@ -47,6 +48,8 @@ pub struct WorkerSetup {
     pub ports: Vec<RxPort>,
     /// Its AF_PACKET send sockets.
     pub tx: TxSockets,
+    /// The capture files its pcap interfaces transmit into.
+    pub pcap_out: PcapSinks,
     /// Set by the main thread to end the loop.
     pub stop: Arc<AtomicBool>,
     /// sFlow samplers and ring, when sFlow is on.
@@ -104,6 +107,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     let mut g = Graph::new(s.buffers, s.tables, s.fib, s.counters.clone())?;
     g.sflow = s.sflow.take();
     g.tx = std::mem::take(&mut s.tx);
+    g.pcap_out = std::mem::take(&mut s.pcap_out);
     g.punt = s.punt;
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());

@@ -143,6 +143,38 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "sflow: {}\ninterfaces: {p0: {l2xc: p1}, p1: {l2xc: p0}}",
             "sflow.agent-address: (none) is not allowed; allowed: this router's address in datagrams; required when no interface has an IPv4 address",
         ),
+        (
+            "interfaces: {p0: {driver: pcap}}",
+            "interfaces.p0.pcap: (missing) is not allowed; allowed: a capture to read",
+        ),
+        (
+            "interfaces: {p0: {driver: pcap, pcap: {}}}",
+            "interfaces.p0.pcap: {} is not allowed; allowed: read, write or both",
+        ),
+        (
+            "interfaces: {p0: {pcap: {read: a.pcap}}}",
+            "interfaces.p0.pcap: settings is not allowed; allowed: pcap settings only with driver: pcap",
+        ),
+        (
+            "interfaces: {p0: {driver: pcap, pcap: {write: o.pcap, loop: true}}}",
+            "interfaces.p0.pcap.loop: set is not allowed; allowed: only with pcap.read",
+        ),
+        (
+            "interfaces: {p0: {driver: pcap, pcap: {read: a.pcap, rate-pps: 100000001}}}",
+            "interfaces.p0.pcap.rate-pps: 100000001 is not allowed; allowed: 0 (as fast as possible) to 100000000",
+        ),
+        (
+            "interfaces: {p0: {driver: pcap, pcap: {read: a.pcap}}, p1: {driver: pcap, pcap: {write: a.pcap}}}",
+            "interfaces.p1.pcap.write: a.pcap is not allowed; allowed: a file no interface reads (p0 reads it)",
+        ),
+        (
+            "interfaces: {p0: {driver: pcap, pcap: {write: o.pcap}}, p1: {driver: pcap, pcap: {write: o.pcap}}}",
+            "interfaces.p1.pcap.write: o.pcap is not allowed; allowed: a file no other interface writes (p0 writes it)",
+        ),
+        (
+            "interfaces: {p0: {driver: pcap, host-interface: eth0, pcap: {read: a.pcap}}}",
+            "interfaces.p0.host-interface: eth0 is not allowed; allowed: only with driver: af-packet",
+        ),
     ];
     for (yaml, want) in cases {
         let got = err(yaml);

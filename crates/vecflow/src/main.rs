@@ -27,7 +27,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the dataplane from a YAML configuration until SIGINT or SIGTERM.
+    /// Run the dataplane from a YAML configuration until SIGINT or SIGTERM (or, replaying
+    /// captures, until they end).
     Run(run::Args),
     /// Run a lab config on generator interfaces for a while and show what flowed.
     Demo(demo::Args),

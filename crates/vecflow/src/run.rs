@@ -1,7 +1,8 @@
 //! `vecflow run`: the daemon. Starts the dataplane from a YAML file and runs until SIGINT or
-//! SIGTERM, then stops cleanly: workers stopped and their drivers detached (sockets closed,
-//! rings unmapped, promiscuous mode dropped), the sFlow agent's last samples and a final
-//! counter poll sent. While it runs, the main thread keeps the neighbor table (what the
+//! SIGTERM, or, when it replays captures (driver `pcap`, none looping), until every capture
+//! has been read and forwarded. Then it stops cleanly: workers stopped and their drivers detached (sockets closed,
+//! rings unmapped, promiscuous mode dropped), capture files written out, the sFlow agent's
+//! last samples and a final counter poll sent. While it runs, the main thread keeps the neighbor table (what the
 //! workers learn from ARP, ageing, refresh probes) and re-reads the kernel's link facts once
 //! a second. Logs go to stderr through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
 
@@ -47,7 +48,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }
 
-/// Runs the daemon until SIGINT or SIGTERM.
+/// Runs the daemon until SIGINT or SIGTERM, or until its captures are replayed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     init_logging(args.verbose);
     let source = args.config.display().to_string();
@@ -65,6 +66,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut next_refresh = Instant::now() + LINK_REFRESH;
     while !stop.load(Relaxed) {
+        if dp.replay_finished() {
+            tracing::info!("every capture has been replayed");
+            break;
+        }
         std::thread::sleep(TICK);
         dp.service();
         if Instant::now() >= next_refresh {

@@ -26,8 +26,8 @@
 use crate::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
 use crate::config::AfPacketConfig;
 use crate::errors::DropReason;
-use crate::graph::{Graph, NodeId, Outbox};
-use crate::interface::{MAX_INTERFACES, TxRun};
+use crate::graph::Graph;
+use crate::interface::MAX_INTERFACES;
 use crate::vector::{VECTOR_SIZE, VecHandle};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -220,28 +220,9 @@ impl RxQueue {
         if self.left == 0 && !self.next_block() {
             return None;
         }
-        let mut bufs = [0u32; VECTOR_SIZE];
-        let got = g.pool.alloc(&mut bufs);
-        let good = g.vectors.alloc(self.port);
-        let mut bad = Outbox::new(NodeId::ErrorDrop);
-        let mut used = 0;
-        while used < got && (self.left > 0 || self.next_block()) {
-            let i = bufs[used];
-            used += 1;
-            if let Err(reason) = self.copy_next(g, i) {
-                g.pool.meta_mut(i).error = reason as u16;
-                bad.push(g, i);
-            } else {
-                g.vectors[good].push(i);
-            }
-        }
-        g.pool.free(&bufs[used..got]);
-        bad.finish(g);
-        if g.vectors[good].is_empty() {
-            g.vectors.free(good);
-            return None;
-        }
-        Some(good)
+        let port = self.port;
+        super::receive(g, port, VECTOR_SIZE, |g, i| (self.left > 0 || self.next_block()).then(|| self.copy_next(g, i)))
+            .0
     }
 
     /// Starts on the next block if the kernel has handed it over (skipping empty ones).
@@ -391,7 +372,7 @@ pub struct TxSockets {
     fds: Vec<Option<OwnedFd>>,
     iov: Box<[libc::iovec; VECTOR_SIZE]>,
     msgs: Box<[libc::mmsghdr; VECTOR_SIZE]>,
-    /// Per message of the last run sent: the kernel did not take it.
+    /// Per frame of the vector being sent: the kernel did not take it.
     refused: [bool; VECTOR_SIZE],
 }
 
@@ -430,46 +411,21 @@ impl TxSockets {
 /// counts what was sent on the output interfaces and frees it; what the kernel refused goes
 /// to `error-drop` as `tx-error`.
 pub fn tx(g: &mut Graph, v: VecHandle) {
-    let n = g.vectors[v].len();
-    let mut failed = Outbox::new(NodeId::ErrorDrop);
-    let mut sent = [0u32; VECTOR_SIZE];
-    let mut start = 0;
-    while start < n {
-        let idx = g.vectors[v].indices();
-        let port = g.tables.get(g.pool.meta(idx[start]).tx_if).port;
-        let end = start + idx[start..].iter().take_while(|&&i| g.tables.get(g.pool.meta(i).tx_if).port == port).count();
-        send_run(&mut g.tx, &g.pool, port, &idx[start..end]);
-        let (mut run, mut n_sent) = (TxRun::default(), 0);
-        for k in start..end {
-            let i = g.vectors[v].indices()[k];
-            if g.tx.refused[k - start] {
-                g.pool.meta_mut(i).error = DropReason::TxError as u16;
-                failed.push(g, i);
-                continue;
-            }
-            let m = g.pool.meta(i);
-            if m.tx_if != run.tx_if {
-                run.flush(g.counters.interface(run.tx_if));
-                run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
-            }
-            run.add_le(m.len(), u64::from_le_bytes(g.pool.line(i)[..8].try_into().expect("8 bytes")));
-            sent[n_sent] = i;
-            n_sent += 1;
-        }
-        run.flush(g.counters.interface(run.tx_if));
-        g.pool.free(&sent[..n_sent]);
-        start = end;
-    }
-    g.vectors.free(v);
-    failed.finish(g);
+    super::for_each_port_run(g, v, |g, port, run| {
+        let first = run.start;
+        send_run(&mut g.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
+    });
+    let refused = g.tx.refused;
+    super::complete_tx(g, v, &refused, DropReason::TxError);
 }
 
-/// Sends `bufs` (all for `port`) with `sendmmsg` and marks in `tx.refused` the ones the
-/// kernel did not take. After a partial send it goes on from the first message not sent; a
+/// Sends `bufs` (all for `port`, frames `first..` of the vector) with `sendmmsg` and marks in
+/// `tx.refused[first..]` the ones the kernel did not take. After a partial send it goes on from the first message not sent; a
 /// message the kernel rejects (too big for the device, say) is skipped and the rest still
 /// sent; when the socket's queue is full (`EAGAIN`, `ENOBUFS`) the rest are refused.
-fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32]) {
-    tx.refused[..bufs.len()].fill(true);
+fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32], first: usize) {
+    let refused = &mut tx.refused[first..first + bufs.len()];
+    refused.fill(true);
     let Some(Some(fd)) = tx.fds.get(usize::from(port)) else { return };
     let fd = fd.as_raw_fd();
     let (iov, msgs) = (&mut *tx.iov, &mut *tx.msgs);
@@ -489,7 +445,7 @@ fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32]) {
             libc::sendmmsg(fd, msgs[at..].as_mut_ptr(), (bufs.len() - at) as libc::c_uint, libc::MSG_DONTWAIT)
         };
         if r > 0 {
-            tx.refused[at..at + r as usize].fill(false);
+            refused[at..at + r as usize].fill(false);
             at += r as usize;
             continue;
         }

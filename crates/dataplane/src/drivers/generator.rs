@@ -11,6 +11,7 @@
 
 use crate::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::config::{RangeMode, StreamConfig, Template};
+use crate::drivers::pace::Rate;
 use crate::graph::Graph;
 use crate::interface::TxRun;
 use crate::vector::{VECTOR_SIZE, VecHandle};
@@ -80,44 +81,6 @@ enum Fields {
         /// Sum of the UDP pseudo-header (without addresses), header and payload words.
         udp_sum: u32,
     },
-}
-
-/// Token bucket on the TSC, releasing at least ~100 µs of packets at a time.
-#[derive(Debug, Clone)]
-struct Rate {
-    pps: u64,
-    hz: u64,
-    credit: u64,
-    last: u64,
-    min_release: u64,
-}
-
-impl Rate {
-    fn new(pps: u64, hz: u64) -> Self {
-        Rate { pps, hz, credit: 0, last: 0, min_release: (pps / 10_000).clamp(1, VECTOR_SIZE as u64) }
-    }
-
-    /// Packets allowed now, at most `want`.
-    fn take(&mut self, now: u64, want: usize) -> usize {
-        if self.last == 0 {
-            self.last = now;
-        }
-        let dt = now.saturating_sub(self.last).min(self.hz);
-        self.last = now;
-        self.credit = (self.credit + dt * self.pps).min(VECTOR_SIZE as u64 * self.hz);
-        let avail = self.credit / self.hz;
-        if avail < self.min_release.min(want as u64) {
-            return 0;
-        }
-        let n = avail.min(want as u64);
-        self.credit -= n * self.hz;
-        n as usize
-    }
-
-    /// Gives back packets that were allowed but not sent.
-    fn refund(&mut self, n: usize) {
-        self.credit += n as u64 * self.hz;
-    }
 }
 
 /// A compiled stream: its template frame and how to vary it.
@@ -491,22 +454,5 @@ mod tests {
         macs.dedup();
         assert!(macs.len() > 10, "random walk gives distinct addresses");
         assert_eq!(u16::from_be_bytes([out[0][12], out[0][13]]), L2_ETHERTYPE);
-    }
-
-    #[test]
-    fn rate_releases_at_the_configured_pace() {
-        let hz = 1_000_000_000;
-        let mut r = Rate::new(1_000_000, hz);
-        assert_eq!(r.take(1, 256), 0);
-        // 1 ms at 1 Mpps = 1000 packets, capped at one vector.
-        assert_eq!(r.take(1 + 1_000_000, 256), 256);
-        let mut sent = 0;
-        let mut t = 1 + 1_000_000;
-        for _ in 0..1000 {
-            t += 10_000; // 10 µs = 10 packets of credit each
-            sent += r.take(t, 256);
-        }
-        // 10 ms -> 10 000 packets, plus what was left over from the first millisecond.
-        assert!((10_000..=10_744).contains(&sent), "sent {sent}");
     }
 }

@@ -9,9 +9,14 @@
 pub mod af_packet;
 pub mod generator;
 pub mod host;
+pub mod pace;
+pub mod pcap;
 
-use crate::graph::{Graph, NodeId};
-use crate::vector::VecHandle;
+use crate::errors::DropReason;
+use crate::graph::{Graph, NodeId, Outbox};
+use crate::interface::TxRun;
+use crate::vector::{VECTOR_SIZE, VecHandle};
+use std::ops::Range;
 
 /// One rx queue a worker polls.
 pub enum RxPort {
@@ -19,6 +24,8 @@ pub enum RxPort {
     Generator(generator::GeneratorPort),
     /// An AF_PACKET socket's rx ring.
     AfPacket(af_packet::RxQueue),
+    /// A capture file being replayed.
+    Pcap(Box<pcap::PcapPort>),
 }
 
 impl RxPort {
@@ -29,6 +36,7 @@ impl RxPort {
         match self {
             RxPort::Generator(p) => p.poll(g, now),
             RxPort::AfPacket(q) => q.poll(g),
+            RxPort::Pcap(p) => p.poll(g, now),
         }
     }
 
@@ -37,6 +45,89 @@ impl RxPort {
         match self {
             RxPort::Generator(_) => NodeId::GeneratorInput,
             RxPort::AfPacket(_) => NodeId::AfPacketInput,
+            RxPort::Pcap(_) => NodeId::PcapInput,
         }
     }
+}
+
+/// For an rx node: fills a vector of interface `port` with up to `want` frames, each put
+/// into a fresh buffer by `next(g, buffer)`, which says `Some(Ok(()))` to keep it,
+/// `Some(Err(reason))` to drop it (to `error-drop`, queued on `g`) and `None` when there are
+/// no more frames. Returns the vector (`None` when nothing was kept) and how many buffers were
+/// used (fewer than `want` when frames or free buffers ran out).
+#[inline(always)]
+fn receive(
+    g: &mut Graph,
+    port: u16,
+    want: usize,
+    mut next: impl FnMut(&mut Graph, u32) -> Option<Result<(), DropReason>>,
+) -> (Option<VecHandle>, usize) {
+    let mut bufs = [0u32; VECTOR_SIZE];
+    let got = g.pool.alloc(&mut bufs[..want]);
+    let good = g.vectors.alloc(port);
+    let mut bad = Outbox::new(NodeId::ErrorDrop);
+    let mut used = 0;
+    while used < got {
+        let i = bufs[used];
+        match next(g, i) {
+            None => break,
+            Some(Ok(())) => g.vectors[good].push(i),
+            Some(Err(reason)) => {
+                g.pool.meta_mut(i).error = reason as u16;
+                bad.push(g, i);
+            }
+        }
+        used += 1;
+    }
+    g.pool.free(&bufs[used..got]);
+    bad.finish(g);
+    if g.vectors[good].is_empty() {
+        g.vectors.free(good);
+        return (None, used);
+    }
+    (Some(good), used)
+}
+
+/// For a tx node: calls `send(g, port, frames)` for each run of consecutive frames of vector
+/// `v` (by position) that leave through one physical port.
+fn for_each_port_run(g: &mut Graph, v: VecHandle, mut send: impl FnMut(&mut Graph, u16, Range<usize>)) {
+    let n = g.vectors[v].len();
+    let mut start = 0;
+    while start < n {
+        let idx = g.vectors[v].indices();
+        let port = g.tables.get(g.pool.meta(idx[start]).tx_if).port;
+        let end = start + idx[start..].iter().take_while(|&&i| g.tables.get(g.pool.meta(i).tx_if).port == port).count();
+        send(g, port, start..end);
+        start = end;
+    }
+}
+
+/// Ends a tx node's work on vector `v`: counts every frame not `refused` (by position) as
+/// transmitted on its output interface and frees it; refused ones go to `error-drop` as
+/// `reason`.
+fn complete_tx(g: &mut Graph, v: VecHandle, refused: &[bool; VECTOR_SIZE], reason: DropReason) {
+    let mut failed = Outbox::new(NodeId::ErrorDrop);
+    let mut sent = [0u32; VECTOR_SIZE];
+    let mut n_sent = 0;
+    let mut run = TxRun::default();
+    for (k, &refused) in refused[..g.vectors[v].len()].iter().enumerate() {
+        let i = g.vectors[v].indices()[k];
+        if refused {
+            g.pool.meta_mut(i).error = reason as u16;
+            failed.push(g, i);
+            continue;
+        }
+        let m = g.pool.meta(i);
+        if m.tx_if != run.tx_if {
+            run.flush(g.counters.interface(run.tx_if));
+            run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
+        }
+        run.add_le(m.len(), u64::from_le_bytes(g.pool.line(i)[..8].try_into().expect("8 bytes")));
+        sent[n_sent] = i;
+        n_sent += 1;
+    }
+    run.flush(g.counters.interface(run.tx_if));
+    g.pool.free(&sent[..n_sent]);
+    g.vectors.free(v);
+    failed.finish(g);
 }
