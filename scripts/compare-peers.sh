@@ -89,7 +89,9 @@ work=$(mktemp -d)
 pgroups=()            # process groups started with setsid (pid = pgid), killed by cleanup
 cleanup() {
     local g
-    for g in "${pgroups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+    for g in "${pgroups[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
+    sleep 0.2
+    for g in "${pgroups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; wait "$g" 2>/dev/null || true; done
     for ns in vfcpg vfcps vfcpr; do ip netns del $ns 2>/dev/null || true; done
     rm -rf "$work"
 }
@@ -193,12 +195,21 @@ neighbors: [{interface: out0, address: 10.0.2.99, mac: '02:00:00:00:02:99'}]
 sflow: {sampling-rate: 1000, polling-interval: 20, collectors: [{address: 127.0.0.1, port: $SFLOW_PORT}]}
 YAML
     collector_up
-    # taskset: the threads vecflow does not pin itself (sFlow agent, signals) stay on FCPU too
-    ip netns exec vfcpr setsid taskset -c "$1" "$vecflow" run -c "$work/vecflow.yaml" --show-at-exit \
+    ip netns exec vfcpr setsid "$vecflow" run -c "$work/vecflow.yaml" --show-at-exit \
         >"$work/vecflow.out" 2>"$work/vecflow.log" &
     vf=$!
     pgroups+=("$vf")
-    for _ in $(seq 100); do grep -q ' running ' "$work/vecflow.log" && return; kill -0 "$vf" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 100); do
+        if grep -q ' running ' "$work/vecflow.log"; then
+            # The threads vecflow does not pin (sFlow agent, signals) go to FCPU too. Not
+            # `taskset -c FCPU vecflow`: its config check allows only cores below the
+            # number of CPUs it may use (1 under taskset).
+            taskset -a -p -c "$1" "$vf" >/dev/null
+            return
+        fi
+        kill -0 "$vf" 2>/dev/null || break
+        sleep 0.1
+    done
     cat "$work/vecflow.log" >&2; echo "vecflow did not start" >&2; return 1
 }
 down_vecflow_afpacket() {
@@ -232,9 +243,12 @@ measure() {
     topo_up $fcpu
     clocks=""
     "up_$fn" $fcpu "$layout"
-    # trafgen pins its worker i to CPU i whatever taskset says: --cpus 1 = CPU 0 only
+    # trafgen pins its worker i to CPU i whatever taskset says: --cpus 1 = CPU 0 only. -b with
+    # a rate it never reaches: its sendto() path, which blocks while the socket's send buffer
+    # is full. Its TX_RING path (no -b) dies on EAGAIN ("Flushing TX_RING failed") as soon as
+    # frames queue on another CPU (layout b), and --no-sock-mem: it cannot raise the buffer.
     start vfcpg "$work/trafgen.out" taskset -c 0 trafgen --dev vfcpg0 --conf "$work/udp.trafgen" \
-        --cpus 1 --no-sock-mem
+        --cpus 1 --no-sock-mem -b 1000000000pps
     local tg=$pid
     sleep 1
     local w
