@@ -56,7 +56,7 @@ cat >"$work/udp.trafgen" <<'CFG'
   fill(0x00, 18)
 }
 CFG
-ip netns exec vfbr "$vecflow" run -c "$work/router.yaml" --show-at-exit >"$work/vecflow.out" 2>"$work/vecflow.log" &
+ip netns exec vfbr "$vecflow" run -c "$work/router.yaml" --socket "$work/api.sock" --show-at-exit >"$work/vecflow.out" 2>"$work/vecflow.log" &
 vf_pid=$!
 sleep 1
 extra=()

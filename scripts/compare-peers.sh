@@ -6,40 +6,45 @@
 #                                               └ ns vfcpr: forwarder ┘
 #
 # One generator for every contender: trafgen, 64-byte IPv4/UDP frames (random source ports)
-# to 02:fe:00:00:00:01, 10.0.1.2 -> 48.0.0.1, as fast as it can. Each forwarder routes them to
+# to 02:fe:00:00:00:01, 10.0.1.2 -> 48.0.0.1, as fast as it can through sendto(), which
+# blocks while its socket's send buffer is full (see measure). Each forwarder routes them to
 # the next hop 10.0.2.99 (static MAC 02:00:00:00:02:99, which nobody has: the sink's kernel
 # drops every frame at once, so the sink needs no listener). Contenders:
 #   generator-alone   no forwarder: vfcpg1's kernel drops the frames (not its MAC); the baseline
 #   kernel            Linux IPv4 forwarding in vfcpr (ip_forward=1, route, permanent neighbor)
 #   ovs-afpacket      Open vSwitch userspace datapath (datapath_type=netdev) with plain system
-#                     ports (AF_PACKET sockets), sFlow 1:1000 to a local collector; one OpenFlow
-#                     rule acts as the router: in_port=1,ip,dl_dst=02:fe:00:00:00:01,
-#                     nw_dst=48.0.0.0/8 -> mod_dl_src, mod_dl_dst, dec_ttl, output:2 (secure
-#                     fail mode: everything else is dropped)
+#                     ports (AF_PACKET sockets, polled by ovs-vswitchd's main thread: no PMD),
+#                     sFlow 1:1000 to a local collector; one OpenFlow rule is the router:
+#                     in_port=1,ip,dl_dst=02:fe:00:00:00:01,nw_dst=48.0.0.0/8 -> mod_dl_src,
+#                     mod_dl_dst, dec_ttl, output:2 (fail-mode secure: the rest is dropped)
 #   vecflow-afpacket  vecflow, driver af-packet on both veths, sFlow 1:1000 to a local collector
 # Layouts:
 #   a  everything on CPU 0: generator, forwarder (all its threads), sink.
 #      ns/packet (forwarder cost) = 1e3/Mpps - 1e3/Mpps(generator-alone), on the medians;
 #      generator-alone is measured whenever layout a is.
-#   b  generator on CPU 0, forwarder on CPU 1: all its threads, and the receive softirq of
-#      vfcpg1 (RPS mask), so that the kernel router, whose work is that softirq, gets CPU 1
-#      too (and the AF_PACKET copies into the userspace forwarders' sockets are theirs).
-#      vecflow also reports clocks/packet per node (its `show runtime`, printed at SIGINT).
+#   b  generator on CPU 0, forwarder on CPU 1: all its threads, and vfcpg1's receive softirq
+#      (RPS), so that CPU 0 does the same work (trafgen, veth transmit) for every contender:
+#      the kernel router's work is that softirq, and the AF_PACKET forwarders' includes the
+#      kernel copying frames to their sockets. RX_CPU=0 leaves that softirq on CPU 0 (as
+#      scripts/bench-af-packet.sh does; the kernel contender then forwards on CPU 0).
+#      vecflow also reports clocks/packet per node (`show runtime`, printed at SIGINT); they
+#      include the kernel's work on the worker's CPU (softirqs, the sink's receive in sendto).
 # Mpps = frames received by the sink veth (rx_packets of vfcps0; of vfcpg1 for generator-alone)
-# per second over the window, which starts 1 s after trafgen; loss % = 1 - delivered / sent,
-# sent = tx_packets + tx_dropped of trafgen's veth (vfcpg0) over the same window. Each
-# (contender, layout, run) gets a fresh topology and forwarder; runs are interleaved
-# (run 1 of every row, then run 2, ...) and the table shows medians.
+# per second over a window that starts 1 s after trafgen. loss % = 1 - delivered / sent over
+# the whole run (sent = tx_packets + tx_dropped of trafgen's vfcpg0, delivered counted after
+# 0.5 s of draining). Each (contender, layout, run) gets a fresh topology and forwarder; runs
+# are interleaved (run 1 of every row, then run 2, ...) and the table shows medians.
 #
 # Usage: sudo scripts/compare-peers.sh [--seconds N] [--runs N] [--only NAME[,NAME]]
 #                                      [--layouts a,b] [--json]
 #   --seconds N   measurement window per run (default 10); --runs N (default 3)
 #   --only        contenders to run (default all); --layouts (default a,b)
-#   --json        print one JSON array (a row per contender and layout, with its raw runs)
-#                 instead of the table
+#   --json        print one JSON array (a row per contender and layout: medians, and its raw
+#                 runs) instead of the table
 # VECFLOW=path picks the binary (default target/release/vecflow, built when missing).
-# Adding a contender: a line in CONTENDERS and two functions, up_NAME FCPU LAYOUT (start it,
-# return when it forwards) and down_NAME (stop it; may set `clocks` to "node=clocks,...").
+# Adding a contender: a line in CONTENDERS and two functions, up_NAME FCPU LAYOUT (start it on
+# CPU FCPU, return when it forwards) and down_NAME (stop it; may set `clocks` to
+# "node=clocks,..."); NAME with - as _.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,6 +84,7 @@ done
 for n in ${only//,/ }; do
     [ -n "${want[$n]:-}" ] || { echo "unknown contender $n" >&2; exit 2; }
 done
+for l in ${layouts//,/ }; do [[ $l == [ab] ]] || { echo "unknown layout $l" >&2; exit 2; }; done
 [[ $layouts == *a* && ${#want[@]} -gt 0 ]] && want[generator-alone]=a
 if [ -n "${want[ovs-afpacket]:-}" ] && ! command -v ovs-vswitchd >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 openvswitch-switch >/dev/null
@@ -96,6 +102,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 
 # start NS OUTFILE CMD...: runs CMD in netns NS as its own process group; sets $pid.
 start() {
@@ -155,32 +162,32 @@ up_kernel() {
 }
 down_kernel() { :; }
 
-ovs() { OVS_RUNDIR=$work/ovs OVS_DBDIR=$work/ovs OVS_LOGDIR=$work/ovs OVS_SYSCONFDIR=$work/ovs "$@"; }
-up_ovs_afpacket() {
+up_ovs_afpacket() {   # a private database, sockets and logs in $work/ovs; no ovs-ctl
     local o=$work/ovs
+    local env=(env OVS_RUNDIR="$o" OVS_DBDIR="$o" OVS_LOGDIR="$o")
     rm -rf "$o"; mkdir -p "$o"
     ovsdb-tool create "$o/conf.db" /usr/share/openvswitch/vswitch.ovsschema
     collector_up
-    start vfcpr "$o/ovsdb.out" env OVS_RUNDIR="$o" OVS_DBDIR="$o" OVS_LOGDIR="$o" taskset -c "$1" \
+    start vfcpr "$o/ovsdb.out" "${env[@]}" taskset -c "$1" \
         ovsdb-server "$o/conf.db" --remote="punix:$o/db.sock" --pidfile --unixctl="$o/ovsdb-server.ctl" --log-file
     ovsdb=$pid
     for _ in $(seq 100); do [ -S "$o/db.sock" ] && break; sleep 0.05; done
-    local vsctl=(ovs ovs-vsctl --db="unix:$o/db.sock" --timeout=20)
+    local vsctl=("${env[@]}" ovs-vsctl --db="unix:$o/db.sock" --timeout=20)
     "${vsctl[@]}" --no-wait init
-    # The PMD settings only matter to PMD ports (DPDK, AF_XDP); system ports are polled by
-    # vswitchd's main thread, which sleeps in poll() when idle.
+    # The PMD settings only matter to PMD ports (DPDK, AF_XDP): system ports are polled by
+    # vswitchd's main thread, which sleeps in poll() when idle (pmd-rxq-show lists nothing).
     "${vsctl[@]}" --no-wait set Open_vSwitch . other_config:pmd-cpu-mask=$((1 << $1)) \
         other_config:pmd-maxsleep=50
-    start vfcpr "$o/vswitchd.out" env OVS_RUNDIR="$o" OVS_DBDIR="$o" OVS_LOGDIR="$o" taskset -c "$1" \
+    start vfcpr "$o/vswitchd.out" "${env[@]}" taskset -c "$1" \
         ovs-vswitchd "unix:$o/db.sock" --pidfile --unixctl="$o/ovs-vswitchd.ctl" --log-file
     vswitchd=$pid
     "${vsctl[@]}" add-br vfcpbr -- set bridge vfcpbr datapath_type=netdev fail-mode=secure \
         -- add-port vfcpbr vfcpg1 -- set interface vfcpg1 ofport_request=1 \
         -- add-port vfcpbr vfcps1 -- set interface vfcps1 ofport_request=2 \
         -- --id=@s create sflow agent=lo "target=\"127.0.0.1:$SFLOW_PORT\"" sampling=1000 polling=20 header=128 \
-        -- set bridge vfcpbr sflow=@s
-    ovs ovs-ofctl del-flows vfcpbr
-    ovs ovs-ofctl add-flow vfcpbr "in_port=1,ip,dl_dst=02:fe:00:00:00:01,nw_dst=48.0.0.0/8,actions=mod_dl_src:02:fe:00:00:00:02,mod_dl_dst:02:00:00:00:02:99,dec_ttl,output:2"
+        -- set bridge vfcpbr sflow=@s >/dev/null
+    "${env[@]}" ovs-ofctl del-flows vfcpbr
+    "${env[@]}" ovs-ofctl add-flow vfcpbr "in_port=1,ip,dl_dst=02:fe:00:00:00:01,nw_dst=48.0.0.0/8,actions=mod_dl_src:02:fe:00:00:00:02,mod_dl_dst:02:00:00:00:02:99,dec_ttl,output:2"
 }
 down_ovs_afpacket() { stop "$vswitchd"; stop "$ovsdb"; stop "$collector"; }
 
@@ -236,11 +243,12 @@ cat >"$work/udp.trafgen" <<'CFG'
 }
 CFG
 
-# measure NAME LAYOUT RUN SINK_NS SINK_DEV: one run; appends a line to $work/results.
+# measure NAME LAYOUT RUN SINK_NS SINK_DEV: one run; appends a line to $work/results:
+# name layout run delivered-in-window window-ns sent-in-all delivered-in-all clocks
 measure() {
     local name=$1 layout=$2 run=$3 sns=$4 sdev=$5 fcpu=0 fn=${1//-/_}
     [ "$layout" = b ] && fcpu=1
-    topo_up $fcpu
+    topo_up "${RX_CPU:-$fcpu}"
     clocks=""
     "up_$fn" $fcpu "$layout"
     # trafgen pins its worker i to CPU i whatever taskset says: --cpus 1 = CPU 0 only. -b with
@@ -249,26 +257,25 @@ measure() {
     # frames queue on another CPU (layout b), and --no-sock-mem: it cannot raise the buffer.
     start vfcpg "$work/trafgen.out" taskset -c 0 trafgen --dev vfcpg0 --conf "$work/udp.trafgen" \
         --cpus 1 --no-sock-mem -b 1000000000pps
-    local tg=$pid
+    local tg=$pid w d0 t0 d1 t1 sent got
     sleep 1
-    local w
     for w in $(pgrep -P "$tg"); do
         grep -q '^Cpus_allowed_list:[[:space:]]*0$' "/proc/$w/status" ||
             echo "warning: trafgen worker $w runs on $(grep Cpus_allowed_list "/proc/$w/status")" >&2
     done
-    local s0 d0 t0 s1 d1 t1
-    s0=$(( $(ctr vfcpg vfcpg0 tx_packets) + $(ctr vfcpg vfcpg0 tx_dropped) ))
     d0=$(ctr "$sns" "$sdev" rx_packets); t0=$(date +%s%N)
-    sleep "$secs"
-    s1=$(( $(ctr vfcpg vfcpg0 tx_packets) + $(ctr vfcpg vfcpg0 tx_dropped) ))
+    sleep "$secs" & wait $!   # (a signal interrupts wait, not sleep)
     d1=$(ctr "$sns" "$sdev" rx_packets); t1=$(date +%s%N)
     stop "$tg" INT
+    sleep 0.5   # the forwarder drains its queues; the topology is new, so counters are totals
+    sent=$(( $(ctr vfcpg vfcpg0 tx_packets) + $(ctr vfcpg vfcpg0 tx_dropped) ))
+    got=$(ctr "$sns" "$sdev" rx_packets)
     "down_$fn"
     topo_down
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$layout" "$run" $((s1 - s0)) $((d1 - d0)) \
-        $((t1 - t0)) "${clocks:--}" >>"$work/results"
-    [ $json = 1 ] || printf '  run %s %-17s %s: %s Mpps\n' "$run" "$name" "$layout" \
-        "$(awk -v d=$((d1 - d0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.3f", d * 1e3 / t}')" >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$layout" "$run" $((d1 - d0)) $((t1 - t0)) \
+        "$sent" "$got" "${clocks:--}" >>"$work/results"
+    printf '  run %s %-17s %s: %s Mpps, sent %s, delivered %s\n' "$run" "$name" "$layout" \
+        "$(awk -v d=$((d1 - d0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.3f", d * 1e3 / t}')" "$sent" "$got" >&2
 }
 
 : >"$work/results"
@@ -286,10 +293,10 @@ import json, statistics as st, sys
 as_json, path = sys.argv[1] == "1", sys.argv[2]
 rows = {}
 for line in open(path):
-    name, layout, run, sent, got, ns, clocks = line.rstrip("\n").split("\t")
-    sent, got, ns = int(sent), int(got), int(ns)
-    r = {"run": int(run), "sent": sent, "delivered": got, "seconds": round(ns / 1e9, 3),
-         "mpps": round(got * 1e3 / ns, 4), "loss_pct": round(100 * (1 - got / sent), 2) if sent else None}
+    name, layout, run, win, ns, sent, got, clocks = line.rstrip("\n").split("\t")
+    win, ns, sent, got = int(win), int(ns), int(sent), int(got)
+    r = {"run": int(run), "mpps": round(win * 1e3 / ns, 4), "window_s": round(ns / 1e9, 3),
+         "loss_pct": round(100 * (1 - got / sent), 2) if sent else None, "sent": sent, "delivered": got}
     if clocks != "-":
         r["clocks_per_packet"] = {k: float(v) for k, v in (kv.split("=") for kv in clocks.split(","))}
     rows.setdefault((name, layout), []).append(r)
@@ -305,7 +312,8 @@ for (name, layout), runs in rows.items():
         row["ns_per_packet"] = round(1e3 / mpps - 1e3 / gen_mpps, 1)
     nodes = [r["clocks_per_packet"] for r in runs if "clocks_per_packet" in r]
     if nodes:
-        row["clocks_per_packet"] = {k: round(st.median(n[k] for n in nodes if k in n), 1) for k in nodes[0]}
+        keys = dict.fromkeys(k for n in nodes for k in n)
+        row["clocks_per_packet"] = {k: round(st.median(n[k] for n in nodes if k in n), 1) for k in keys}
     row["runs"] = runs
     out.append(row)
 if as_json:

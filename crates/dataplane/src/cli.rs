@@ -21,8 +21,9 @@ pub struct Reply {
     pub json: Value,
 }
 
-/// A command handler: the dataplane and the words after the command's own.
-pub type Handler = fn(&Dataplane, &[&str]) -> Result<Reply, String>;
+/// A command handler: the dataplane (mutable for commands that change or clear state) and the
+/// words after the command's own.
+pub type Handler = fn(&mut Dataplane, &[&str]) -> Result<Reply, String>;
 
 /// One registered command.
 pub struct Command {
@@ -43,6 +44,16 @@ impl Registry {
     /// The registry with the engine's commands: `show runtime`, `show errors`, `show interface`.
     pub fn with_builtins() -> Self {
         let mut r = Registry { commands: Vec::new() };
+        r.register(Command {
+            words: "show version",
+            help: "vecflow's version, uptime, workers and TSC frequency",
+            run: show_version,
+        });
+        r.register(Command {
+            words: "show hardware",
+            help: "each physical interface's driver: host interface, rings and queues, capture files, link",
+            run: show_hardware,
+        });
         r.register(Command {
             words: "show runtime",
             help: "per node per worker: calls, vectors, suspends, clocks/vector, vectors/call",
@@ -93,28 +104,115 @@ impl Registry {
         &self.commands
     }
 
-    /// Runs the command whose words are the longest prefix of `line`.
-    pub fn execute(&self, dp: &Dataplane, line: &str) -> Result<Reply, String> {
+    /// Runs the command whose words begin `line` (each word may be cut short, as in VPP:
+    /// `sh int` is `show interface`), the one with the most words when several do; the words
+    /// after its own are its arguments.
+    pub fn execute(&self, dp: &mut Dataplane, line: &str) -> Result<Reply, String> {
+        let c = self.resolve(line)?;
         let words: Vec<&str> = line.split_whitespace().collect();
-        let best = self
+        (c.run)(dp, &words[c.words.split(' ').count()..])
+    }
+
+    /// The command `line` names.
+    pub fn resolve(&self, line: &str) -> Result<&Command, String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        // (command, words it has, how many of them were typed in full)
+        let matches: Vec<(&Command, usize, usize)> = self
             .commands
             .iter()
-            .filter(|c| {
+            .filter_map(|c| {
                 let cw: Vec<&str> = c.words.split(' ').collect();
-                words.len() >= cw.len() && cw.iter().zip(&words).all(|(a, b)| a == b)
+                let fits = words.len() >= cw.len() && cw.iter().zip(&words).all(|(w, typed)| w.starts_with(typed));
+                fits.then(|| (c, cw.len(), cw.iter().zip(&words).filter(|(w, typed)| w == typed).count()))
             })
-            .max_by_key(|c| c.words.len());
-        match best {
-            Some(c) => (c.run)(dp, &words[c.words.split(' ').count()..]),
-            None => {
+            .collect();
+        let most_words = matches.iter().map(|m| m.1).max();
+        let mut best: Vec<_> = matches.into_iter().filter(|m| Some(m.1) == most_words).collect();
+        // Among equally long commands, one typed out in full wins over abbreviations.
+        if let Some(exact) = best.iter().find(|m| m.2 == m.1) {
+            return Ok(exact.0);
+        }
+        match best.len() {
+            1 => Ok(best.remove(0).0),
+            0 => {
                 let known: Vec<&str> = self.commands.iter().map(|c| c.words).collect();
                 Err(format!("unknown command '{line}'; known: {}", known.join(", ")))
+            }
+            _ => {
+                let candidates: Vec<&str> = best.iter().map(|m| m.0.words).collect();
+                Err(format!("ambiguous command '{line}': {}", candidates.join(", ")))
             }
         }
     }
 }
 
-fn show_runtime(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+fn show_version(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let (version, uptime, workers) = (env!("CARGO_PKG_VERSION"), dp.uptime(), dp.config().workers.count);
+    let hz = crate::tsc::hz();
+    let text = format!("vecflow {version}, up {uptime:.1} s, {workers} worker(s), TSC {:.3} GHz\n", hz as f64 / 1e9);
+    Ok(Reply { text, json: json!({"version": version, "uptime": uptime, "workers": workers, "tsc_hz": hz}) })
+}
+
+fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let mut text = format!("{:<16} {:>4} {:<10} {:<18} {:>5}  {}\n", "Name", "Idx", "Driver", "MAC", "MTU", "Details");
+    let mut rows = Vec::new();
+    for i in dp.interfaces().iter().filter(|i| i.parent.is_none()) {
+        let cfg = dp.config().interfaces.get(&i.name);
+        let link = dp.link(i.index);
+        let (up, speed) = (link.oper_up.get() == 1, link.speed.get());
+        let details = match i.driver {
+            crate::interface::DriverKind::Generator => {
+                let streams = cfg.and_then(|c| c.generator.as_ref()).map_or(0, |g| g.streams.len());
+                json!({"streams": streams})
+            }
+            crate::interface::DriverKind::AfPacket => {
+                let a = cfg.and_then(|c| c.af_packet).unwrap_or_default();
+                let host = dp.host_link(i.index);
+                json!({"host_interface": host.map(|h| &h.name), "host_ifindex": host.map(|h| h.ifindex),
+                    "host_mtu": host.map(|h| h.mtu), "rx_queues": a.rx_queues, "block_size": a.block_size,
+                    "blocks": a.blocks, "block_timeout_ms": a.block_timeout_ms})
+            }
+            crate::interface::DriverKind::Pcap => {
+                let p = cfg.and_then(|c| c.pcap.clone());
+                json!({"read": p.as_ref().and_then(|p| p.read.clone()), "loop": p.as_ref().is_some_and(|p| p.looping),
+                    "rate_pps": p.as_ref().map_or(0, |p| p.rate_pps), "write": p.and_then(|p| p.write)})
+            }
+        };
+        let mut words: Vec<String> = details
+            .as_object()
+            .expect("an object")
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| format!("{}={}", k.replace('_', "-"), v.as_str().map_or(v.to_string(), str::to_string)))
+            .collect();
+        words.push(format!(
+            "link {}{}",
+            if up { "up" } else { "down" },
+            match speed {
+                0 => String::new(),
+                s => format!(" {} Mbit/s", s / 1_000_000),
+            }
+        ));
+        let driver = serde_json::to_value(i.driver).expect("a name");
+        let _ = writeln!(
+            text,
+            "{:<16} {:>4} {:<10} {:<18} {:>5}  {}",
+            i.name,
+            i.index,
+            driver.as_str().unwrap_or("?"),
+            i.mac,
+            i.mtu,
+            words.join(", ")
+        );
+        rows.push(
+            json!({"interface": i.name, "index": i.index, "driver": driver, "mac": i.mac.to_string(), "mtu": i.mtu,
+            "link": {"up": up, "speed": speed}, "details": details}),
+        );
+    }
+    Ok(Reply { text, json: json!({"interfaces": rows}) })
+}
+
+fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let hz = crate::tsc::hz() as f64;
     let mut text = String::new();
     let mut workers = Vec::new();
@@ -159,7 +257,7 @@ fn show_runtime(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     Ok(Reply { text, json: json!({"tsc_hz": hz as u64, "workers": workers}) })
 }
 
-fn show_errors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+fn show_errors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let rows = dp.errors();
     let mut text = format!("{:>12}  {:<20} {:<22} {}\n", "Count", "Node", "Reason", "Interface");
     for r in &rows {
@@ -168,7 +266,7 @@ fn show_errors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     Ok(Reply { text, json: json!({"errors": rows}) })
 }
 
-fn show_interface(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
+fn show_interface(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let selected: Vec<_> =
         dp.interfaces().iter().filter(|i| args.is_empty() || args.contains(&i.name.as_str())).collect();
     if let Some(missing) = args.iter().find(|a| !dp.interfaces().iter().any(|i| i.name == **a)) {
@@ -243,7 +341,7 @@ fn fib_row(dp: &Dataplane, r: Route, text: &mut String) -> Value {
     json!({"prefix": prefix, "adjacency_index": r.adj, "adjacency": adj, "detail": detail})
 }
 
-fn show_ip_fib(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
+fn show_ip_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let fib = dp.fib();
     let routes: Vec<Route> = match args {
         [] => fib.routes().collect(),
@@ -278,7 +376,7 @@ fn show_ip_fib(dp: &Dataplane, args: &[&str]) -> Result<Reply, String> {
     })
 }
 
-fn show_neighbors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+fn show_neighbors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or("?".into(), |x| x.name.clone());
     let mut text = format!("{:<16} {:<16} {:<18} {:<11} {:>9}\n", "Interface", "Address", "MAC", "State", "Age (s)");
     let mut rows = Vec::new();
@@ -290,7 +388,7 @@ fn show_neighbors(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     Ok(Reply { text, json: json!({ "neighbors": rows }) })
 }
 
-fn show_mpls_fib(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+fn show_mpls_fib(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let l3 = dp.l3();
     let mut text = format!("{:<10} {}\n", "Label", "Forwarding");
     let mut rows = Vec::new();
@@ -308,7 +406,7 @@ fn show_mpls_fib(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
     Ok(Reply { text, json: json!({"labels": rows}) })
 }
 
-fn show_sflow(dp: &Dataplane, _args: &[&str]) -> Result<Reply, String> {
+fn show_sflow(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let Some((agent, totals, rows)) = dp.sflow() else {
         return Ok(Reply {
             text: "sFlow is off (no sflow: section in the configuration)\n".into(),

@@ -650,6 +650,11 @@ impl Dataplane {
         &self.config
     }
 
+    /// What the kernel said of the host interface behind `index` (`af-packet` interfaces).
+    pub fn host_link(&self, index: u16) -> Option<&HostLink> {
+        self.hosts.iter().find(|(i, _, _)| *i == index).map(|(_, link, _)| link)
+    }
+
     /// Seconds since start.
     pub fn uptime(&self) -> f64 {
         self.started.elapsed().as_secs_f64()

@@ -51,15 +51,19 @@ fn show_commands_answer_in_text_and_json() {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
-        let ran = |n: &str| r.execute(&dp, "show runtime").unwrap().text.contains(n);
+        let runtime = r.execute(&mut dp, "show runtime").unwrap().text;
         let port2_forwarded =
             dp.interfaces().iter().any(|i| i.name == "port2" && dp.interface_stats(i.index).rx_packets > 0);
-        if ran("ip4-rewrite") && ran("generator-tx") && port2_forwarded && !dp.errors().is_empty() {
+        if runtime.contains("ip4-rewrite")
+            && runtime.contains("generator-tx")
+            && port2_forwarded
+            && !dp.errors().is_empty()
+        {
             break;
         }
     }
     dp.stop().unwrap();
-    let rt = r.execute(&dp, "show runtime").unwrap();
+    let rt = r.execute(&mut dp, "show runtime").unwrap();
     assert_eq!(rt.json["workers"].as_array().unwrap().len(), 2);
     for node in [
         "generator-input",
@@ -73,24 +77,24 @@ fn show_commands_answer_in_text_and_json() {
     ] {
         assert!(rt.text.contains(node), "{node} missing from\n{}", rt.text);
     }
-    let errs = r.execute(&dp, "show errors").unwrap();
+    let errs = r.execute(&mut dp, "show errors").unwrap();
     assert_eq!(errs.json["errors"].as_array().unwrap().len(), 1, "{}", errs.text);
-    let fib = r.execute(&dp, "show ip fib").unwrap();
+    let fib = r.execute(&mut dp, "show ip fib").unwrap();
     assert_eq!(fib.json["total_routes"], 12, "4 routes + 4 connected /31s + 4 local /32s:\n{}", fib.text);
-    let one = r.execute(&dp, "show ip fib 48.0.0.77").unwrap();
+    let one = r.execute(&mut dp, "show ip fib 48.0.0.77").unwrap();
     assert_eq!(one.json["routes"][0]["prefix"], "48.0.0.0/24");
     assert!(one.text.contains("via 100.64.1.0 out port1 (00:1b:21:06:00:01)"), "{}", one.text);
-    let exact = r.execute(&dp, "show ip fib 100.64.0.1/32").unwrap();
+    let exact = r.execute(&mut dp, "show ip fib 100.64.0.1/32").unwrap();
     assert_eq!(exact.json["routes"][0]["adjacency"]["kind"], "local");
-    assert!(r.execute(&dp, "show ip fib nonsense").unwrap_err().contains("neither a prefix"));
-    let n = r.execute(&dp, "show neighbors").unwrap();
+    assert!(r.execute(&mut dp, "show ip fib nonsense").unwrap_err().contains("neither a prefix"));
+    let n = r.execute(&mut dp, "show neighbors").unwrap();
     assert_eq!(n.json["neighbors"].as_array().unwrap().len(), 4);
     assert_eq!(n.json["neighbors"][0]["interface"], "port0");
-    let one = r.execute(&dp, "show interface port2").unwrap();
+    let one = r.execute(&mut dp, "show interface port2").unwrap();
     assert_eq!(one.json["interfaces"].as_array().unwrap().len(), 1);
     assert!(one.json["interfaces"][0]["counters"]["rx_packets"].as_u64().unwrap() > 0, "{}", one.json);
-    assert!(r.execute(&dp, "show interface nope").unwrap_err().contains("no interface named 'nope'"));
-    assert!(r.execute(&dp, "show bogus").unwrap_err().contains("unknown command"));
+    assert!(r.execute(&mut dp, "show interface nope").unwrap_err().contains("no interface named 'nope'"));
+    assert!(r.execute(&mut dp, "show bogus").unwrap_err().contains("unknown command"));
 }
 
 /// A stream with `count` sends exactly that many packets, then stops.

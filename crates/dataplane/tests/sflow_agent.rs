@@ -123,7 +123,7 @@ fn generic(c: &sflow::CountersSample<'_>) -> sflow::IfCounters {
 
 #[test]
 fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
-    let Collected { dp, flows: by_source, datagram_seqs, agents, polls, .. } = run(config);
+    let Collected { mut dp, flows: by_source, datagram_seqs, agents, polls, .. } = run(config);
     assert!(datagram_seqs.windows(2).all(|w| w[1] == w[0] + 1), "datagram sequence without gaps");
     assert_eq!(agents.into_iter().collect::<Vec<_>>(), [IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1))]);
     let index = |n: &str| u32::from(dp.interfaces().iter().find(|i| i.name == n).unwrap().index);
@@ -187,7 +187,7 @@ fn samples_carry_counted_pools_gapless_sequences_and_forwarding_decisions() {
         assert!(last.records.contains(&CounterRecord::PortName(std::borrow::Cow::Borrowed(name.as_bytes()))));
     }
     assert_eq!(generic(polls[&p2].last().unwrap()).promiscuous_mode, 1, "cross-connected: promiscuous");
-    let show = Registry::with_builtins().execute(&dp, "show sflow").unwrap();
+    let show = Registry::with_builtins().execute(&mut dp, "show sflow").unwrap();
     assert!(show.text.contains("collector 127.0.0.1:") && show.text.contains("port0"), "{}", show.text);
     assert!(show.text.contains("counter polling every 1 s"), "{}", show.text);
     assert_eq!(show.json["totals"]["counter_samples"].as_u64(), Some(polls.values().map(|p| p.len() as u64).sum()));

@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         commands.push("show sflow");
     }
     for cmd in commands {
-        let reply = registry.execute(&dp, cmd).map_err(anyhow::Error::msg)?;
+        let reply = registry.execute(&mut dp, cmd).map_err(anyhow::Error::msg)?;
         println!("\nvecflow# {cmd}\n{}", reply.text);
     }
     if let Some(c) = collector {

@@ -1,15 +1,18 @@
 //! `vecflow`: the command-line front end.
 //!
 //! - `vecflow run` is the daemon: it forwards between real interfaces until stopped.
+//! - `vecflow ctl` talks to a running daemon through its API socket.
 //! - `vecflow demo` runs the example lab on generator interfaces and shows what flows.
 //! - `vecflow bench` measures cycles per packet of the forwarding paths and the sFlow codec.
 //! - `vecflow collect` receives sFlow and prints it or summarises it with estimates.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod api;
 mod bench;
 mod codec_bench;
 mod collect;
+mod ctl;
 mod demo;
 mod run;
 mod sample_bench;
@@ -30,6 +33,8 @@ enum Command {
     /// Run the dataplane from a YAML configuration until SIGINT or SIGTERM (or, replaying
     /// captures, until they end).
     Run(run::Args),
+    /// Talk to a running `vecflow run`: one command (`vecflow ctl show runtime`) or a console.
+    Ctl(ctl::Args),
     /// Run a lab config on generator interfaces for a while and show what flowed.
     Demo(demo::Args),
     /// Measure cycles per packet of the forwarding paths (one worker, in memory) and the sFlow codec.
@@ -48,6 +53,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => run::run(a),
+        Command::Ctl(a) => ctl::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Collect(a) => collect::run(a),

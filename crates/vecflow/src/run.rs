@@ -4,8 +4,12 @@
 //! rings unmapped, promiscuous mode dropped), capture files written out, the sFlow agent's
 //! last samples and a final counter poll sent. While it runs, the main thread keeps the neighbor table (what the
 //! workers learn from ARP, ageing, refresh probes) and re-reads the kernel's link facts once
-//! a second. Logs go to stderr through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
+//! a second, and runs the commands `vecflow ctl` sends through the API socket (between those
+//! chores, so a command never races the dataplane's own bookkeeping). Logs go to stderr
+//! through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
 
+use crate::api::server::Server;
+use crate::api::{ApiError, CommandReply, code};
 use anyhow::Context;
 use dataplane::{Config, Dataplane};
 use std::path::PathBuf;
@@ -32,6 +36,9 @@ pub struct Args {
     /// neighbors` (and `show sflow`) to stdout: a whole run's totals, e.g. for a benchmark.
     #[arg(long)]
     show_at_exit: bool,
+    /// The API socket `vecflow ctl` talks to (created mode 0600, its directory if missing).
+    #[arg(long, default_value = crate::api::DEFAULT_SOCKET)]
+    socket: PathBuf,
 }
 
 /// Logs to stderr at `info`, or more with `-v`; `RUST_LOG` overrides both.
@@ -57,6 +64,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
+    let registry = dataplane::cli::Registry::with_builtins();
+    let api = Server::bind(&args.socket, registry.commands().iter().map(|c| (c.words, c.help)).collect())
+        .context("api socket")?;
     let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
     tracing::info!(
         "vecflow {} running {source}: {} interfaces, {} worker(s); SIGINT or SIGTERM stops it",
@@ -65,12 +75,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config.workers.count
     );
     let mut next_refresh = Instant::now() + LINK_REFRESH;
+    let mut next_tick = Instant::now() + TICK;
     while !stop.load(Relaxed) {
         if dp.replay_finished() {
             tracing::info!("every capture has been replayed");
             break;
         }
-        std::thread::sleep(TICK);
+        let now = Instant::now();
+        if now < next_tick {
+            if let Some(call) = api.next_call(next_tick - now) {
+                let reply = registry.execute(&mut dp, &call.command);
+                call.answer(
+                    reply
+                        .map(|r| CommandReply { text: r.text, json: r.json })
+                        .map_err(|e| ApiError::new(code::COMMAND_FAILED, e)),
+                );
+            }
+            continue;
+        }
+        next_tick = now + TICK;
         dp.service();
         if Instant::now() >= next_refresh {
             dp.refresh_links();
@@ -78,16 +101,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     tracing::info!("stopping");
+    drop(api);
     dp.stop().context("stopping the dataplane")?;
     tracing::info!("stopped");
     if args.show_at_exit {
-        let registry = dataplane::cli::Registry::with_builtins();
         let mut commands = vec!["show interface", "show errors", "show runtime", "show ip neighbors"];
         if dp.sflow().is_some() {
             commands.push("show sflow");
         }
         for cmd in commands {
-            let reply = registry.execute(&dp, cmd).map_err(anyhow::Error::msg)?;
+            let reply = registry.execute(&mut dp, cmd).map_err(anyhow::Error::msg)?;
             println!("vecflow# {cmd}\n{}", reply.text);
         }
     }

@@ -105,7 +105,10 @@ impl Lab {
         let log = dir.join("vecflow.log");
         let vecflow = Daemon::spawn(
             Command::new("ip")
-                .args(["netns", "exec", &self.r, env!("CARGO_BIN_EXE_vecflow"), "run", "--show-at-exit", "-c"])
+                .args(["netns", "exec", &self.r, env!("CARGO_BIN_EXE_vecflow"), "run", "--show-at-exit"])
+                .arg("--socket")
+                .arg(dir.join("api.sock"))
+                .arg("-c")
                 .arg(&yaml)
                 .stdout(std::fs::File::create(dir.join("show.txt")).unwrap())
                 .stderr(std::fs::File::create(&log).unwrap()),

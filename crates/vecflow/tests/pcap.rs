@@ -96,7 +96,7 @@ fn run_to_end(dir: &Path, config: &str) -> String {
     let path = dir.join("replay.yaml");
     std::fs::write(&path, config).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
-        .args(["run", "--show-at-exit", "-c", path.to_str().unwrap()])
+        .args(["run", "--show-at-exit", "-c", path.to_str().unwrap(), "--socket", "api.sock"])
         .current_dir(dir)
         .output()
         .unwrap();
@@ -157,7 +157,7 @@ fn a_capture_that_cannot_be_read_stops_the_start_naming_the_field() {
         let path = dir.path().join("bad.yaml");
         std::fs::write(&path, l2xc_config(input, "out.pcap")).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
-            .args(["run", "-c", path.to_str().unwrap()])
+            .args(["run", "-c", path.to_str().unwrap(), "--socket", "api.sock"])
             .current_dir(dir.path())
             .output()
             .unwrap();

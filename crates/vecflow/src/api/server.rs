@@ -1,0 +1,280 @@
+//! The daemon's side of the API: a Unix socket, a thread that accepts clients and one thread
+//! per client that reads its requests. Commands are not run there: each goes to the main
+//! thread (which owns the dataplane) as a [`Call`], and the client's thread waits for the
+//! answer. Threads, blocking I/O and channels: no async runtime.
+//!
+//! Limits that keep one client from disturbing the daemon or the others: at most
+//! [`MAX_CLIENTS`] connections (one more is told [`code::BUSY`] and closed); a request line
+//! longer than [`MAX_REQUEST`] is refused and its connection closed; a request must arrive
+//! whole within [`REQUEST_TIMEOUT`] of its first byte, and a connection idle for
+//! [`IDLE_TIMEOUT`] is closed.
+
+use super::{API_VERSION, ApiError, CommandReply, MAX_REQUEST, code};
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Most clients connected at once.
+pub const MAX_CLIENTS: usize = 32;
+/// Longest a request may take to arrive once its first byte has.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a connection may stay idle between requests.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest a client waits for the main thread to run its command.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a client's thread wakes to check its deadlines and the stop flag.
+const READ_SLICE: Duration = Duration::from_millis(200);
+/// Commands waiting for the main thread, at most.
+const CALL_QUEUE: usize = 64;
+
+/// A command a client asked for, to be run by the main thread and answered with
+/// [`Call::answer`].
+pub struct Call {
+    /// The command line, e.g. `show interface wan0`.
+    pub command: String,
+    reply: SyncSender<Result<CommandReply, ApiError>>,
+}
+
+impl Call {
+    /// Sends the answer to the waiting client (if it is still there).
+    pub fn answer(self, result: Result<CommandReply, ApiError>) {
+        let _ = self.reply.send(result);
+    }
+}
+
+/// What every client thread shares.
+struct Shared {
+    calls: SyncSender<Call>,
+    commands: Value,
+    stop: AtomicBool,
+    clients: AtomicUsize,
+}
+
+/// The listening API socket; removed when dropped.
+pub struct Server {
+    path: PathBuf,
+    calls: Receiver<Call>,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Listens on `path` (mode 0600; its directory is created if missing). A socket file
+    /// nobody answers on (left by a daemon that died) is replaced; one a live daemon answers
+    /// on, or a path that is not a socket, is an error. `commands` (words and help of each
+    /// command) is what the `commands` method lists.
+    pub fn bind(path: &Path, commands: Vec<(&'static str, &'static str)>) -> anyhow::Result<Server> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(dir)
+                .with_context(|| format!("creating {}", dir.display()))?;
+        }
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                bail!("{} exists and is not a socket; remove it or choose another --socket", path.display());
+            }
+            if UnixStream::connect(path).is_ok() {
+                bail!("another vecflow is running: it answers on {} (choose another --socket)", path.display());
+            }
+            std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
+        }
+        // Created 0600 from the start (no moment where others could connect), then checked.
+        // SAFETY: umask(2) only swaps the process's file mode mask.
+        let old = unsafe { libc::umask(0o177) };
+        let listener = UnixListener::bind(path);
+        // SAFETY: as above, restoring the previous mask.
+        unsafe { libc::umask(old) };
+        let listener = listener.with_context(|| format!("listening on {}", path.display()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("chmod 0600 {}", path.display()))?;
+        let (tx, calls) = sync_channel(CALL_QUEUE);
+        let commands: Vec<Value> = commands.iter().map(|(w, h)| json!({"words": w, "help": h})).collect();
+        let shared = Arc::new(Shared {
+            calls: tx,
+            commands: json!({ "commands": commands }),
+            stop: AtomicBool::new(false),
+            clients: AtomicUsize::new(0),
+        });
+        let s = shared.clone();
+        let acceptor = std::thread::Builder::new()
+            .name("vecflow-api".into())
+            .spawn(move || accept(listener, s))
+            .context("starting the API thread")?;
+        Ok(Server { path: path.to_owned(), calls, shared, acceptor: Some(acceptor) })
+    }
+
+    /// The next command a client asked for, waiting at most `timeout`.
+    pub fn next_call(&self, timeout: Duration) -> Option<Call> {
+        self.calls.recv_timeout(timeout).ok()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+        // Wake the acceptor out of accept(2).
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.acceptor.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The acceptor: a thread per client, up to [`MAX_CLIENTS`].
+fn accept(listener: UnixListener, shared: Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stop.load(Relaxed) {
+            return;
+        }
+        let Ok(mut stream) = stream else { continue };
+        if shared.clients.fetch_add(1, Relaxed) >= MAX_CLIENTS {
+            shared.clients.fetch_sub(1, Relaxed);
+            let busy = ApiError::new(code::BUSY, format!("too many clients (at most {MAX_CLIENTS}); try again"));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = write_line(&mut stream, &error_response(Value::Null, busy));
+            continue;
+        }
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new().name("vecflow-api-client".into()).spawn(move || {
+            serve(stream, &s);
+            s.clients.fetch_sub(1, Relaxed);
+        });
+        if spawned.is_err() {
+            shared.clients.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// Reads one client's requests line by line and answers each, until it hangs up, breaks a
+/// limit or the daemon stops.
+fn serve(mut stream: UnixStream, shared: &Shared) {
+    let _ = stream.set_read_timeout(Some(READ_SLICE));
+    let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
+    let (mut pending, mut chunk) = (Vec::new(), vec![0u8; 64 * 1024]);
+    let mut request_started: Option<Instant> = None;
+    let mut idle_since = Instant::now();
+    loop {
+        while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=nl).collect();
+            request_started = (!pending.is_empty()).then(Instant::now);
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if write_line(&mut stream, &respond(&line[..nl], shared)).is_err() {
+                return;
+            }
+            idle_since = Instant::now();
+        }
+        if pending.len() > MAX_REQUEST {
+            let e = ApiError::new(code::TOO_LARGE, format!("request longer than {MAX_REQUEST} bytes"));
+            let _ = write_line(&mut stream, &error_response(Value::Null, e));
+            return;
+        }
+        let timed_out = match request_started {
+            Some(t) => t.elapsed() > REQUEST_TIMEOUT,
+            None => idle_since.elapsed() > IDLE_TIMEOUT,
+        };
+        if timed_out || shared.stop.load(Relaxed) {
+            return;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => {
+                if pending.is_empty() {
+                    request_started = Some(Instant::now());
+                }
+                pending.extend_from_slice(&chunk[..n]);
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Writes `v` as one line.
+fn write_line(stream: &mut UnixStream, v: &Value) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(v).expect("a JSON value serializes");
+    line.push(b'\n');
+    stream.write_all(&line)
+}
+
+/// A JSON-RPC error response.
+fn error_response(id: Value, e: ApiError) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
+}
+
+/// The response to one request line.
+fn respond(line: &[u8], shared: &Shared) -> Value {
+    let request: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => return error_response(Value::Null, ApiError::new(code::PARSE_ERROR, format!("not JSON: {e}"))),
+    };
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    match answer(&request, shared) {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(e) => error_response(id, e),
+    }
+}
+
+/// The result of a parsed request.
+fn answer(request: &Value, shared: &Shared) -> Result<Value, ApiError> {
+    let invalid = |what: &str| ApiError::new(code::INVALID_REQUEST, what.to_string());
+    if request.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid("not a JSON-RPC 2.0 request: \"jsonrpc\": \"2.0\" is missing"));
+    }
+    let method = request.get("method").and_then(Value::as_str).ok_or_else(|| invalid("\"method\" is missing"))?;
+    let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+    if !params.is_object() {
+        return Err(ApiError::new(code::INVALID_PARAMS, "params: an object"));
+    }
+    match params.get("api") {
+        None => {}
+        Some(v) if v.as_u64() == Some(API_VERSION) => {}
+        Some(v) => {
+            return Err(ApiError::new(
+                code::UNSUPPORTED_VERSION,
+                format!("params.api: {v}: this daemon speaks API version {API_VERSION}"),
+            ));
+        }
+    }
+    match method {
+        "version" => Ok(json!({"api": API_VERSION, "vecflow": env!("CARGO_PKG_VERSION")})),
+        "commands" => Ok(shared.commands.clone()),
+        "cli" => {
+            let command = params.get("command").and_then(Value::as_str).ok_or_else(|| {
+                ApiError::new(code::INVALID_PARAMS, "params.command: a command line, e.g. \"show runtime\"")
+            })?;
+            run_on_main_thread(command, shared)
+        }
+        other => Err(ApiError::new(
+            code::METHOD_NOT_FOUND,
+            format!("method '{other}' does not exist; methods: version, commands, cli"),
+        )),
+    }
+}
+
+/// Hands `command` to the main thread and waits for its answer.
+fn run_on_main_thread(command: &str, shared: &Shared) -> Result<Value, ApiError> {
+    let stopping = || ApiError::new(code::SHUTTING_DOWN, "vecflow is stopping");
+    let (reply, answer) = sync_channel(1);
+    shared.calls.send(Call { command: command.to_string(), reply }).map_err(|_| stopping())?;
+    match answer.recv_timeout(COMMAND_TIMEOUT) {
+        Ok(r) => r.map(|reply| serde_json::to_value(reply).expect("a reply serializes")),
+        Err(RecvTimeoutError::Timeout) => Err(ApiError::new(
+            code::COMMAND_FAILED,
+            format!("'{command}' did not finish within {} s", COMMAND_TIMEOUT.as_secs()),
+        )),
+        Err(RecvTimeoutError::Disconnected) => Err(stopping()),
+    }
+}

@@ -1,0 +1,222 @@
+//! The control API of `vecflow run` and `vecflow ctl`, against a daemon forwarding a small
+//! generator lab: the socket's life cycle and mode, one-shot commands in text and JSON, and
+//! requests that are malformed, oversized, slow, of another API version or many at once —
+//! none of which may disturb the daemon or the other clients.
+
+mod common;
+
+use common::Daemon;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Two generator ports cross-connected, at a modest rate.
+const LAB: &str = "interfaces:
+  p0:
+    l2xc: p1
+    generator: {streams: [{template: l2, rate-pps: 20000}]}
+  p1: {l2xc: p0}
+";
+
+/// A running daemon and its socket, in a directory of its own.
+struct Running {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    daemon: Option<Daemon>,
+}
+
+impl Running {
+    /// Starts `vecflow run` on [`LAB`] and waits until its socket answers.
+    fn start() -> Running {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("run").join("api.sock");
+        let daemon = spawn_run(dir.path(), &socket);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while UnixStream::connect(&socket).is_err() {
+            assert!(Instant::now() < deadline, "no API socket at {}", socket.display());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Running { dir, socket, daemon: Some(daemon) }
+    }
+
+    /// `vecflow ctl --socket … ARGS`: success, stdout, stderr.
+    fn ctl(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
+            .args(["ctl", "--socket", self.socket.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+
+    /// Stops the daemon with SIGTERM; it must exit 0 and remove its socket. Returns its
+    /// directory.
+    fn stop(mut self) -> tempfile::TempDir {
+        let status = self.daemon.take().unwrap().stop(libc::SIGTERM, Duration::from_secs(10));
+        assert!(status.success(), "vecflow run exit: {status}");
+        assert!(!self.socket.exists(), "the socket is removed at exit");
+        self.dir
+    }
+}
+
+/// Starts `vecflow run --socket SOCKET` on [`LAB`] written in `dir`.
+fn spawn_run(dir: &Path, socket: &Path) -> Daemon {
+    let config = dir.join("lab.yaml");
+    std::fs::write(&config, LAB).unwrap();
+    Daemon::spawn(
+        Command::new(env!("CARGO_BIN_EXE_vecflow"))
+            .args(["run", "-c", config.to_str().unwrap(), "--socket", socket.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+}
+
+/// One raw request line on a fresh connection; the answer.
+fn raw(socket: &Path, line: &[u8]) -> Value {
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(line).unwrap();
+    let mut answer = String::new();
+    BufReader::new(s).read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+fn error_code(v: &Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error: {v}"))
+}
+
+#[test]
+fn ctl_runs_commands_in_text_and_json() {
+    let d = Running::start();
+    let mode = std::fs::metadata(&d.socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "socket mode");
+    // Traffic is flowing: show runtime lists the L2 path.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ok, out, err) = d.ctl(&["show", "runtime"]);
+        assert!(ok, "{err}");
+        if out.contains("l2-xconnect") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no traffic: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, out, _) = d.ctl(&["--json", "show", "interface", "p1"]);
+    assert!(ok);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["interfaces"][0]["interface"]["name"], "p1");
+    assert!(v["interfaces"][0]["counters"]["tx_packets"].as_u64().unwrap() > 0, "{v}");
+    // Words may be cut short, as in VPP.
+    let (ok, out, err) = d.ctl(&["sh", "int", "p1"]);
+    assert!(ok && out.contains("p1") && !out.contains("p0"), "{out}{err}");
+    let (ok, out, _) = d.ctl(&["show", "errors", "--json"]);
+    assert!(ok && serde_json::from_str::<Value>(&out).unwrap()["errors"].is_array(), "{out}");
+    let (ok, _, err) = d.ctl(&["show", "interface", "nope"]);
+    assert!(!ok && err.contains("no interface named 'nope'"), "{err}");
+    let (ok, _, err) = d.ctl(&["frobnicate"]);
+    assert!(!ok && err.contains("unknown command 'frobnicate'"), "{err}");
+    d.stop();
+}
+
+#[test]
+fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
+    let d = Running::start();
+    // A second daemon on the same socket does not start, and the first keeps answering.
+    let second = spawn_run(d.dir.path(), &d.socket).wait_with_output();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success() && err.contains("another vecflow is running"), "{err}");
+    assert!(d.ctl(&["show", "version"]).0);
+    let socket = d.socket.clone();
+    let dir = d.stop();
+    // A socket file nobody answers on (a daemon that was killed) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let mut again = spawn_run(dir.path(), &socket);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "the stale socket was not replaced");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(again.child().try_wait().unwrap().is_none());
+    // A path that is not a socket is never removed.
+    let file = dir.path().join("not-a-socket");
+    std::fs::write(&file, "keep me").unwrap();
+    let out = spawn_run(dir.path(), &file).wait_with_output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("exists and is not a socket"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+}
+
+#[test]
+fn bad_requests_get_errors_and_disturb_no_one() {
+    let d = Running::start();
+    let s = &d.socket;
+    assert_eq!(error_code(&raw(s, b"this is not json\n")), -32700);
+    assert_eq!(error_code(&raw(s, b"{\"id\": 1, \"method\": \"cli\"}\n")), -32600);
+    assert_eq!(error_code(&raw(s, b"{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": \"reboot\"}\n")), -32601);
+    assert_eq!(error_code(&raw(s, b"{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"cli\"}\n")), -32602);
+    let v = raw(s, b"{\"jsonrpc\": \"2.0\", \"id\": 4, \"method\": \"version\", \"params\": {\"api\": 2}}\n");
+    assert_eq!(error_code(&v), -32002);
+    assert!(v["error"]["message"].as_str().unwrap().contains("params.api"), "{v}");
+    let v = raw(
+        s,
+        b"{\"jsonrpc\": \"2.0\", \"id\": \"x\", \"method\": \"cli\", \"params\": {\"command\": \"show nothing\"}}\n",
+    );
+    assert_eq!((error_code(&v), &v["id"]), (-32000, &json!("x")));
+    let v = raw(s, b"{\"jsonrpc\": \"2.0\", \"id\": 5, \"method\": \"version\"}\n");
+    assert_eq!((v["id"].as_i64(), v["result"]["api"].as_i64()), (Some(5), Some(1)), "{v}");
+
+    // Oversized: refused, connection closed.
+    let mut big = UnixStream::connect(s).unwrap();
+    big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let junk = vec![b'x'; 2 << 20];
+    let _ = big.write_all(&junk);
+    let mut answer = String::new();
+    let mut reader = BufReader::new(big);
+    reader.read_line(&mut answer).unwrap();
+    assert_eq!(error_code(&serde_json::from_str(&answer).unwrap()), -32001);
+    let mut rest = Vec::new();
+    assert_eq!(reader.read_to_end(&mut rest).unwrap_or(0), 0, "closed after an oversized request");
+
+    // Slow: half a request, then silence; closed after the request timeout, while others
+    // are answered meanwhile.
+    let mut slow = UnixStream::connect(s).unwrap();
+    slow.write_all(b"{\"jsonrpc\": \"2.0\", ").unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let started = Instant::now();
+    let (ok, _, err) = d.ctl(&["show", "runtime"]);
+    assert!(ok, "answered while another client stalls: {err}");
+    let mut buf = [0u8; 64];
+    assert_eq!(slow.read(&mut buf).unwrap_or(0), 0, "the stalled connection is closed");
+    assert!(started.elapsed() >= Duration::from_secs(4), "closed too early: {:?}", started.elapsed());
+
+    // Many at once: every answer arrives, to the right request.
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let socket = s.clone();
+            std::thread::spawn(move || {
+                let mut c = UnixStream::connect(&socket).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let mut reader = BufReader::new(c.try_clone().unwrap());
+                for k in 0..20 {
+                    let id = t * 100 + k;
+                    let req = json!({"jsonrpc": "2.0", "id": id, "method": "cli", "params": {"command": "show interface p0"}});
+                    c.write_all(format!("{req}\n").as_bytes()).unwrap();
+                    let mut answer = String::new();
+                    reader.read_line(&mut answer).unwrap();
+                    let v: Value = serde_json::from_str(&answer).unwrap();
+                    assert_eq!(v["id"].as_u64(), Some(id), "{v}");
+                    assert!(v["result"]["text"].as_str().unwrap().contains("p0"), "{v}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    d.stop();
+}
