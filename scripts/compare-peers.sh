@@ -202,7 +202,7 @@ neighbors: [{interface: out0, address: 10.0.2.99, mac: '02:00:00:00:02:99'}]
 sflow: {sampling-rate: 1000, polling-interval: 20, collectors: [{address: 127.0.0.1, port: $SFLOW_PORT}]}
 YAML
     collector_up
-    ip netns exec vfcpr setsid "$vecflow" run -c "$work/vecflow.yaml" --show-at-exit \
+    ip netns exec vfcpr setsid "$vecflow" run -c "$work/vecflow.yaml" --socket "$work/api.sock" --show-at-exit \
         >"$work/vecflow.out" 2>"$work/vecflow.log" &
     vf=$!
     pgroups+=("$vf")

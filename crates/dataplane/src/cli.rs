@@ -81,6 +81,21 @@ impl Registry {
         });
         r.register(Command { words: "show neighbors", help: "the same as show ip neighbors", run: show_neighbors });
         r.register(Command {
+            words: "clear interfaces",
+            help: "show interface counts from now (sFlow and Prometheus counters never reset)",
+            run: |dp, args| cleared(dp, args, "interfaces", Dataplane::clear_interfaces),
+        });
+        r.register(Command {
+            words: "clear runtime",
+            help: "show runtime counts from now",
+            run: |dp, args| cleared(dp, args, "runtime", Dataplane::clear_runtime),
+        });
+        r.register(Command {
+            words: "clear errors",
+            help: "show errors counts from now",
+            run: |dp, args| cleared(dp, args, "errors", Dataplane::clear_errors),
+        });
+        r.register(Command {
             words: "show mpls fib",
             help: "MPLS local labels: swap (out-labels, next hop) or pop",
             run: show_mpls_fib,
@@ -144,6 +159,15 @@ impl Registry {
             }
         }
     }
+}
+
+/// A `clear` command: takes no arguments, runs `clear`, says what it did.
+fn cleared(dp: &mut Dataplane, args: &[&str], what: &str, clear: fn(&mut Dataplane)) -> Result<Reply, String> {
+    if let Some(extra) = args.first() {
+        return Err(format!("clear {what}: takes no arguments ('{extra}')"));
+    }
+    clear(dp);
+    Ok(Reply { text: String::new(), json: json!({"cleared": what}) })
 }
 
 fn show_version(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
@@ -216,7 +240,7 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let hz = crate::tsc::hz() as f64;
     let mut text = String::new();
     let mut workers = Vec::new();
-    for w in dp.runtime() {
+    for w in dp.runtime_shown() {
         let secs = w.looping.last_tsc.saturating_sub(w.looping.start_tsc) as f64 / hz;
         let input: u64 = w.nodes.iter().filter(|(n, _)| NodeId::INPUTS.contains(n)).map(|(_, s)| s.vectors).sum();
         let core = w.core.map_or("unpinned".to_string(), |c| format!("core {c}"));
@@ -258,7 +282,7 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
 }
 
 fn show_errors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
-    let rows = dp.errors();
+    let rows = dp.errors_shown();
     let mut text = format!("{:>12}  {:<20} {:<22} {}\n", "Count", "Node", "Reason", "Interface");
     for r in &rows {
         let _ = writeln!(text, "{:>12}  {:<20} {:<22} {}", r.count, r.node, r.reason, r.interface);
@@ -276,7 +300,7 @@ fn show_interface(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         format!("{:<16} {:>4} {:>7} {:>6}  {:<20} {:>16}\n", "Name", "Idx", "State", "MTU", "Counter", "Count");
     let mut list = Vec::new();
     for i in selected {
-        let s = dp.interface_stats(i.index);
+        let s = dp.interface_stats_shown(i.index);
         let link = dp.link(i.index);
         let link_up = link.oper_up.get() == 1;
         let state = match (i.admin_up, link_up) {
@@ -286,7 +310,7 @@ fn show_interface(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         };
         let mut counters = serde_json::to_value(s).expect("plain counters");
         if i.parent.is_none() {
-            counters["rx_miss"] = link.rx_miss.get().into();
+            counters["rx_miss"] = dp.rx_miss_shown(i.index).into();
         }
         let speed = link.speed.get();
         let mut first = true;

@@ -125,6 +125,36 @@ pub struct Config {
     /// The sFlow agent (names as in VPP's plugin and hsflowd).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sflow: Option<SflowConfig>,
+    /// The Prometheus endpoint of `vecflow run`.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// The Prometheus endpoint: `GET /metrics` over HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Serve metrics (default true).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Address and port to listen on (default 127.0.0.1:9482; use an address only the
+    /// monitoring system reaches: the endpoint has no authentication).
+    #[serde(default = "default_metrics_address")]
+    pub address: std::net::SocketAddr,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_metrics_address() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 9482))
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { enabled: true, address: default_metrics_address() }
+    }
 }
 
 /// The sFlow agent.
@@ -757,7 +787,10 @@ impl Config {
         if !(1024..=1 << 20).contains(&w.buffers) {
             return Err(invalid("workers.buffers", w.buffers, "1024 to 1048576"));
         }
-        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
+        // CPUs online, not only those this process may use now (`taskset` on the daemon must
+        // not make a valid configuration invalid; pinning to a forbidden CPU fails at start).
+        // SAFETY: sysconf has no preconditions.
+        let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.clamp(1, i64::from(u16::MAX)) as u16;
         for (i, c) in w.cores.iter().chain(&w.main_core).enumerate() {
             if *c >= ncpu {
                 let f = if i < w.cores.len() { format!("workers.cores[{i}]") } else { "workers.main-core".into() };

@@ -269,6 +269,20 @@ pub struct Dataplane {
     pcap_sinks: Vec<(u16, String, Arc<PcapSink>)>,
     /// Finished flags of the captures read once; `None` when no capture is read or one loops.
     replays: Option<Vec<Arc<AtomicBool>>>,
+    /// Counter values at the last `clear` commands, which `show` commands count from.
+    cleared: Cleared,
+}
+
+/// Counter values read by the `clear` commands. The counters themselves never go back (sFlow
+/// and Prometheus need them monotonic); what `show` prints is the difference.
+#[derive(Default)]
+struct Cleared {
+    /// By interface index: its counters and its rx-miss count.
+    interfaces: BTreeMap<u16, (IfStats, u64)>,
+    /// By worker: each node's counters and the loop counters (start = when cleared).
+    runtime: Vec<WorkerRuntime>,
+    /// By (interface index, reason).
+    errors: BTreeMap<(u16, u16), u64>,
 }
 
 /// The running sFlow agent.
@@ -461,6 +475,7 @@ impl Dataplane {
             links,
             hosts: host_links,
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
+            cleared: Cleared::default(),
             pcap_sinks: captures.sinks,
         };
         dp.refresh_links();
@@ -785,6 +800,74 @@ impl Dataplane {
                 }
             }
         }
+        rows
+    }
+
+    /// `clear interfaces`: what [`Dataplane::interface_stats_shown`] and
+    /// [`Dataplane::rx_miss_shown`] count from now on.
+    pub fn clear_interfaces(&mut self) {
+        self.cleared.interfaces = self
+            .interfaces
+            .iter()
+            .map(|i| (i.index, (self.interface_stats(i.index), self.links[usize::from(i.index)].rx_miss.get())))
+            .collect();
+    }
+
+    /// Interface `index`'s counters since the last `clear interfaces`.
+    pub fn interface_stats_shown(&self, index: u16) -> IfStats {
+        let base = self.cleared.interfaces.get(&index).map(|b| b.0).unwrap_or_default();
+        self.interface_stats(index).since(base)
+    }
+
+    /// Frames the kernel dropped for want of ring room on interface `index` since the last
+    /// `clear interfaces`.
+    pub fn rx_miss_shown(&self, index: u16) -> u64 {
+        let base = self.cleared.interfaces.get(&index).map_or(0, |b| b.1);
+        self.links[usize::from(index)].rx_miss.get().wrapping_sub(base)
+    }
+
+    /// `clear runtime`: what [`Dataplane::runtime_shown`] counts from now on.
+    pub fn clear_runtime(&mut self) {
+        self.cleared.runtime = self.runtime();
+        let now = tsc::now();
+        for w in &mut self.cleared.runtime {
+            w.looping.start_tsc = now;
+        }
+    }
+
+    /// Per worker node counters since the last `clear runtime` (the loop's start time then
+    /// being that clear).
+    pub fn runtime_shown(&self) -> Vec<WorkerRuntime> {
+        let mut now = self.runtime();
+        for (w, base) in now.iter_mut().zip(&self.cleared.runtime) {
+            for ((_, s), (_, b)) in w.nodes.iter_mut().zip(&base.nodes) {
+                *s = s.since(*b);
+            }
+            w.looping.loops = w.looping.loops.wrapping_sub(base.looping.loops);
+            w.looping.start_tsc = base.looping.start_tsc;
+        }
+        now
+    }
+
+    /// `clear errors`: what [`Dataplane::errors_shown`] counts from now on.
+    pub fn clear_errors(&mut self) {
+        self.cleared.errors = self
+            .interfaces
+            .iter()
+            .flat_map(|i| self.drops_of(i.index).into_iter().enumerate().map(move |(r, n)| ((i.index, r as u16), n)))
+            .collect();
+    }
+
+    /// Drops since the last `clear errors`, as [`Dataplane::errors`] lists them.
+    pub fn errors_shown(&self) -> Vec<ErrorRow> {
+        let mut rows = self.errors();
+        rows.retain_mut(|row| {
+            let i = self.interfaces.iter().find(|i| i.name == row.interface).map_or(0, |i| i.index);
+            let r = DropReason::ALL.iter().find(|r| r.name() == row.reason && r.node().name() == row.node);
+            let base = r.and_then(|r| self.cleared.errors.get(&(i, *r as u16))).copied().unwrap_or(0);
+            row.count = row.count.wrapping_sub(base);
+            row.count > 0
+        });
         rows
     }
 

@@ -25,6 +25,13 @@ macro_rules! counter_set {
             }
         }
 
+        impl $snap {
+            /// What was counted since `base` was read (modulo 2^64).
+            pub fn since(self, base: $snap) -> $snap {
+                $snap { $($field: self.$field.wrapping_sub(base.$field),)* }
+            }
+        }
+
         impl std::ops::AddAssign for $snap {
             fn add_assign(&mut self, o: $snap) {
                 $(self.$field = self.$field.wrapping_add(o.$field);)*

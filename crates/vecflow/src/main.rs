@@ -14,6 +14,7 @@ mod codec_bench;
 mod collect;
 mod ctl;
 mod demo;
+mod metrics;
 mod run;
 mod sample_bench;
 

@@ -8,13 +8,16 @@
 //! chores, so a command never races the dataplane's own bookkeeping). Logs go to stderr
 //! through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
 
-use crate::api::server::Server;
+use crate::api::server::{CALL_QUEUE, Request, Server};
 use crate::api::{ApiError, CommandReply, code};
+use crate::metrics::{self, Exporter};
 use anyhow::Context;
 use dataplane::{Config, Dataplane};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 /// How often the main thread wakes to look after the running dataplane (neighbors learned by
@@ -65,8 +68,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
     let registry = dataplane::cli::Registry::with_builtins();
-    let api = Server::bind(&args.socket, registry.commands().iter().map(|c| (c.words, c.help)).collect())
-        .context("api socket")?;
+    let (calls_tx, calls) = sync_channel(CALL_QUEUE);
+    let commands = registry.commands().iter().map(|c| (c.words, c.help)).collect();
+    let api = Server::bind(&args.socket, commands, calls_tx.clone()).context("api socket")?;
+    let metrics = match config.metrics.enabled {
+        true => Some(Exporter::bind(config.metrics.address, calls_tx)?),
+        false => None,
+    };
     let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
     tracing::info!(
         "vecflow {} running {source}: {} interfaces, {} worker(s); SIGINT or SIGTERM stops it",
@@ -83,13 +91,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let now = Instant::now();
         if now < next_tick {
-            if let Some(call) = api.next_call(next_tick - now) {
-                let reply = registry.execute(&mut dp, &call.command);
-                call.answer(
-                    reply
+            if let Ok(call) = calls.recv_timeout(next_tick - now) {
+                let reply = match &call.request {
+                    Request::Command(line) => registry
+                        .execute(&mut dp, line)
                         .map(|r| CommandReply { text: r.text, json: r.json })
                         .map_err(|e| ApiError::new(code::COMMAND_FAILED, e)),
-                );
+                    Request::Metrics => Ok(CommandReply { text: metrics::encode(&dp), json: Value::Null }),
+                };
+                call.answer(reply);
             }
             continue;
         }
@@ -101,7 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     tracing::info!("stopping");
-    drop(api);
+    drop((api, metrics));
     dp.stop().context("stopping the dataplane")?;
     tracing::info!("stopped");
     if args.show_at_exit {

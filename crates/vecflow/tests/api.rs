@@ -14,33 +14,45 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Two generator ports cross-connected, at a modest rate.
-const LAB: &str = "interfaces:
+/// Two generator ports cross-connected, at a modest rate; metrics on `port`.
+fn lab(port: u16) -> String {
+    format!(
+        "metrics: {{address: '127.0.0.1:{port}'}}
+interfaces:
   p0:
     l2xc: p1
-    generator: {streams: [{template: l2, rate-pps: 20000}]}
-  p1: {l2xc: p0}
-";
+    generator: {{streams: [{{template: l2, rate-pps: 20000}}]}}
+  p1: {{l2xc: p0}}
+"
+    )
+}
+
+/// A TCP port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
 
 /// A running daemon and its socket, in a directory of its own.
 struct Running {
     dir: tempfile::TempDir,
     socket: PathBuf,
+    metrics_port: u16,
     daemon: Option<Daemon>,
 }
 
 impl Running {
-    /// Starts `vecflow run` on [`LAB`] and waits until its socket answers.
+    /// Starts `vecflow run` on [`lab`] and waits until its socket answers.
     fn start() -> Running {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run").join("api.sock");
-        let daemon = spawn_run(dir.path(), &socket);
+        let metrics_port = free_port();
+        let daemon = spawn_run(dir.path(), &socket, metrics_port);
         let deadline = Instant::now() + Duration::from_secs(10);
         while UnixStream::connect(&socket).is_err() {
             assert!(Instant::now() < deadline, "no API socket at {}", socket.display());
             std::thread::sleep(Duration::from_millis(20));
         }
-        Running { dir, socket, daemon: Some(daemon) }
+        Running { dir, socket, metrics_port, daemon: Some(daemon) }
     }
 
     /// `vecflow ctl --socket … ARGS`: success, stdout, stderr.
@@ -63,10 +75,11 @@ impl Running {
     }
 }
 
-/// Starts `vecflow run --socket SOCKET` on [`LAB`] written in `dir`.
-fn spawn_run(dir: &Path, socket: &Path) -> Daemon {
+/// Starts `vecflow run --socket SOCKET` on [`lab`] (metrics on `metrics_port`) written in
+/// `dir`.
+fn spawn_run(dir: &Path, socket: &Path, metrics_port: u16) -> Daemon {
     let config = dir.join("lab.yaml");
-    std::fs::write(&config, LAB).unwrap();
+    std::fs::write(&config, lab(metrics_port)).unwrap();
     Daemon::spawn(
         Command::new(env!("CARGO_BIN_EXE_vecflow"))
             .args(["run", "-c", config.to_str().unwrap(), "--socket", socket.to_str().unwrap()])
@@ -113,6 +126,18 @@ fn ctl_runs_commands_in_text_and_json() {
     // Words may be cut short, as in VPP.
     let (ok, out, err) = d.ctl(&["sh", "int", "p1"]);
     assert!(ok && out.contains("p1") && !out.contains("p0"), "{out}{err}");
+    // clear interfaces: show counts from then on (a fraction of what had been counted).
+    let tx = |d: &Running| {
+        let (_, out, _) = d.ctl(&["--json", "show", "interface", "p1"]);
+        serde_json::from_str::<Value>(&out).unwrap()["interfaces"][0]["counters"]["tx_packets"].as_u64().unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let before = tx(&d);
+    assert!(d.ctl(&["clear", "interfaces"]).0);
+    assert!(tx(&d) < before / 2, "counting restarted at the clear");
+    let (ok, _, err) = d.ctl(&["clear", "runtime", "now"]);
+    assert!(!ok && err.contains("clear runtime: takes no arguments"), "{err}");
+    assert!(d.ctl(&["clear", "runtime"]).0 && d.ctl(&["clear", "errors"]).0);
     let (ok, out, _) = d.ctl(&["show", "errors", "--json"]);
     assert!(ok && serde_json::from_str::<Value>(&out).unwrap()["errors"].is_array(), "{out}");
     let (ok, _, err) = d.ctl(&["show", "interface", "nope"]);
@@ -126,7 +151,7 @@ fn ctl_runs_commands_in_text_and_json() {
 fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     let d = Running::start();
     // A second daemon on the same socket does not start, and the first keeps answering.
-    let second = spawn_run(d.dir.path(), &d.socket).wait_with_output();
+    let second = spawn_run(d.dir.path(), &d.socket, d.metrics_port).wait_with_output();
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && err.contains("another vecflow is running"), "{err}");
     assert!(d.ctl(&["show", "version"]).0);
@@ -135,7 +160,7 @@ fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     // A socket file nobody answers on (a daemon that was killed) is replaced.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    let mut again = spawn_run(dir.path(), &socket);
+    let mut again = spawn_run(dir.path(), &socket, free_port());
     let deadline = Instant::now() + Duration::from_secs(10);
     while UnixStream::connect(&socket).is_err() {
         assert!(Instant::now() < deadline, "the stale socket was not replaced");
@@ -145,7 +170,7 @@ fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     // A path that is not a socket is never removed.
     let file = dir.path().join("not-a-socket");
     std::fs::write(&file, "keep me").unwrap();
-    let out = spawn_run(dir.path(), &file).wait_with_output();
+    let out = spawn_run(dir.path(), &file, free_port()).wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("exists and is not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
@@ -218,5 +243,54 @@ fn bad_requests_get_errors_and_disturb_no_one() {
     for t in threads {
         t.join().unwrap();
     }
+    d.stop();
+}
+
+/// `GET path` on the metrics port: status line and body.
+fn http_get(port: u16, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// The value of the sample `name` with label `interface="p1"` in a scrape.
+fn p1_sample(body: &str, name: &str) -> f64 {
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let sample = scrape.samples.iter().find(|s| s.metric == name && s.labels.get("interface") == Some("p1"));
+    match sample.unwrap_or_else(|| panic!("no {name}{{interface=p1}} in\n{body}")).value {
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Untyped(v)
+        | prometheus_parse::Value::Gauge(v) => v,
+        ref other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn metrics_are_served_and_move() {
+    let d = Running::start();
+    let (status, first) = http_get(d.metrics_port, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, second) = http_get(d.metrics_port, "/metrics");
+    for family in
+        ["vecflow_node_vectors_total", "vecflow_node_clocks_total", "vecflow_interface_up", "vecflow_build_info"]
+    {
+        assert!(second.contains(family), "{family} missing:\n{second}");
+    }
+    let name = "vecflow_interface_tx_packets_total";
+    let (a, b) = (p1_sample(&first, name), p1_sample(&second, name));
+    assert!(b > a, "{name} moves: {a} then {b}");
+    assert_eq!(p1_sample(&second, "vecflow_interface_up"), 1.0);
+    assert!(http_get(d.metrics_port, "/other").0.contains("404"));
+    // Another daemon cannot take a busy metrics port: the error names the field.
+    let dir = tempfile::tempdir().unwrap();
+    let out = spawn_run(dir.path(), &dir.path().join("s.sock"), d.metrics_port).wait_with_output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(&format!("metrics.address: 127.0.0.1:{}", d.metrics_port)), "{err}");
     d.stop();
 }

@@ -249,7 +249,7 @@ fn run_names_the_field_of_a_missing_host_interface_and_exits_non_zero() {
     let f = dir.path().join("r.yaml");
     std::fs::write(
         &f,
-        "interfaces: {wan0: {driver: af-packet, host-interface: vf-missing0, addresses: [10.9.0.1/24]}}\n",
+        "metrics: {enabled: false}\ninterfaces: {wan0: {driver: af-packet, host-interface: vf-missing0, addresses: [10.9.0.1/24]}}\n",
     )
     .unwrap();
     let socket = dir.path().join("api.sock");
@@ -259,7 +259,7 @@ fn run_names_the_field_of_a_missing_host_interface_and_exits_non_zero() {
         err.contains("interfaces.wan0.host-interface: vf-missing0: no Linux interface named 'vf-missing0'"),
         "{err}"
     );
-    std::fs::write(&f, "interfaces: {wan0: {driver: af-packet}}\n").unwrap();
+    std::fs::write(&f, "metrics: {enabled: false}\ninterfaces: {wan0: {driver: af-packet}}\n").unwrap();
     let (ok, _, err) = vecflow(&["run", "--socket", socket.to_str().unwrap(), "-c", f.to_str().unwrap()]);
     assert!(!ok && err.contains("interfaces.wan0.host-interface: (missing) is not allowed"), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");

@@ -315,6 +315,7 @@ fn ipv4_end_to_end_through_namespaces() {
         dir.path(),
         &format!(
             "workers: {{count: 2}}
+metrics: {{enabled: false}}
 interfaces:
   wa:
     index: 1
@@ -491,6 +492,7 @@ fn l2_cross_connect_between_two_hosts_of_one_subnet() {
         dir.path(),
         &format!(
             "workers: {{count: 2}}
+metrics: {{enabled: false}}
 interfaces:
   xa: {{index: 1, driver: af-packet, host-interface: {}, l2xc: xb}}
   xb: {{index: 2, driver: af-packet, host-interface: {}, l2xc: xa}}
@@ -553,7 +555,8 @@ fn routed_between_802_1q_sub_interfaces_with_tagged_hosts() {
     let (vecflow, _) = lab.start_vecflow(
         dir.path(),
         &format!(
-            "interfaces:
+            "metrics: {{enabled: false}}
+interfaces:
   va:
     index: 1
     driver: af-packet

@@ -111,6 +111,7 @@ fn run_to_end(dir: &Path, config: &str) -> String {
 fn l2xc_config(input: &str, output: &str) -> String {
     format!(
         "workers: {{count: 2}}
+metrics: {{enabled: false}}
 interfaces:
   in0: {{driver: pcap, pcap: {{read: {input}}}, l2xc: out0}}
   out0: {{driver: pcap, pcap: {{write: {output}}}, l2xc: in0}}

@@ -18,7 +18,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -32,18 +32,30 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a client's thread wakes to check its deadlines and the stop flag.
 const READ_SLICE: Duration = Duration::from_millis(200);
-/// Commands waiting for the main thread, at most.
-const CALL_QUEUE: usize = 64;
+/// Requests waiting for the main thread, at most.
+pub const CALL_QUEUE: usize = 64;
 
-/// A command a client asked for, to be run by the main thread and answered with
-/// [`Call::answer`].
+/// What a client asks the main thread for.
+pub enum Request {
+    /// Run a command line, e.g. `show interface wan0`.
+    Command(String),
+    /// The Prometheus metrics (answered as the reply's text).
+    Metrics,
+}
+
+/// A request waiting for the main thread, to be answered with [`Call::answer`].
 pub struct Call {
-    /// The command line, e.g. `show interface wan0`.
-    pub command: String,
+    /// What is asked.
+    pub request: Request,
     reply: SyncSender<Result<CommandReply, ApiError>>,
 }
 
 impl Call {
+    /// A request whose answer goes to `reply`.
+    pub fn new(request: Request, reply: SyncSender<Result<CommandReply, ApiError>>) -> Self {
+        Call { request, reply }
+    }
+
     /// Sends the answer to the waiting client (if it is still there).
     pub fn answer(self, result: Result<CommandReply, ApiError>) {
         let _ = self.reply.send(result);
@@ -61,7 +73,6 @@ struct Shared {
 /// The listening API socket; removed when dropped.
 pub struct Server {
     path: PathBuf,
-    calls: Receiver<Call>,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
 }
@@ -70,8 +81,13 @@ impl Server {
     /// Listens on `path` (mode 0600; its directory is created if missing). A socket file
     /// nobody answers on (left by a daemon that died) is replaced; one a live daemon answers
     /// on, or a path that is not a socket, is an error. `commands` (words and help of each
-    /// command) is what the `commands` method lists.
-    pub fn bind(path: &Path, commands: Vec<(&'static str, &'static str)>) -> anyhow::Result<Server> {
+    /// command) is what the `commands` method lists; commands go to the main thread through
+    /// `calls`.
+    pub fn bind(
+        path: &Path,
+        commands: Vec<(&'static str, &'static str)>,
+        calls: SyncSender<Call>,
+    ) -> anyhow::Result<Server> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -97,10 +113,9 @@ impl Server {
         let listener = listener.with_context(|| format!("listening on {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("chmod 0600 {}", path.display()))?;
-        let (tx, calls) = sync_channel(CALL_QUEUE);
         let commands: Vec<Value> = commands.iter().map(|(w, h)| json!({"words": w, "help": h})).collect();
         let shared = Arc::new(Shared {
-            calls: tx,
+            calls,
             commands: json!({ "commands": commands }),
             stop: AtomicBool::new(false),
             clients: AtomicUsize::new(0),
@@ -110,12 +125,7 @@ impl Server {
             .name("vecflow-api".into())
             .spawn(move || accept(listener, s))
             .context("starting the API thread")?;
-        Ok(Server { path: path.to_owned(), calls, shared, acceptor: Some(acceptor) })
-    }
-
-    /// The next command a client asked for, waiting at most `timeout`.
-    pub fn next_call(&self, timeout: Duration) -> Option<Call> {
-        self.calls.recv_timeout(timeout).ok()
+        Ok(Server { path: path.to_owned(), shared, acceptor: Some(acceptor) })
     }
 }
 
@@ -268,7 +278,7 @@ fn answer(request: &Value, shared: &Shared) -> Result<Value, ApiError> {
 fn run_on_main_thread(command: &str, shared: &Shared) -> Result<Value, ApiError> {
     let stopping = || ApiError::new(code::SHUTTING_DOWN, "vecflow is stopping");
     let (reply, answer) = sync_channel(1);
-    shared.calls.send(Call { command: command.to_string(), reply }).map_err(|_| stopping())?;
+    shared.calls.send(Call::new(Request::Command(command.to_string()), reply)).map_err(|_| stopping())?;
     match answer.recv_timeout(COMMAND_TIMEOUT) {
         Ok(r) => r.map(|reply| serde_json::to_value(reply).expect("a reply serializes")),
         Err(RecvTimeoutError::Timeout) => Err(ApiError::new(
