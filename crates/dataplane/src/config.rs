@@ -7,6 +7,7 @@
 
 use crate::buffer::DATA_CAPACITY;
 use crate::interface::{L2_OVERHEAD, MAX_INTERFACES};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -56,8 +57,12 @@ mod as_text {
 }
 
 /// A MAC address written as `aa:bb:cc:dd:ee:ff`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mac(#[serde(with = "as_text")] pub MacAddr);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Mac(
+    #[serde(with = "as_text")]
+    #[schemars(with = "String")]
+    pub MacAddr,
+);
 
 /// An IPv4 prefix written as `a.b.c.d/len`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,6 +93,16 @@ impl fmt::Display for Ipv4Prefix {
     }
 }
 
+impl JsonSchema for Ipv4Prefix {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Ipv4Prefix".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "description": "An IPv4 prefix, a.b.c.d/len"})
+    }
+}
+
 impl Serialize for Ipv4Prefix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         as_text::serialize(self, s)
@@ -101,7 +116,7 @@ impl<'de> Deserialize<'de> for Ipv4Prefix {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Config {
     /// Worker threads and buffers.
@@ -131,7 +146,7 @@ pub struct Config {
 }
 
 /// The Prometheus endpoint: `GET /metrics` over HTTP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct MetricsConfig {
     /// Serve metrics (default true).
@@ -158,7 +173,7 @@ impl Default for MetricsConfig {
 }
 
 /// The sFlow agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SflowConfig {
     /// Default 1-in-N sampling rate of enabled interfaces, 1–1073741824.
@@ -215,7 +230,7 @@ fn default_ring_depth() -> u32 {
 
 /// Which packets of an interface its sampler sees: one rate, one pool and one sequence
 /// either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
     /// Received packets.
@@ -240,7 +255,7 @@ impl Direction {
 }
 
 /// An sFlow collector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Collector {
     /// IPv4 or IPv6 address.
@@ -255,7 +270,7 @@ fn default_collector_port() -> u16 {
 }
 
 /// sFlow on one (physical) interface: sampled on receive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct InterfaceSflow {
     /// Sample this interface.
@@ -278,7 +293,7 @@ fn yes() -> bool {
 }
 
 /// IPv4 FIB sizing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct FibConfig {
     /// Groups of 256 entries for /24s holding longer prefixes (1 KiB each), 1–1048576.
@@ -297,7 +312,7 @@ impl Default for FibConfig {
 }
 
 /// Worker threads, their CPUs and their buffers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Workers {
     /// Number of worker threads (1–64).
@@ -328,7 +343,7 @@ impl Default for Workers {
 }
 
 /// Administrative state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AdminState {
     /// Forwarding.
@@ -339,7 +354,7 @@ pub enum AdminState {
 }
 
 /// The driver behind an interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Driver {
     /// The embedded traffic generator and sink.
@@ -354,7 +369,7 @@ pub enum Driver {
 
 /// Capture-file settings of one interface (driver `pcap`): what it receives and where what it
 /// transmits goes. At least one of `read` and `write`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct PcapConfig {
     /// Capture whose frames the interface receives, in file order: pcap or pcapng (told apart
@@ -384,7 +399,7 @@ fn is_zero(x: &u64) -> bool {
 pub const MAX_PCAP_RATE: u64 = 100_000_000;
 
 /// AF_PACKET settings of one interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct AfPacketConfig {
     /// Bytes per rx ring block, a power of two from 4096 to 4194304 (whole frames never
@@ -430,7 +445,7 @@ impl Default for AfPacketConfig {
 }
 
 /// Which worker polls an interface's rx queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RxPlacement {
     /// Worker number, 0-based.
@@ -438,7 +453,7 @@ pub struct RxPlacement {
 }
 
 /// One interface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct InterfaceConfig {
     /// Fixed interface index (also the sFlow ifIndex), 1–1023. Default: the lowest free one,
@@ -516,7 +531,7 @@ impl Default for InterfaceConfig {
 pub const MAX_MTU: u16 = DATA_CAPACITY as u16 - L2_OVERHEAD;
 
 /// Tag matching of a sub-interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Encapsulation {
     /// The 802.1Q VLAN id, 1–4094.
@@ -524,7 +539,7 @@ pub struct Encapsulation {
 }
 
 /// An 802.1Q sub-interface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SubInterfaceConfig {
     /// The tag it matches.
@@ -547,7 +562,7 @@ pub struct SubInterfaceConfig {
 }
 
 /// A static route.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Route {
     /// Destination prefix.
@@ -563,7 +578,7 @@ pub struct Route {
 }
 
 /// A static neighbor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Neighbor {
     /// Interface the neighbor is on.
@@ -575,7 +590,7 @@ pub struct Neighbor {
 }
 
 /// MPLS label switching.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Mpls {
     /// Incoming labels and what to do with them.
@@ -592,7 +607,7 @@ impl Mpls {
 /// One incoming (top) label. With `out-labels`: swap the top label for them and send toward
 /// `via` on `interface`. Without: pop it at the end of the stack and route the IPv4 packet
 /// inside by the FIB (`via` and `interface` are then left out).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct LocalLabel {
     /// Incoming label, 16–1048575.
@@ -609,7 +624,7 @@ pub struct LocalLabel {
 }
 
 /// The generator of one interface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct GeneratorConfig {
     /// Streams, interleaved vector by vector.
@@ -617,7 +632,7 @@ pub struct GeneratorConfig {
 }
 
 /// The frame a stream emits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Template {
     /// Ethernet with an opaque payload (ethertype 0x88b5, local experimental); the
@@ -631,7 +646,7 @@ pub enum Template {
 }
 
 /// How a field walks its range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RangeMode {
     /// start, start+1, …, start+count−1, start, …
@@ -642,7 +657,7 @@ pub enum RangeMode {
 }
 
 /// A range of addresses starting at the stream's address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct AddrRange {
     /// Number of distinct addresses, 1–4294967295.
@@ -658,7 +673,7 @@ impl AddrRange {
 }
 
 /// One generator stream (T-Rex-like).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct StreamConfig {
     /// Frame template.
