@@ -52,6 +52,8 @@ pub struct BufferMeta {
     /// Local-label entry chosen by `mpls-lookup` (index into the label entries + 1); 0 when
     /// none.
     pub label_entry: u16,
+    /// Traced and sampled marks ([`crate::trace::TRACED`] and the others there).
+    pub flags: u8,
 }
 
 impl Default for BufferMeta {
@@ -83,6 +85,7 @@ impl BufferMeta {
             dst_prefix_len: 0,
             adj: 0,
             label_entry: 0,
+            flags: 0,
         }
     }
 

@@ -81,6 +81,21 @@ impl Registry {
         });
         r.register(Command { words: "show neighbors", help: "the same as show ip neighbors", run: show_neighbors });
         r.register(Command {
+            words: "trace add",
+            help: "trace the next COUNT packets (per worker) an input node receives: trace add generator-input 10",
+            run: trace_add,
+        });
+        r.register(Command {
+            words: "show trace",
+            help: "each traced packet's path node by node, with what each node decided",
+            run: show_trace,
+        });
+        r.register(Command {
+            words: "clear trace",
+            help: "stop tracing and forget the traces",
+            run: |dp, args| cleared(dp, args, "trace", |dp| dp.trace_clear()),
+        });
+        r.register(Command {
             words: "clear interfaces",
             help: "show interface counts from now (sFlow and Prometheus counters never reset)",
             run: |dp, args| cleared(dp, args, "interfaces", Dataplane::clear_interfaces),
@@ -168,6 +183,100 @@ fn cleared(dp: &mut Dataplane, args: &[&str], what: &str, clear: fn(&mut Datapla
     }
     clear(dp);
     Ok(Reply { text: String::new(), json: json!({"cleared": what}) })
+}
+
+fn trace_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let inputs: Vec<&str> = NodeId::INPUTS.iter().map(|n| n.name()).collect();
+    let usage = || {
+        format!(
+            "trace add INPUT-NODE COUNT: INPUT-NODE one of {}, COUNT 1 to {}",
+            inputs.join(", "),
+            crate::trace::MAX_PACKETS
+        )
+    };
+    let [node, count] = args else { return Err(usage()) };
+    let input = NodeId::INPUTS
+        .iter()
+        .find(|n| n.name() == *node)
+        .ok_or_else(|| format!("trace add: '{node}' is not an input node; {}", usage()))?;
+    let count = count
+        .parse::<u32>()
+        .ok()
+        .filter(|c| (1..=crate::trace::MAX_PACKETS).contains(c))
+        .ok_or_else(|| format!("trace add: count '{count}'; {}", usage()))?;
+    dp.trace_add(*input, count);
+    Ok(Reply {
+        text: format!("tracing the next {count} packets from {node} on each worker\n"),
+        json: json!({"input": node, "count": count}),
+    })
+}
+
+/// What `entry` says about its node's decision, in words (`next`: the node the packet went
+/// to after it, if any).
+fn trace_detail(dp: &Dataplane, e: &crate::trace::TraceEntry, next: Option<NodeId>) -> String {
+    use crate::trace::{SAMPLED_RX, SAMPLED_TX};
+    let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or(format!("#{i}"), |x| x.name.clone());
+    let m = &e.meta;
+    let mut d = match e.node {
+        n if NodeId::INPUTS.contains(&n) => {
+            format!("rx on {}, {} bytes: {}", name(m.rx_if), m.len(), crate::trace::summary(&e.head[..e.len]))
+        }
+        NodeId::Ip4Lookup | NodeId::MplsRewrite | NodeId::Ip4Local if m.adj != 0 => {
+            let adj = adjacency(dp, m.adj);
+            format!("matched /{}, adjacency {}: {}", m.dst_prefix_len, m.adj, adjacency_detail(dp, adj))
+        }
+        NodeId::MplsLookup if m.label_entry > 0 => format!("local-label entry {}", m.label_entry),
+        NodeId::ErrorDrop => match crate::errors::DropReason::from_index(m.error) {
+            Some(r) => format!("dropped: {} ({})", r.name(), r.description()),
+            None => "dropped".to_string(),
+        },
+        NodeId::L2Xconnect | NodeId::InterfaceOutput if m.tx_if != 0 => format!("out {}", name(m.tx_if)),
+        NodeId::Ip4Rewrite | NodeId::MplsRewrite | NodeId::ArpInput | NodeId::Icmp4Error | NodeId::Ip4Frag => {
+            format!("out {}: {}", name(m.tx_if), crate::trace::summary(&e.head[..e.len]))
+        }
+        NodeId::GeneratorTx | NodeId::AfPacketTx | NodeId::PcapTx => {
+            let refused = m.error != crate::buffer::NOT_DROPPED;
+            format!("{} on {}", if refused { "refused" } else { "sent" }, name(m.tx_if))
+        }
+        _ => String::new(),
+    };
+    for (bit, what) in [(SAMPLED_RX, "sFlow sample (rx)"), (SAMPLED_TX, "sFlow sample (tx)")] {
+        let newly = m.flags & bit != 0 && matches!(e.node, NodeId::EthernetInput | NodeId::InterfaceOutput);
+        if newly {
+            d = if d.is_empty() { what.to_string() } else { format!("{d}; {what}") };
+        }
+    }
+    if let Some(n) = next {
+        d = if d.is_empty() { format!("next {}", n.name()) } else { format!("{d}; next {}", n.name()) };
+    }
+    d
+}
+
+fn show_trace(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    if let Some(extra) = args.first() {
+        return Err(format!("show trace: takes no arguments ('{extra}')"));
+    }
+    let hz = crate::tsc::hz() as f64;
+    let mut text = String::new();
+    let mut packets = Vec::new();
+    for (k, p) in dp.traces().iter().enumerate() {
+        let _ = writeln!(text, "Packet {} (worker {})", k + 1, p.worker);
+        let t0 = p.entries.first().map_or(0, |e| e.tsc);
+        let mut entries = Vec::new();
+        for (j, e) in p.entries.iter().enumerate() {
+            let next = p.entries.get(j + 1).map(|n| n.node);
+            let detail = trace_detail(dp, e, next);
+            let us = e.tsc.saturating_sub(t0) as f64 / hz * 1e6;
+            let _ = writeln!(text, "  {us:>9.3} us  {:<18} {detail}", e.node.name());
+            entries.push(json!({"node": e.node.name(), "us": us, "detail": detail, "rx_if": e.meta.rx_if,
+                "tx_if": e.meta.tx_if, "len": e.meta.len(), "adjacency": e.meta.adj, "flags": e.meta.flags}));
+        }
+        packets.push(json!({"worker": p.worker, "entries": entries}));
+    }
+    if packets.is_empty() {
+        text.push_str("no packets traced (trace add INPUT-NODE COUNT)\n");
+    }
+    Ok(Reply { text, json: json!({ "packets": packets }) })
 }
 
 fn show_version(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {

@@ -871,6 +871,29 @@ impl Dataplane {
         rows
     }
 
+    /// `trace add`: traces the next `count` packets each worker receives through `input`
+    /// (an rx input node), replacing any armed request; the traces already finished stay.
+    pub fn trace_add(&self, input: NodeId, count: u32) {
+        for w in &self.workers {
+            w.counters.trace.arm(Some(crate::trace::Request { input, count }));
+        }
+    }
+
+    /// `clear trace`: disarms the tracer and forgets the finished traces.
+    pub fn trace_clear(&self) {
+        for w in &self.workers {
+            w.counters.trace.arm(None);
+            w.counters.trace.clear();
+        }
+    }
+
+    /// The finished traces of every worker, oldest first.
+    pub fn traces(&self) -> Vec<crate::trace::PacketTrace> {
+        let mut all: Vec<_> = self.workers.iter().flat_map(|w| w.counters.trace.finished()).collect();
+        all.sort_by_key(|p| p.entries.first().map_or(0, |e| e.tsc));
+        all
+    }
+
     /// Drops of input interface `index` by reason, summed over workers.
     pub fn drops_of(&self, index: u16) -> [u64; N_REASONS] {
         let mut out = [0; N_REASONS];

@@ -153,6 +153,8 @@ pub struct WorkerCounters {
     pub punt: crate::punt::PuntCounters,
     /// Loop timing.
     pub looping: LoopCounters,
+    /// Trace requests from the main thread and the traces finished.
+    pub trace: crate::trace::TraceShared,
 }
 
 impl WorkerCounters {
@@ -166,6 +168,7 @@ impl WorkerCounters {
             sflow: (0..MAX_INTERFACES).map(|_| SflowCounters::default()).collect(),
             punt: Default::default(),
             looping: LoopCounters::default(),
+            trace: Default::default(),
         }
     }
 
@@ -248,6 +251,8 @@ pub struct Graph {
     pub pcap_out: crate::drivers::pcap::PcapSinks,
     /// Its line to the main thread and the limits on packets it makes itself.
     pub punt: crate::punt::Punt,
+    /// The packet tracer.
+    pub trace: crate::trace::Tracer,
     pending: Vec<(NodeId, VecHandle)>,
 }
 
@@ -269,6 +274,7 @@ impl Graph {
             sflow: None,
             tx: Default::default(),
             pcap_out: Default::default(),
+            trace: Default::default(),
             punt: crate::punt::Punt::new(None, None, tsc::hz()),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         })
@@ -349,8 +355,14 @@ impl Graph {
         self.pool.settle();
         while let Some((node, v)) = self.pending.pop() {
             let n = self.vectors[v].len() as u64;
+            if self.trace.active {
+                self.trace.before(&self.pool, &self.vectors[v]);
+            }
             self.dispatch(node, v);
             let t2 = tsc::now();
+            if self.trace.active {
+                self.trace.after(node, &self.pool, t2);
+            }
             let c = &self.counters.nodes[node as usize];
             c.calls.add(1);
             c.vectors.add(n);

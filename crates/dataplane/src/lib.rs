@@ -29,6 +29,7 @@ pub mod sflow;
 pub mod snapshot;
 mod stats;
 mod sync;
+pub mod trace;
 pub mod tsc;
 pub mod vector;
 pub mod worker;

@@ -109,11 +109,13 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     g.tx = std::mem::take(&mut s.tx);
     g.pcap_out = std::mem::take(&mut s.pcap_out);
     g.punt = s.punt;
+    g.trace = crate::trace::Tracer::new(s.id);
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
     while !s.stop.load(Relaxed) {
         s.updates.refresh(&mut g.tables);
         s.qsbr.quiescent();
+        g.trace.refresh(&c.trace);
         let mut busy = send_probes(&mut g);
         for port in &mut s.ports {
             let t0 = tsc::now();
@@ -126,10 +128,16 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             if let Some(v) = got {
                 input.calls.add(1);
                 input.vectors.add(g.vectors[v].len() as u64);
+                if g.trace.wants(port.node()) {
+                    g.trace.mark_input(&mut g.pool, &g.vectors[v], t1);
+                }
                 g.forward(v, NodeId::EthernetInput);
             }
             input.clocks.add(tsc::ticks(t0, t1));
             g.run(t1);
+            if g.trace.active {
+                g.trace.finish(&c.trace);
+            }
             if let Some(sf) = &mut g.sflow {
                 sf.publish(&g.pool, &g.tables);
             }

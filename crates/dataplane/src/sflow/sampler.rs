@@ -165,6 +165,7 @@ impl SflowWorker {
             s.buffer = i;
         });
         if taken {
+            pool.meta_mut(i).flags |= if stage == RX { crate::trace::SAMPLED_RX } else { crate::trace::SAMPLED_TX };
             c.taken.add(1)
         } else {
             c.ring_full.add(1)
