@@ -80,6 +80,7 @@ impl Registry {
             run: show_neighbors,
         });
         r.register(Command { words: "show neighbors", help: "the same as show ip neighbors", run: show_neighbors });
+        crate::change::register(&mut r);
         r.register(Command {
             words: "trace add",
             help: "trace the next COUNT packets (per worker) an input node receives: trace add generator-input 10",

@@ -38,6 +38,23 @@ fn invalid(field: impl Into<String>, value: impl fmt::Display, allowed: impl Int
     ConfigError::Invalid { field: field.into(), value: value.to_string(), allowed: allowed.into() }
 }
 
+/// The dotted path of the first place where `a` and `b` differ, under `path`.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<String> {
+    use serde_json::Value;
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(p), Some(q)) => first_difference(p, q, &join(k)),
+                _ => Some(join(k)),
+            })
+        }
+        _ if a == b => None,
+        _ => Some(if path.is_empty() { "(the whole file)".into() } else { path.to_string() }),
+    }
+}
+
 /// Serde helpers for types that read and write themselves as text (`Display` + `FromStr`).
 mod as_text {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
@@ -1197,6 +1214,33 @@ impl Config {
     pub fn first_address(&self) -> Option<Ipv4Addr> {
         let of = |physical: bool| self.addresses().filter(move |(owner, _)| owner.sub.is_none() == physical);
         of(true).chain(of(false)).map(|(_, a)| a.addr).next()
+    }
+
+    /// The first key whose change from `self` to `new` a running dataplane cannot apply
+    /// (`vecflow apply` refuses it: restart to change it), or `None`. What can change live:
+    /// routes, neighbors, MPLS local labels, and of each interface and sub-interface its
+    /// state, MTU, addresses, MPLS flag, cross-connect and description.
+    pub fn needs_restart(&self, new: &Config) -> Option<String> {
+        let live = |mut v: serde_json::Value| {
+            for key in ["routes", "neighbors", "mpls"] {
+                v.as_object_mut().map(|o| o.remove(key));
+            }
+            let interfaces = v.get_mut("interfaces").and_then(|i| i.as_object_mut());
+            for i in interfaces.into_iter().flat_map(|i| i.values_mut()) {
+                let subs = i.get_mut("sub-interfaces").and_then(|s| s.as_object_mut());
+                for s in subs.into_iter().flat_map(|s| s.values_mut()) {
+                    for key in ["state", "mtu", "addresses", "mpls", "l2xc"] {
+                        s.as_object_mut().map(|o| o.remove(key));
+                    }
+                }
+                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "description"] {
+                    i.as_object_mut().map(|o| o.remove(key));
+                }
+            }
+            v
+        };
+        let to_json = |c: &Config| serde_json::to_value(c).expect("a configuration serializes");
+        first_difference(&live(to_json(self)), &live(to_json(new)), "")
     }
 
     /// Every IPv4 address with the interface it is on: each interface's own, then its

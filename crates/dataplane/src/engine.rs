@@ -55,6 +55,22 @@ pub enum StartError {
     },
 }
 
+/// Why a running dataplane refused a new configuration (it then runs on unchanged).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The new configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// It changes something only a restart can.
+    #[error(
+        "{0}: changing it needs a restart of vecflow (live changes: routes, neighbors, mpls, and interfaces' state, mtu, addresses, mpls, l2xc, description)"
+    )]
+    NeedsRestart(String),
+    /// The FIB refused the new routes (the old ones were put back).
+    #[error(transparent)]
+    Fib(#[from] FibError),
+}
+
 /// A start-up error of interface `name`'s host interface.
 fn host_error(name: &str, host: &str, e: impl std::fmt::Display) -> StartError {
     StartError::Driver { field: format!("interfaces.{name}.host-interface"), message: format!("{host}: {e}") }
@@ -271,6 +287,8 @@ pub struct Dataplane {
     replays: Option<Vec<Arc<AtomicBool>>>,
     /// Counter values at the last `clear` commands, which `show` commands count from.
     cleared: Cleared,
+    /// Adjacency indices a configuration change retired, free for the next one.
+    free_adjs: Vec<u32>,
 }
 
 /// Counter values read by the `clear` commands. The counters themselves never go back (sFlow
@@ -476,6 +494,7 @@ impl Dataplane {
             hosts: host_links,
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
             cleared: Cleared::default(),
+            free_adjs: Vec::new(),
             pcap_sinks: captures.sinks,
         };
         dp.refresh_links();
@@ -801,6 +820,98 @@ impl Dataplane {
             }
         }
         rows
+    }
+
+    /// Changes the running dataplane to `new`, all or nothing: the whole configuration is
+    /// validated first, and a change only a restart can make refuses it all. Interface facts,
+    /// adjacencies, labels and neighbors change through one table snapshot swap, routes
+    /// through the FIB's batch; a worker never sees a FIB entry naming an adjacency its
+    /// snapshot does not have, so interfaces the change does not touch lose no packets.
+    pub fn apply(&mut self, new: &Config) -> Result<(), ApplyError> {
+        let new = self.admissible(new)?;
+        let interfaces = build_interfaces(&new);
+        let (l3, inserts) = crate::l3::build(&new, &interfaces);
+        let mut free = self.free_adjs.clone();
+        let crate::l3::Renumbered { l3, inserts, retired } = self.tables.l3.renumbered(l3, inserts, &mut free);
+        let now = Instant::now();
+        let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
+        let statics = |c: &Config| -> Vec<(u16, std::net::Ipv4Addr, MacAddr)> {
+            c.neighbors.iter().map(|n| (index[n.interface.as_str()], n.address, n.mac.0)).collect()
+        };
+        let old_statics = statics(&self.config);
+        self.neighbors.set_statics(statics(&new), now);
+        let l3 = l3.with_neighbors(&interfaces, self.neighbors.macs(), self.neighbors.failed());
+        // The FIB's content is the configuration's: the difference is what to change.
+        let key = |(a, l, adj): &crate::l3::FibInsert| {
+            let r = crate::fib::Route::new(*a, *l, adj.unwrap_or(0));
+            ((r.prefix, r.len), r.adj)
+        };
+        let want: BTreeMap<(u32, u8), u32> = inserts.iter().map(key).collect();
+        let have: BTreeMap<(u32, u8), u32> = self.fib.routes().map(|r| ((r.prefix, r.len), r.adj)).collect();
+        let diff = |from: &BTreeMap<(u32, u8), u32>, to: &BTreeMap<(u32, u8), u32>| -> Vec<crate::l3::FibInsert> {
+            let gone = from.keys().filter(|k| !to.contains_key(k)).map(|&(p, l)| (p.into(), l, None));
+            let set = to.iter().filter(|(k, a)| from.get(k) != Some(a)).map(|(&(p, l), &a)| (p.into(), l, Some(a)));
+            gone.chain(set).collect()
+        };
+        let old_tables = self.tables.clone();
+        self.publisher.publish(Tables::new(&interfaces, l3));
+        self.tables = self.publisher.current();
+        if let Err(e) = self.fib.apply(&diff(&have, &want)) {
+            let now_have: BTreeMap<(u32, u8), u32> = self.fib.routes().map(|r| ((r.prefix, r.len), r.adj)).collect();
+            if let Err(undo) = self.fib.apply(&diff(&now_have, &have)) {
+                tracing::error!("putting the routes back after a refused change failed too: {undo}");
+            }
+            self.neighbors.set_statics(old_statics, now);
+            self.publisher.publish((*old_tables).clone());
+            self.tables = self.publisher.current();
+            return Err(e.into());
+        }
+        // No FIB entry names a retired adjacency any more; once no worker holds a lookup
+        // made before, they become drops, free for the next change.
+        self.fib.synchronize();
+        if !retired.is_empty() {
+            let mut t = (*self.tables).clone();
+            for &r in &retired {
+                t.l3.adjs[r as usize] = crate::l3::Adjacency::Drop;
+            }
+            self.publisher.publish(t);
+            self.tables = self.publisher.current();
+            free.extend(retired);
+        }
+        self.free_adjs = free;
+        for i in &interfaces {
+            if self.host_link(i.index).is_none() {
+                self.links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
+            }
+        }
+        self.interfaces = interfaces;
+        self.config = new;
+        Ok(())
+    }
+
+    /// `new` as this dataplane would run it (af-packet MTUs taken from the kernel), if it
+    /// is valid and changes nothing only a restart can.
+    fn admissible(&self, new: &Config) -> Result<Config, ApplyError> {
+        new.validate()?;
+        let hosts: BTreeMap<String, HostLink> = self
+            .hosts
+            .iter()
+            .filter_map(|(i, link, _)| {
+                Some((self.interfaces.iter().find(|x| x.index == *i)?.name.clone(), link.clone()))
+            })
+            .collect();
+        let new = with_kernel_mtus(new, &hosts);
+        new.validate()?;
+        match self.config.needs_restart(&new) {
+            Some(field) => Err(ApplyError::NeedsRestart(field)),
+            None => Ok(new),
+        }
+    }
+
+    /// What [`Dataplane::apply`] of `new` would change, as the commands that would make the
+    /// same change one by one; nothing is changed.
+    pub fn plan(&self, new: &Config) -> Result<Vec<String>, ApplyError> {
+        Ok(crate::change::plan(&self.config, &self.admissible(new)?))
     }
 
     /// `clear interfaces`: what [`Dataplane::interface_stats_shown`] and

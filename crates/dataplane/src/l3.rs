@@ -237,3 +237,75 @@ pub fn connected_interface(interfaces: &[Interface], addr: Ipv4Addr) -> Option<u
 pub fn covers(p: &Ipv4Prefix, addr: Ipv4Addr) -> bool {
     u32::from(addr) & mask(p.len) == u32::from(p.addr) & mask(p.len)
 }
+
+/// What identifies an adjacency from one configuration to the next: everything but the
+/// rewrite, which follows the neighbor table.
+fn adjacency_key(a: &Adjacency) -> (u8, u16, Ipv4Addr, LabelStack) {
+    match *a {
+        Adjacency::Drop => (0, 0, Ipv4Addr::UNSPECIFIED, LabelStack::EMPTY),
+        Adjacency::Local => (1, 0, Ipv4Addr::UNSPECIFIED, LabelStack::EMPTY),
+        Adjacency::Glean { tx_if } => (2, tx_if, Ipv4Addr::UNSPECIFIED, LabelStack::EMPTY),
+        Adjacency::Via { tx_if, next_hop, push, .. } => (3, tx_if, next_hop, push),
+    }
+}
+
+/// The tables of a changed configuration, numbered so that they can replace running ones
+/// without a moment where a FIB entry names the wrong adjacency (see [`L3::renumbered`]).
+#[derive(Debug)]
+pub struct Renumbered {
+    /// The new tables: every adjacency of the running ones still at its index (those the
+    /// new configuration no longer uses too, until they are retired), the new ones at
+    /// indices that were free.
+    pub l3: L3,
+    /// The new configuration's FIB inserts, in the new numbering.
+    pub inserts: Vec<FibInsert>,
+    /// Indices the new configuration no longer uses: to be turned into drops, and reused
+    /// by a later change, once no FIB entry and no worker points at them.
+    pub retired: Vec<u32>,
+}
+
+impl L3 {
+    /// Renumbers `new` (built by [`build`] from a changed configuration, with its FIB
+    /// `inserts`) against these running tables: an adjacency both have keeps its running
+    /// index, a new one takes an index from `free` (retired by an earlier change) or one past
+    /// the end. The label table is shared with the running one when the labels did not
+    /// change.
+    pub fn renumbered(&self, new: L3, inserts: Vec<FibInsert>, free: &mut Vec<u32>) -> Renumbered {
+        let mut by_key: HashMap<_, Vec<u32>> = HashMap::new();
+        for (i, a) in self.adjs.iter().enumerate().rev() {
+            if i > 1 && !free.contains(&(i as u32)) {
+                by_key.entry(adjacency_key(a)).or_default().push(i as u32);
+            }
+        }
+        let mut adjs = self.adjs.clone();
+        let mut map = vec![0u32; new.adjs.len()];
+        for (k, a) in new.adjs.iter().enumerate() {
+            map[k] = match k {
+                0 | 1 => k as u32,
+                _ => {
+                    let i = by_key.get_mut(&adjacency_key(a)).and_then(Vec::pop).or_else(|| free.pop()).unwrap_or_else(
+                        || {
+                            adjs.push(Adjacency::Drop);
+                            adjs.len() as u32 - 1
+                        },
+                    );
+                    adjs[i as usize] = *a;
+                    i
+                }
+            };
+        }
+        let retired: Vec<u32> = by_key.into_values().flatten().collect();
+        let label_entries: Vec<LabelEntry> = new
+            .label_entries
+            .iter()
+            .map(|e| match *e {
+                LabelEntry::Swap { adj, out } => LabelEntry::Swap { adj: map[adj as usize], out },
+                LabelEntry::Pop => LabelEntry::Pop,
+            })
+            .collect();
+        let same_labels = new.entry_labels == self.entry_labels && new.labels.len() == self.labels.len();
+        let l3 = L3 { adjs, labels: if same_labels { self.labels.clone() } else { new.labels }, label_entries, ..new };
+        let inserts = inserts.into_iter().map(|(a, l, adj)| (a, l, adj.map(|k| map[k as usize]))).collect();
+        Renumbered { l3, inserts, retired }
+    }
+}

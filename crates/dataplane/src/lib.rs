@@ -10,6 +10,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod buffer;
+pub mod change;
 pub mod cli;
 pub mod config;
 pub mod counter;

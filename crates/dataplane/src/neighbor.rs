@@ -183,6 +183,18 @@ impl Neighbors {
         (changed, probes)
     }
 
+    /// Replaces the static entries with `statics` (interface, address, MAC); a static entry
+    /// takes the place of a learned one for the same address.
+    pub fn set_statics(&mut self, statics: impl IntoIterator<Item = (u16, Ipv4Addr, MacAddr)>, now: Instant) {
+        self.entries.retain(|_, e| e.state != State::Static);
+        for (i, a, mac) in statics {
+            let static_entry = Entry { mac: Some(mac), state: State::Static, since: now, probes: 0, last_probe: now };
+            if self.entries.insert((i, a), static_entry).is_some() {
+                self.dynamic -= 1;
+            }
+        }
+    }
+
     /// The MACs workers forward with: every entry that has one.
     pub fn macs(&self) -> HashMap<(u16, Ipv4Addr), MacAddr> {
         self.entries.iter().filter_map(|(&k, e)| Some((k, e.mac?))).collect()

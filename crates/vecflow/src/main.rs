@@ -1,7 +1,8 @@
 //! `vecflow`: the command-line front end.
 //!
 //! - `vecflow run` is the daemon: it forwards between real interfaces until stopped.
-//! - `vecflow ctl` talks to a running daemon through its API socket.
+//! - `vecflow ctl` talks to a running daemon through its API socket; `vecflow plan` and
+//!   `vecflow apply` change it to what a configuration file says.
 //! - `vecflow demo` runs the example lab on generator interfaces and shows what flows.
 //! - `vecflow bench` measures cycles per packet of the forwarding paths and the sFlow codec.
 //! - `vecflow collect` receives sFlow and prints it or summarises it with estimates.
@@ -13,6 +14,7 @@ mod bench;
 mod codec_bench;
 mod collect;
 mod ctl;
+mod declare;
 mod demo;
 mod metrics;
 mod run;
@@ -36,6 +38,10 @@ enum Command {
     Run(run::Args),
     /// Talk to a running `vecflow run`: one command (`vecflow ctl show runtime`) or a console.
     Ctl(ctl::Args),
+    /// Show what applying a configuration file to the running daemon would change.
+    Plan(declare::Args),
+    /// Apply a configuration file to the running daemon, all or nothing.
+    Apply(declare::Args),
     /// Run a lab config on generator interfaces for a while and show what flowed.
     Demo(demo::Args),
     /// Measure cycles per packet of the forwarding paths (one worker, in memory) and the sFlow codec.
@@ -55,6 +61,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Ctl(a) => ctl::run(a),
+        Command::Plan(a) => declare::run(a, false),
+        Command::Apply(a) => declare::run(a, true),
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Collect(a) => collect::run(a),

@@ -58,6 +58,19 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }
 
+/// What `yaml` would change (as commands), applied too when `apply`.
+fn plan(dp: &mut Dataplane, yaml: &str, apply: bool) -> Result<CommandReply, ApiError> {
+    let failed = |e: String| ApiError::new(code::COMMAND_FAILED, e);
+    let config = Config::load(yaml).map_err(|e| failed(e.to_string()))?;
+    let commands = dp.plan(&config).map_err(|e| failed(e.to_string()))?;
+    if apply {
+        dp.apply(&config).map_err(|e| failed(e.to_string()))?;
+        tracing::info!("applied a new configuration: {} change(s)", commands.len());
+    }
+    let text = commands.iter().map(|c| format!("{c}\n")).collect();
+    Ok(CommandReply { text, json: serde_json::json!({ "commands": commands, "applied": apply }) })
+}
+
 /// Runs the daemon until SIGINT or SIGTERM, or until its captures are replayed.
 pub fn run(args: Args) -> anyhow::Result<()> {
     init_logging(args.verbose);
@@ -98,6 +111,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         .map(|r| CommandReply { text: r.text, json: r.json })
                         .map_err(|e| ApiError::new(code::COMMAND_FAILED, e)),
                     Request::Metrics => Ok(CommandReply { text: metrics::encode(&dp), json: Value::Null }),
+                    Request::Plan(yaml) => plan(&mut dp, yaml, false),
+                    Request::Apply(yaml) => plan(&mut dp, yaml, true),
                 };
                 call.answer(reply);
             }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Two generator ports cross-connected, at a modest rate; metrics on `port`.
+/// Two generator ports cross-connected and a routed pair, at modest rates; metrics on `port`.
 fn lab(port: u16) -> String {
     format!(
         "metrics: {{address: '127.0.0.1:{port}'}}
@@ -23,6 +23,12 @@ interfaces:
     l2xc: p1
     generator: {{streams: [{{template: l2, rate-pps: 20000}}]}}
   p1: {{l2xc: p0}}
+  p2:
+    addresses: [10.1.0.1/24]
+    generator: {{streams: [{{template: ipv4-udp, src-ip: 10.1.0.2, dst-ip: 48.0.0.1, rate-pps: 20000}}]}}
+  p3: {{addresses: [10.2.0.1/24]}}
+routes: [{{prefix: 48.0.0.0/8, via: 10.2.0.2}}]
+neighbors: [{{interface: p3, address: 10.2.0.2, mac: '02:00:00:00:00:22'}}]
 "
     )
 }
@@ -292,5 +298,147 @@ fn metrics_are_served_and_move() {
     let out = spawn_run(dir.path(), &dir.path().join("s.sock"), d.metrics_port).wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains(&format!("metrics.address: 127.0.0.1:{}", d.metrics_port)), "{err}");
+    d.stop();
+}
+
+#[test]
+fn configuration_changes_apply_all_or_nothing() {
+    let d = Running::start();
+    let show_config = || {
+        let (ok, out, err) = d.ctl(&["show", "config"]);
+        assert!(ok, "{err}");
+        out
+    };
+    let plan = |apply: bool, config: &str| {
+        let path = d.dir.path().join("new.yaml");
+        std::fs::write(&path, config).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
+            .args([if apply { "apply" } else { "plan" }, "--json", "-c", path.to_str().unwrap()])
+            .args(["--socket", d.socket.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        (out.status.success(), stdout, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    // show config round trips: planning it changes nothing.
+    let running = show_config();
+    let (ok, out, err) = plan(false, &running);
+    assert!(ok, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["commands"], json!([]), "{out}");
+
+    // Every change command: applied and visible in show config, then undone.
+    let happy: [(&[&str], &str, &[&str]); 9] = [
+        (&["set", "interface", "state", "p3", "down"], "state: down", &["set", "interface", "state", "p3", "up"]),
+        (
+            &["set", "interface", "ip", "address", "p2", "10.7.0.1/24"],
+            "10.7.0.1/24",
+            &["set", "interface", "ip", "address", "del", "p2", "10.7.0.1/24"],
+        ),
+        (&["set", "interface", "mpls", "p2", "enable"], "mpls: true", &["set", "interface", "mpls", "p2", "disable"]),
+        (
+            &["set", "interface", "description", "p2", "to", "core"],
+            "description: to core",
+            &["set", "interface", "description", "p2"],
+        ),
+        (&["set", "interface", "l3", "p1"], "", &["set", "interface", "l2", "xconnect", "p1", "p0"]),
+        (
+            &["ip", "route", "add", "10.99.0.0/16", "via", "10.2.0.2"],
+            "10.99.0.0/16",
+            &["ip", "route", "del", "10.99.0.0/16"],
+        ),
+        (
+            &["ip", "neighbor", "add", "p3", "10.2.0.3", "02:00:00:00:00:33"],
+            "10.2.0.3",
+            &["ip", "neighbor", "del", "p3", "10.2.0.3"],
+        ),
+        (
+            &["mpls", "local-label", "add", "100", "via", "10.2.0.2", "p3", "out-labels", "200"],
+            "label: 100",
+            &["mpls", "local-label", "del", "100"],
+        ),
+        // Last: the MTU comes back as 1500 written out, no longer left to the default.
+        (&["set", "interface", "mtu", "p2", "1400"], "mtu: 1400", &["set", "interface", "mtu", "p2", "1500"]),
+    ];
+    for (command, shows, undo) in happy {
+        let (ok, _, err) = d.ctl(command);
+        assert!(ok, "{command:?}: {err}");
+        assert!(show_config().contains(shows), "{command:?} shows {shows}");
+        let (ok, _, err) = d.ctl(undo);
+        assert!(ok, "{undo:?}: {err}");
+        let now = show_config();
+        match command[2] {
+            "mtu" => assert!(now.contains("mtu: 1500"), "{undo:?}"),
+            _ => assert_eq!(now, running, "{undo:?} undoes {command:?}"),
+        }
+    }
+    let running = show_config();
+    // Error paths: refused with a message, nothing changed.
+    let refused: [(&[&str], &str); 8] = [
+        (&["set", "interface", "state", "nope", "up"], "no interface named 'nope'"),
+        (&["set", "interface", "state", "p2", "sideways"], "neither up nor down"),
+        (&["set", "interface", "mtu", "p2", "9000"], "interfaces.p2.mtu: 9000 is not allowed; allowed: 68 to 2030"),
+        (&["set", "interface", "ip", "address", "del", "p2", "10.8.0.1/24"], "p2 has no address 10.8.0.1/24"),
+        (&["ip", "route", "add", "10.99.0.0/16", "via", "192.0.2.1"], "routes[1].via: 192.0.2.1 is not allowed"),
+        (&["ip", "route", "del", "10.98.0.0/16"], "no route 10.98.0.0/16"),
+        (&["ip", "neighbor", "add", "p3", "10.2.0.4", "zz"], "'zz' is not a MAC address"),
+        (&["mpls", "local-label", "add", "7"], "mpls.local-labels[0].label: 7 is not allowed"),
+    ];
+    for (command, says) in refused {
+        let (ok, _, err) = d.ctl(command);
+        assert!(!ok && err.contains(says), "{command:?}: {err}");
+    }
+    assert_eq!(show_config(), running, "refused commands change nothing");
+
+    // plan lists exactly the changes of a file; an invalid file or one needing a restart
+    // changes nothing.
+    let mut changed: Value = serde_json::to_value(dataplane::Config::load(&running).unwrap()).unwrap();
+    changed["interfaces"]["p3"]["state"] = json!("down");
+    changed["routes"].as_array_mut().unwrap().push(json!({"prefix": "10.99.0.0/16", "via": "10.2.0.2"}));
+    changed["neighbors"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"interface": "p3", "address": "10.2.0.3", "mac": "02:00:00:00:00:33"}));
+    let (ok, out, err) = plan(false, &changed.to_string());
+    assert!(ok, "{err}");
+    let want = json!([
+        "set interface state p3 down",
+        "ip neighbor p3 10.2.0.3 02:00:00:00:00:33",
+        "ip route add 10.99.0.0/16 via 10.2.0.2"
+    ]);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["commands"], want, "{out}");
+    assert_eq!(show_config(), running, "plan changes nothing");
+    let mut invalid = changed.clone();
+    invalid["routes"].as_array_mut().unwrap().push(json!({"prefix": "10.98.0.0/16", "via": "192.0.2.1"}));
+    let (ok, _, err) = plan(true, &invalid.to_string());
+    assert!(!ok && err.contains("routes[2].via"), "{err}");
+    let mut restart = changed.clone();
+    restart["fib"]["tbl8-groups"] = json!(100);
+    let (ok, _, err) = plan(true, &restart.to_string());
+    assert!(!ok && err.contains("fib.tbl8-groups: changing it needs a restart"), "{err}");
+    assert_eq!(show_config(), running, "a refused file changes nothing");
+
+    // Route changes on the routed pair, over and over, while the cross-connected pair
+    // forwards: not one of its frames is dropped.
+    let mut toggled = changed.clone();
+    toggled["routes"].as_array_mut().unwrap().push(json!({"prefix": "10.100.0.0/16", "via": "10.2.0.3"}));
+    for k in 0..20 {
+        let (ok, _, err) = plan(true, &(if k % 2 == 0 { &toggled } else { &changed }).to_string());
+        assert!(ok, "{err}");
+    }
+    let (_, out, _) = d.ctl(&["show", "errors", "--json"]);
+    let errors: Value = serde_json::from_str(&out).unwrap();
+    let on_pair = |e: &&Value| e["interface"] == "p0" || e["interface"] == "p1";
+    assert!(errors["errors"].as_array().unwrap().iter().filter(on_pair).count() == 0, "{errors}");
+    let (_, out, _) = d.ctl(&["show", "interface", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let count = |name: &str, c: &str| {
+        v["interfaces"].as_array().unwrap().iter().find(|i| i["interface"]["name"] == name).unwrap()["counters"][c]
+            .as_u64()
+            .unwrap()
+    };
+    let (sent, got) = (count("p0", "rx_packets"), count("p1", "tx_packets"));
+    assert!(sent > 1000 && sent.abs_diff(got) <= 256, "p0 received {sent}, p1 sent {got} (at most a vector apart)");
+    let (ok, out, _) = plan(false, &changed.to_string());
+    assert!(ok && serde_json::from_str::<Value>(&out).unwrap()["commands"] == json!([]), "{out}");
     d.stop();
 }

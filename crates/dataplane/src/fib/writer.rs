@@ -99,6 +99,12 @@ impl FibWriter {
         r
     }
 
+    /// Waits for every reader to pass a quiescent point (a worker: a vector boundary), so
+    /// that none still uses what it looked up before this call.
+    pub fn synchronize(&self) {
+        self.qsbr.synchronize();
+    }
+
     /// Waits for every worker to pass a vector boundary, then makes retired groups reusable.
     pub fn reclaim(&mut self) {
         if !self.retired.is_empty() {

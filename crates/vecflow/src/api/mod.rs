@@ -5,7 +5,10 @@
 //! - `version` → `{"api": 1, "vecflow": "0.1.0"}`;
 //! - `commands` → `{"commands": [{"words": "show runtime", "help": "…"}, …]}`;
 //! - `cli` with `{"command": "show interface wan0"}` → `{"text": "…", "json": {…}}`: every
-//!   console command, run by the one command registry.
+//!   console command, run by the one command registry;
+//! - `plan` with `{"config": "<YAML>"}` → `{"text", "json": {"commands": […]}}`: what applying
+//!   that whole configuration would change, as the commands that would do it;
+//! - `apply` with `{"config": "<YAML>"}`: applies it, all or nothing (the same answer).
 //!
 //! Every request may say which API version it speaks (`params.api`, default 1); a daemon that
 //! does not speak it answers with [`code::UNSUPPORTED_VERSION`]. Errors are JSON-RPC errors

@@ -41,6 +41,10 @@ pub enum Request {
     Command(String),
     /// The Prometheus metrics (answered as the reply's text).
     Metrics,
+    /// What applying this configuration (YAML) would change, as commands.
+    Plan(String),
+    /// Apply this configuration (YAML), all or nothing.
+    Apply(String),
 }
 
 /// A request waiting for the main thread, to be answered with [`Call::answer`].
@@ -265,25 +269,33 @@ fn answer(request: &Value, shared: &Shared) -> Result<Value, ApiError> {
             let command = params.get("command").and_then(Value::as_str).ok_or_else(|| {
                 ApiError::new(code::INVALID_PARAMS, "params.command: a command line, e.g. \"show runtime\"")
             })?;
-            run_on_main_thread(command, shared)
+            run_on_main_thread(Request::Command(command.to_string()), shared)
+        }
+        "plan" | "apply" => {
+            let config = params.get("config").and_then(Value::as_str).ok_or_else(|| {
+                ApiError::new(code::INVALID_PARAMS, "params.config: the whole configuration, as YAML text")
+            })?;
+            let request =
+                if method == "plan" { Request::Plan(config.to_string()) } else { Request::Apply(config.to_string()) };
+            run_on_main_thread(request, shared)
         }
         other => Err(ApiError::new(
             code::METHOD_NOT_FOUND,
-            format!("method '{other}' does not exist; methods: version, commands, cli"),
+            format!("method '{other}' does not exist; methods: version, commands, cli, plan, apply"),
         )),
     }
 }
 
-/// Hands `command` to the main thread and waits for its answer.
-fn run_on_main_thread(command: &str, shared: &Shared) -> Result<Value, ApiError> {
+/// Hands `request` to the main thread and waits for its answer.
+fn run_on_main_thread(request: Request, shared: &Shared) -> Result<Value, ApiError> {
     let stopping = || ApiError::new(code::SHUTTING_DOWN, "vecflow is stopping");
     let (reply, answer) = sync_channel(1);
-    shared.calls.send(Call::new(Request::Command(command.to_string()), reply)).map_err(|_| stopping())?;
+    shared.calls.send(Call::new(request, reply)).map_err(|_| stopping())?;
     match answer.recv_timeout(COMMAND_TIMEOUT) {
         Ok(r) => r.map(|reply| serde_json::to_value(reply).expect("a reply serializes")),
         Err(RecvTimeoutError::Timeout) => Err(ApiError::new(
             code::COMMAND_FAILED,
-            format!("'{command}' did not finish within {} s", COMMAND_TIMEOUT.as_secs()),
+            format!("the request did not finish within {} s", COMMAND_TIMEOUT.as_secs()),
         )),
         Err(RecvTimeoutError::Disconnected) => Err(stopping()),
     }
