@@ -289,6 +289,21 @@ pub struct Dataplane {
     cleared: Cleared,
     /// Adjacency indices a configuration change retired, free for the next one.
     free_adjs: Vec<u32>,
+    /// Interface counters at the last two link refreshes, for rates.
+    rate_samples: [Option<(Instant, BTreeMap<u16, IfStats>)>; 2],
+}
+
+/// An interface's packet and bit rates over the last link-refresh interval.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct IfRates {
+    /// Packets per second received.
+    pub rx_pps: f64,
+    /// Bits per second received.
+    pub rx_bps: f64,
+    /// Packets per second transmitted.
+    pub tx_pps: f64,
+    /// Bits per second transmitted.
+    pub tx_bps: f64,
 }
 
 /// Counter values read by the `clear` commands. The counters themselves never go back (sFlow
@@ -495,6 +510,7 @@ impl Dataplane {
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
             cleared: Cleared::default(),
             free_adjs: Vec::new(),
+            rate_samples: [None, None],
             pcap_sinks: captures.sinks,
         };
         dp.refresh_links();
@@ -719,6 +735,8 @@ impl Dataplane {
     /// the frames its rx rings dropped since the last call (added to `rx-miss`). Call it
     /// about once a second.
     pub fn refresh_links(&mut self) {
+        let counts = self.interfaces.iter().map(|i| (i.index, self.interface_stats(i.index))).collect();
+        self.rate_samples = [self.rate_samples[1].take(), Some((Instant::now(), counts))];
         for (index, link, stats) in &mut self.hosts {
             let was_up = link.oper_up;
             link.refresh();
@@ -912,6 +930,21 @@ impl Dataplane {
     /// same change one by one; nothing is changed.
     pub fn plan(&self, new: &Config) -> Result<Vec<String>, ApplyError> {
         Ok(crate::change::plan(&self.config, &self.admissible(new)?))
+    }
+
+    /// Interface `index`'s rates between the last two link refreshes (`vecflow run` does one
+    /// a second), or `None` before there were two.
+    pub fn rates(&self, index: u16) -> Option<IfRates> {
+        let [Some((t0, a)), Some((t1, b))] = &self.rate_samples else { return None };
+        let dt = t1.duration_since(*t0).as_secs_f64().max(1e-3);
+        let (a, b) = (a.get(&index)?, b.get(&index)?);
+        let per_s = |x: u64, y: u64| y.wrapping_sub(x) as f64 / dt;
+        Some(IfRates {
+            rx_pps: per_s(a.rx_packets, b.rx_packets),
+            rx_bps: per_s(a.rx_octets, b.rx_octets) * 8.0,
+            tx_pps: per_s(a.tx_packets, b.tx_packets),
+            tx_bps: per_s(a.tx_octets, b.tx_octets) * 8.0,
+        })
     }
 
     /// `clear interfaces`: what [`Dataplane::interface_stats_shown`] and

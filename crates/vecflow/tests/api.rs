@@ -129,6 +129,20 @@ fn ctl_runs_commands_in_text_and_json() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["interfaces"][0]["interface"]["name"], "p1");
     assert!(v["interfaces"][0]["counters"]["tx_packets"].as_u64().unwrap() > 0, "{v}");
+    // Rates over the last second: p0 sends 20 kpps (the first second after the start may
+    // hold less, so the rate is given a few seconds to settle).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, out, _) = d.ctl(&["show", "interface", "p1", "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let rate = v["interfaces"][0]["rates"]["tx_pps"].as_f64();
+        if rate.is_some_and(|r| (r / 20000.0 - 1.0).abs() < 0.1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "p1's tx rate never came to 20 kpps: {rate:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(d.ctl(&["show", "interface", "p1"]).1.contains("tx rate"));
     // Words may be cut short, as in VPP.
     let (ok, out, err) = d.ctl(&["sh", "int", "p1"]);
     assert!(ok && out.contains("p1") && !out.contains("p0"), "{out}{err}");
