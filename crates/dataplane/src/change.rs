@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 
 /// Adds the configuration commands to `r`.
 pub fn register(r: &mut Registry) {
-    let commands: [(&'static str, &'static str, crate::cli::Handler); 12] = [
+    let commands: [(&'static str, &'static str, crate::cli::Handler); 18] = [
         ("show config", "the running configuration as YAML (vecflow apply takes it back)", show_config),
         ("set interface state", "set interface state IF up|down", set_state),
         ("set interface mtu", "set interface mtu IF BYTES (68-2030)", set_mtu),
@@ -32,6 +32,20 @@ pub fn register(r: &mut Registry) {
         ("ip route del", "ip route del PREFIX", route_del),
         ("ip neighbor", "ip neighbor [del] IF ADDRESS [MAC]: a static neighbor", neighbor),
         ("mpls local-label", "mpls local-label add|del LABEL [via ADDRESS IF out-labels L ...]", local_label),
+        ("sflow sampling-rate", "sflow sampling-rate N: the default 1-in-N of sampled interfaces", sflow_rate),
+        ("sflow polling-interval", "sflow polling-interval SECONDS: counter samples (0 = none)", sflow_polling),
+        ("sflow header-bytes", "sflow header-bytes B: bytes of each sampled frame exported (64-256)", sflow_header),
+        ("sflow direction", "sflow direction rx|tx|both: the default direction sampled", sflow_direction),
+        (
+            "sflow drop-monitoring",
+            "sflow drop-monitoring enable|disable [IF]: discard samples (of IF, else of every sampled interface)",
+            sflow_drops,
+        ),
+        (
+            "sflow enable",
+            "sflow enable IF [disable] [sampling-rate N] [direction rx|tx|both]: sample an interface (or stop)",
+            sflow_enable,
+        ),
     ];
     for (words, help, run) in commands {
         r.register(Command { words, help, run });
@@ -285,6 +299,142 @@ fn local_label(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     })
 }
 
+/// Edits the top-level sFlow settings (there must be an `sflow:` section: turning the agent
+/// on needs a restart).
+fn sflow_change(
+    dp: &mut Dataplane,
+    what: &str,
+    edit: impl FnOnce(&mut crate::config::SflowConfig),
+) -> Result<Reply, String> {
+    change(dp, what, |c| {
+        edit(c.sflow.as_mut().ok_or(SFLOW_OFF)?);
+        Ok(())
+    })
+}
+
+/// Why an sFlow setting cannot change.
+const SFLOW_OFF: &str = "sFlow is off: add an sflow: section and restart vecflow";
+
+/// The one number of `args`.
+fn number<T: std::str::FromStr>(args: &[&str], usage: &str) -> Result<T, String> {
+    let [n] = words(args, usage)?;
+    n.parse().map_err(|_| format!("usage: {usage} ('{n}' is not a number)"))
+}
+
+fn sflow_rate(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let rate: u32 = number(args, "sflow sampling-rate N")?;
+    sflow_change(dp, "sflow sampling-rate", |s| s.sampling_rate = rate)
+}
+
+fn sflow_polling(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let seconds: u32 = number(args, "sflow polling-interval SECONDS")?;
+    sflow_change(dp, "sflow polling-interval", |s| s.polling_interval = seconds)
+}
+
+fn sflow_header(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let bytes: u16 = number(args, "sflow header-bytes B")?;
+    sflow_change(dp, "sflow header-bytes", |s| s.header_bytes = bytes)
+}
+
+fn sflow_direction(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let [d] = words(args, "sflow direction rx|tx|both")?;
+    let direction =
+        serde_json::from_value(json!(d)).map_err(|_| format!("sflow direction: '{d}' is not rx, tx or both"))?;
+    sflow_change(dp, "sflow direction", |s| s.direction = direction)
+}
+
+fn sflow_drops(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let (on, only) = match args {
+        [on] => (on, None),
+        [on, name] => (on, Some(*name)),
+        _ => return Err("usage: sflow drop-monitoring enable|disable [IF]".into()),
+    };
+    let on = match *on {
+        "enable" => true,
+        "disable" => false,
+        other => return Err(format!("sflow drop-monitoring: '{other}' is neither enable nor disable")),
+    };
+    change(dp, "sflow drop-monitoring", |c| {
+        c.sflow.as_ref().ok_or(SFLOW_OFF)?;
+        if let Some(name) = only {
+            let i = c.interfaces.get_mut(name).ok_or_else(|| format!("no interface named '{name}'"))?;
+            i.sflow.as_mut().ok_or_else(|| format!("{name} is not sampled (sflow enable {name})"))?.drop_monitoring =
+                on;
+            return Ok(());
+        }
+        for s in c.interfaces.values_mut().filter_map(|i| i.sflow.as_mut()).filter(|s| s.enable) {
+            s.drop_monitoring = on;
+        }
+        Ok(())
+    })
+}
+
+fn sflow_enable(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let usage = "usage: sflow enable IF [disable] [sampling-rate N] [direction rx|tx|both]";
+    let [name, rest @ ..] = args else { return Err(usage.into()) };
+    let (on, mut rest) = match rest {
+        ["disable", rest @ ..] => (false, rest),
+        rest => (true, rest),
+    };
+    let (mut rate, mut direction) = (None, None);
+    while let [key, value, more @ ..] = rest {
+        match *key {
+            "sampling-rate" => rate = Some(value.parse::<u32>().map_err(|_| format!("{usage} ('{value}')"))?),
+            "direction" => {
+                direction = Some(
+                    serde_json::from_value(json!(value)).map_err(|_| format!("sflow enable: direction '{value}'"))?,
+                )
+            }
+            _ => return Err(usage.into()),
+        }
+        rest = more;
+    }
+    if !rest.is_empty() {
+        return Err(usage.into());
+    }
+    change(dp, "sflow enable", |c| {
+        c.sflow.as_ref().ok_or(SFLOW_OFF)?;
+        let i = c
+            .interfaces
+            .get_mut(*name)
+            .ok_or_else(|| format!("no interface named '{name}' (sFlow samples physical interfaces)"))?;
+        let s = i.sflow.get_or_insert_with(|| serde_json::from_value(json!({"enable": false})).expect("defaults"));
+        s.enable = on;
+        s.sampling_rate = rate.or(s.sampling_rate);
+        s.direction = direction.or(s.direction);
+        Ok(())
+    })
+}
+
+/// The commands that change interface `name`'s sFlow settings from `a` to `b`.
+fn sflow_plan(
+    name: &str,
+    a: Option<crate::config::InterfaceSflow>,
+    b: Option<crate::config::InterfaceSflow>,
+) -> Vec<String> {
+    let off =
+        crate::config::InterfaceSflow { enable: false, sampling_rate: None, direction: None, drop_monitoring: false };
+    let (a, b) = (a.unwrap_or(off), b.unwrap_or(off));
+    let mut out = Vec::new();
+    if (a.enable, a.sampling_rate, a.direction) != (b.enable, b.sampling_rate, b.direction) {
+        let mut cmd = format!("sflow enable {name}");
+        if !b.enable {
+            cmd += " disable";
+        }
+        if let Some(r) = b.sampling_rate {
+            cmd += &format!(" sampling-rate {r}");
+        }
+        if let Some(d) = b.direction.and_then(|d| serde_json::to_value(d).ok()) {
+            cmd += &format!(" direction {}", d.as_str().unwrap_or_default());
+        }
+        out.push(cmd);
+    }
+    if a.drop_monitoring != b.drop_monitoring {
+        out.push(format!("sflow drop-monitoring {} {name}", if b.drop_monitoring { "enable" } else { "disable" }));
+    }
+    out
+}
+
 /// One interface's (or sub-interface's) live settings, as the plan compares them.
 type LiveSettings = (AdminState, Option<u16>, Vec<Ipv4Prefix>, bool, Option<String>);
 
@@ -345,9 +495,22 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
         }
     }
     for (name, i) in &new.interfaces {
-        if old.interfaces.get(name).is_some_and(|o| o.description != i.description) {
+        let Some(o) = old.interfaces.get(name) else { continue };
+        if o.description != i.description {
             out.push(format!("set interface description {name} {}", i.description.as_deref().unwrap_or("")));
         }
+        out.extend(sflow_plan(name, o.sflow, i.sflow));
+    }
+    if let (Some(a), Some(b)) = (&old.sflow, &new.sflow) {
+        let direction =
+            |d| serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let changes = [
+            (a.sampling_rate != b.sampling_rate, format!("sflow sampling-rate {}", b.sampling_rate)),
+            (a.polling_interval != b.polling_interval, format!("sflow polling-interval {}", b.polling_interval)),
+            (a.header_bytes != b.header_bytes, format!("sflow header-bytes {}", b.header_bytes)),
+            (a.direction != b.direction, format!("sflow direction {}", direction(b.direction))),
+        ];
+        out.extend(changes.into_iter().filter(|(changed, _)| *changed).map(|(_, c)| c));
     }
     for ((i, a), mac) in &nb {
         if na.get(&(i.clone(), *a)) != Some(mac) {

@@ -1218,12 +1218,19 @@ impl Config {
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply
     /// (`vecflow apply` refuses it: restart to change it), or `None`. What can change live:
-    /// routes, neighbors, MPLS local labels, and of each interface and sub-interface its
-    /// state, MTU, addresses, MPLS flag, cross-connect and description.
+    /// routes, neighbors, MPLS local labels, of each interface and sub-interface its state,
+    /// MTU, addresses, MPLS flag, cross-connect and description, each interface's sFlow
+    /// settings, and the sFlow agent's sampling rate, direction, header bytes and polling
+    /// interval (turning the agent on or off, collectors and the rest need a restart).
     pub fn needs_restart(&self, new: &Config) -> Option<String> {
         let live = |mut v: serde_json::Value| {
             for key in ["routes", "neighbors", "mpls"] {
                 v.as_object_mut().map(|o| o.remove(key));
+            }
+            if let Some(sf) = v.get_mut("sflow").and_then(|s| s.as_object_mut()) {
+                for key in ["sampling-rate", "direction", "header-bytes", "polling-interval"] {
+                    sf.remove(key);
+                }
             }
             let interfaces = v.get_mut("interfaces").and_then(|i| i.as_object_mut());
             for i in interfaces.into_iter().flat_map(|i| i.values_mut()) {
@@ -1233,7 +1240,7 @@ impl Config {
                         s.as_object_mut().map(|o| o.remove(key));
                     }
                 }
-                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "description"] {
+                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "description", "sflow"] {
                     i.as_object_mut().map(|o| o.remove(key));
                 }
             }

@@ -63,7 +63,9 @@ pub enum ApplyError {
     Config(#[from] crate::config::ConfigError),
     /// It changes something only a restart can.
     #[error(
-        "{0}: changing it needs a restart of vecflow (live changes: routes, neighbors, mpls, and interfaces' state, mtu, addresses, mpls, l2xc, description)"
+        "{0}: changing it needs a restart of vecflow (live changes: routes, neighbors, mpls, interfaces' state, mtu, \
+         addresses, mpls, l2xc, description and sflow, and sflow's sampling-rate, direction, header-bytes and \
+         polling-interval)"
     )]
     NeedsRestart(String),
     /// The FIB refused the new routes (the old ones were put back).
@@ -321,6 +323,8 @@ struct Cleared {
 /// The running sFlow agent.
 struct SflowRuntime {
     sources: Vec<(u16, u32, u8)>,
+    /// Where changed settings go to the samplers and the agent.
+    live: Arc<crate::sflow::LiveSettings>,
     shared: Arc<AgentShared>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<std::io::Result<()>>>,
@@ -348,6 +352,24 @@ pub struct SflowSourceRow {
 const EVENT_QUEUE: usize = 4096;
 /// Room in the channel that carries refresh probes to worker 0.
 const PROBE_QUEUE: usize = 1024;
+
+/// The sFlow settings samplers and the agent follow, from a validated configuration (empty
+/// when sFlow is off).
+fn sflow_settings(config: &Config, interfaces: &[Interface]) -> crate::sflow::Settings {
+    let Some(sf) = &config.sflow else { return crate::sflow::Settings::default() };
+    let of = |i: &Interface| config.interfaces.get(&i.name).and_then(|c| c.sflow);
+    let sources = interfaces
+        .iter()
+        .filter_map(|i| {
+            let c = of(i).filter(|s| s.enable)?;
+            let dir = c.direction.unwrap_or(sf.direction);
+            let stages = if dir.rx() { crate::sflow::RX } else { 0 } | if dir.tx() { crate::sflow::TX } else { 0 };
+            Some((i.index, c.sampling_rate.unwrap_or(sf.sampling_rate), stages))
+        })
+        .collect();
+    let monitored = interfaces.iter().filter(|i| of(i).is_some_and(|s| s.drop_monitoring)).map(|i| i.index).collect();
+    crate::sflow::Settings { sources, monitored, header_bytes: sf.header_bytes, polling_interval: sf.polling_interval }
+}
 
 /// Resolves interface indices: explicit ones first, then the lowest free index in name order.
 fn assign_indices(config: &Config) -> BTreeMap<String, u16> {
@@ -469,19 +491,8 @@ impl Dataplane {
             links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let sources: Vec<(u16, u32, u8)> = match &config.sflow {
-            Some(sf) => interfaces
-                .iter()
-                .filter_map(|i| {
-                    let c = config.interfaces.get(&i.name)?.sflow.filter(|s| s.enable)?;
-                    let dir = c.direction.unwrap_or(sf.direction);
-                    let stages =
-                        if dir.rx() { crate::sflow::RX } else { 0 } | if dir.tx() { crate::sflow::TX } else { 0 };
-                    Some((i.index, c.sampling_rate.unwrap_or(sf.sampling_rate), stages))
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        let live_sflow = Arc::new(crate::sflow::LiveSettings::new(sflow_settings(config, &interfaces)));
+        let sources = sflow_settings(config, &interfaces).sources;
         let (mut producers, consumers): (Vec<_>, Vec<_>) = match &config.sflow {
             Some(sf) => (0..config.workers.count).map(|_| Ring::new(sf.ring_depth).split()).unzip(),
             None => (Vec::new(), Vec::new()),
@@ -515,12 +526,7 @@ impl Dataplane {
         };
         dp.refresh_links();
         // Ports whose drops become discard samples, and the agent's budget for them.
-        let monitored: Vec<u16> = dp
-            .interfaces
-            .iter()
-            .filter(|i| config.interfaces.get(&i.name).and_then(|c| c.sflow).is_some_and(|s| s.drop_monitoring))
-            .map(|i| i.index)
-            .collect();
+        let monitored = sflow_settings(config, &dp.interfaces).monitored;
         let drop_budget = DropBudget::new(usize::from(config.workers.count));
         // Made before the workers start: each worker's sampler sums a sample's pool over all.
         let all_counters: Vec<Arc<WorkerCounters>> =
@@ -571,6 +577,7 @@ impl Dataplane {
                         producers.pop().expect("one ring per worker"),
                         all_counters.clone(),
                     )
+                    .following(live_sflow.clone())
                 }),
             };
             match worker::spawn(setup) {
@@ -593,7 +600,6 @@ impl Dataplane {
                 workers: dp.workers.iter().map(|w| w.counters.clone()).collect(),
                 fib: dp.fib.fib().clone(),
                 qsbr: qsbr.register(config.workers.count as usize),
-                sources: sources.clone(),
                 agent: agent_addr,
                 sub_agent_id: sf.sub_agent_id,
                 max_datagram: usize::from(sf.max_datagram_size),
@@ -610,9 +616,11 @@ impl Dataplane {
                 stop: stop.clone(),
                 drop_budget,
                 refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
+                live: live_sflow.clone(),
             };
             let thread = agent::spawn(setup)?;
-            dp.sflow = Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr });
+            dp.sflow =
+                Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr, live: live_sflow });
         }
         if let Some(core) = config.workers.main_core {
             worker::pin_current_thread(core)?;
@@ -901,6 +909,11 @@ impl Dataplane {
             if self.host_link(i.index).is_none() {
                 self.links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
             }
+        }
+        if let Some(sf) = &mut self.sflow {
+            let settings = sflow_settings(&new, &interfaces);
+            sf.sources.clone_from(&settings.sources);
+            sf.live.set(settings);
         }
         self.interfaces = interfaces;
         self.config = new;

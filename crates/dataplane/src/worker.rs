@@ -116,6 +116,9 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         s.updates.refresh(&mut g.tables);
         s.qsbr.quiescent();
         g.trace.refresh(&c.trace);
+        if let Some(sf) = &mut g.sflow {
+            sf.refresh();
+        }
         let mut busy = send_probes(&mut g);
         for port in &mut s.ports {
             let t0 = tsc::now();

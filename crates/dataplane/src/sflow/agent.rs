@@ -78,8 +78,6 @@ pub struct AgentSetup {
     /// Where the agent announces quiescent states; offline when the agent ends, also by a
     /// panic.
     pub qsbr: QsbrReader,
-    /// Data sources: (port, 1-in-N, stages [`super::RX`] | [`super::TX`]).
-    pub sources: Vec<(u16, u32, u8)>,
     /// Agent address in datagrams.
     pub agent: IpAddr,
     /// Sub-agent id in datagrams.
@@ -90,6 +88,8 @@ pub struct AgentSetup {
     pub collectors: Vec<SocketAddr>,
     /// Counter polling of the data sources.
     pub polling: super::Polling,
+    /// Settings changed while running (rates, sources, polling interval).
+    pub live: Arc<super::LiveSettings>,
     /// Counters shared with the main thread.
     pub shared: Arc<AgentShared>,
     /// Set to stop (after a last flush).
@@ -119,7 +119,6 @@ impl Default for AgentShared {
 /// Per-port state.
 #[derive(Clone, Copy, Default)]
 struct Source {
-    rate: u32,
     seq: u32,
     /// The pool and drops of the last flow sample sent: a sample published earlier on
     /// another worker but read later never makes them step back.
@@ -140,17 +139,19 @@ pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::
 fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let started = Instant::now();
     let mut sources = [Source::default(); MAX_INTERFACES];
-    for &(port, rate, _) in &s.sources {
-        sources[port as usize].rate = rate;
-    }
     let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
     let mut datagram_seq = 0u32;
     let mut waiting_since: Option<Instant> = None;
     let mut discards: Vec<Sample<'static>> = Vec::new();
     let mut next_ring = 0;
     let mut last_refill = Instant::now();
+    let mut seen = 0;
     loop {
         s.qsbr.quiescent();
+        if let Some(live) = s.live.changed_since(&mut seen) {
+            let ports: Vec<u16> = live.sources.iter().map(|s| s.0).collect();
+            s.polling.reconfigure(live.polling_interval, &ports);
+        }
         let since_refill = last_refill.elapsed();
         if since_refill >= super::REFILL {
             last_refill += since_refill;
@@ -395,7 +396,7 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
     Sample::Flow(FlowSample {
         sequence: src.seq.wrapping_add(1),
         source: DataSource::interface(u32::from(slot.port)),
-        sampling_rate: src.rate,
+        sampling_rate: slot.rate,
         sample_pool: src.pool as u32, // modulo 2^32, as sFlow counts it
         drops: src.drops as u32,
         input: Interface::Index(u32::from(slot.input)),
@@ -440,8 +441,8 @@ mod tests {
         slot.header[..frame.len()].copy_from_slice(&frame);
         (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (frame.len() as u16, 60, 1, 3, 2);
         (slot.in_vlan, slot.routed, slot.next_hop, slot.dst_prefix_len) = (100, true, 0x0a07_0009, 24);
-        (slot.pool, slot.drops) = (1234, 5);
-        let src = Source { rate: 10, pool: 1234, drops: 5, ..Source::default() };
+        (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
+        let src = Source { pool: 1234, drops: 5, ..Source::default() };
         let Sample::Flow(f) = flow_sample(&slot, &src, &Fib::new(1).unwrap()) else { panic!("a flow sample") };
         assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
         assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {

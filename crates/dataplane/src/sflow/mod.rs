@@ -4,11 +4,13 @@
 pub mod agent;
 mod budget;
 mod header;
+pub mod live;
 mod poll;
 pub mod ring;
 mod sampler;
 mod send;
 
 pub use budget::{DropBudget, REFILL, Refill, WorkerBudget};
+pub use live::{LiveSettings, Settings};
 pub use poll::Polling;
 pub use sampler::{RX, SflowWorker, TX};

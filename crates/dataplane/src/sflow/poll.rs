@@ -39,6 +39,9 @@ pub struct Polling {
     pollers: Vec<Poller>,
     workers: Vec<Arc<WorkerCounters>>,
     links: Arc<Vec<LinkState>>,
+    /// Every interface, for pollers added later.
+    interfaces: Vec<Interface>,
+    rng: u64,
 }
 
 impl Polling {
@@ -52,30 +55,53 @@ impl Polling {
         links: Arc<Vec<LinkState>>,
         seed: u64,
     ) -> Self {
+        let mut p = Polling {
+            interval: Duration::from_secs(u64::from(interval)),
+            pollers: Vec::new(),
+            workers,
+            links,
+            interfaces: interfaces.to_vec(),
+            rng: seed | 1,
+        };
+        p.reconfigure(interval, ports);
+        p
+    }
+
+    /// Polls `ports` every `interval` seconds (0 = never) from now on: a port polled before
+    /// keeps its sequence numbers (and its schedule, brought forward to the new interval), a
+    /// new one starts at a random offset within the interval.
+    pub fn reconfigure(&mut self, interval: u32, ports: &[u16]) {
         let now = Instant::now();
-        let mut rng = seed | 1;
-        let pollers = ports
-            .iter()
-            .filter(|_| interval > 0)
-            .filter_map(|&p| {
-                let port = interfaces.iter().find(|i| i.index == p)?.clone();
-                let subs = interfaces
-                    .iter()
-                    .filter(|i| i.parent == Some(p))
-                    .map(|i| Polled { interface: i.clone(), seq: 0 })
-                    .collect();
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let offset_ms = 1 + rng % (u64::from(interval) * 1000);
-                Some(Poller {
-                    port: Polled { interface: port, seq: 0 },
-                    subs,
-                    next: now + Duration::from_millis(offset_ms),
-                })
-            })
-            .collect();
-        Polling { interval: Duration::from_secs(u64::from(interval)), pollers, workers, links }
+        let period = Duration::from_secs(u64::from(interval));
+        let mut old = std::mem::take(&mut self.pollers);
+        self.interval = period;
+        if interval == 0 {
+            return;
+        }
+        for &p in ports {
+            if let Some(k) = old.iter().position(|o| o.port.interface.index == p) {
+                let mut poller = old.swap_remove(k);
+                poller.next = poller.next.min(now + period);
+                self.pollers.push(poller);
+                continue;
+            }
+            let Some(port) = self.interfaces.iter().find(|i| i.index == p).cloned() else { continue };
+            let subs = self
+                .interfaces
+                .iter()
+                .filter(|i| i.parent == Some(p))
+                .map(|i| Polled { interface: i.clone(), seq: 0 })
+                .collect();
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let offset_ms = 1 + self.rng % (u64::from(interval) * 1000);
+            self.pollers.push(Poller {
+                port: Polled { interface: port, seq: 0 },
+                subs,
+                next: now + Duration::from_millis(offset_ms),
+            });
+        }
     }
 
     /// The counter samples due at `now` (all of them when `all`), sequence numbers advanced.

@@ -82,6 +82,8 @@ pub struct Slot {
     /// The worker's buffer the packet was in (its metadata is read when the slot is
     /// published).
     pub buffer: u32,
+    /// The sampler's 1-in-N when it chose the packet (rates change while running).
+    pub rate: u32,
 }
 
 impl Slot {
@@ -106,6 +108,7 @@ impl Slot {
         pool: 0,
         drops: 0,
         buffer: 0,
+        rate: 0,
     };
 }
 

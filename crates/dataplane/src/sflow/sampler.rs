@@ -48,6 +48,8 @@ pub struct SflowWorker {
     /// Every worker's counters, this one's included: a sample's pool and drops are summed
     /// over them when it is published.
     peers: Vec<Arc<WorkerCounters>>,
+    /// Settings changed while running, and the generation of them last taken.
+    live: Option<(Arc<super::LiveSettings>, u64)>,
 }
 
 impl SflowWorker {
@@ -71,6 +73,7 @@ impl SflowWorker {
             budget,
             producer,
             peers,
+            live: None,
         };
         for &p in monitored {
             w.monitored[p as usize] = true;
@@ -80,6 +83,47 @@ impl SflowWorker {
             w.samplers[port as usize] = Sampler { rate, skip, stages };
         }
         w
+    }
+
+    /// This worker, following the settings `live` publishes from now on (see
+    /// [`SflowWorker::refresh`]).
+    pub fn following(mut self, live: Arc<super::LiveSettings>) -> Self {
+        let mut seen = 0;
+        if let Some(s) = live.changed_since(&mut seen) {
+            self.take_settings(&s);
+        }
+        self.live = Some((live, seen));
+        self
+    }
+
+    /// Takes settings published since the last look (one atomic load when there are none):
+    /// a sampler whose rate or stages changed starts a fresh skip; the others go on.
+    #[inline]
+    pub fn refresh(&mut self) {
+        let Some((live, seen)) = &mut self.live else { return };
+        if let Some(s) = live.changed_since(seen) {
+            self.take_settings(&s);
+        }
+    }
+
+    #[cold]
+    fn take_settings(&mut self, s: &super::Settings) {
+        let mut wanted = vec![(0u32, 0u8); MAX_INTERFACES];
+        for &(port, rate, stages) in &s.sources {
+            wanted[usize::from(port) % MAX_INTERFACES] = (rate, stages);
+        }
+        for (port, (rate, stages)) in wanted.into_iter().enumerate() {
+            let old = self.samplers[port];
+            if (old.rate, old.stages) != (rate, stages) {
+                let skip = if rate > 0 { self.next_skip(rate) } else { 0 };
+                self.samplers[port] = Sampler { rate, skip, stages };
+            }
+        }
+        self.monitored.fill(false);
+        for &p in &s.monitored {
+            self.monitored[usize::from(p) % MAX_INTERFACES] = true;
+        }
+        self.header_bytes = usize::from(s.header_bytes).min(MAX_HEADER);
     }
 
     /// The next skip for rate `n`: uniform on [1, 2n−1].
@@ -153,6 +197,7 @@ impl SflowWorker {
     /// false (and counts a drop) when the ring is full.
     fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, stage: u8, counters: &WorkerCounters) -> bool {
         let c = counters.sflow(port);
+        let rate = self.samplers[usize::from(port) % MAX_INTERFACES].rate;
         let frame = pool.frame(i);
         let len = frame.len().min(self.header_bytes);
         let taken = self.producer.reserve(|s| {
@@ -163,6 +208,7 @@ impl SflowWorker {
             s.stage = stage;
             s.fate = Fate::InFlight;
             s.buffer = i;
+            s.rate = rate;
         });
         if taken {
             pool.meta_mut(i).flags |= if stage == RX { crate::trace::SAMPLED_RX } else { crate::trace::SAMPLED_TX };
