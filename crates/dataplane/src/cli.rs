@@ -535,7 +535,7 @@ fn show_mpls_fib(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let l3 = dp.l3();
     let mut text = format!("{:<10} {}\n", "Label", "Forwarding");
     let mut rows = Vec::new();
-    for (label, &e) in l3.labels.iter().enumerate().filter(|(_, e)| **e > 0) {
+    for (label, e) in l3.labels.iter() {
         let entry = l3.label_entries[usize::from(e) - 1];
         let detail = match entry {
             LabelEntry::Swap { adj, out } => {

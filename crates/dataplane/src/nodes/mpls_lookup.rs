@@ -18,7 +18,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let e = top_label(g, i).unwrap_or(0);
         let label = e >> 12;
         let bos = e & 0x100 != 0;
-        let verdict = match g.tables.l3.label(label) {
+        let entry = g.tables.l3.labels.get(label);
+        let verdict = match g.tables.l3.entry(entry) {
             Some(LabelEntry::Swap { .. }) => Ok(()),
             Some(LabelEntry::Pop) if bos => Ok(()),
             Some(LabelEntry::Pop) => Err(DropReason::PopNotEos),
@@ -26,7 +27,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         };
         match verdict {
             Ok(()) => {
-                g.pool.meta_mut(i).label_entry = g.tables.l3.labels[label as usize];
+                g.pool.meta_mut(i).label_entry = entry;
                 g.nexts[k] = NodeId::MplsRewrite;
             }
             Err(reason) => {
