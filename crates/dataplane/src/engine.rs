@@ -489,6 +489,7 @@ impl Dataplane {
         let links: Arc<Vec<LinkState>> = Arc::new((0..MAX_INTERFACES).map(|_| LinkState::default()).collect());
         for i in &interfaces {
             links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
+            links[usize::from(i.index)].admin_up.set(u64::from(i.admin_up));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let live_sflow = Arc::new(crate::sflow::LiveSettings::new(sflow_settings(config, &interfaces)));
@@ -906,8 +907,10 @@ impl Dataplane {
         }
         self.free_adjs = free;
         for i in &interfaces {
+            let link = &self.links[usize::from(i.index)];
+            link.admin_up.set(u64::from(i.admin_up));
             if self.host_link(i.index).is_none() {
-                self.links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
+                link.oper_up.set(u64::from(i.admin_up));
             }
         }
         if let Some(sf) = &mut self.sflow {

@@ -211,6 +211,8 @@ impl Tables {
 /// the interface is), written by the main thread and read by anyone.
 #[derive(Debug, Default)]
 pub struct LinkState {
+    /// 1 when the interface is administratively up (it changes with `set interface state`).
+    pub admin_up: Counter,
     /// 1 when the link is operationally up.
     pub oper_up: Counter,
     /// Speed in bits per second, 0 when unknown.

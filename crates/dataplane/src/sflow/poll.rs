@@ -122,8 +122,10 @@ impl Polling {
             port_stats.in_discards += link.rx_miss.get();
             p.port.seq = p.port.seq.wrapping_add(1);
             let name = Cow::Owned(p.port.interface.name.clone().into_bytes());
+            let admin = |index: u16| self.links[usize::from(index) % self.links.len().max(1)].admin_up.get() == 1;
             out.push(counters(
                 &p.port,
+                admin(p.port.interface.index),
                 link,
                 &port_stats,
                 vec![CounterRecord::Ethernet(EthernetCounters::UNKNOWN), CounterRecord::PortName(name)],
@@ -140,7 +142,7 @@ impl Polling {
                     discards: (stats.in_discards + stats.in_errors + stats.in_unknown_protos + stats.out_discards)
                         as u32,
                 };
-                out.push(counters(sub, link, stats, vec![CounterRecord::Vlan(vlan)]));
+                out.push(counters(sub, admin(sub.interface.index), link, stats, vec![CounterRecord::Vlan(vlan)]));
             }
         }
         out
@@ -157,7 +159,14 @@ impl Polling {
 
 /// A counter sample of interface `p` on a port whose link is `link`, with `stats`: generic
 /// counters first, then `more`.
-fn counters(p: &Polled, link: &LinkState, s: &IfStats, more: Vec<CounterRecord<'static>>) -> Sample<'static> {
+/// The counter sample of `p` (administratively `admin_up`; `link` its port's link).
+fn counters(
+    p: &Polled,
+    admin_up: bool,
+    link: &LinkState,
+    s: &IfStats,
+    more: Vec<CounterRecord<'static>>,
+) -> Sample<'static> {
     let i = &p.interface;
     let generic = IfCounters {
         if_index: u32::from(i.index),
@@ -166,7 +175,7 @@ fn counters(p: &Polled, link: &LinkState, s: &IfStats, more: Vec<CounterRecord<'
         // Full duplex when the kernel knows a speed (Ethernet links here are), else unknown.
         if_direction: if link.speed.get() > 0 { 1 } else { 0 },
         // ifAdminStatus in bit 0, ifOperStatus in bit 1.
-        if_status: u32::from(i.admin_up) | u32::from(i.admin_up && link.oper_up.get() == 1) << 1,
+        if_status: u32::from(admin_up) | u32::from(admin_up && link.oper_up.get() == 1) << 1,
         in_octets: s.rx_octets,
         in_ucast_pkts: s.rx_unicast as u32,
         in_multicast_pkts: s.rx_multicast as u32,
