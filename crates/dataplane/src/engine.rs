@@ -248,6 +248,9 @@ pub struct WorkerRuntime {
     pub looping: LoopStats,
 }
 
+/// The input "interface" of packets vecflow made itself, in `show errors`.
+pub const LOCAL: &str = "(local)";
+
 /// One row of `show errors`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ErrorRow {
@@ -838,15 +841,21 @@ impl Dataplane {
     /// Non-zero drop counters per (reason, input interface), summed over workers.
     pub fn errors(&self) -> Vec<ErrorRow> {
         let mut rows = Vec::new();
-        for i in &self.interfaces {
+        for (index, name) in self.drop_sources() {
             for &r in DropReason::ALL {
-                let count: u64 = self.workers.iter().map(|w| w.counters.error(i.index, r).get()).sum();
+                let count: u64 = self.workers.iter().map(|w| w.counters.error(index, r).get()).sum();
                 if count > 0 {
-                    rows.push(ErrorRow { count, node: r.node().name(), reason: r.name(), interface: i.name.clone() });
+                    rows.push(ErrorRow { count, node: r.node().name(), reason: r.name(), interface: name.clone() });
                 }
             }
         }
         rows
+    }
+
+    /// Where drops are counted: each interface by index and name, and index 0, named
+    /// [`LOCAL`], for packets vecflow made itself (ARP requests, ICMP errors, echo replies).
+    fn drop_sources(&self) -> impl Iterator<Item = (u16, String)> + '_ {
+        std::iter::once((0, LOCAL.to_string())).chain(self.interfaces.iter().map(|i| (i.index, i.name.clone())))
     }
 
     /// Changes the running dataplane to `new`, all or nothing: the whole configuration is
@@ -1012,9 +1021,8 @@ impl Dataplane {
     /// `clear errors`: what [`Dataplane::errors_shown`] counts from now on.
     pub fn clear_errors(&mut self) {
         self.cleared.errors = self
-            .interfaces
-            .iter()
-            .flat_map(|i| self.drops_of(i.index).into_iter().enumerate().map(move |(r, n)| ((i.index, r as u16), n)))
+            .drop_sources()
+            .flat_map(|(i, _)| self.drops_of(i).into_iter().enumerate().map(move |(r, n)| ((i, r as u16), n)))
             .collect();
     }
 
@@ -1022,7 +1030,7 @@ impl Dataplane {
     pub fn errors_shown(&self) -> Vec<ErrorRow> {
         let mut rows = self.errors();
         rows.retain_mut(|row| {
-            let i = self.interfaces.iter().find(|i| i.name == row.interface).map_or(0, |i| i.index);
+            let i = self.drop_sources().find(|(_, name)| *name == row.interface).map_or(0, |(i, _)| i);
             let r = DropReason::ALL.iter().find(|r| r.name() == row.reason && r.node().name() == row.node);
             let base = r.and_then(|r| self.cleared.errors.get(&(i, *r as u16))).copied().unwrap_or(0);
             row.count = row.count.wrapping_sub(base);

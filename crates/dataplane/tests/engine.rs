@@ -114,3 +114,34 @@ fn a_stream_with_a_count_sends_exactly_that_many() {
     dp.stop().unwrap();
     assert_eq!(dp.interface_stats(p1).tx_packets, 1077);
 }
+
+/// Drops of packets vecflow made itself are shown too, as input "(local)": here the ICMP
+/// time-exceeded messages about TTL-1 packets from a source nothing routes back to.
+#[test]
+fn drops_of_packets_vecflow_made_are_shown_as_local() {
+    let cfg = Config::load(
+        "interfaces:
+  p0:
+    addresses: [10.1.0.1/24]
+    generator: {streams: [{src-ip: 9.9.9.9, src-range: {count: 1}, dst-ip: 48.0.0.1, ttl: 1, count: 100, rate-pps: 10000}]}
+  p1: {addresses: [10.2.0.1/24]}
+routes: [{prefix: 48.0.0.0/8, via: 10.2.0.2}]
+neighbors: [{interface: p1, address: 10.2.0.2, mac: '02:00:00:00:00:22'}]
+",
+    )
+    .unwrap();
+    let mut dp = Dataplane::start(&cfg).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let dropped = |dp: &Dataplane, interface: &str, reason: &str| {
+        dp.errors().iter().filter(|e| e.interface == interface && e.reason == reason).map(|e| e.count).sum::<u64>()
+    };
+    while dropped(&dp, "p0", "ttl-expired") < 100 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    dp.stop().unwrap();
+    assert_eq!(dropped(&dp, "p0", "ttl-expired"), 100);
+    let local = dropped(&dp, dataplane::engine::LOCAL, "no-route");
+    assert!(local > 0, "ICMP errors toward 9.9.9.9 (no route) dropped as (local): {:?}", dp.errors());
+    let text = Registry::with_builtins().execute(&mut dp, "show errors").unwrap().text;
+    assert!(text.contains("(local)"), "{text}");
+}
