@@ -33,9 +33,13 @@ fn lab_forwards_on_two_workers_and_every_packet_is_accounted_for() {
         assert_eq!(sb.rx_forwarded, sa.tx_packets, "{b} -> {a}");
     }
     assert_eq!(dp.interface_stats(0).rx_forwarded, icmp, "packets this router made count on interface 0");
-    // The only drops are port5's TTL-1 trickle, there for drop monitoring to report.
+    // The only drops are port5's TTL-1 trickle, there for drop monitoring to report, and
+    // (shown as "(local)") the time exceeded errors toward the source without a route back.
     let rows = dp.errors();
-    assert!(rows.len() == 1 && rows[0].reason == "ttl-expired" && rows[0].interface == "port5", "{rows:?}");
+    let (local, others): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.interface == dataplane::engine::LOCAL);
+    assert!(others.len() == 1 && others[0].reason == "ttl-expired" && others[0].interface == "port5", "{rows:?}");
+    assert!(local.iter().all(|r| r.reason == "no-route"), "{rows:?}");
+    assert_eq!(local.iter().map(|r| r.count).sum::<u64>(), unroutable, "{rows:?}");
     let g = dp.generator_stats();
     let tx: u64 = dp.interfaces().iter().map(|i| dp.interface_stats(i.index).tx_packets).sum();
     assert_eq!(g.sink_packets, tx);
