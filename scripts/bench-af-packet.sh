@@ -44,24 +44,12 @@ interfaces:
 routes: [{prefix: 48.0.0.0/8, via: 10.0.2.99}]
 neighbors: [{interface: out0, address: 10.0.2.99, mac: '02:00:00:00:02:99'}]
 YAML
-cat >"$work/udp.trafgen" <<'CFG'
-{
-  0x02, 0xfe, 0x00, 0x00, 0x00, 0x01,
-  0x02, 0x00, 0x00, 0x00, 0x01, 0x02,
-  c16(0x0800),
-  0x45, 0x00, c16(46), c16(0), c16(0), 64, 17, csumip(14, 33),
-  10, 0, 1, 2,
-  48, 0, 0, 1,
-  drnd(2), c16(4791), c16(26), c16(0),
-  fill(0x00, 18)
-}
-CFG
 ip netns exec vfbr "$vecflow" run -c "$work/router.yaml" --socket "$work/api.sock" --show-at-exit >"$work/vecflow.out" 2>"$work/vecflow.log" &
 vf_pid=$!
 sleep 1
 extra=()
 [ -n "$rate" ] && extra=(-b "$rate")
-ip netns exec vfbg timeout -s INT "$secs" taskset -c 0 trafgen --dev vfbg0 --conf "$work/udp.trafgen" \
+ip netns exec vfbg timeout -s INT "$secs" taskset -c 0 trafgen --dev vfbg0 --conf scripts/udp64.trafgen \
     --cpus 1 "${extra[@]}" >"$work/trafgen.out" 2>&1 || true
 sleep 0.5
 kill -INT $vf_pid

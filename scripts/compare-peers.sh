@@ -229,20 +229,6 @@ down_vecflow_afpacket() {
     [ -n "$clocks" ] || { cat "$work/vecflow.log" >&2; echo "no show runtime from vecflow" >&2; return 1; }
 }
 
-cat >"$work/udp.trafgen" <<'CFG'
-# 64-byte IPv4/UDP (60 + FCS) to the forwarder's MAC, random source port
-{
-  0x02, 0xfe, 0x00, 0x00, 0x00, 0x01,
-  0x02, 0x00, 0x00, 0x00, 0x01, 0x02,
-  c16(0x0800),
-  0x45, 0x00, c16(46), c16(0), c16(0), 64, 17, csumip(14, 33),
-  10, 0, 1, 2,
-  48, 0, 0, 1,
-  drnd(2), c16(4791), c16(26), c16(0),
-  fill(0x00, 18)
-}
-CFG
-
 # measure NAME LAYOUT RUN SINK_NS SINK_DEV: one run; appends a line to $work/results:
 # name layout run delivered-in-window window-ns sent-in-all delivered-in-all clocks
 measure() {
@@ -255,7 +241,7 @@ measure() {
     # a rate it never reaches: its sendto() path, which blocks while the socket's send buffer
     # is full. Its TX_RING path (no -b) dies on EAGAIN ("Flushing TX_RING failed") as soon as
     # frames queue on another CPU (layout b), and --no-sock-mem: it cannot raise the buffer.
-    start vfcpg "$work/trafgen.out" taskset -c 0 trafgen --dev vfcpg0 --conf "$work/udp.trafgen" \
+    start vfcpg "$work/trafgen.out" taskset -c 0 trafgen --dev vfcpg0 --conf scripts/udp64.trafgen \
         --cpus 1 --no-sock-mem -b 1000000000pps
     local tg=$pid w d0 t0 d1 t1 sent got
     sleep 1

@@ -495,8 +495,9 @@ impl Dataplane {
             links[usize::from(i.index)].admin_up.set(u64::from(i.admin_up));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let live_sflow = Arc::new(crate::sflow::LiveSettings::new(sflow_settings(config, &interfaces)));
-        let sources = sflow_settings(config, &interfaces).sources;
+        let sflow_start = sflow_settings(config, &interfaces);
+        let (sources, monitored) = (sflow_start.sources.clone(), sflow_start.monitored.clone());
+        let live_sflow = Arc::new(crate::sflow::LiveSettings::new(sflow_start));
         let (mut producers, consumers): (Vec<_>, Vec<_>) = match &config.sflow {
             Some(sf) => (0..config.workers.count).map(|_| Ring::new(sf.ring_depth).split()).unzip(),
             None => (Vec::new(), Vec::new()),
@@ -529,8 +530,7 @@ impl Dataplane {
             pcap_sinks: captures.sinks,
         };
         dp.refresh_links();
-        // Ports whose drops become discard samples, and the agent's budget for them.
-        let monitored = sflow_settings(config, &dp.interfaces).monitored;
+        // The agent's budget for discard samples.
         let drop_budget = DropBudget::new(usize::from(config.workers.count));
         // Made before the workers start: each worker's sampler sums a sample's pool over all.
         let all_counters: Vec<Arc<WorkerCounters>> =

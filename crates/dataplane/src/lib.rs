@@ -24,6 +24,7 @@ pub mod interface;
 pub mod l3;
 pub mod neighbor;
 pub mod nodes;
+pub mod published;
 pub mod punt;
 pub mod qsbr;
 pub mod sflow;

@@ -12,9 +12,9 @@
 
 use crate::buffer::{BufferMeta, BufferPool};
 use crate::graph::NodeId;
+use crate::published::Published;
 use crate::vector::Vector;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// `BufferMeta::flags` bit: the packet is traced.
 pub const TRACED: u8 = 1;
@@ -63,17 +63,15 @@ pub struct Request {
 /// What the main thread and one worker share about tracing.
 #[derive(Debug, Default)]
 pub struct TraceShared {
-    /// Bumped at every `arm` and `clear`; the worker compares it with the one it serves.
-    generation: AtomicU64,
-    request: Mutex<Option<Request>>,
+    /// The request being served (`None`: disarmed).
+    request: Published<Option<Request>>,
     done: Mutex<Vec<PacketTrace>>,
 }
 
 impl TraceShared {
     /// Arms (`Some`) or disarms (`None`) the worker's tracer; the traces it finished stay.
     pub fn arm(&self, request: Option<Request>) {
-        *self.request.lock().unwrap_or_else(|p| p.into_inner()) = request;
-        self.generation.fetch_add(1, Relaxed);
+        self.request.set(request);
     }
 
     /// The traces the worker finished so far, oldest first.
@@ -123,10 +121,8 @@ impl Tracer {
     /// look. One atomic load when nothing changed.
     #[inline]
     pub fn refresh(&mut self, shared: &TraceShared) {
-        let generation = shared.generation.load(Relaxed);
-        if generation != self.generation {
-            self.generation = generation;
-            self.armed = shared.request.lock().unwrap_or_else(|p| p.into_inner()).map(|r| (r.input, r.count));
+        if let Some(request) = shared.request.changed_since(&mut self.generation) {
+            self.armed = request.map(|r| (r.input, r.count));
         }
     }
 

@@ -6,7 +6,7 @@
 //! same way an API command does. Every series is prefixed `vecflow_`; counters end in
 //! `_total` and are the daemon's running totals (`clear` commands do not reset them).
 
-use crate::api::server::{Call, Request};
+use crate::api::server::{Call, Request, ask};
 use anyhow::Context;
 use dataplane::Dataplane;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -251,7 +251,5 @@ fn serve(stream: TcpStream, calls: &SyncSender<Call>) -> std::io::Result<()> {
 
 /// The metrics text, from the main thread.
 fn ask_main_thread(calls: &SyncSender<Call>) -> Option<String> {
-    let (reply, answer) = sync_channel(1);
-    calls.send(Call::new(Request::Metrics, reply)).ok()?;
-    answer.recv_timeout(HTTP_TIMEOUT).ok()?.ok().map(|r| r.text)
+    ask(calls, Request::Metrics, HTTP_TIMEOUT).ok().map(|r| r.text)
 }

@@ -112,8 +112,6 @@ enum Next {
     TooLong,
     /// A frame of another link type (not copied).
     NotEthernet,
-    /// Not a frame (a pcapng block of another kind).
-    Other,
 }
 
 impl Capture {
@@ -137,34 +135,37 @@ impl Capture {
     /// end of the file.
     fn next(&mut self, out: &mut [u8]) -> Result<Option<Next>, String> {
         loop {
+            // `Some(None)`: a block that holds no frame.
             let next = match &mut self.format {
                 Format::Pcap(parser) => {
-                    self.chunks.parse(|s| parser.next_packet(s).map(|(rest, p)| (rest, copy(&p.data, out))))
+                    self.chunks.parse(|s| parser.next_packet(s).map(|(rest, p)| (rest, Some(copy(&p.data, out)))))
                 }
                 Format::PcapNg { parser, linktypes } => self.chunks.parse(|s| {
                     let (rest, block) = parser.next_block(s)?;
                     let (interface, data) = match block {
                         Block::SectionHeader(_) => {
                             linktypes.clear();
-                            return Ok((rest, Next::Other));
+                            return Ok((rest, None));
                         }
                         Block::InterfaceDescription(d) => {
                             linktypes.push(d.linktype);
-                            return Ok((rest, Next::Other));
+                            return Ok((rest, None));
                         }
                         Block::EnhancedPacket(p) => (p.interface_id as usize, p.data),
                         Block::SimplePacket(p) => (0, p.data),
-                        _ => return Ok((rest, Next::Other)),
+                        _ => return Ok((rest, None)),
                     };
                     let next = match linktypes.get(interface) {
                         Some(DataLink::ETHERNET) => copy(&data, out),
                         _ => Next::NotEthernet,
                     };
-                    Ok((rest, next))
+                    Ok((rest, Some(next)))
                 }),
             }?;
-            if !matches!(next, Some(Next::Other)) {
-                return Ok(next);
+            match next {
+                Some(None) => continue,
+                Some(Some(frame)) => return Ok(Some(frame)),
+                None => return Ok(None),
             }
         }
     }
@@ -273,7 +274,6 @@ impl PcapPort {
                 Ok(Some(Next::Frame(len))) => Ok(len),
                 Ok(Some(Next::TooLong)) => Err(DropReason::PcapFrameTooLong),
                 Ok(Some(Next::NotEthernet)) => Err(DropReason::PcapNotEthernet),
-                Ok(Some(Next::Other)) => unreachable!("Capture::next skips them"),
                 Ok(None) if self.looping && self.read_this_pass > 0 => match self.capture.restart() {
                     Ok(()) => {
                         self.read_this_pass = 0;

@@ -288,14 +288,20 @@ fn answer(request: &Value, shared: &Shared) -> Result<Value, ApiError> {
 
 /// Hands `request` to the main thread and waits for its answer.
 fn run_on_main_thread(request: Request, shared: &Shared) -> Result<Value, ApiError> {
+    ask(&shared.calls, request, COMMAND_TIMEOUT).map(|reply| serde_json::to_value(reply).expect("a reply serializes"))
+}
+
+/// Sends `request` to the main thread through `calls` and waits up to `timeout` for its
+/// answer.
+pub fn ask(calls: &SyncSender<Call>, request: Request, timeout: Duration) -> Result<CommandReply, ApiError> {
     let stopping = || ApiError::new(code::SHUTTING_DOWN, "vecflow is stopping");
     let (reply, answer) = sync_channel(1);
-    shared.calls.send(Call::new(request, reply)).map_err(|_| stopping())?;
-    match answer.recv_timeout(COMMAND_TIMEOUT) {
-        Ok(r) => r.map(|reply| serde_json::to_value(reply).expect("a reply serializes")),
+    calls.send(Call::new(request, reply)).map_err(|_| stopping())?;
+    match answer.recv_timeout(timeout) {
+        Ok(r) => r,
         Err(RecvTimeoutError::Timeout) => Err(ApiError::new(
             code::COMMAND_FAILED,
-            format!("the request did not finish within {} s", COMMAND_TIMEOUT.as_secs()),
+            format!("the request did not finish within {} s", timeout.as_secs()),
         )),
         Err(RecvTimeoutError::Disconnected) => Err(stopping()),
     }
