@@ -144,6 +144,14 @@ impl BufferPool {
         self.capacity
     }
 
+    /// The memory of all slots (start, bytes; slot `i` at `i * STRIDE`), to register with the
+    /// kernel as an AF_XDP UMEM. The kernel then writes received frames into free buffers
+    /// handed to it and reads frames to send from them, never into a buffer the pool has
+    /// handed out to the graph meanwhile (the driver keeps those apart).
+    pub fn umem_region(&self) -> (*mut u8, usize) {
+        (self.data.as_ptr(), self.data.len())
+    }
+
     /// Buffers currently free.
     pub fn free_count(&self) -> usize {
         self.free.len()

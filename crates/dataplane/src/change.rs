@@ -7,7 +7,7 @@
 //! leave the dataplane half-changed, and `show config` always prints what runs.
 
 use crate::cli::{Command, Registry, Reply};
-use crate::config::{AdminState, Config, Ipv4Prefix, LocalLabel, Mac, Neighbor, Route};
+use crate::config::{AdminState, Config, Ipv4Prefix, LocalLabel, Mac, Neighbor, PollMode, Route};
 use crate::engine::Dataplane;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 
 /// Adds the configuration commands to `r`.
 pub fn register(r: &mut Registry) {
-    let commands: [(&'static str, &'static str, crate::cli::Handler); 18] = [
+    let commands: [(&'static str, &'static str, crate::cli::Handler); 19] = [
         ("show config", "the running configuration as YAML (vecflow apply takes it back)", show_config),
         ("set interface state", "set interface state IF up|down", set_state),
         ("set interface mtu", "set interface mtu IF BYTES (68-2030)", set_mtu),
@@ -28,6 +28,11 @@ pub fn register(r: &mut Registry) {
         ),
         ("set interface l3", "set interface l3 IF: undo a cross-connect", set_l3),
         ("set interface description", "set interface description IF TEXT ...", set_description),
+        (
+            "set interface rx-mode",
+            "set interface rx-mode IF polling|interrupt|adaptive: how workers wait for its rx queues",
+            set_rx_mode,
+        ),
         ("ip route add", "ip route add PREFIX via ADDRESS [IF] [out-labels L ...]", route_add),
         ("ip route del", "ip route del PREFIX", route_del),
         ("ip neighbor", "ip neighbor [del] IF ADDRESS [MAC]: a static neighbor", neighbor),
@@ -177,6 +182,20 @@ fn set_description(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let text = (!text.is_empty()).then(|| text.join(" "));
     change(dp, "set interface description", |c| {
         c.interfaces.get_mut(*name).ok_or_else(|| format!("no interface named '{name}'"))?.description = text;
+        Ok(())
+    })
+}
+
+fn set_rx_mode(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let [name, mode] = words(args, "set interface rx-mode IF polling|interrupt|adaptive")?;
+    let mode = match mode {
+        "polling" => PollMode::Polling,
+        "interrupt" => PollMode::Interrupt,
+        "adaptive" => PollMode::Adaptive,
+        other => return Err(format!("set interface rx-mode: '{other}' is not polling, interrupt or adaptive")),
+    };
+    change(dp, "set interface rx-mode", |c| {
+        c.interfaces.get_mut(name).ok_or_else(|| format!("no interface named '{name}'"))?.rx_mode = mode;
         Ok(())
     })
 }
@@ -498,6 +517,10 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
         let Some(o) = old.interfaces.get(name) else { continue };
         if o.description != i.description {
             out.push(format!("set interface description {name} {}", i.description.as_deref().unwrap_or("")));
+        }
+        if o.rx_mode != i.rx_mode {
+            let mode = serde_json::to_value(i.rx_mode).ok().and_then(|v| v.as_str().map(str::to_string));
+            out.push(format!("set interface rx-mode {name} {}", mode.unwrap_or_default()));
         }
         out.extend(sflow_plan(name, o.sflow, i.sflow));
     }

@@ -306,6 +306,13 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
                     "host_mtu": host.map(|h| h.mtu), "rx_queues": a.rx_queues, "block_size": a.block_size,
                     "blocks": a.blocks, "block_timeout_ms": a.block_timeout_ms})
             }
+            crate::interface::DriverKind::AfXdp => {
+                let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();
+                let host = dp.host_link(i.index);
+                json!({"host_interface": host.map(|h| &h.name), "host_ifindex": host.map(|h| h.ifindex),
+                    "host_mtu": host.map(|h| h.mtu), "queues": a.queues, "ring_size": a.ring_size,
+                    "mode": a.mode, "zero_copy": a.zero_copy, "rx_mode": cfg.map(|c| c.rx_mode)})
+            }
             crate::interface::DriverKind::Pcap => {
                 let p = cfg.and_then(|c| c.pcap.clone());
                 json!({"read": p.as_ref().and_then(|p| p.read.clone()), "loop": p.as_ref().is_some_and(|p| p.looping),

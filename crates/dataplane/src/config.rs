@@ -382,6 +382,84 @@ pub enum Driver {
     /// Capture files: receives the frames of a pcap or pcapng file, writes what it transmits
     /// to another.
     Pcap,
+    /// A Linux interface through AF_XDP sockets over the workers' own buffers (an XDP program
+    /// redirects its frames to them).
+    AfXdp,
+}
+
+/// Where the XDP program of an `af-xdp` interface runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XdpModeConfig {
+    /// Native where the driver has it, else skb.
+    #[default]
+    Auto,
+    /// In the driver (fails where the driver has no XDP).
+    Native,
+    /// Generic XDP, after the kernel built an skb (every driver; slower).
+    Skb,
+}
+
+/// Whether an `af-xdp` interface's frames move without a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZeroCopyConfig {
+    /// Zero-copy where the driver supports it, copy otherwise (veth: copy).
+    #[default]
+    Auto,
+    /// Zero-copy, or fail at start.
+    On,
+    /// Copy.
+    Off,
+}
+
+/// AF_XDP settings of one interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AfXdpConfig {
+    /// Where the XDP program runs: auto, native or skb.
+    #[serde(default)]
+    pub mode: XdpModeConfig,
+    /// auto, on or off.
+    #[serde(default)]
+    pub zero_copy: ZeroCopyConfig,
+    /// Device rx queues received from (queues 0 to N−1), 1 to 64; each polled by one worker
+    /// (see `rx-placement`). Every worker also needs a queue of its own to transmit on: the
+    /// device must have at least `queues` plus the number of workers polling none of them.
+    #[serde(default = "default_rx_queues")]
+    pub queues: u16,
+    /// Entries of each of a socket's four rings (rx, tx, fill, completion), a power of two
+    /// from 64 to 16384. Each rx queue keeps this many of its worker's buffers in the kernel.
+    #[serde(default = "default_xdp_ring")]
+    pub ring_size: u32,
+}
+
+fn default_xdp_ring() -> u32 {
+    2048
+}
+
+impl Default for AfXdpConfig {
+    fn default() -> Self {
+        AfXdpConfig {
+            mode: XdpModeConfig::Auto,
+            zero_copy: ZeroCopyConfig::Auto,
+            queues: default_rx_queues(),
+            ring_size: default_xdp_ring(),
+        }
+    }
+}
+
+/// How a worker waits for an interface's rx queues when they are empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PollMode {
+    /// Poll without pause: lowest latency, a whole core.
+    #[default]
+    Polling,
+    /// Sleep in poll(2) until a queue has frames: least CPU, a wake-up per burst.
+    Interrupt,
+    /// Poll while traffic flows; sleep in poll(2) once the queues stayed empty a while.
+    Adaptive,
 }
 
 /// Capture-file settings of one interface (driver `pcap`): what it receives and where what it
@@ -406,6 +484,10 @@ pub struct PcapConfig {
     /// Without it, transmitted frames are counted and discarded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<PathBuf>,
+}
+
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -461,12 +543,18 @@ impl Default for AfPacketConfig {
     }
 }
 
-/// Which worker polls an interface's rx queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// Which workers poll an interface's rx queues.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RxPlacement {
-    /// Worker number, 0-based.
-    pub worker: u16,
+    /// Worker of the first rx queue, 0-based; further queues go to the next workers
+    /// round-robin. Default: interfaces spread over workers round-robin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u16>,
+    /// Worker of each rx queue in order (queue 0 first), one per queue of `af-packet.rx-queues`
+    /// or `af-xdp.queues`; instead of `worker`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<u16>,
 }
 
 /// One interface.
@@ -489,6 +577,14 @@ pub struct InterfaceConfig {
     /// AF_PACKET ring and queue settings (driver `af-packet`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub af_packet: Option<AfPacketConfig>,
+    /// AF_XDP program, queue and ring settings (driver `af-xdp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_xdp: Option<AfXdpConfig>,
+    /// How the worker waits when the interface's rx queues are empty (drivers `af-packet` and
+    /// `af-xdp`): polling (default), interrupt or adaptive. A worker sleeps only when none of
+    /// its queues is polling.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub rx_mode: PollMode,
     /// Capture files read and written (driver `pcap`, required there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcap: Option<PcapConfig>,
@@ -503,7 +599,7 @@ pub struct InterfaceConfig {
     /// Administrative state.
     #[serde(default)]
     pub state: AdminState,
-    /// Rx queue placement. Default: interfaces spread over workers round-robin.
+    /// Rx queue placement: which worker polls each rx queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_placement: Option<RxPlacement>,
     /// Name of the interface every received frame is sent out of (L2 cross-connect).
@@ -530,6 +626,24 @@ pub struct InterfaceConfig {
 pub const DEFAULT_MTU: u16 = 1500;
 
 impl InterfaceConfig {
+    /// Rx queues of the driver: `af-packet.rx-queues` or `af-xdp.queues`, else 1.
+    pub fn rx_queue_count(&self) -> u16 {
+        match self.driver {
+            Driver::AfPacket => self.af_packet.unwrap_or_default().rx_queues,
+            Driver::AfXdp => self.af_xdp.unwrap_or_default().queues,
+            Driver::Generator | Driver::Pcap => 1,
+        }
+    }
+
+    /// The worker that polls rx queue `q`, when the interface's first queue is on worker
+    /// `first` (see [`RxPlacement`]) and there are `workers` workers.
+    pub fn queue_worker(&self, q: u16, first: u16, workers: u16) -> u16 {
+        match self.rx_placement.as_ref().and_then(|p| p.queues.get(usize::from(q))) {
+            Some(&w) => w,
+            None => ((u32::from(first) + u32::from(q)) % u32::from(workers.max(1))) as u16,
+        }
+    }
+
     /// The L3 MTU as configured, else [`DEFAULT_MTU`] (the engine takes an `af-packet`
     /// interface's from the kernel before it gets here).
     pub fn mtu(&self) -> u16 {
@@ -894,15 +1008,7 @@ impl Config {
             return Err(invalid(f("mtu"), m, format!("68 to {MAX_MTU}")));
         }
         self.validate_driver(name, i)?;
-        if let Some(p) = i.rx_placement
-            && p.worker >= self.workers.count
-        {
-            return Err(invalid(
-                f("rx-placement.worker"),
-                p.worker,
-                format!("0 to {} (workers.count is {})", self.workers.count - 1, self.workers.count),
-            ));
-        }
+        self.validate_placement(name, i)?;
         if let Some(peer) = &i.l2xc {
             if !self.has_interface(peer) || peer == name {
                 return Err(invalid(f("l2xc"), peer, "the name of another configured interface"));
@@ -953,15 +1059,40 @@ impl Config {
         Ok(())
     }
 
+    /// Rx placement: workers that exist, `worker` or `queues` (one per rx queue), not both.
+    fn validate_placement(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.rx-placement.{k}");
+        let Some(p) = &i.rx_placement else { return Ok(()) };
+        let workers = self.workers.count;
+        let range = || format!("0 to {} (workers.count is {workers})", workers - 1);
+        if let Some(w) = p.worker.filter(|&w| w >= workers) {
+            return Err(invalid(f("worker"), w, range()));
+        }
+        if let Some((q, w)) = p.queues.iter().enumerate().find(|&(_, &w)| w >= workers) {
+            return Err(invalid(f(&format!("queues[{q}]")), w, range()));
+        }
+        if p.worker.is_some() && !p.queues.is_empty() {
+            return Err(invalid(f("queues"), "set with worker", "either worker or queues"));
+        }
+        if !p.queues.is_empty() && p.queues.len() != usize::from(i.rx_queue_count()) {
+            return Err(invalid(
+                f("queues"),
+                format!("{} worker(s)", p.queues.len()),
+                format!("one worker per rx queue: {}", i.rx_queue_count()),
+            ));
+        }
+        Ok(())
+    }
+
     /// The driver's own settings: a host interface exactly for `af-packet`, generator streams
     /// only on the generator, ring sizes in range, each host interface used once.
     fn validate_driver(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
         let f = |k: &str| format!("interfaces.{name}.{k}");
         match (i.driver, &i.host_interface) {
-            (Driver::AfPacket, None) => {
+            (Driver::AfPacket | Driver::AfXdp, None) => {
                 return Err(invalid(f("host-interface"), "(missing)", "the Linux interface to use, e.g. eth1"));
             }
-            (Driver::AfPacket, Some(h)) => {
+            (Driver::AfPacket | Driver::AfXdp, Some(h)) => {
                 if h.is_empty() || h.len() > 15 || h.contains(['/', ' ', ':']) || h == "." || h == ".." {
                     return Err(invalid(
                         f("host-interface"),
@@ -980,13 +1111,27 @@ impl Config {
                 }
             }
             (Driver::Generator | Driver::Pcap, Some(h)) => {
-                return Err(invalid(f("host-interface"), h, "only with driver: af-packet"));
+                return Err(invalid(f("host-interface"), h, "only with driver: af-packet or af-xdp"));
             }
             (Driver::Generator | Driver::Pcap, None) => {}
         }
         self.validate_pcap(name, i)?;
         if i.driver != Driver::Generator && i.generator.is_some() {
             return Err(invalid(f("generator"), "streams", "generator streams only with driver: generator"));
+        }
+        if i.rx_mode != PollMode::Polling && !matches!(i.driver, Driver::AfPacket | Driver::AfXdp) {
+            return Err(invalid(f("rx-mode"), "set", "only with driver: af-packet or af-xdp"));
+        }
+        if let Some(a) = &i.af_xdp {
+            if i.driver != Driver::AfXdp {
+                return Err(invalid(f("af-xdp"), "settings", "af-xdp settings only with driver: af-xdp"));
+            }
+            if !a.ring_size.is_power_of_two() || !(64..=16384).contains(&a.ring_size) {
+                return Err(invalid(f("af-xdp.ring-size"), a.ring_size, "a power of two from 64 to 16384"));
+            }
+            if !(1..=64).contains(&a.queues) {
+                return Err(invalid(f("af-xdp.queues"), a.queues, "1 to 64"));
+            }
         }
         if let Some(a) = &i.af_packet {
             if i.driver != Driver::AfPacket {
@@ -1240,7 +1385,7 @@ impl Config {
                         s.as_object_mut().map(|o| o.remove(key));
                     }
                 }
-                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "description", "sflow"] {
+                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "description", "sflow", "rx-mode"] {
                     i.as_object_mut().map(|o| o.remove(key));
                 }
             }

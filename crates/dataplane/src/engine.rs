@@ -2,11 +2,11 @@
 //! validated [`Config`], starts the workers, reads their counters, stops them.
 
 use crate::config::{AdminState, Config, Driver};
-use crate::drivers::RxPort;
 use crate::drivers::af_packet::{RxQueue, TxSockets};
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::drivers::host::HostLink;
 use crate::drivers::pcap::{PcapPort, PcapSink, PcapSinks};
+use crate::drivers::{KernelDrops, RxPort};
 use crate::errors::{DropReason, N_REASONS};
 use crate::fib::{Fib, FibError, FibWriter};
 use crate::graph::SflowStats;
@@ -25,7 +25,6 @@ use crate::worker::{self, WorkerSetup};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -64,7 +63,7 @@ pub enum ApplyError {
     /// It changes something only a restart can.
     #[error(
         "{0}: changing it needs a restart of vecflow (live changes: routes, neighbors, mpls, interfaces' state, mtu, \
-         addresses, mpls, l2xc, description and sflow, and sflow's sampling-rate, direction, header-bytes and \
+         addresses, mpls, l2xc, description, sflow and rx-mode, and sflow's sampling-rate, direction, header-bytes and \
          polling-interval)"
     )]
     NeedsRestart(String),
@@ -81,19 +80,19 @@ fn host_error(name: &str, host: &str, e: impl std::fmt::Display) -> StartError {
 /// The AF_PACKET interfaces of a starting dataplane: what the kernel says of each host
 /// interface, opened before any worker starts so that every problem stops the start-up.
 struct HostPorts {
-    /// (interface index, host link, statistics handles of its rx queues).
-    links: Vec<(u16, HostLink, Vec<OwnedFd>)>,
+    /// (interface index, host link, kernel drop counters of its rx queues).
+    links: Vec<(u16, HostLink, Vec<KernelDrops>)>,
     /// Rx queues by worker.
     rx: Vec<Vec<RxQueue>>,
     /// Send sockets by worker.
     tx: Vec<TxSockets>,
 }
 
-/// Reads the host interface of every `af-packet` interface, by interface name.
+/// Reads the host interface of every `af-packet` and `af-xdp` interface, by interface name.
 fn read_host_links(config: &Config) -> Result<BTreeMap<String, HostLink>, StartError> {
     let mut out = BTreeMap::new();
     for (name, i) in &config.interfaces {
-        if let (Driver::AfPacket, Some(host)) = (i.driver, &i.host_interface) {
+        if let (Driver::AfPacket | Driver::AfXdp, Some(host)) = (i.driver, &i.host_interface) {
             let link = HostLink::read(host).map_err(|e| host_error(name, host, e))?;
             for warning in link.kernel_conflicts() {
                 tracing::warn!("interfaces.{name}: {warning}");
@@ -154,8 +153,8 @@ fn open_host_ports(
         for q in 0..cfg.rx_queues {
             let queue =
                 RxQueue::open(i.index, link.ifindex, &cfg, fanout).map_err(|e| host_error(&name, &link.name, e))?;
-            stats.push(queue.stats_handle().map_err(|e| host_error(&name, &link.name, e))?);
-            ports.rx[(usize::from(i.rx_worker) + usize::from(q)) % workers].push(queue);
+            stats.push(KernelDrops::AfPacket(queue.stats_handle().map_err(|e| host_error(&name, &link.name, e))?));
+            ports.rx[usize::from(config.interfaces[&name].queue_worker(q, i.rx_worker, workers as u16))].push(queue);
         }
         for tx in &mut ports.tx {
             tx.open(i.index, link.ifindex).map_err(|e| host_error(&name, &link.name, e))?;
@@ -284,8 +283,10 @@ pub struct Dataplane {
     probes: SyncSender<Probe>,
     /// Link state by interface index.
     links: Arc<Vec<LinkState>>,
-    /// AF_PACKET interfaces: index, host link, rx queues' statistics handles.
-    hosts: Vec<(u16, HostLink, Vec<OwnedFd>)>,
+    /// AF_PACKET and AF_XDP interfaces: index, host link, rx queues' kernel drop counters.
+    hosts: Vec<(u16, HostLink, Vec<KernelDrops>)>,
+    /// The XDP programs attached to AF_XDP interfaces (detached when dropped).
+    _xdp_programs: Vec<crate::drivers::af_xdp::setup::Attached>,
     /// Capture files pcap interfaces write: index, field name, file.
     pcap_sinks: Vec<(u16, String, Arc<PcapSink>)>,
     /// Finished flags of the captures read once; `None` when no capture is read or one loops.
@@ -408,13 +409,11 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
     let mut out = Vec::new();
     for (name, i) in &config.interfaces {
         let index = idx[name];
-        let rx_worker = i.rx_placement.map_or_else(
-            || {
-                rr += 1;
-                (rr - 1) % config.workers.count
-            },
-            |p| p.worker,
-        );
+        let placed = i.rx_placement.as_ref().and_then(|p| p.worker.or(p.queues.first().copied()));
+        let rx_worker = placed.unwrap_or_else(|| {
+            rr += 1;
+            (rr - 1) % config.workers.count
+        });
         let parent = Interface {
             index,
             name: name.clone(),
@@ -426,8 +425,10 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
                 Driver::Generator => DriverKind::Generator,
                 Driver::AfPacket => DriverKind::AfPacket,
                 Driver::Pcap => DriverKind::Pcap,
+                Driver::AfXdp => DriverKind::AfXdp,
             },
             rx_worker,
+            rx_mode: i.rx_mode,
             mpls: i.mpls,
             addresses: i.addresses.clone(),
             parent: None,
@@ -485,8 +486,18 @@ impl Dataplane {
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(config.workers.count as usize + 1));
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
-        let HostPorts { links: host_links, rx: mut host_rx, tx: mut host_tx } =
-            open_host_ports(config, &interfaces, hosts)?;
+        let (xdp_hosts, packet_hosts) =
+            hosts.into_iter().partition(|(name, _)| config.interfaces[name].driver == Driver::AfXdp);
+        let HostPorts { links: mut host_links, rx: mut host_rx, tx: mut host_tx } =
+            open_host_ports(config, &interfaces, packet_hosts)?;
+        let mut xdp = if xdp_hosts.is_empty() {
+            None
+        } else {
+            Some(crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts)?)
+        };
+        let xdp_programs = xdp.as_mut().map(|x| std::mem::take(&mut x.attached)).unwrap_or_default();
+        host_links.extend(xdp.as_mut().map(|x| std::mem::take(&mut x.links)).unwrap_or_default());
+        let mut xdp_workers = xdp.map(|x| x.workers).unwrap_or_default().into_iter();
         let hz = tsc::hz();
         let mut captures = open_captures(config, &interfaces, hz)?;
         let links: Arc<Vec<LinkState>> = Arc::new((0..MAX_INTERFACES).map(|_| LinkState::default()).collect());
@@ -523,6 +534,7 @@ impl Dataplane {
             config: config.clone(),
             links,
             hosts: host_links,
+            _xdp_programs: xdp_programs,
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
             cleared: Cleared::default(),
             free_adjs: Vec::new(),
@@ -547,6 +559,9 @@ impl Dataplane {
                 })
                 .collect();
             ports.extend(std::mem::take(&mut host_rx[usize::from(id)]).into_iter().map(RxPort::AfPacket));
+            let xdp = xdp_workers.next();
+            ports.extend(xdp.iter().flat_map(|x| x.rx.iter().copied().map(RxPort::AfXdp)));
+            let (pool, xsk) = xdp.map(|x| (Some(x.pool), x.sockets)).unwrap_or_default();
             ports.extend(
                 std::mem::take(&mut captures.rx[usize::from(id)]).into_iter().map(|p| RxPort::Pcap(Box::new(p))),
             );
@@ -568,6 +583,8 @@ impl Dataplane {
                 counters: counters.clone(),
                 ports,
                 tx: std::mem::take(&mut host_tx[usize::from(id)]),
+                pool,
+                xsk,
                 pcap_out,
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
@@ -758,8 +775,8 @@ impl Dataplane {
             let state = &self.links[usize::from(*index)];
             state.oper_up.set(u64::from(link.oper_up));
             state.speed.set(link.speed);
-            for fd in stats.iter() {
-                match crate::drivers::af_packet::take_kernel_drops(fd) {
+            for drops in stats.iter_mut() {
+                match drops.take() {
                     Ok(n) => state.rx_miss.set(state.rx_miss.get() + n),
                     Err(e) => tracing::warn!("host interface {}: {e}", link.name),
                 }

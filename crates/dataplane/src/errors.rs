@@ -100,6 +100,7 @@ drop_reasons! {
     TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus its Ethernet header (14 bytes, 18 with a tag)";
     TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full)";
+    TxRingFull = "tx-ring-full", OutErrors, AfXdpTx, 259, "the AF_XDP socket's tx ring was full (the kernel sends slower than vecflow forwards)";
     PcapWriteError = "write-error", OutErrors, PcapTx, 259, "the capture file could not be written (disk full, say)";
 }
 

@@ -40,6 +40,7 @@ macro_rules! node_ids {
 node_ids! {
     GeneratorInput = "generator-input": "the embedded generator's rx side: fills fresh frames from stream templates",
     AfPacketInput = "af-packet-input": "copies frames from AF_PACKET rx rings into buffers, restoring stripped VLAN tags and offloaded checksums",
+    AfXdpInput = "af-xdp-input": "hands frames the kernel wrote into our buffers (AF_XDP rx ring) to the graph as they are, refills the fill ring",
     PcapInput = "pcap-input": "copies frames of a pcap or pcapng file into buffers, once or looping, paced to a rate",
     EthernetInput = "ethernet-input": "checks frame length and interface state, counts unicast/multicast/broadcast, dispatches by interface mode and ethertype",
     L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
@@ -57,13 +58,15 @@ node_ids! {
     InterfaceOutput = "interface-output": "checks the output interface's state and MTU, counts tx, hands frames to the driver",
     GeneratorTx = "generator-tx": "the generator's tx side (sink): reads each frame once and frees it",
     AfPacketTx = "af-packet-tx": "sends frames on AF_PACKET sockets, one sendmmsg per run of frames for one interface",
+    AfXdpTx = "af-xdp-tx": "puts frames on AF_XDP tx rings (the buffers themselves, no copy) and wakes the kernel",
     PcapTx = "pcap-tx": "writes frames to the interface's capture file (or only counts them), frees them",
     ErrorDrop = "error-drop": "counts each dropped frame per input interface and reason, frees it",
 }
 
 impl NodeId {
     /// The drivers' rx input nodes (polled by workers, never queued).
-    pub const INPUTS: &'static [NodeId] = &[NodeId::GeneratorInput, NodeId::AfPacketInput, NodeId::PcapInput];
+    pub const INPUTS: &'static [NodeId] =
+        &[NodeId::GeneratorInput, NodeId::AfPacketInput, NodeId::AfXdpInput, NodeId::PcapInput];
 }
 
 /// Number of graph nodes.
@@ -249,6 +252,8 @@ pub struct Graph {
     pub tx: crate::drivers::af_packet::TxSockets,
     /// The capture files its pcap interfaces transmit into.
     pub pcap_out: crate::drivers::pcap::PcapSinks,
+    /// Its AF_XDP sockets (their UMEM is `pool`).
+    pub xsk: crate::drivers::af_xdp::XskSockets,
     /// Its line to the main thread and the limits on packets it makes itself.
     pub punt: crate::punt::Punt,
     /// The packet tracer.
@@ -264,8 +269,13 @@ impl Graph {
         fib: Arc<Fib>,
         counters: Arc<WorkerCounters>,
     ) -> std::io::Result<Self> {
-        Ok(Self {
-            pool: BufferPool::new(buffers)?,
+        Ok(Self::with_pool(BufferPool::new(buffers)?, tables, fib, counters))
+    }
+
+    /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
+    pub fn with_pool(pool: BufferPool, tables: Arc<Tables>, fib: Arc<Fib>, counters: Arc<WorkerCounters>) -> Self {
+        Self {
+            pool,
             vectors: VectorPool::new(),
             tables,
             fib,
@@ -274,10 +284,11 @@ impl Graph {
             sflow: None,
             tx: Default::default(),
             pcap_out: Default::default(),
+            xsk: Default::default(),
             trace: Default::default(),
             punt: crate::punt::Punt::new(None, None, tsc::hz()),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
-        })
+        }
     }
 
     /// Queues vector `v` for node `next`, unchanged.
@@ -341,9 +352,10 @@ impl Graph {
             NodeId::ArpInput => nodes::arp_input::run(self, v),
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::AfPacketTx => crate::drivers::af_packet::tx(self, v),
+            NodeId::AfXdpTx => crate::drivers::af_xdp::tx(self, v),
             NodeId::PcapTx => crate::drivers::pcap::tx(self, v),
             NodeId::ErrorDrop => nodes::error_drop::run(self, v),
-            NodeId::GeneratorInput | NodeId::AfPacketInput | NodeId::PcapInput => {
+            NodeId::GeneratorInput | NodeId::AfPacketInput | NodeId::AfXdpInput | NodeId::PcapInput => {
                 unreachable!("input nodes are polled, not queued")
             }
         }

@@ -62,6 +62,16 @@ impl HugeRegion {
         self.ptr.as_ptr()
     }
 
+    /// Its length in bytes (a multiple of 2 MiB).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty region (never: regions are at least 2 MiB).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The whole region, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: the mapping is `len` initialised (zero-filled) bytes, alive as long as

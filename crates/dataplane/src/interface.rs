@@ -38,6 +38,8 @@ pub enum DriverKind {
     AfPacket,
     /// Capture files.
     Pcap,
+    /// A Linux interface through AF_XDP sockets.
+    AfXdp,
 }
 
 impl DriverKind {
@@ -47,6 +49,7 @@ impl DriverKind {
             DriverKind::Generator => NodeId::GeneratorTx,
             DriverKind::AfPacket => NodeId::AfPacketTx,
             DriverKind::Pcap => NodeId::PcapTx,
+            DriverKind::AfXdp => NodeId::AfXdpTx,
         }
     }
 }
@@ -69,8 +72,10 @@ pub struct Interface {
     pub mode: RxMode,
     /// Driver.
     pub driver: DriverKind,
-    /// Worker that polls its rx queue.
+    /// Worker that polls its (first) rx queue.
     pub rx_worker: u16,
+    /// How workers wait when its rx queues are empty.
+    pub rx_mode: crate::config::PollMode,
     /// MPLS forwarding is on.
     pub mpls: bool,
     /// IPv4 addresses (IPv4 forwarding is on when there is at least one).
@@ -115,6 +120,8 @@ pub struct IfRuntime {
     pub port: u16,
     /// Its MAC address (the source of frames routed out of it).
     pub mac: MacAddr,
+    /// How a worker waits when its rx queues are empty.
+    pub rx_mode: crate::config::PollMode,
 }
 
 impl IfRuntime {
@@ -131,6 +138,7 @@ impl IfRuntime {
         has_subifs: false,
         port: 0,
         mac: MacAddr([0; 6]),
+        rx_mode: crate::config::PollMode::Polling,
     };
 }
 
@@ -165,6 +173,7 @@ impl Tables {
                 has_subifs: interfaces.iter().any(|s| s.parent == Some(i.index)),
                 port: i.parent.unwrap_or(i.index),
                 mac: i.mac,
+                rx_mode: i.rx_mode,
             };
         }
         let vlans = interfaces.iter().filter_map(|s| Some(((s.parent?, s.vlan?), s.index))).collect();

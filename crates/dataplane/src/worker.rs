@@ -2,9 +2,19 @@
 //!
 //! The loop polls each of its rx queues once per round; a poll that yields a vector runs it
 //! through the graph right away. A round that yields nothing counts a suspend on the input
-//! node and sleeps briefly (50 µs), so an idle worker does not burn its core. A worker never
-//! blocks on a lock, never allocates after start-up and makes no per-packet system call.
+//! node, then waits as its queues' interfaces' `rx-mode` says:
+//! - any queue `polling`: the next round starts at once (the worker owns its core);
+//! - all `interrupt`: it sleeps in `poll(2)` on the queues' sockets until one has frames;
+//! - otherwise (`adaptive` ones): it polls on for [`ADAPTIVE_SPIN_US`] of empty rounds,
+//!   then sleeps as in interrupt mode.
+//!
+//! A sleep lasts at most [`WAIT_MAX_MS`], so the worker still sees its stop flag, table
+//! updates and ARP probes to send; while asleep it is offline for QSBR (never waited for).
+//! Generator and capture queues are always ready: a worker with one sleeps 50 µs after an
+//! empty round (a paced replay). A worker never blocks on a lock, never allocates after
+//! start-up and makes no per-packet system call.
 
+use crate::config::PollMode;
 use crate::drivers::RxPort;
 use crate::drivers::af_packet::TxSockets;
 use crate::drivers::pcap::PcapSinks;
@@ -20,8 +30,50 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How long an idle worker sleeps between rounds.
+/// How long an idle worker with generator or capture queues sleeps between rounds.
 const IDLE_SLEEP: Duration = Duration::from_micros(50);
+/// Empty rounds an `adaptive` worker polls on for before it sleeps, in microseconds.
+pub const ADAPTIVE_SPIN_US: u64 = 200;
+/// The longest sleep in `poll(2)`, in milliseconds.
+pub const WAIT_MAX_MS: i32 = 10;
+
+/// How an idle worker waits before its next round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Starts the next round at once.
+    Spin,
+    /// Sleeps a fixed while (queues without descriptors).
+    Nap,
+    /// Sleeps in `poll(2)` on its queues.
+    Poll,
+}
+
+/// How a worker with `ports` waits after an empty round, `idle_us` microseconds into an
+/// idle stretch.
+fn how_to_wait(ports: &[RxPort], tables: &Tables, idle_us: u64) -> Wait {
+    let mut adaptive = false;
+    for p in ports {
+        let Some((_, port)) = p.waitable() else { return Wait::Nap };
+        match tables.get(port).rx_mode {
+            PollMode::Polling => return Wait::Spin,
+            PollMode::Adaptive => adaptive = true,
+            PollMode::Interrupt => {}
+        }
+    }
+    if adaptive && idle_us < ADAPTIVE_SPIN_US { Wait::Spin } else { Wait::Poll }
+}
+
+/// Sleeps until one of `ports` is readable or [`WAIT_MAX_MS`] passed.
+fn sleep_on(ports: &[RxPort]) {
+    let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 64];
+    let mut n = 0;
+    for (fd, _) in ports.iter().filter_map(RxPort::waitable).take(fds.len()) {
+        fds[n].fd = fd;
+        n += 1;
+    }
+    // SAFETY: `fds[..n]` are initialised pollfd entries, writable for the kernel's revents.
+    unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, WAIT_MAX_MS) };
+}
 
 /// Everything a worker starts with.
 pub struct WorkerSetup {
@@ -48,6 +100,11 @@ pub struct WorkerSetup {
     pub ports: Vec<RxPort>,
     /// Its AF_PACKET send sockets.
     pub tx: TxSockets,
+    /// Its buffer pool, when made before the worker starts (AF_XDP registers it as UMEM);
+    /// `None`: the worker makes its own of `buffers` buffers.
+    pub pool: Option<crate::buffer::BufferPool>,
+    /// Its AF_XDP sockets (over `pool`).
+    pub xsk: crate::drivers::af_xdp::XskSockets,
     /// The capture files its pcap interfaces transmit into.
     pub pcap_out: PcapSinks,
     /// Set by the main thread to end the loop.
@@ -104,7 +161,12 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         pin_current_thread(core)
             .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;
     }
-    let mut g = Graph::new(s.buffers, s.tables, s.fib, s.counters.clone())?;
+    let pool = match s.pool.take() {
+        Some(p) => p,
+        None => crate::buffer::BufferPool::new(s.buffers)?,
+    };
+    let mut g = Graph::with_pool(pool, s.tables, s.fib, s.counters.clone());
+    g.xsk = std::mem::take(&mut s.xsk);
     g.sflow = s.sflow.take();
     g.tx = std::mem::take(&mut s.tx);
     g.pcap_out = std::mem::take(&mut s.pcap_out);
@@ -112,6 +174,8 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     g.trace = crate::trace::Tracer::new(s.id);
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
+    let hz = tsc::hz().max(1);
+    let mut idle_since: Option<u64> = None;
     while !s.stop.load(Relaxed) {
         s.updates.refresh(&mut g.tables);
         s.qsbr.quiescent();
@@ -146,13 +210,24 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             }
             busy = true;
         }
+        let now = tsc::now();
         c.looping.loops.add(1);
-        c.looping.last_tsc.set(tsc::now());
-        if !busy {
-            for port in &s.ports {
-                c.nodes[port.node() as usize].suspends.add(1);
+        c.looping.last_tsc.set(now);
+        if busy {
+            idle_since = None;
+            continue;
+        }
+        for port in &s.ports {
+            c.nodes[port.node() as usize].suspends.add(1);
+        }
+        let idle_us = tsc::ticks(*idle_since.get_or_insert(now), now) * 1_000_000 / hz;
+        match how_to_wait(&s.ports, &g.tables, idle_us) {
+            Wait::Spin => std::hint::spin_loop(),
+            Wait::Nap => std::thread::sleep(IDLE_SLEEP),
+            Wait::Poll => {
+                s.qsbr.offline();
+                sleep_on(&s.ports);
             }
-            std::thread::sleep(IDLE_SLEEP);
         }
     }
     s.qsbr.offline();

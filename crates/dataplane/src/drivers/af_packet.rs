@@ -185,6 +185,11 @@ impl RxQueue {
         })
     }
 
+    /// The socket's descriptor (to sleep on in `poll(2)`: readable once a block is handed over).
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
     /// A second descriptor of the socket, for reading its statistics from another thread.
     pub fn stats_handle(&self) -> io::Result<OwnedFd> {
         self.fd.try_clone()
@@ -416,7 +421,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
         send_run(&mut g.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
     });
     let refused = g.tx.refused;
-    super::complete_tx(g, v, &refused, DropReason::TxError);
+    super::complete_tx(g, v, &refused, DropReason::TxError, true);
 }
 
 /// Sends `bufs` (all for `port`, frames `first..` of the vector) with `sendmmsg` and marks in

@@ -7,6 +7,7 @@
 //! driver.
 
 pub mod af_packet;
+pub mod af_xdp;
 pub mod generator;
 pub mod host;
 pub mod pace;
@@ -26,6 +27,8 @@ pub enum RxPort {
     AfPacket(af_packet::RxQueue),
     /// A capture file being replayed.
     Pcap(Box<pcap::PcapPort>),
+    /// An AF_XDP socket's rx ring.
+    AfXdp(af_xdp::RxQueue),
 }
 
 impl RxPort {
@@ -37,6 +40,17 @@ impl RxPort {
             RxPort::Generator(p) => p.poll(g, now),
             RxPort::AfPacket(q) => q.poll(g),
             RxPort::Pcap(p) => p.poll(g, now),
+            RxPort::AfXdp(q) => q.poll(g),
+        }
+    }
+
+    /// For a queue a worker can sleep on in `poll(2)`: its descriptor and the interface whose
+    /// `rx-mode` says whether to. `None` for the generator and captures (always ready).
+    pub fn waitable(&self) -> Option<(std::os::fd::RawFd, u16)> {
+        match self {
+            RxPort::AfPacket(q) => Some((q.fd(), q.port)),
+            RxPort::AfXdp(q) => Some((q.fd, q.port)),
+            RxPort::Generator(_) | RxPort::Pcap(_) => None,
         }
     }
 
@@ -46,6 +60,31 @@ impl RxPort {
             RxPort::Generator(_) => NodeId::GeneratorInput,
             RxPort::AfPacket(_) => NodeId::AfPacketInput,
             RxPort::Pcap(_) => NodeId::PcapInput,
+            RxPort::AfXdp(_) => NodeId::AfXdpInput,
+        }
+    }
+}
+
+/// Where the kernel counts the frames of one rx queue it dropped before a worker saw them
+/// (its ring was full, or it had no free buffer).
+pub enum KernelDrops {
+    /// An AF_PACKET socket (its counter resets when read).
+    AfPacket(std::os::fd::OwnedFd),
+    /// An AF_XDP socket (its counters only grow), with the total at the last read.
+    AfXdp(std::os::fd::OwnedFd, u64),
+}
+
+impl KernelDrops {
+    /// Frames dropped since the last call.
+    pub fn take(&mut self) -> std::io::Result<u64> {
+        match self {
+            KernelDrops::AfPacket(fd) => af_packet::take_kernel_drops(fd),
+            KernelDrops::AfXdp(fd, last) => {
+                let total = af_xdp::socket::kernel_drops(fd)?;
+                let new = total.saturating_sub(*last);
+                *last = total;
+                Ok(new)
+            }
         }
     }
 }
@@ -103,9 +142,10 @@ fn for_each_port_run(g: &mut Graph, v: VecHandle, mut send: impl FnMut(&mut Grap
 }
 
 /// Ends a tx node's work on vector `v`: counts every frame not `refused` (by position) as
-/// transmitted on its output interface and frees it; refused ones go to `error-drop` as
-/// `reason`.
-fn complete_tx(g: &mut Graph, v: VecHandle, refused: &[bool; VECTOR_SIZE], reason: DropReason) {
+/// transmitted on its output interface and frees it (unless `free_sent` is false: the driver
+/// handed the buffer itself to the kernel, which gives it back later); refused ones go to
+/// `error-drop` as `reason`.
+fn complete_tx(g: &mut Graph, v: VecHandle, refused: &[bool; VECTOR_SIZE], reason: DropReason, free_sent: bool) {
     let mut failed = Outbox::new(NodeId::ErrorDrop);
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n_sent = 0;
@@ -127,7 +167,9 @@ fn complete_tx(g: &mut Graph, v: VecHandle, refused: &[bool; VECTOR_SIZE], reaso
         n_sent += 1;
     }
     run.flush(g.counters.interface(run.tx_if));
-    g.pool.free(&sent[..n_sent]);
+    if free_sent {
+        g.pool.free(&sent[..n_sent]);
+    }
     g.vectors.free(v);
     failed.finish(g);
 }

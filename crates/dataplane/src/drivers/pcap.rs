@@ -411,5 +411,5 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
             }
         }
     });
-    super::complete_tx(g, v, &refused, DropReason::PcapWriteError);
+    super::complete_tx(g, v, &refused, DropReason::PcapWriteError, true);
 }

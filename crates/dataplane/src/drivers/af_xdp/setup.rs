@@ -1,0 +1,202 @@
+//! Opening the AF_XDP interfaces of a starting dataplane: each worker's sockets over its
+//! buffer pool, one queue per worker and interface, and the XDP program attached to each
+//! interface. Everything is opened before any worker starts, so every problem stops the
+//! start-up with the field it concerns.
+
+use super::bpf::{Attachment, XdpMode, XdpProgram};
+use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
+use super::{RX_CAPACITY, RxQueue, XskSockets};
+use crate::buffer::{BufferPool, STRIDE};
+use crate::config::{AfXdpConfig, Config, XdpModeConfig, ZeroCopyConfig};
+use crate::drivers::KernelDrops;
+use crate::drivers::host::HostLink;
+use crate::interface::{Interface, L2_OVERHEAD};
+use std::collections::BTreeMap;
+
+/// One worker's share of the AF_XDP interfaces.
+pub struct WorkerXdp {
+    /// Its buffer pool, registered as its sockets' UMEM.
+    pub pool: BufferPool,
+    /// Its sockets.
+    pub sockets: XskSockets,
+    /// The rx queues it polls.
+    pub rx: Vec<RxQueue>,
+}
+
+/// The XDP program of one interface, attached; detached when dropped.
+pub struct Attached {
+    _attachment: Attachment,
+    _program: XdpProgram,
+}
+
+/// What opening the AF_XDP interfaces gives the engine.
+pub struct XdpPorts {
+    /// By worker.
+    pub workers: Vec<WorkerXdp>,
+    /// The attached programs, to keep for as long as the dataplane runs.
+    pub attached: Vec<Attached>,
+    /// (interface index, host link, its rx queues' kernel drop counters).
+    pub links: Vec<(u16, HostLink, Vec<KernelDrops>)>,
+}
+
+/// An error about field `field` of interface `name`.
+fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> crate::engine::StartError {
+    crate::engine::StartError::Driver { field: format!("interfaces.{name}.{field}"), message: message.to_string() }
+}
+
+/// Opens every `af-xdp` interface of `hosts` (by interface name): a buffer pool per worker
+/// (registered as that worker's UMEM), the sockets, and the XDP program on each interface.
+pub fn open(
+    config: &Config,
+    interfaces: &[Interface],
+    hosts: BTreeMap<String, HostLink>,
+) -> Result<XdpPorts, crate::engine::StartError> {
+    let workers = config.workers.count;
+    check_buffers(config, interfaces, &hosts)?;
+    let mut out = XdpPorts { workers: Vec::new(), attached: Vec::new(), links: Vec::new() };
+    for _ in 0..workers {
+        let pool = BufferPool::new(config.workers.buffers)?;
+        out.workers.push(WorkerXdp { pool, sockets: XskSockets::default(), rx: Vec::new() });
+    }
+    for (name, link) in hosts {
+        let i = interfaces.iter().find(|i| i.name == name).expect("an interface of the config");
+        let ic = &config.interfaces[&name];
+        let cfg = ic.af_xdp.unwrap_or_default();
+        let host_err = |e: std::io::Error| field_error(&name, "host-interface", format!("{}: {e}", link.name));
+        if usize::from(i.mtu + L2_OVERHEAD) > RX_CAPACITY {
+            return Err(field_error(
+                &name,
+                "mtu",
+                format!(
+                    "{}: AF_XDP frames must fit the {RX_CAPACITY} bytes after the kernel's XDP headroom in a buffer, \
+                     so the MTU may be at most {} (set mtu, or lower the host interface's)",
+                    i.mtu,
+                    RX_CAPACITY - usize::from(L2_OVERHEAD)
+                ),
+            ));
+        }
+        let queues = sockets_of(config, i, &name);
+        let program = XdpProgram::load(queues.len() as u32).map_err(host_err)?;
+        let mut drops = Vec::new();
+        let mut zero_copy = false;
+        for &(w, queue, rx) in &queues {
+            let wx = &mut out.workers[usize::from(w)];
+            let (addr, len) = wx.pool.umem_region();
+            let umem = Umem { addr, len, chunk: STRIDE as u32 };
+            let opts = XskOptions {
+                ifindex: link.ifindex,
+                queue,
+                ring_size: cfg.ring_size,
+                rx,
+                zero_copy: zero_copy_choice(cfg.zero_copy),
+            };
+            let xsk = Xsk::open(umem, &opts, wx.sockets.umem_owner()).map_err(|e| {
+                let what = if rx { "rx queue" } else { "its own tx queue for worker" };
+                let detail = if rx { String::new() } else { format!(" {w}") };
+                field_error(&name, "host-interface", format!("{} {what}{detail}: {e}", link.name))
+            })?;
+            zero_copy |= xsk.zero_copy;
+            if rx {
+                program.insert(queue, xsk.fd()).map_err(host_err)?;
+                drops.push(KernelDrops::AfXdp(xsk.stats_handle().map_err(host_err)?, 0));
+            }
+            let q = wx.sockets.add(i.index, xsk);
+            if rx {
+                wx.rx.push(q);
+            }
+        }
+        if cfg.zero_copy == ZeroCopyConfig::On && !zero_copy {
+            return Err(field_error(&name, "af-xdp.zero-copy", format!("on: {} has no zero-copy", link.name)));
+        }
+        let attachment = program
+            .attach(link.ifindex, xdp_mode(cfg.mode))
+            .map_err(|e| field_error(&name, "af-xdp.mode", format!("{}: {e}", link.name)))?;
+        log_opened(&name, &link, &cfg, &attachment, zero_copy, queues.len());
+        out.attached.push(Attached { _attachment: attachment, _program: program });
+        out.links.push((i.index, link, drops));
+    }
+    Ok(out)
+}
+
+/// The sockets of interface `i` (named `name`), as (worker, device queue, receives): the rx
+/// queues 0..queues on the workers placed on them, then a queue of its own (to transmit on)
+/// for each worker that polls none of them.
+fn sockets_of(config: &Config, i: &Interface, name: &str) -> Vec<(u16, u32, bool)> {
+    let (ic, workers) = (&config.interfaces[name], config.workers.count);
+    let cfg = ic.af_xdp.unwrap_or_default();
+    let mut queues: Vec<(u16, u32, bool)> =
+        (0..cfg.queues).map(|q| (ic.queue_worker(q, i.rx_worker, workers), u32::from(q), true)).collect();
+    let mut spare = u32::from(cfg.queues);
+    for w in 0..workers {
+        if !queues.iter().any(|&(qw, _, _)| qw == w) {
+            queues.push((w, spare, false));
+            spare += 1;
+        }
+    }
+    queues
+}
+
+/// Buffers a worker keeps for the graph beyond those its sockets lend the kernel.
+const GRAPH_BUFFERS: u32 = 4096;
+
+/// Checks that each worker's buffers cover what its sockets lend the kernel (a full fill
+/// ring and a full tx ring each) with [`GRAPH_BUFFERS`] to spare.
+fn check_buffers(
+    config: &Config,
+    interfaces: &[Interface],
+    hosts: &BTreeMap<String, HostLink>,
+) -> Result<(), crate::engine::StartError> {
+    let mut lent = vec![0u32; usize::from(config.workers.count)];
+    for name in hosts.keys() {
+        let i = interfaces.iter().find(|i| &i.name == name).expect("an interface of the config");
+        let ring = config.interfaces[name].af_xdp.unwrap_or_default().ring_size;
+        for (w, _, _) in sockets_of(config, i, name) {
+            lent[usize::from(w)] += 2 * ring;
+        }
+    }
+    let most = lent.iter().copied().max().unwrap_or(0);
+    if config.workers.buffers < most + GRAPH_BUFFERS {
+        return Err(crate::engine::StartError::Driver {
+            field: "workers.buffers".into(),
+            message: format!(
+                "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (a fill and a tx ring of \
+                 ring-size each), so it needs at least {} (or a smaller af-xdp.ring-size)",
+                config.workers.buffers,
+                most + GRAPH_BUFFERS
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Says what was opened for interface `name`.
+fn log_opened(name: &str, link: &HostLink, cfg: &AfXdpConfig, a: &Attachment, zero_copy: bool, sockets: usize) {
+    tracing::info!(
+        "interface {name}: af-xdp on {} (ifindex {}), {} rx queue(s), {sockets} socket(s), XDP {} mode via {}, {}, \
+         rings of {}, link {}",
+        link.name,
+        link.ifindex,
+        cfg.queues,
+        a.mode().name(),
+        if a.is_link() { "bpf_link" } else { "netlink" },
+        if zero_copy { "zero-copy" } else { "copy" },
+        cfg.ring_size,
+        if link.oper_up { "up" } else { "down" }
+    );
+}
+
+fn zero_copy_choice(z: ZeroCopyConfig) -> ZeroCopy {
+    match z {
+        ZeroCopyConfig::Auto => ZeroCopy::Auto,
+        ZeroCopyConfig::On => ZeroCopy::On,
+        ZeroCopyConfig::Off => ZeroCopy::Off,
+    }
+}
+
+fn xdp_mode(m: XdpModeConfig) -> XdpMode {
+    match m {
+        XdpModeConfig::Auto => XdpMode::Auto,
+        XdpModeConfig::Native => XdpMode::Native,
+        XdpModeConfig::Skb => XdpMode::Skb,
+    }
+}

@@ -1,0 +1,317 @@
+//! One AF_XDP socket: its UMEM (a worker's buffer pool, registered by the worker's first
+//! socket and shared by the others), its four rings mapped into the process, and its binding
+//! to one queue of one interface.
+
+use super::ring::{Consumer, Producer, RingPtrs};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+
+/// The memory registered as UMEM: a worker's buffer slots.
+#[derive(Debug, Clone, Copy)]
+pub struct Umem {
+    /// Page-aligned start.
+    pub addr: *mut u8,
+    /// Length in bytes.
+    pub len: usize,
+    /// Bytes per chunk (a buffer slot; not a power of two, so unaligned chunks).
+    pub chunk: u32,
+}
+
+/// Whether the kernel moves frames in and out of the UMEM without copying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZeroCopy {
+    /// Zero-copy where the driver supports it, copy otherwise.
+    Auto,
+    /// Zero-copy or fail.
+    On,
+    /// Always copy.
+    Off,
+}
+
+/// How to open one socket.
+#[derive(Debug, Clone, Copy)]
+pub struct XskOptions {
+    /// Kernel interface index.
+    pub ifindex: u32,
+    /// Device queue.
+    pub queue: u32,
+    /// Entries in each of the four rings (a power of two).
+    pub ring_size: u32,
+    /// Open an rx ring (a socket only for sending has none).
+    pub rx: bool,
+    /// Zero-copy choice (for the socket that registers the UMEM; sharers inherit it).
+    pub zero_copy: ZeroCopy,
+}
+
+/// Sets socket option `name` of `level` to `value`.
+pub(crate) fn set_opt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
+    // SAFETY: `value` points to a live `T` of `size_of::<T>()` bytes for the duration of the
+    // call; the kernel only reads it.
+    let r = unsafe {
+        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(())
+}
+
+/// Reads socket option `name` of level `SOL_XDP` into a `T`.
+fn get_xdp_opt<T: Copy>(fd: RawFd, name: libc::c_int, what: &str) -> io::Result<T> {
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` is writable for `len` bytes and `len` is passed by pointer.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_XDP, name, value.as_mut_ptr().cast(), &mut len) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    // SAFETY: zero-initialised plain C data, partly overwritten by the kernel.
+    Ok(unsafe { value.assume_init() })
+}
+
+/// One ring's mapping; unmapped on drop.
+struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps the ring at page offset `pgoff` of socket `fd`, `off` describing its layout.
+    fn map<T>(
+        fd: RawFd,
+        pgoff: u64,
+        off: &libc::xdp_ring_offset,
+        size: u32,
+        what: &str,
+    ) -> io::Result<(Self, RingPtrs<T>)> {
+        let len = off.desc as usize + size as usize * std::mem::size_of::<T>();
+        // SAFETY: maps the ring the kernel made for `fd`; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd,
+                pgoff as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("mmap of the {what} ring: {e}")));
+        }
+        let base = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        // SAFETY: the offsets come from the kernel and lie inside the mapping just made.
+        let ptrs = unsafe {
+            RingPtrs {
+                producer: base.as_ptr().add(off.producer as usize).cast(),
+                consumer: base.as_ptr().add(off.consumer as usize).cast(),
+                flags: base.as_ptr().add(off.flags as usize).cast(),
+                descs: base.as_ptr().add(off.desc as usize).cast(),
+                size,
+            }
+        };
+        Ok((Mapping { base, len }, ptrs))
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `map`, once.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// An open, bound AF_XDP socket with its rings.
+pub struct Xsk {
+    /// Received frames (none on a send-only socket).
+    pub rx: Option<Consumer<libc::xdp_desc>>,
+    /// Frames to send.
+    pub tx: Producer<libc::xdp_desc>,
+    /// Free chunks for the kernel to receive into.
+    pub fill: Producer<u64>,
+    /// Chunks the kernel is done sending.
+    pub completion: Consumer<u64>,
+    /// The kernel moves frames without copying.
+    pub zero_copy: bool,
+    /// Interface index and queue it is bound to.
+    pub ifindex: u32,
+    /// The device queue.
+    pub queue: u32,
+    // Declared last: the rings are unmapped before the socket closes.
+    _maps: Vec<Mapping>,
+    fd: OwnedFd,
+}
+
+// SAFETY: the ring pointers point into mappings owned by this value; moving the socket to a
+// worker thread moves that ownership, and only that worker uses the rings.
+unsafe impl Send for Xsk {}
+
+impl Xsk {
+    /// Opens a socket on `opts.queue` of `opts.ifindex`: registers `umem` when `share` is
+    /// `None`, else shares the UMEM of socket `share` (with its own fill and completion
+    /// rings), maps the rings and binds.
+    pub fn open(umem: Umem, opts: &XskOptions, share: Option<RawFd>) -> io::Result<Self> {
+        // SAFETY: socket(2) with constant arguments; the result is checked.
+        let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("socket(AF_XDP): {e} (a kernel without CONFIG_XDP_SOCKETS?)"),
+            ));
+        }
+        // SAFETY: `fd` was just opened and is ours.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let raw = fd.as_raw_fd();
+        if share.is_none() {
+            let reg = libc::xdp_umem_reg {
+                addr: umem.addr as u64,
+                len: umem.len as u64,
+                chunk_size: umem.chunk,
+                headroom: 0,
+                flags: libc::XDP_UMEM_UNALIGNED_CHUNK_FLAG,
+                tx_metadata_len: 0,
+            };
+            set_opt(raw, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg, "registering the buffers as UMEM").map_err(|e| {
+                match e.raw_os_error() {
+                    Some(libc::ENOBUFS | libc::ENOMEM | libc::EPERM) => io::Error::new(
+                        e.kind(),
+                        format!("{e} (the UMEM is locked memory: raise `ulimit -l` or run with CAP_IPC_LOCK)"),
+                    ),
+                    _ => e,
+                }
+            })?;
+        }
+        let size = opts.ring_size;
+        set_opt(raw, libc::SOL_XDP, libc::XDP_UMEM_FILL_RING, &size, "fill ring size")?;
+        set_opt(raw, libc::SOL_XDP, libc::XDP_UMEM_COMPLETION_RING, &size, "completion ring size")?;
+        if opts.rx {
+            set_opt(raw, libc::SOL_XDP, libc::XDP_RX_RING, &size, "rx ring size")?;
+        }
+        set_opt(raw, libc::SOL_XDP, libc::XDP_TX_RING, &size, "tx ring size")?;
+        let off: libc::xdp_mmap_offsets = get_xdp_opt(raw, libc::XDP_MMAP_OFFSETS, "XDP_MMAP_OFFSETS")?;
+        let mut maps = Vec::with_capacity(4);
+        let (m, fill) = Mapping::map::<u64>(raw, libc::XDP_UMEM_PGOFF_FILL_RING, &off.fr, size, "fill")?;
+        maps.push(m);
+        let (m, completion) =
+            Mapping::map::<u64>(raw, libc::XDP_UMEM_PGOFF_COMPLETION_RING, &off.cr, size, "completion")?;
+        maps.push(m);
+        let (m, tx) = Mapping::map::<libc::xdp_desc>(raw, libc::XDP_PGOFF_TX_RING as u64, &off.tx, size, "tx")?;
+        maps.push(m);
+        let rx = if opts.rx {
+            let (m, rx) = Mapping::map::<libc::xdp_desc>(raw, libc::XDP_PGOFF_RX_RING as u64, &off.rx, size, "rx")?;
+            maps.push(m);
+            Some(rx)
+        } else {
+            None
+        };
+        bind(raw, opts, share)?;
+        let options: libc::xdp_options = get_xdp_opt(raw, libc::XDP_OPTIONS, "XDP_OPTIONS")?;
+        // SAFETY: the rings were made by the kernel for this socket with `size` entries (a
+        // power of two, checked by the kernel's setsockopt) and their mappings live in
+        // `maps`, dropped with the rings; this socket is their only user-space user.
+        unsafe {
+            Ok(Xsk {
+                rx: rx.map(|r| Consumer::new(r)),
+                tx: Producer::new(tx),
+                fill: Producer::new(fill),
+                completion: Consumer::new(completion),
+                zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
+                ifindex: opts.ifindex,
+                queue: opts.queue,
+                _maps: maps,
+                fd,
+            })
+        }
+    }
+
+    /// The socket's descriptor (for the XSKMAP, sharing the UMEM, and `poll`).
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// A second descriptor of the socket, for reading its statistics from another thread.
+    pub fn stats_handle(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+
+    /// Asks the kernel to look at the tx ring (`sendto`). Returns false when it stopped
+    /// before the end of the ring for a reason a retry will not cure now (device queue full).
+    #[inline]
+    pub fn kick_tx(&self) -> bool {
+        // SAFETY: a zero-length send with no address; the kernel only reads the tx ring.
+        let r = unsafe { libc::sendto(self.fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0) };
+        r >= 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN)
+    }
+
+    /// Asks the kernel to look at the fill ring (`recvfrom`), when it said it needs it.
+    #[inline]
+    pub fn kick_rx(&self) {
+        // SAFETY: a zero-length receive into nothing; only wakes the driver.
+        unsafe {
+            libc::recvfrom(
+                self.fd(),
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+    }
+}
+
+/// Binds socket `fd` per `opts` (sharing socket `share`'s UMEM when given).
+fn bind(fd: RawFd, opts: &XskOptions, share: Option<RawFd>) -> io::Result<()> {
+    // SAFETY: sockaddr_xdp is plain data; zero is valid for every field.
+    let mut sa: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
+    sa.sxdp_family = libc::AF_XDP as u16;
+    sa.sxdp_ifindex = opts.ifindex;
+    sa.sxdp_queue_id = opts.queue;
+    sa.sxdp_flags = match share {
+        // A sharer inherits copy or zero-copy and need-wakeup from the UMEM's first socket.
+        Some(owner) => {
+            sa.sxdp_shared_umem_fd = owner as u32;
+            libc::XDP_SHARED_UMEM
+        }
+        None => {
+            libc::XDP_USE_NEED_WAKEUP
+                | match opts.zero_copy {
+                    ZeroCopy::Auto => 0,
+                    ZeroCopy::On => libc::XDP_ZEROCOPY,
+                    ZeroCopy::Off => libc::XDP_COPY,
+                }
+        }
+    };
+    // SAFETY: `sa` is a valid sockaddr_xdp and the length is its size.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_xdp).cast(),
+            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        let hint = match e.raw_os_error() {
+            Some(libc::EBUSY) => " (another AF_XDP socket is bound to this queue)",
+            Some(libc::EINVAL) => " (the interface has no such queue: see `ethtool -l`, or fewer af-xdp queues)",
+            Some(libc::EOPNOTSUPP) => " (the driver has no zero-copy: use zero-copy auto or off)",
+            Some(libc::ENETDOWN) => " (the interface is down)",
+            _ => "",
+        };
+        return Err(io::Error::new(e.kind(), format!("binding to queue {}: {e}{hint}", opts.queue)));
+    }
+    Ok(())
+}
+
+/// The frames the kernel could not deliver to one socket since it opened: no free chunk in
+/// the fill ring (`rx_dropped`) or no room in the rx ring (`rx_ring_full`).
+pub fn kernel_drops(fd: &OwnedFd) -> io::Result<u64> {
+    let st: libc::xdp_statistics = get_xdp_opt(fd.as_raw_fd(), libc::XDP_STATISTICS, "XDP_STATISTICS")?;
+    Ok(st.rx_dropped + st.rx_ring_full)
+}
