@@ -304,7 +304,7 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
                 let host = dp.host_link(i.index);
                 json!({"host_interface": host.map(|h| &h.name), "host_ifindex": host.map(|h| h.ifindex),
                     "host_mtu": host.map(|h| h.mtu), "rx_queues": a.rx_queues, "block_size": a.block_size,
-                    "blocks": a.blocks, "block_timeout_ms": a.block_timeout_ms})
+                    "blocks": a.blocks, "block_timeout_ms": a.block_timeout_ms, "rx_mode": cfg.map(|c| c.rx_mode)})
             }
             crate::interface::DriverKind::AfXdp => {
                 let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();

@@ -111,7 +111,8 @@ pub fn open(
         let attachment = program
             .attach(link.ifindex, xdp_mode(cfg.mode))
             .map_err(|e| field_error(&name, "af-xdp.mode", format!("{}: {e}", link.name)))?;
-        log_opened(&name, &link, &cfg, &attachment, zero_copy, queues.len());
+        warn_unread_queues(&name, &link, cfg.queues);
+        log_opened(&name, &link, &cfg, &attachment, zero_copy, queues.len(), i.mtu);
         out.attached.push(Attached { _attachment: attachment, _program: program });
         out.links.push((i.index, link, drops));
     }
@@ -139,8 +140,9 @@ fn sockets_of(config: &Config, i: &Interface, name: &str) -> Vec<(u16, u32, bool
 /// Buffers a worker keeps for the graph beyond those its sockets lend the kernel.
 const GRAPH_BUFFERS: u32 = 4096;
 
-/// Checks that each worker's buffers cover what its sockets lend the kernel (a full fill
-/// ring and a full tx ring each) with [`GRAPH_BUFFERS`] to spare.
+/// Checks that each worker's buffers cover what its sockets lend the kernel (a full fill ring
+/// per rx queue, a full tx ring per interface: it sends on one socket of each) with
+/// [`GRAPH_BUFFERS`] to spare.
 fn check_buffers(
     config: &Config,
     interfaces: &[Interface],
@@ -150,8 +152,10 @@ fn check_buffers(
     for name in hosts.keys() {
         let i = interfaces.iter().find(|i| &i.name == name).expect("an interface of the config");
         let ring = config.interfaces[name].af_xdp.unwrap_or_default().ring_size;
-        for (w, _, _) in sockets_of(config, i, name) {
-            lent[usize::from(w)] += 2 * ring;
+        let sockets = sockets_of(config, i, name);
+        for (w, lent) in lent.iter_mut().enumerate() {
+            let rx = sockets.iter().filter(|&&(sw, _, rx)| usize::from(sw) == w && rx).count() as u32;
+            *lent += (rx + 1) * ring;
         }
     }
     let most = lent.iter().copied().max().unwrap_or(0);
@@ -159,8 +163,9 @@ fn check_buffers(
         return Err(crate::engine::StartError::Driver {
             field: "workers.buffers".into(),
             message: format!(
-                "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (a fill and a tx ring of \
-                 ring-size each), so it needs at least {} (or a smaller af-xdp.ring-size)",
+                "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (ring-size in the fill \
+                 ring of each rx queue and in the tx ring of each interface), so it needs at least {} (or a \
+                 smaller af-xdp.ring-size)",
                 config.workers.buffers,
                 most + GRAPH_BUFFERS
             ),
@@ -169,11 +174,36 @@ fn check_buffers(
     Ok(())
 }
 
+/// Warns when host interface `link` has more rx queues than the `queues` vecflow reads: the
+/// XDP program passes frames arriving on the others to the kernel.
+fn warn_unread_queues(name: &str, link: &HostLink, queues: u16) {
+    let dir = format!("/sys/class/net/{}/queues", link.name);
+    let rx = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().starts_with("rx-")).count())
+        .unwrap_or(0);
+    if rx > usize::from(queues) {
+        tracing::warn!(
+            "interfaces.{name}.af-xdp.queues: {} has {rx} rx queues and vecflow reads {queues}; frames the device \
+             puts on the others go to the kernel (set queues: {rx}, or `ethtool -L {} combined {queues}`)",
+            link.name,
+            link.name
+        );
+    }
+}
+
 /// Says what was opened for interface `name`.
-fn log_opened(name: &str, link: &HostLink, cfg: &AfXdpConfig, a: &Attachment, zero_copy: bool, sockets: usize) {
+fn log_opened(
+    name: &str,
+    link: &HostLink,
+    cfg: &AfXdpConfig,
+    a: &Attachment,
+    zero_copy: bool,
+    sockets: usize,
+    mtu: u16,
+) {
     tracing::info!(
         "interface {name}: af-xdp on {} (ifindex {}), {} rx queue(s), {sockets} socket(s), XDP {} mode via {}, {}, \
-         rings of {}, link {}",
+         rings of {}, MTU {mtu}, link {}",
         link.name,
         link.ifindex,
         cfg.queues,
