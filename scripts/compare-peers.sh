@@ -17,7 +17,15 @@
 #                     sFlow 1:1000 to a local collector; one OpenFlow rule is the router:
 #                     in_port=1,ip,dl_dst=02:fe:00:00:00:01,nw_dst=48.0.0.0/8 -> mod_dl_src,
 #                     mod_dl_dst, dec_ttl, output:2 (fail-mode secure: the rest is dropped)
-#   vecflow-afpacket  vecflow, driver af-packet on both veths, sFlow 1:1000 to a local collector
+#   ovs-afxdp         the same Open vSwitch bridge, flow and sFlow with afxdp ports (xdp-mode
+#                     best-effort: native on veth, copy), polled by one PMD thread on the
+#                     forwarder's CPU
+#   vecflow-afpacket  vecflow, driver af-packet on both veths, rx-mode adaptive, sFlow 1:1000 to
+#                     a local collector
+#   vecflow-afxdp     vecflow, driver af-xdp on both veths (XDP native, copy: veth has no
+#                     zero-copy), rx-mode polling, rings of 2048, sFlow 1:1000
+#   vecflow-afxdp-adaptive  the same in rx-mode adaptive (polls while frames come, then sleeps
+#                     in poll(2))
 # Layouts:
 #   a  everything on CPU 0: generator, forwarder (all its threads), sink.
 #      ns/packet (forwarder cost) = 1e3/Mpps - 1e3/Mpps(generator-alone), on the medians;
@@ -29,6 +37,8 @@
 #      scripts/bench-af-packet.sh does; the kernel contender then forwards on CPU 0).
 #      vecflow also reports clocks/packet per node (`show runtime`, printed at SIGINT); they
 #      include the kernel's work on the worker's CPU (softirqs, the sink's receive in sendto).
+#      With XDP in native mode on veth, the XDP program and the copy into the AF_XDP rx ring
+#      run in veth's NAPI on the sending CPU (CPU 0), before RPS could move them.
 # Mpps = frames received by the sink veth (rx_packets of vfcps0; of vfcpg1 for generator-alone)
 # per second over a window that starts 1 s after trafgen. loss % = 1 - delivered / sent over
 # the whole run (sent = tx_packets + tx_dropped of trafgen's vfcpg0, delivered counted after
@@ -41,6 +51,8 @@
 #   --only        contenders to run (default all); --layouts (default a,b)
 #   --json        print one JSON array (a row per contender and layout: medians, and its raw
 #                 runs) instead of the table
+#   --out DIR     also write the JSON to DIR/compare-peers.json and its plot (crates/peers-plot)
+#                 to DIR/compare-peers.svg
 # VECFLOW=path picks the binary (default target/release/vecflow, built when missing).
 # Adding a contender: a line in CONTENDERS and two functions, up_NAME FCPU LAYOUT (start it on
 # CPU FCPU, return when it forwards) and down_NAME (stop it; may set `clocks` to
@@ -48,14 +60,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# name              layouts  the sink veth it is measured at (netns device)
+# name                    layouts  the sink veth it is measured at (netns device)
 CONTENDERS=(
-    "generator-alone  a        vfcpr vfcpg1"
-    "kernel           ab       vfcps vfcps0"
-    "ovs-afpacket     ab       vfcps vfcps0"
-    "vecflow-afpacket ab       vfcps vfcps0"
+    "generator-alone         a        vfcpr vfcpg1"
+    "kernel                  ab       vfcps vfcps0"
+    "ovs-afpacket            ab       vfcps vfcps0"
+    "ovs-afxdp               ab       vfcps vfcps0"
+    "vecflow-afpacket        ab       vfcps vfcps0"
+    "vecflow-afxdp           ab       vfcps vfcps0"
+    "vecflow-afxdp-adaptive  ab       vfcps vfcps0"
 )
-secs=10 runs=3 only="" layouts="a,b" json=0
+secs=10 runs=3 only="" layouts="a,b" json=0 out=""
 while [ $# -gt 0 ]; do
     case $1 in
         --seconds) secs=$2; shift ;;
@@ -63,6 +78,7 @@ while [ $# -gt 0 ]; do
         --only) only=$2; shift ;;
         --layouts) layouts=$2; shift ;;
         --json) json=1 ;;
+        --out) out=$2; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -86,10 +102,10 @@ for n in ${only//,/ }; do
 done
 for l in ${layouts//,/ }; do [[ $l == [ab] ]] || { echo "unknown layout $l" >&2; exit 2; }; done
 [[ $layouts == *a* && ${#want[@]} -gt 0 ]] && want[generator-alone]=a
-if [ -n "${want[ovs-afpacket]:-}" ] && ! command -v ovs-vswitchd >/dev/null; then
+if [ -n "${want[ovs-afpacket]:-}${want[ovs-afxdp]:-}" ] && ! command -v ovs-vswitchd >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -o DPkg::Lock::Timeout=300 openvswitch-switch >/dev/null
 fi
-if [ -n "${want[vecflow-afpacket]:-}" ] && [ ! -x "$vecflow" ]; then cargo build --release; fi
+if [[ " ${!want[*]} " == *" vecflow-"* ]] && [ ! -x "$vecflow" ]; then cargo build --release; fi
 
 work=$(mktemp -d)
 pgroups=()            # process groups started with setsid (pid = pgid), killed by cleanup
@@ -162,7 +178,12 @@ up_kernel() {
 }
 down_kernel() { :; }
 
-up_ovs_afpacket() {   # a private database, sockets and logs in $work/ovs; no ovs-ctl
+up_ovs_afpacket() { ovs_up "$1" system; }
+down_ovs_afpacket() { ovs_down; }
+up_ovs_afxdp() { ovs_up "$1" afxdp; }
+down_ovs_afxdp() { ovs_down; }
+
+ovs_up() {   # FCPU PORT-TYPE: a private database, sockets and logs in $work/ovs; no ovs-ctl
     local o=$work/ovs
     local env=(env OVS_RUNDIR="$o" OVS_DBDIR="$o" OVS_LOGDIR="$o")
     rm -rf "$o"; mkdir -p "$o"
@@ -175,28 +196,36 @@ up_ovs_afpacket() {   # a private database, sockets and logs in $work/ovs; no ov
     local vsctl=("${env[@]}" ovs-vsctl --db="unix:$o/db.sock" --timeout=20)
     "${vsctl[@]}" --no-wait init
     # The PMD settings only matter to PMD ports (DPDK, AF_XDP): system ports are polled by
-    # vswitchd's main thread, which sleeps in poll() when idle (pmd-rxq-show lists nothing).
+    # vswitchd's main thread, which sleeps in poll() when idle (pmd-rxq-show lists nothing);
+    # afxdp ports by one PMD thread on FCPU, which sleeps up to 50 µs when its queues are empty.
     "${vsctl[@]}" --no-wait set Open_vSwitch . other_config:pmd-cpu-mask=$((1 << $1)) \
         other_config:pmd-maxsleep=50
     start vfcpr "$o/vswitchd.out" "${env[@]}" taskset -c "$1" \
         ovs-vswitchd "unix:$o/db.sock" --pidfile --unixctl="$o/ovs-vswitchd.ctl" --log-file
     vswitchd=$pid
     "${vsctl[@]}" add-br vfcpbr -- set bridge vfcpbr datapath_type=netdev fail-mode=secure \
-        -- add-port vfcpbr vfcpg1 -- set interface vfcpg1 ofport_request=1 \
-        -- add-port vfcpbr vfcps1 -- set interface vfcps1 ofport_request=2 \
+        -- add-port vfcpbr vfcpg1 -- set interface vfcpg1 ofport_request=1 type="$2" \
+        -- add-port vfcpbr vfcps1 -- set interface vfcps1 ofport_request=2 type="$2" \
         -- --id=@s create sflow agent=lo "target=\"127.0.0.1:$SFLOW_PORT\"" sampling=1000 polling=20 header=128 \
         -- set bridge vfcpbr sflow=@s >/dev/null
     "${env[@]}" ovs-ofctl del-flows vfcpbr
     "${env[@]}" ovs-ofctl add-flow vfcpbr "in_port=1,ip,dl_dst=02:fe:00:00:00:01,nw_dst=48.0.0.0/8,actions=mod_dl_src:02:fe:00:00:00:02,mod_dl_dst:02:00:00:00:02:99,dec_ttl,output:2"
 }
-down_ovs_afpacket() { stop "$vswitchd"; stop "$ovsdb"; stop "$collector"; }
+ovs_down() { stop "$vswitchd"; stop "$ovsdb"; stop "$collector"; }
 
-up_vecflow_afpacket() {
+up_vecflow_afpacket() { vecflow_up "$1" af-packet adaptive; }
+down_vecflow_afpacket() { vecflow_down; }
+up_vecflow_afxdp() { vecflow_up "$1" af-xdp polling; }
+down_vecflow_afxdp() { vecflow_down; }
+up_vecflow_afxdp_adaptive() { vecflow_up "$1" af-xdp adaptive; }
+down_vecflow_afxdp_adaptive() { vecflow_down; }
+
+vecflow_up() {   # FCPU DRIVER RX-MODE
     cat >"$work/vecflow.yaml" <<YAML
 workers: {count: 1, cores: [$1], main-core: $1}
 interfaces:
-  in0: {driver: af-packet, host-interface: vfcpg1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {enable: true}}
-  out0: {driver: af-packet, host-interface: vfcps1, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {enable: true}}
+  in0: {driver: $2, rx-mode: $3, host-interface: vfcpg1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {enable: true}}
+  out0: {driver: $2, rx-mode: $3, host-interface: vfcps1, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {enable: true}}
 routes: [{prefix: 48.0.0.0/8, via: 10.0.2.99}]
 neighbors: [{interface: out0, address: 10.0.2.99, mac: '02:00:00:00:02:99'}]
 sflow: {sampling-rate: 1000, polling-interval: 20, collectors: [{address: 127.0.0.1, port: $SFLOW_PORT}]}
@@ -219,7 +248,7 @@ YAML
     done
     cat "$work/vecflow.log" >&2; echo "vecflow did not start" >&2; return 1
 }
-down_vecflow_afpacket() {
+vecflow_down() {
     stop "$vf" INT
     stop "$collector"
     # `show runtime`: Name Calls Vectors Suspends Clocks Vectors/Call; Clocks is per packet
@@ -260,7 +289,7 @@ measure() {
     topo_down
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$layout" "$run" $((d1 - d0)) $((t1 - t0)) \
         "$sent" "$got" "${clocks:--}" >>"$work/results"
-    printf '  run %s %-17s %s: %s Mpps, sent %s, delivered %s\n' "$run" "$name" "$layout" \
+    printf '  run %s %-23s %s: %s Mpps, sent %s, delivered %s\n' "$run" "$name" "$layout" \
         "$(awk -v d=$((d1 - d0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.3f", d * 1e3 / t}')" "$sent" "$got" >&2
 }
 
@@ -274,9 +303,9 @@ for run in $(seq "$runs"); do
     done
 done
 
-python3 - "$json" "$work/results" <<'PY'
-import json, statistics as st, sys
-as_json, path = sys.argv[1] == "1", sys.argv[2]
+python3 - "$json" "$work/results" "$out" <<'PY'
+import json, os, statistics as st, sys
+as_json, path, out_dir = sys.argv[1] == "1", sys.argv[2], sys.argv[3]
 rows = {}
 for line in open(path):
     name, layout, run, win, ns, sent, got, clocks = line.rstrip("\n").split("\t")
@@ -302,10 +331,15 @@ for (name, layout), runs in rows.items():
         row["clocks_per_packet"] = {k: round(st.median(n[k] for n in nodes if k in n), 1) for k in keys}
     row["runs"] = runs
     out.append(row)
+if out_dir:
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "compare-peers.json"), "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
 if as_json:
     print(json.dumps(out, indent=2))
     sys.exit()
-fmt = "{:<17} {:<6} {:>7} {:>7} {:>8}  {}"
+fmt = "{:<23} {:<6} {:>7} {:>7} {:>8}  {}"
 print(fmt.format("contender", "layout", "Mpps", "loss %", "ns/pkt", "runs (Mpps)"))
 for r in out:
     print(fmt.format(r["contender"], r["layout"], "%.3f" % r["mpps"],
@@ -319,3 +353,7 @@ for r in out:
 print("a: everything on CPU 0; b: generator on CPU 0, forwarder on CPU 1. "
       "ns/pkt = 1e3/Mpps - 1e3/Mpps(generator-alone).")
 PY
+if [ -n "$out" ]; then
+    cargo run --quiet --release -p peers-plot -- "$out/compare-peers.json" "$out/compare-peers.svg"
+    echo "wrote $out/compare-peers.json and $out/compare-peers.svg" >&2
+fi

@@ -163,6 +163,9 @@ impl RxQueue {
             }
             let i = i as u32;
             *pool.meta_mut(i) = BufferMeta::placed((d.addr >> 48) as usize, d.len as usize, self.port);
+            // The kernel wrote the frame (maybe on another core): its headers start loading
+            // now, for ethernet-input.
+            pool.prefetch_frame(i);
             vectors[v].push(i);
         }
         rx.release(n);
