@@ -93,7 +93,7 @@ fi
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --release --quiet loom
 
-step "Miri: the unit tests of the modules with unsafe code or lock-free sharing (ring, buffer, hugemem, qsbr, snapshot, fib)"
+step "Miri: the unit tests of the modules with unsafe code or lock-free sharing (sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib)"
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
     step "installing Miri (rustup +nightly component add miri rust-src)"
     rustup +nightly component add miri rust-src
@@ -105,7 +105,7 @@ miri() {
     MIRIFLAGS="-Zmiri-disable-isolation $1" CARGO_TARGET_DIR=target/miri \
         cargo +nightly miri test -p dataplane --lib --quiet -- --test-threads=1 "${@:2}"
 }
-miri "" buffer:: hugemem:: sflow::ring:: qsbr:: snapshot::
+miri "" buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::
 miri -Zmiri-disable-weak-memory-emulation fib::
 
 # Runs fuzz target $2 of crate $1 for FUZZ_SECONDS with a fixed seed, from its corpus plus any

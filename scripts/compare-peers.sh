@@ -53,7 +53,8 @@
 #                 runs) instead of the table
 #   --out DIR     also write the JSON to DIR/compare-peers.json and its plot (crates/peers-plot)
 #                 to DIR/compare-peers.svg
-# VECFLOW=path picks the binary (default target/release/vecflow, built when missing).
+# VECFLOW=path picks the binary (default target/release/vecflow, built when missing);
+# XDP_MODE=native|skb the af-xdp rows' XDP mode (default auto: native on veth).
 # Adding a contender: a line in CONTENDERS and two functions, up_NAME FCPU LAYOUT (start it on
 # CPU FCPU, return when it forwards) and down_NAME (stop it; may set `clocks` to
 # "node=clocks,..."); NAME with - as _.
@@ -221,11 +222,13 @@ up_vecflow_afxdp_adaptive() { vecflow_up "$1" af-xdp adaptive; }
 down_vecflow_afxdp_adaptive() { vecflow_down; }
 
 vecflow_up() {   # FCPU DRIVER RX-MODE
+    local xdp=""
+    [ "$2" = af-xdp ] && xdp=", af-xdp: {mode: ${XDP_MODE:-auto}}"
     cat >"$work/vecflow.yaml" <<YAML
 workers: {count: 1, cores: [$1], main-core: $1}
 interfaces:
-  in0: {driver: $2, rx-mode: $3, host-interface: vfcpg1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {enable: true}}
-  out0: {driver: $2, rx-mode: $3, host-interface: vfcps1, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {enable: true}}
+  in0: {driver: $2, rx-mode: $3$xdp, host-interface: vfcpg1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {enable: true}}
+  out0: {driver: $2, rx-mode: $3$xdp, host-interface: vfcps1, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {enable: true}}
 routes: [{prefix: 48.0.0.0/8, via: 10.0.2.99}]
 neighbors: [{interface: out0, address: 10.0.2.99, mac: '02:00:00:00:02:99'}]
 sflow: {sampling-rate: 1000, polling-interval: 20, collectors: [{address: 127.0.0.1, port: $SFLOW_PORT}]}
@@ -256,15 +259,20 @@ vecflow_down() {
         r && $1 == "Name" {t=1; next} r && t && NF == 6 {printf "%s%s=%s", s, $1, $5; s=","}
         r && NF == 0 {t=0}' "$work/vecflow.out")
     [ -n "$clocks" ] || { cat "$work/vecflow.log" >&2; echo "no show runtime from vecflow" >&2; return 1; }
+    # `show sflow`: Interface ifIdx rate seen taken sent dropped discards disc-lost, per source
+    samples=$(awk '/^vecflow# show sflow/ {r=1; next} /^vecflow# / {r=0}
+        r && $1 == "Interface" {t=1; next} r && t && NF == 9 {tk += $5; s += $6; d += $7}
+        END {printf "%d/%d/%d", tk, s, d}' "$work/vecflow.out")
 }
 
 # measure NAME LAYOUT RUN SINK_NS SINK_DEV: one run; appends a line to $work/results:
-# name layout run delivered-in-window window-ns sent-in-all delivered-in-all clocks
+# name layout run delivered-in-window window-ns sent-in-all delivered-in-all clocks samples
+# (samples: vecflow's sFlow flow samples taken/sent/dropped, or -)
 measure() {
     local name=$1 layout=$2 run=$3 sns=$4 sdev=$5 fcpu=0 fn=${1//-/_}
     [ "$layout" = b ] && fcpu=1
     topo_up "${RX_CPU:-$fcpu}"
-    clocks=""
+    clocks="" samples=""
     "up_$fn" $fcpu "$layout"
     # trafgen pins its worker i to CPU i whatever taskset says: --cpus 1 = CPU 0 only. -b with
     # a rate it never reaches: its sendto() path, which blocks while the socket's send buffer
@@ -287,8 +295,8 @@ measure() {
     got=$(ctr "$sns" "$sdev" rx_packets)
     "down_$fn"
     topo_down
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$layout" "$run" $((d1 - d0)) $((t1 - t0)) \
-        "$sent" "$got" "${clocks:--}" >>"$work/results"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$layout" "$run" $((d1 - d0)) $((t1 - t0)) \
+        "$sent" "$got" "${clocks:--}" "${samples:--}" >>"$work/results"
     printf '  run %s %-23s %s: %s Mpps, sent %s, delivered %s\n' "$run" "$name" "$layout" \
         "$(awk -v d=$((d1 - d0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.3f", d * 1e3 / t}')" "$sent" "$got" >&2
 }
@@ -308,12 +316,14 @@ import json, os, statistics as st, sys
 as_json, path, out_dir = sys.argv[1] == "1", sys.argv[2], sys.argv[3]
 rows = {}
 for line in open(path):
-    name, layout, run, win, ns, sent, got, clocks = line.rstrip("\n").split("\t")
+    name, layout, run, win, ns, sent, got, clocks, samples = line.rstrip("\n").split("\t")
     win, ns, sent, got = int(win), int(ns), int(sent), int(got)
     r = {"run": int(run), "mpps": round(win * 1e3 / ns, 4), "window_s": round(ns / 1e9, 3),
          "loss_pct": round(100 * (1 - got / sent), 2) if sent else None, "sent": sent, "delivered": got}
     if clocks != "-":
         r["clocks_per_packet"] = {k: float(v) for k, v in (kv.split("=") for kv in clocks.split(","))}
+    if samples != "-":
+        r["sflow_samples"] = dict(zip(("taken", "sent", "dropped"), map(int, samples.split("/"))))
     rows.setdefault((name, layout), []).append(r)
 gen = rows.get(("generator-alone", "a"))
 gen_mpps = st.median(r["mpps"] for r in gen) if gen else None
@@ -350,6 +360,11 @@ for r in out:
     if "clocks_per_packet" in r:
         print("%s %s clocks/packet: %s" % (r["contender"], r["layout"],
               ", ".join("%s %g" % kv for kv in r["clocks_per_packet"].items())))
+for r in out:
+    s = [x["sflow_samples"] for x in r["runs"] if "sflow_samples" in x]
+    if s:
+        print("%s %s sFlow samples taken/sent/dropped per run: %s" % (r["contender"], r["layout"],
+              " ".join("%(taken)d/%(sent)d/%(dropped)d" % x for x in s)))
 print("a: everything on CPU 0; b: generator on CPU 0, forwarder on CPU 1. "
       "ns/pkt = 1e3/Mpps - 1e3/Mpps(generator-alone).")
 PY

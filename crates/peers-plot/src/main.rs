@@ -54,7 +54,11 @@ fn panels(rows: &[Row]) -> (Vec<Bar>, Vec<Bar>) {
 }
 
 /// Draws `bars` under `title` in `area`, scaled to the longest.
-fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, title: &str, bars: &[Bar]) -> Result<()>
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    bars: &[Bar],
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -65,7 +69,8 @@ where
     for (k, b) in bars.iter().enumerate() {
         let y = TITLE_HEIGHT + k as i32 * (BAR_HEIGHT + 8);
         let len = (b.value.max(0.0) / longest * room).round() as i32;
-        let color = if b.label.starts_with("vecflow") { RGBColor(0x2a, 0x6f, 0xdb) } else { RGBColor(0x9a, 0x9a, 0x9a) };
+        let color =
+            if b.label.starts_with("vecflow") { RGBColor(0x2a, 0x6f, 0xdb) } else { RGBColor(0x9a, 0x9a, 0x9a) };
         area.draw(&Text::new(b.label.clone(), (10, y + 6), font.clone()))?;
         area.draw(&Rectangle::new([(LABEL_WIDTH, y), (LABEL_WIDTH + len.max(1), y + BAR_HEIGHT)], color.filled()))?;
         area.draw(&Text::new(b.text.clone(), (LABEL_WIDTH + len + 8, y + 6), font.clone()))?;

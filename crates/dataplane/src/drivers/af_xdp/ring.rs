@@ -164,58 +164,77 @@ impl<T: Copy> Consumer<T> {
 mod tests {
     use super::*;
 
-    /// A ring in ordinary memory, with the test playing the kernel's side.
+    /// A ring in ordinary memory, with the test playing the kernel's side. The descriptors
+    /// are reached only through one raw pointer (as the kernel's mapping is), so the
+    /// producer or consumer under test and the fake kernel never hold references to them.
     struct FakeRing {
         producer: AtomicU32,
         consumer: AtomicU32,
         flags: AtomicU32,
-        descs: Vec<u64>,
+        descs: *mut u64,
+        size: u32,
     }
 
     impl FakeRing {
         fn new(size: u32, start: u32) -> Box<Self> {
+            let descs = Box::into_raw(vec![0u64; size as usize].into_boxed_slice()).cast::<u64>();
             Box::new(FakeRing {
                 producer: AtomicU32::new(start),
                 consumer: AtomicU32::new(start),
                 flags: AtomicU32::new(0),
-                descs: vec![0; size as usize],
+                descs,
+                size,
             })
         }
 
-        fn ptrs(&mut self) -> RingPtrs<u64> {
+        fn ptrs(&self) -> RingPtrs<u64> {
             RingPtrs {
                 producer: &self.producer,
                 consumer: &self.consumer,
                 flags: &self.flags,
-                descs: self.descs.as_mut_ptr(),
-                size: self.descs.len() as u32,
+                descs: self.descs,
+                size: self.size,
             }
         }
 
+        /// Entry `k` (any index: masked).
+        fn at(&self, k: u32) -> *mut u64 {
+            // SAFETY: masked into the `size` entries allocated in `new`.
+            unsafe { self.descs.add((k & (self.size - 1)) as usize) }
+        }
+
         /// The kernel takes up to `n` entries we produced; returns them.
-        fn kernel_take(&mut self, n: u32) -> Vec<u64> {
+        fn kernel_take(&self, n: u32) -> Vec<u64> {
             let (p, c) = (self.producer.load(Ordering::Acquire), self.consumer.load(Ordering::Relaxed));
             let n = n.min(p.wrapping_sub(c));
-            let mask = self.descs.len() as u32 - 1;
-            let out = (0..n).map(|k| self.descs[(c.wrapping_add(k) & mask) as usize]).collect();
+            // SAFETY: entries between the consumer and producer indices were published to us.
+            let out = (0..n).map(|k| unsafe { self.at(c.wrapping_add(k)).read() }).collect();
             self.consumer.store(c.wrapping_add(n), Ordering::Release);
             out
         }
 
         /// The kernel produces `values` for us to consume.
-        fn kernel_give(&mut self, values: &[u64]) {
+        fn kernel_give(&self, values: &[u64]) {
             let p = self.producer.load(Ordering::Relaxed);
-            let mask = self.descs.len() as u32 - 1;
             for (k, &v) in values.iter().enumerate() {
-                self.descs[(p.wrapping_add(k as u32) & mask) as usize] = v;
+                // SAFETY: entries past the producer index are the producer's (the test's) to write.
+                unsafe { self.at(p.wrapping_add(k as u32)).write(v) };
             }
             self.producer.store(p.wrapping_add(values.len() as u32), Ordering::Release);
         }
     }
 
+    impl Drop for FakeRing {
+        fn drop(&mut self) {
+            let slice = std::ptr::slice_from_raw_parts_mut(self.descs, self.size as usize);
+            // SAFETY: the allocation made in `new`, freed once; nothing uses it any more.
+            drop(unsafe { Box::from_raw(slice) });
+        }
+    }
+
     #[test]
     fn a_full_producer_ring_refuses_more_until_the_kernel_consumes() {
-        let mut fake = FakeRing::new(8, 0);
+        let fake = FakeRing::new(8, 0);
         // SAFETY: the fake ring outlives the producer and is used only through it and the
         // test's kernel side, one at a time.
         let mut p = unsafe { Producer::new(fake.ptrs()) };
@@ -233,7 +252,7 @@ mod tests {
     #[test]
     fn indices_wrap_around_u32_and_entries_around_the_array() {
         let start = u32::MAX - 2;
-        let mut fake = FakeRing::new(4, start);
+        let fake = FakeRing::new(4, start);
         // SAFETY: as above.
         let mut p = unsafe { Producer::new(fake.ptrs()) };
         let mut seen = Vec::new();
@@ -253,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_consumer_reads_partial_batches_in_order_across_the_wrap() {
-        let mut fake = FakeRing::new(4, u32::MAX - 1);
+        let fake = FakeRing::new(4, u32::MAX - 1);
         // SAFETY: as above.
         let mut c = unsafe { Consumer::new(fake.ptrs()) };
         assert_eq!(c.available(8), 0);
@@ -274,7 +293,7 @@ mod tests {
 
     #[test]
     fn need_wakeup_is_read_from_the_flags() {
-        let mut fake = FakeRing::new(4, 0);
+        let fake = FakeRing::new(4, 0);
         // SAFETY: as above.
         let p = unsafe { Producer::new(fake.ptrs()) };
         assert!(!p.needs_wakeup());
