@@ -299,19 +299,20 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
                 let streams = cfg.and_then(|c| c.generator.as_ref()).map_or(0, |g| g.streams.len());
                 json!({"streams": streams})
             }
-            crate::interface::DriverKind::AfPacket => {
-                let a = cfg.and_then(|c| c.af_packet).unwrap_or_default();
+            crate::interface::DriverKind::AfPacket | crate::interface::DriverKind::AfXdp => {
                 let host = dp.host_link(i.index);
-                json!({"host_interface": host.map(|h| &h.name), "host_ifindex": host.map(|h| h.ifindex),
-                    "host_mtu": host.map(|h| h.mtu), "rx_queues": a.rx_queues, "block_size": a.block_size,
-                    "blocks": a.blocks, "block_timeout_ms": a.block_timeout_ms, "rx_mode": cfg.map(|c| c.rx_mode)})
-            }
-            crate::interface::DriverKind::AfXdp => {
-                let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();
-                let host = dp.host_link(i.index);
-                json!({"host_interface": host.map(|h| &h.name), "host_ifindex": host.map(|h| h.ifindex),
-                    "host_mtu": host.map(|h| h.mtu), "queues": a.queues, "ring_size": a.ring_size,
-                    "mode": a.mode, "zero_copy": a.zero_copy, "rx_mode": cfg.map(|c| c.rx_mode)})
+                let mut d = json!({"host_interface": host.map(|h| &h.name), "host_ifindex": host.map(|h| h.ifindex),
+                    "host_mtu": host.map(|h| h.mtu), "rx_mode": cfg.map(|c| c.rx_mode)});
+                let own = if i.driver == crate::interface::DriverKind::AfXdp {
+                    let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();
+                    json!({"queues": a.queues, "ring_size": a.ring_size, "mode": a.mode, "zero_copy": a.zero_copy})
+                } else {
+                    let a = cfg.and_then(|c| c.af_packet).unwrap_or_default();
+                    json!({"rx_queues": a.rx_queues, "block_size": a.block_size, "blocks": a.blocks,
+                        "block_timeout_ms": a.block_timeout_ms})
+                };
+                d.as_object_mut().expect("an object").extend(own.as_object().expect("an object").clone());
+                d
             }
             crate::interface::DriverKind::Pcap => {
                 let p = cfg.and_then(|c| c.pcap.clone());

@@ -1,16 +1,9 @@
-//! AF_XDP settings, rx modes and queue placement: what the configuration accepts, the errors
-//! that name the field, and the start-up checks that need no privilege (on `lo`, which every
-//! namespace has).
+//! AF_XDP settings, rx modes and queue placement: what the configuration accepts, and the
+//! start-up checks that need no privilege (on `lo`, which every namespace has). Their errors
+//! that name the field are in `config.rs` with the others.
 
 use dataplane::config::{Config, PollMode};
 use dataplane::engine::Dataplane;
-
-fn err(yaml: &str) -> String {
-    match Config::load(yaml) {
-        Err(e) => e.to_string(),
-        Ok(_) => panic!("accepted: {yaml}"),
-    }
-}
 
 #[test]
 fn settings_round_trip_and_place_queues_on_workers() {
@@ -32,49 +25,6 @@ interfaces:
     assert_eq!([0, 1, 2].map(|q| x0.queue_worker(q, 2, 3)), [2, 0, 1], "as listed");
     let p0 = &c.interfaces["p0"];
     assert_eq!([0, 1].map(|q| p0.queue_worker(q, 1, 3)), [1, 2], "round-robin from the first");
-}
-
-#[test]
-fn errors_name_the_field_the_value_and_what_is_allowed() {
-    let cases = [
-        (
-            "interfaces: {x: {driver: af-xdp}}",
-            "interfaces.x.host-interface: (missing) is not allowed; allowed: the Linux interface to use",
-        ),
-        (
-            "interfaces: {x: {driver: af-packet, host-interface: e1, af-xdp: {}}}",
-            "interfaces.x.af-xdp: settings is not allowed; allowed: af-xdp settings only with driver: af-xdp",
-        ),
-        (
-            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {ring-size: 100}}}",
-            "interfaces.x.af-xdp.ring-size: 100 is not allowed; allowed: a power of two from 64 to 16384",
-        ),
-        (
-            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {queues: 0}}}",
-            "interfaces.x.af-xdp.queues: 0 is not allowed; allowed: 1 to 64",
-        ),
-        ("interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {mode: fast}}}", "unknown variant `fast`"),
-        (
-            "interfaces: {g: {rx-mode: interrupt}}",
-            "interfaces.g.rx-mode: set is not allowed; allowed: only with driver: af-packet or af-xdp",
-        ),
-        (
-            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {queues: 2}, rx-placement: {queues: [0]}}}",
-            "interfaces.x.rx-placement.queues: 1 worker(s) is not allowed; allowed: one worker per rx queue: 2",
-        ),
-        (
-            "interfaces: {x: {driver: af-xdp, host-interface: e1, rx-placement: {queues: [1]}}}",
-            "interfaces.x.rx-placement.queues[0]: 1 is not allowed; allowed: 0 to 0 (workers.count is 1)",
-        ),
-        (
-            "workers: {count: 2}\ninterfaces: {x: {driver: af-xdp, host-interface: e1, rx-placement: {worker: 0, queues: [1]}}}",
-            "interfaces.x.rx-placement.queues: set with worker is not allowed; allowed: either worker or queues",
-        ),
-    ];
-    for (yaml, want) in cases {
-        let e = err(yaml);
-        assert!(e.contains(want), "{yaml}\n  said: {e}\n  want: {want}");
-    }
 }
 
 /// Starts a dataplane on `yaml` and returns its start-up error.

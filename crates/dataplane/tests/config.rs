@@ -173,7 +173,39 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
         ),
         (
             "interfaces: {p0: {driver: pcap, host-interface: eth0, pcap: {read: a.pcap}}}",
-            "interfaces.p0.host-interface: eth0 is not allowed; allowed: only with driver: af-packet",
+            "interfaces.p0.host-interface: eth0 is not allowed; allowed: only with driver: af-packet or af-xdp",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp}}",
+            "interfaces.x.host-interface: (missing) is not allowed; allowed: the Linux interface to use",
+        ),
+        (
+            "interfaces: {x: {driver: af-packet, host-interface: e1, af-xdp: {}}}",
+            "interfaces.x.af-xdp: settings is not allowed; allowed: af-xdp settings only with driver: af-xdp",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {ring-size: 100}}}",
+            "interfaces.x.af-xdp.ring-size: 100 is not allowed; allowed: a power of two from 64 to 16384",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {queues: 0}}}",
+            "interfaces.x.af-xdp.queues: 0 is not allowed; allowed: 1 to 64",
+        ),
+        (
+            "interfaces: {g: {rx-mode: interrupt}}",
+            "interfaces.g.rx-mode: set is not allowed; allowed: only with driver: af-packet or af-xdp",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {queues: 2}, rx-placement: {queues: [0]}}}",
+            "interfaces.x.rx-placement.queues: 1 worker(s) is not allowed; allowed: one worker per rx queue: 2",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, rx-placement: {queues: [1]}}}",
+            "interfaces.x.rx-placement.queues[0]: 1 is not allowed; allowed: 0 to 0 (workers.count is 1)",
+        ),
+        (
+            "workers: {count: 2}\ninterfaces: {x: {driver: af-xdp, host-interface: e1, rx-placement: {worker: 0, queues: [1]}}}",
+            "interfaces.x.rx-placement.queues: set with worker is not allowed; allowed: either worker or queues",
         ),
     ];
     for (yaml, want) in cases {

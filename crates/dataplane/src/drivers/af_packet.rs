@@ -23,6 +23,7 @@
 //! `sendmmsg` whose iovecs point into the buffers (no copy in user space). Frames the kernel
 //! refuses (its queue full) are dropped as `tx-error`.
 
+use super::set_opt;
 use crate::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
 use crate::config::AfPacketConfig;
 use crate::errors::DropReason;
@@ -53,16 +54,6 @@ fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 /// Sets socket option `name` of level `SOL_PACKET` to `value`.
 fn set_packet_opt<T>(fd: RawFd, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
     set_opt(fd, libc::SOL_PACKET, name, value, what)
-}
-
-/// Sets socket option `name` of `level` to `value`.
-fn set_opt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
-    // SAFETY: `value` points to a live `T` of `size_of::<T>()` bytes for the duration of the
-    // call; the kernel only reads it.
-    let r = unsafe {
-        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
-    };
-    cvt(r, what).map(drop)
 }
 
 /// A new packet socket (`SOCK_RAW`) that receives `protocol` (network byte order; 0 =

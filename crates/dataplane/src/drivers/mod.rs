@@ -65,6 +65,26 @@ impl RxPort {
     }
 }
 
+/// Sets socket option `name` of `level` on `fd` to `value`; an error names `what`.
+pub(crate) fn set_opt<T>(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+    what: &str,
+) -> std::io::Result<()> {
+    // SAFETY: `value` points to a live `T` of `size_of::<T>()` bytes for the duration of the
+    // call; the kernel only reads it.
+    let r = unsafe {
+        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
+    };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(())
+}
+
 /// Where the kernel counts the frames of one rx queue it dropped before a worker saw them
 /// (its ring was full, or it had no free buffer).
 pub enum KernelDrops {

@@ -329,7 +329,7 @@ fn netlink_set_xdp(ifindex: u32, fd: RawFd, flags: u32) -> io::Result<()> {
     // SAFETY: `fd` was just opened and is ours.
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
     let timeout = libc::timeval { tv_sec: 2, tv_usec: 0 };
-    super::socket::set_opt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout, "SO_RCVTIMEO")?;
+    crate::drivers::set_opt(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout, "SO_RCVTIMEO")?;
     // SAFETY: sockaddr_nl is plain data; zero (pid 0) addresses the kernel.
     let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     kernel.nl_family = libc::AF_NETLINK as u16;

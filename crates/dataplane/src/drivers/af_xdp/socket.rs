@@ -3,6 +3,7 @@
 //! to one queue of one interface.
 
 use super::ring::{Consumer, Producer, RingPtrs};
+use crate::drivers::set_opt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -42,20 +43,6 @@ pub struct XskOptions {
     pub rx: bool,
     /// Zero-copy choice (for the socket that registers the UMEM; sharers inherit it).
     pub zero_copy: ZeroCopy,
-}
-
-/// Sets socket option `name` of `level` to `value`.
-pub(crate) fn set_opt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
-    // SAFETY: `value` points to a live `T` of `size_of::<T>()` bytes for the duration of the
-    // call; the kernel only reads it.
-    let r = unsafe {
-        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
-    }
-    Ok(())
 }
 
 /// Reads socket option `name` of level `SOL_XDP` into a `T`.
