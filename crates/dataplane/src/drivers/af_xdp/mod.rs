@@ -303,6 +303,12 @@ pub(crate) mod kernel_tests {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             assert_eq!(pool.free_count(), free + 1);
+
+            // A second UMEM on the same queue is refused, and the error says why.
+            let other = BufferPool::new(1024).unwrap();
+            let (addr, len) = other.umem_region();
+            let e = Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None).err().expect("a busy queue");
+            assert!(e.to_string().contains("another AF_XDP socket is bound to this queue"), "{e}");
         });
     }
 }
