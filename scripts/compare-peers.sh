@@ -23,7 +23,7 @@
 #   vecflow-afpacket  vecflow, driver af-packet on both veths, rx-mode adaptive, sFlow 1:1000 to
 #                     a local collector
 #   vecflow-afxdp     vecflow, driver af-xdp on both veths (XDP native, copy: veth has no
-#                     zero-copy), rx-mode polling, rings of 2048, sFlow 1:1000
+#                     zero-copy), rx-mode polling, rings of 1024, sFlow 1:1000
 #   vecflow-afxdp-adaptive  the same in rx-mode adaptive (polls while frames come, then sleeps
 #                     in poll(2))
 # Layouts:

@@ -10,7 +10,11 @@
 //! metadata entries (the ones past `capacity` are never handed out and stay untouched, so
 //! they cost address space only), and every accessor masks the index with `2^k − 1`. So any
 //! `u32` a caller passes addresses memory inside the pool, at the price of one `and`; an
-//! index the pool did not hand out is a logic error, never undefined behaviour. A frame never
+//! index the pool did not hand out is a logic error, never an access outside it. One
+//! exception to "never undefined behaviour": the AF_XDP driver lends free buffers to the
+//! kernel (fill and tx rings), which writes and reads them meanwhile; the driver never hands
+//! such an index to the graph, but a made-up index that lands on one would race with the
+//! kernel over plain bytes. A frame never
 //! leaves its slot: [`BufferMeta`]'s offset and length are private and every way of setting
 //! them keeps `offset + len <= STRIDE`.
 

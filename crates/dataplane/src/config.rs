@@ -420,7 +420,8 @@ pub struct AfXdpConfig {
     /// Where the XDP program runs: auto, native or skb.
     #[serde(default)]
     pub mode: XdpModeConfig,
-    /// auto, on or off.
+    /// auto, on or off. A worker's sockets share one UMEM, which the first of them (in
+    /// interface name order) binds in copy or zero-copy mode for all.
     #[serde(default)]
     pub zero_copy: ZeroCopyConfig,
     /// Device rx queues received from (queues 0 to N−1), 1 to 64; each polled by one worker
@@ -429,13 +430,15 @@ pub struct AfXdpConfig {
     #[serde(default = "default_rx_queues")]
     pub queues: u16,
     /// Entries of each of a socket's four rings (rx, tx, fill, completion), a power of two
-    /// from 64 to 16384. Each rx queue keeps this many of its worker's buffers in the kernel.
+    /// from 64 to 16384. Each rx queue lends the kernel up to twice this many of its worker's
+    /// buffers (fill and rx rings), and so does each interface a worker sends on (tx and
+    /// completion rings).
     #[serde(default = "default_xdp_ring")]
     pub ring_size: u32,
 }
 
 fn default_xdp_ring() -> u32 {
-    2048
+    1024
 }
 
 impl Default for AfXdpConfig {
@@ -1006,6 +1009,16 @@ impl Config {
         }
         if let Some(m) = i.mtu.filter(|m| !(68..=MAX_MTU).contains(m)) {
             return Err(invalid(f("mtu"), m, format!("68 to {MAX_MTU}")));
+        }
+        let xdp_max = crate::drivers::af_xdp::MAX_MTU;
+        if let Some(m) = i.mtu.filter(|&m| i.driver == Driver::AfXdp && m > xdp_max) {
+            return Err(invalid(
+                f("mtu"),
+                m,
+                format!(
+                    "68 to {xdp_max} with driver af-xdp (a frame must fit a buffer after the kernel's XDP headroom)"
+                ),
+            ));
         }
         self.validate_driver(name, i)?;
         self.validate_placement(name, i)?;

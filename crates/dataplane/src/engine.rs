@@ -481,6 +481,12 @@ impl Dataplane {
     pub fn start(config: &Config) -> Result<Self, StartError> {
         config.validate()?;
         let hosts = read_host_links(config)?;
+        let xdp_hosts: BTreeMap<String, HostLink> = hosts
+            .iter()
+            .filter(|(name, _)| config.interfaces[*name].driver == Driver::AfXdp)
+            .map(|(n, l)| (n.clone(), l.clone()))
+            .collect();
+        crate::drivers::af_xdp::setup::preflight(config, &xdp_hosts)?;
         let config = &with_kernel_mtus(config, &hosts);
         config.validate()?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).

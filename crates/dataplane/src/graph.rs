@@ -234,6 +234,9 @@ impl Outbox {
 /// One worker's graph state: its buffers and vectors, the tables it forwards with, and the
 /// queue of vectors waiting for a node.
 pub struct Graph {
+    /// The worker's AF_XDP sockets (their UMEM is `pool`; declared first, so they close
+    /// before the pool is unmapped).
+    pub xsk: crate::drivers::af_xdp::XskSockets,
     /// The worker's packet buffers.
     pub pool: BufferPool,
     /// The worker's vectors.
@@ -252,8 +255,6 @@ pub struct Graph {
     pub tx: crate::drivers::af_packet::TxSockets,
     /// The capture files its pcap interfaces transmit into.
     pub pcap_out: crate::drivers::pcap::PcapSinks,
-    /// Its AF_XDP sockets (their UMEM is `pool`).
-    pub xsk: crate::drivers::af_xdp::XskSockets,
     /// Its line to the main thread and the limits on packets it makes itself.
     pub punt: crate::punt::Punt,
     /// The packet tracer.
@@ -275,6 +276,7 @@ impl Graph {
     /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
     pub fn with_pool(pool: BufferPool, tables: Arc<Tables>, fib: Arc<Fib>, counters: Arc<WorkerCounters>) -> Self {
         Self {
+            xsk: Default::default(),
             pool,
             vectors: VectorPool::new(),
             tables,
@@ -284,7 +286,6 @@ impl Graph {
             sflow: None,
             tx: Default::default(),
             pcap_out: Default::default(),
-            xsk: Default::default(),
             trace: Default::default(),
             punt: crate::punt::Punt::new(None, None, tsc::hz()),
             pending: Vec::with_capacity(VectorPool::CAPACITY),

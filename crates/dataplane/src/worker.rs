@@ -48,19 +48,25 @@ enum Wait {
     Poll,
 }
 
-/// How a worker with `ports` waits after an empty round, `idle_us` microseconds into an
-/// idle stretch.
-fn how_to_wait(ports: &[RxPort], tables: &Tables, idle_us: u64) -> Wait {
-    let mut adaptive = false;
+/// How a worker with `ports` waits after an empty round, when it has been idle long enough
+/// for an `adaptive` queue to sleep (`spun_enough`) or not.
+fn how_to_wait(ports: &[RxPort], tables: &Tables, spun_enough: bool) -> Wait {
+    let (mut adaptive, mut always_ready) = (false, false);
     for p in ports {
-        let Some((_, port)) = p.waitable() else { return Wait::Nap };
-        match tables.get(port).rx_mode {
-            PollMode::Polling => return Wait::Spin,
-            PollMode::Adaptive => adaptive = true,
-            PollMode::Interrupt => {}
+        match p.waitable().map(|(_, port)| tables.get(port).rx_mode) {
+            Some(PollMode::Polling) => return Wait::Spin,
+            Some(PollMode::Adaptive) => adaptive = true,
+            Some(PollMode::Interrupt) => {}
+            None => always_ready = true,
         }
     }
-    if adaptive && idle_us < ADAPTIVE_SPIN_US { Wait::Spin } else { Wait::Poll }
+    if always_ready {
+        Wait::Nap
+    } else if adaptive && !spun_enough {
+        Wait::Spin
+    } else {
+        Wait::Poll
+    }
 }
 
 /// Sleeps until one of `ports` is readable or [`WAIT_MAX_MS`] passed.
@@ -174,7 +180,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     g.trace = crate::trace::Tracer::new(s.id);
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
-    let hz = tsc::hz().max(1);
+    let adaptive_spin = tsc::hz() / 1_000_000 * ADAPTIVE_SPIN_US;
     let mut idle_since: Option<u64> = None;
     while !s.stop.load(Relaxed) {
         s.updates.refresh(&mut g.tables);
@@ -220,8 +226,8 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         for port in &s.ports {
             c.nodes[port.node() as usize].suspends.add(1);
         }
-        let idle_us = tsc::ticks(*idle_since.get_or_insert(now), now) * 1_000_000 / hz;
-        match how_to_wait(&s.ports, &g.tables, idle_us) {
+        let spun_enough = tsc::ticks(*idle_since.get_or_insert(now), now) >= adaptive_spin;
+        match how_to_wait(&s.ports, &g.tables, spun_enough) {
             Wait::Spin => std::hint::spin_loop(),
             Wait::Nap => std::thread::sleep(IDLE_SLEEP),
             Wait::Poll => {

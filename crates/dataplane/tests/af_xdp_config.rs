@@ -46,18 +46,19 @@ workers: {buffers: 8192}
 interfaces: {x: {driver: af-xdp, host-interface: lo, af-xdp: {ring-size: 4096}}}",
     );
     assert!(
-        e.starts_with("workers.buffers: 8192: a worker's AF_XDP sockets lend the kernel up to 8192 buffers")
-            && e.contains("needs at least 12288"),
+        e.starts_with("workers.buffers: 8192: a worker's AF_XDP sockets lend the kernel up to 16384 buffers")
+            && e.contains("needs at least 20480"),
         "{e}"
     );
 }
 
 #[test]
 fn start_refuses_an_mtu_larger_than_a_buffer_takes_after_the_xdp_headroom() {
-    // lo's MTU (65536) is taken as the largest vecflow has, 2030: above AF_XDP's 1838.
+    // lo's MTU is 65536: its frames would not fit.
     let e = start_error("interfaces: {x: {driver: af-xdp, host-interface: lo}}");
     assert!(
-        e.starts_with("interfaces.x.mtu: 2030: AF_XDP frames must fit the 1856 bytes") && e.contains("at most 1838"),
+        e.starts_with("interfaces.x.host-interface: lo has MTU 65536; AF_XDP frames must fit the 1856 bytes")
+            && e.contains("at most 1838 (ip link set lo mtu 1838)"),
         "{e}"
     );
 }

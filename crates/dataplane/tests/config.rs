@@ -192,6 +192,10 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces.x.af-xdp.queues: 0 is not allowed; allowed: 1 to 64",
         ),
         (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, mtu: 1900}}",
+            "interfaces.x.mtu: 1900 is not allowed; allowed: 68 to 1838 with driver af-xdp",
+        ),
+        (
             "interfaces: {g: {rx-mode: interrupt}}",
             "interfaces.g.rx-mode: set is not allowed; allowed: only with driver: af-packet or af-xdp",
         ),

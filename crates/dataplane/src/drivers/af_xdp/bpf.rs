@@ -4,7 +4,7 @@
 //! through netlink on kernels without XDP links (detached on drop, so on exit and on the
 //! signals `vecflow run` handles).
 //!
-//! The program is five instructions:
+//! The program is five instructions (six slots: loading a map takes two):
 //! ```text
 //! r2 = *(u32 *)(r1 + 16)          ; ctx->rx_queue_index
 //! r1 = map_fd(xsks) ll            ; the XSKMAP, by file descriptor
@@ -194,8 +194,9 @@ impl XdpProgram {
                 })?;
                 self.attach_in_after_clear(ifindex, mode)
             }
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) && mode != XdpMode::Native => {
-                // No XDP links in this kernel: netlink, detached when the attachment drops.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
+                // No XDP links in this kernel (or a refusal netlink will explain): netlink,
+                // detached when the attachment drops.
                 netlink_set_xdp(ifindex, self.prog.as_raw_fd(), flags | XDP_FLAGS_UPDATE_IF_NOEXIST)
                     .map_err(|e| attach_error(mode, e))?;
                 Ok(Attachment { ifindex, mode, via: Via::Netlink })

@@ -37,6 +37,8 @@ use std::os::fd::RawFd;
 pub const RX_HEADROOM: usize = 256;
 /// The largest frame an AF_XDP port receives.
 pub const RX_CAPACITY: usize = STRIDE - RX_HEADROOM;
+/// The largest MTU of an AF_XDP interface: its frames, tagged, fit [`RX_CAPACITY`].
+pub const MAX_MTU: u16 = (RX_CAPACITY - crate::interface::L2_OVERHEAD as usize) as u16;
 /// An rx descriptor's address in unaligned mode: the chunk in the low 48 bits, the frame's
 /// offset in it above.
 const ADDR_MASK: u64 = (1 << 48) - 1;
@@ -158,7 +160,6 @@ impl RxQueue {
             let i = chunk / STRIDE as u64;
             // The kernel hands back the chunks we gave it; anything else is not ours to keep.
             if !chunk.is_multiple_of(STRIDE as u64) || i >= capacity {
-                debug_assert!(false, "rx descriptor {:#x} is no chunk of ours", d.addr);
                 continue;
             }
             let i = i as u32;
@@ -267,7 +268,9 @@ pub(crate) mod kernel_tests {
             let mut pool = BufferPool::new(1024).unwrap();
             let (addr, len) = pool.umem_region();
             let opts = XskOptions { ifindex: 1, queue: 0, ring_size: 64, rx: true, zero_copy: ZeroCopy::Auto };
-            let mut x = Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None).unwrap();
+            // SAFETY: `pool` outlives `x` (declared first, dropped last) and lends buffers only
+            // through the rings below.
+            let mut x = unsafe { Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None) }.unwrap();
             assert!(!x.zero_copy, "lo has no zero-copy");
             let program = XdpProgram::load(1).unwrap();
             program.insert(0, x.fd()).unwrap();
@@ -307,7 +310,10 @@ pub(crate) mod kernel_tests {
             // A second UMEM on the same queue is refused, and the error says why.
             let other = BufferPool::new(1024).unwrap();
             let (addr, len) = other.umem_region();
-            let e = Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None).err().expect("a busy queue");
+            // SAFETY: as above (it is refused anyway).
+            let e = unsafe { Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None) }
+                .err()
+                .expect("a busy queue");
             assert!(e.to_string().contains("another AF_XDP socket is bound to this queue"), "{e}");
         });
     }

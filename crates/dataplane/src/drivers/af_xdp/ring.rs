@@ -78,19 +78,34 @@ impl<T: Copy> Producer<T> {
         self.ring.size - self.prod.wrapping_sub(self.cons)
     }
 
-    /// Writes `value` as the `k`-th entry after the ones submitted. The caller checked with
-    /// [`Producer::free`] that `k` is below the free count.
+    /// Free entries by the cached consumer index (at most what is really free).
+    #[inline(always)]
+    fn cached_free(&self) -> u32 {
+        self.ring.size - self.prod.wrapping_sub(self.cons)
+    }
+
+    /// Writes `value` as the `k`-th entry after the ones submitted.
+    ///
+    /// # Panics
+    /// When `k` is not below the free count [`Producer::free`] last saw (the entry may be the
+    /// kernel's).
     #[inline(always)]
     pub fn write(&mut self, k: u32, value: T) {
+        assert!(k < self.cached_free(), "ring entry {k} is not free");
         let at = self.prod.wrapping_add(k) & (self.ring.size - 1);
-        // SAFETY: `at < size` (masked), and the entry is free (not yet published to the
-        // kernel), so nobody else reads or writes it.
+        // SAFETY: `at < size` (masked), and the entry is free (checked above against the
+        // cached consumer index, which never runs ahead of the kernel's), so the kernel
+        // neither reads nor writes it.
         unsafe { self.ring.descs.add(at as usize).write(value) };
     }
 
     /// Publishes the next `n` written entries to the kernel.
+    ///
+    /// # Panics
+    /// When `n` is above the free count [`Producer::free`] last saw.
     #[inline]
     pub fn submit(&mut self, n: u32) {
+        assert!(n <= self.cached_free(), "submitting {n} entries, more than are free");
         self.prod = self.prod.wrapping_add(n);
         self.ring.producer().store(self.prod, Ordering::Release);
     }
@@ -142,19 +157,28 @@ impl<T: Copy> Consumer<T> {
         n.min(max)
     }
 
-    /// The `k`-th entry after the ones released. The caller checked with
-    /// [`Consumer::available`] that `k` is below the available count.
+    /// The `k`-th entry after the ones released.
+    ///
+    /// # Panics
+    /// When `k` is not below the count [`Consumer::available`] last saw (the kernel may be
+    /// writing the entry).
     #[inline(always)]
     pub fn read(&self, k: u32) -> T {
+        assert!(k < self.prod.wrapping_sub(self.cons), "ring entry {k} is not published");
         let at = self.cons.wrapping_add(k) & (self.ring.size - 1);
-        // SAFETY: `at < size` (masked), and the entry was published by the kernel (Acquire
-        // load of the producer index) and is not handed back yet, so the kernel leaves it.
+        // SAFETY: `at < size` (masked), and the entry was published by the kernel (below the
+        // producer index loaded with Acquire, checked above) and is not handed back yet, so
+        // the kernel leaves it alone.
         unsafe { self.ring.descs.add(at as usize).read() }
     }
 
     /// Hands the next `n` read entries back to the kernel.
+    ///
+    /// # Panics
+    /// When `n` is above the count [`Consumer::available`] last saw.
     #[inline]
     pub fn release(&mut self, n: u32) {
+        assert!(n <= self.prod.wrapping_sub(self.cons), "releasing {n} entries, more than were published");
         self.cons = self.cons.wrapping_add(n);
         self.ring.consumer().store(self.cons, Ordering::Release);
     }
@@ -289,6 +313,28 @@ mod tests {
         c.release(4);
         assert_eq!(fake.consumer.load(Ordering::Relaxed), (u32::MAX - 1).wrapping_add(7));
         assert_eq!(c.available(8), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not published")]
+    fn reading_past_what_the_kernel_published_panics() {
+        let fake = FakeRing::new(4, 0);
+        // SAFETY: as above.
+        let mut c = unsafe { Consumer::new(fake.ptrs()) };
+        fake.kernel_give(&[1]);
+        assert_eq!(c.available(4), 1);
+        c.read(1);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not free")]
+    fn writing_an_entry_the_kernel_owns_panics() {
+        let fake = FakeRing::new(4, 0);
+        // SAFETY: as above.
+        let mut p = unsafe { Producer::new(fake.ptrs()) };
+        let n = p.free(4);
+        p.submit(n);
+        p.write(0, 1);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::buffer::{BufferPool, STRIDE};
 use crate::config::{AfXdpConfig, Config, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::KernelDrops;
 use crate::drivers::host::HostLink;
-use crate::interface::{Interface, L2_OVERHEAD};
+use crate::interface::Interface;
 use std::collections::BTreeMap;
 
 /// One worker's share of the AF_XDP interfaces.
@@ -44,6 +44,32 @@ fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> crat
     crate::engine::StartError::Driver { field: format!("interfaces.{name}.{field}"), message: message.to_string() }
 }
 
+/// Checks what can be checked before anything is opened, for the `af-xdp` interfaces of
+/// `hosts` (by interface name): that each worker's buffers cover what its sockets lend the
+/// kernel, and that each host interface's MTU lets its frames fit a buffer after the XDP
+/// headroom (the kernel would drop longer ones unseen).
+pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<(), crate::engine::StartError> {
+    check_buffers(config, &crate::engine::build_interfaces(config), hosts)?;
+    for (name, link) in hosts {
+        if link.mtu > u32::from(super::MAX_MTU) {
+            return Err(field_error(
+                name,
+                "host-interface",
+                format!(
+                    "{} has MTU {}; AF_XDP frames must fit the {RX_CAPACITY} bytes of a buffer after the kernel's \
+                     XDP headroom, so its MTU may be at most {} (ip link set {} mtu {})",
+                    link.name,
+                    link.mtu,
+                    super::MAX_MTU,
+                    link.name,
+                    super::MAX_MTU
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Opens every `af-xdp` interface of `hosts` (by interface name): a buffer pool per worker
 /// (registered as that worker's UMEM), the sockets, and the XDP program on each interface.
 pub fn open(
@@ -52,7 +78,6 @@ pub fn open(
     hosts: BTreeMap<String, HostLink>,
 ) -> Result<XdpPorts, crate::engine::StartError> {
     let workers = config.workers.count;
-    check_buffers(config, interfaces, &hosts)?;
     let mut out = XdpPorts { workers: Vec::new(), attached: Vec::new(), links: Vec::new() };
     for _ in 0..workers {
         let pool = BufferPool::new(config.workers.buffers)?;
@@ -63,18 +88,6 @@ pub fn open(
         let ic = &config.interfaces[&name];
         let cfg = ic.af_xdp.unwrap_or_default();
         let host_err = |e: std::io::Error| field_error(&name, "host-interface", format!("{}: {e}", link.name));
-        if usize::from(i.mtu + L2_OVERHEAD) > RX_CAPACITY {
-            return Err(field_error(
-                &name,
-                "mtu",
-                format!(
-                    "{}: AF_XDP frames must fit the {RX_CAPACITY} bytes after the kernel's XDP headroom in a buffer, \
-                     so the MTU may be at most {} (set mtu, or lower the host interface's)",
-                    i.mtu,
-                    RX_CAPACITY - usize::from(L2_OVERHEAD)
-                ),
-            ));
-        }
         let queues = sockets_of(config, i, &name);
         let program = XdpProgram::load(queues.len() as u32).map_err(host_err)?;
         let mut drops = Vec::new();
@@ -90,7 +103,10 @@ pub fn open(
                 rx,
                 zero_copy: zero_copy_choice(cfg.zero_copy),
             };
-            let xsk = Xsk::open(umem, &opts, wx.sockets.umem_owner()).map_err(|e| {
+            // SAFETY: the UMEM is the worker's pool, which moves into the worker's graph with
+            // the sockets and is dropped with them (its pages stay pinned by the kernel until
+            // the last socket closes); the driver lends its buffers only through the rings.
+            let xsk = unsafe { Xsk::open(umem, &opts, wx.sockets.umem_owner()) }.map_err(|e| {
                 let what = if rx { "rx queue" } else { "its own tx queue for worker" };
                 let detail = if rx { String::new() } else { format!(" {w}") };
                 field_error(&name, "host-interface", format!("{} {what}{detail}: {e}", link.name))
@@ -107,6 +123,13 @@ pub fn open(
         }
         if cfg.zero_copy == ZeroCopyConfig::On && !zero_copy {
             return Err(field_error(&name, "af-xdp.zero-copy", format!("on: {} has no zero-copy", link.name)));
+        }
+        if zero_copy {
+            tracing::warn!(
+                "interfaces.{name}: zero-copy: buffers are 2112-byte chunks that may cross 4 KiB pages; the kernel \
+                 refuses those whose pages are not physically contiguous, so keep transparent huge pages on \
+                 (/sys/kernel/mm/transparent_hugepage/enabled: always or madvise)"
+            );
         }
         let attachment = program
             .attach(link.ifindex, xdp_mode(cfg.mode))
@@ -140,9 +163,9 @@ fn sockets_of(config: &Config, i: &Interface, name: &str) -> Vec<(u16, u32, bool
 /// Buffers a worker keeps for the graph beyond those its sockets lend the kernel.
 const GRAPH_BUFFERS: u32 = 4096;
 
-/// Checks that each worker's buffers cover what its sockets lend the kernel (a full fill ring
-/// per rx queue, a full tx ring per interface: it sends on one socket of each) with
-/// [`GRAPH_BUFFERS`] to spare.
+/// Checks that each worker's buffers cover what its sockets lend the kernel (full fill and rx
+/// rings per rx queue, full tx and completion rings per interface: it sends on one socket of
+/// each) with [`GRAPH_BUFFERS`] to spare.
 fn check_buffers(
     config: &Config,
     interfaces: &[Interface],
@@ -155,7 +178,7 @@ fn check_buffers(
         let sockets = sockets_of(config, i, name);
         for (w, lent) in lent.iter_mut().enumerate() {
             let rx = sockets.iter().filter(|&&(sw, _, rx)| usize::from(sw) == w && rx).count() as u32;
-            *lent += (rx + 1) * ring;
+            *lent += 2 * (rx + 1) * ring;
         }
     }
     let most = lent.iter().copied().max().unwrap_or(0);
@@ -163,9 +186,9 @@ fn check_buffers(
         return Err(crate::engine::StartError::Driver {
             field: "workers.buffers".into(),
             message: format!(
-                "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (ring-size in the fill \
-                 ring of each rx queue and in the tx ring of each interface), so it needs at least {} (or a \
-                 smaller af-xdp.ring-size)",
+                "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (twice ring-size for each \
+                 rx queue and for each interface it sends on), so it needs at least {} (or a smaller \
+                 af-xdp.ring-size)",
                 config.workers.buffers,
                 most + GRAPH_BUFFERS
             ),

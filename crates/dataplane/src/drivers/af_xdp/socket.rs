@@ -124,10 +124,6 @@ pub struct Xsk {
     pub completion: Consumer<u64>,
     /// The kernel moves frames without copying.
     pub zero_copy: bool,
-    /// Interface index and queue it is bound to.
-    pub ifindex: u32,
-    /// The device queue.
-    pub queue: u32,
     // Declared last: the rings are unmapped before the socket closes.
     _maps: Vec<Mapping>,
     fd: OwnedFd,
@@ -141,7 +137,13 @@ impl Xsk {
     /// Opens a socket on `opts.queue` of `opts.ifindex`: registers `umem` when `share` is
     /// `None`, else shares the UMEM of socket `share` (with its own fill and completion
     /// rings), maps the rings and binds.
-    pub fn open(umem: Umem, opts: &XskOptions, share: Option<RawFd>) -> io::Result<Self> {
+    ///
+    /// # Safety
+    /// `umem` must be a mapping that stays mapped for as long as the socket (and every socket
+    /// sharing it) lives, and whose chunks the caller lends the kernel only through the fill
+    /// and tx rings and does not touch while the kernel holds them: the kernel writes
+    /// received frames into it.
+    pub unsafe fn open(umem: Umem, opts: &XskOptions, share: Option<RawFd>) -> io::Result<Self> {
         // SAFETY: socket(2) with constant arguments; the result is checked.
         let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
@@ -208,8 +210,6 @@ impl Xsk {
                 fill: Producer::new(fill),
                 completion: Consumer::new(completion),
                 zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
-                ifindex: opts.ifindex,
-                queue: opts.queue,
                 _maps: maps,
                 fd,
             })
