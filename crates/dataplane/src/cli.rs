@@ -305,7 +305,9 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
                     "host_mtu": host.map(|h| h.mtu), "rx_mode": cfg.map(|c| c.rx_mode)});
                 let own = if i.driver == crate::interface::DriverKind::AfXdp {
                     let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();
-                    json!({"queues": a.queues, "ring_size": a.ring_size, "mode": a.mode, "zero_copy": a.zero_copy})
+                    let (xdp, zero_copy) = dp.xdp_attachment(i.index).unwrap_or(("none", false));
+                    json!({"queues": a.queues, "ring_size": a.ring_size, "xdp": xdp,
+                        "copy": if zero_copy { "zero-copy" } else { "copy" }})
                 } else {
                     let a = cfg.and_then(|c| c.af_packet).unwrap_or_default();
                     json!({"rx_queues": a.rx_queues, "block_size": a.block_size, "blocks": a.blocks,

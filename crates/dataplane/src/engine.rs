@@ -286,7 +286,7 @@ pub struct Dataplane {
     /// AF_PACKET and AF_XDP interfaces: index, host link, rx queues' kernel drop counters.
     hosts: Vec<(u16, HostLink, Vec<KernelDrops>)>,
     /// The XDP programs attached to AF_XDP interfaces (detached when dropped).
-    _xdp_programs: Vec<crate::drivers::af_xdp::setup::Attached>,
+    xdp_programs: Vec<crate::drivers::af_xdp::setup::Attached>,
     /// Capture files pcap interfaces write: index, field name, file.
     pcap_sinks: Vec<(u16, String, Arc<PcapSink>)>,
     /// Finished flags of the captures read once; `None` when no capture is read or one loops.
@@ -540,7 +540,7 @@ impl Dataplane {
             config: config.clone(),
             links,
             hosts: host_links,
-            _xdp_programs: xdp_programs,
+            xdp_programs,
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
             cleared: Cleared::default(),
             free_adjs: Vec::new(),
@@ -733,6 +733,12 @@ impl Dataplane {
     /// The configuration it runs.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// How AF_XDP interface `index` runs: its XDP mode (`native` or `skb`) and whether the
+    /// kernel moves frames without copying; `None` for other drivers.
+    pub fn xdp_attachment(&self, index: u16) -> Option<(&'static str, bool)> {
+        self.xdp_programs.iter().find(|a| a.port == index).map(|a| (a.mode, a.zero_copy))
     }
 
     /// What the kernel said of the host interface behind `index` (`af-packet` interfaces).

@@ -579,6 +579,9 @@ interfaces:
     let hardware = ctl(&["show", "hardware"]);
     let xa = hardware.lines().find(|l| l.starts_with("xa ")).unwrap_or_default();
     assert!(xa.contains("rx-mode=adaptive"), "{hardware}");
+    if port == Port::AfXdp {
+        assert!(xa.contains("xdp=native") && xa.contains("copy=copy"), "veth: native XDP, copy mode\n{hardware}");
+    }
     let (bytes, _) = lab.iperf3("10.0.5.2", &[]);
     assert!(bytes > 1_000_000, "iperf3 TCP moved {bytes} bytes");
     let (bytes, lost) = lab.iperf3("10.0.5.2", &["-u", "-b", "20M"]);

@@ -25,6 +25,12 @@ pub struct WorkerXdp {
 
 /// The XDP program of one interface, attached; detached when dropped.
 pub struct Attached {
+    /// The interface's index (in vecflow).
+    pub port: u16,
+    /// Where the program runs: `native` or `skb`.
+    pub mode: &'static str,
+    /// The kernel moves the frames without copying.
+    pub zero_copy: bool,
     _attachment: Attachment,
     _program: XdpProgram,
 }
@@ -136,7 +142,13 @@ pub fn open(
             .map_err(|e| field_error(&name, "af-xdp.mode", format!("{}: {e}", link.name)))?;
         warn_unread_queues(&name, &link, cfg.queues);
         log_opened(&name, &link, &cfg, &attachment, zero_copy, queues.len(), i.mtu);
-        out.attached.push(Attached { _attachment: attachment, _program: program });
+        out.attached.push(Attached {
+            port: i.index,
+            mode: attachment.mode().name(),
+            zero_copy,
+            _attachment: attachment,
+            _program: program,
+        });
         out.links.push((i.index, link, drops));
     }
     Ok(out)
