@@ -90,6 +90,10 @@ if [ "$test_status" != 0 ]; then
     exit "$test_status"
 fi
 
+step "flow pipeline: vecflow -> goflow2 -> Kafka -> ClickHouse (contrib/flow-pipeline/test-pipeline.sh)"
+need_apt curl curl
+contrib/flow-pipeline/test-pipeline.sh target/debug/vecflow
+
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --release --quiet loom
 
