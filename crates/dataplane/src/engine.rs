@@ -3,6 +3,7 @@
 
 use crate::config::{AdminState, Config, Driver};
 use crate::drivers::af_packet::{RxQueue, TxSockets};
+use crate::drivers::af_xdp::setup::XdpPorts;
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::drivers::host::HostLink;
 use crate::drivers::pcap::{PcapPort, PcapSink, PcapSinks};
@@ -73,7 +74,7 @@ pub enum ApplyError {
 }
 
 /// A start-up error of interface `name`'s host interface.
-fn host_error(name: &str, host: &str, e: impl std::fmt::Display) -> StartError {
+pub(crate) fn host_error(name: &str, host: &str, e: impl std::fmt::Display) -> StartError {
     StartError::Driver { field: format!("interfaces.{name}.host-interface"), message: format!("{host}: {e}") }
 }
 
@@ -103,9 +104,10 @@ fn read_host_links(config: &Config) -> Result<BTreeMap<String, HostLink>, StartE
     Ok(out)
 }
 
-/// `config` with the MTU of each `af-packet` interface that names none taken from the kernel
-/// (at most what a buffer holds); warns where the configured MTU is above the kernel's.
-fn with_kernel_mtus(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Config {
+/// `config` with the MTU of each interface of `hosts` (by interface name: the `af-packet` and
+/// `af-xdp` ones) that names none taken from the kernel (at most what a buffer holds); warns
+/// where the configured MTU is above the kernel's.
+fn with_kernel_mtus<'a>(config: &Config, hosts: impl IntoIterator<Item = (&'a String, &'a HostLink)>) -> Config {
     let mut c = config.clone();
     for (name, link) in hosts {
         let Some(i) = c.interfaces.get_mut(name) else { continue };
@@ -480,30 +482,23 @@ impl Dataplane {
     /// Validates `config`, starts the workers and returns the running dataplane.
     pub fn start(config: &Config) -> Result<Self, StartError> {
         config.validate()?;
-        let hosts = read_host_links(config)?;
-        let xdp_hosts: BTreeMap<String, HostLink> = hosts
-            .iter()
-            .filter(|(name, _)| config.interfaces[*name].driver == Driver::AfXdp)
-            .map(|(n, l)| (n.clone(), l.clone()))
-            .collect();
+        let (xdp_hosts, packet_hosts): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            read_host_links(config)?.into_iter().partition(|(name, _)| config.interfaces[name].driver == Driver::AfXdp);
         crate::drivers::af_xdp::setup::preflight(config, &xdp_hosts)?;
-        let config = &with_kernel_mtus(config, &hosts);
+        let config = &with_kernel_mtus(config, packet_hosts.iter().chain(&xdp_hosts));
         config.validate()?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(config.workers.count as usize + 1));
         let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
-        let (xdp_hosts, packet_hosts) =
-            hosts.into_iter().partition(|(name, _)| config.interfaces[name].driver == Driver::AfXdp);
         let HostPorts { links: mut host_links, rx: mut host_rx, tx: mut host_tx } =
             open_host_ports(config, &interfaces, packet_hosts)?;
-        let mut xdp = if xdp_hosts.is_empty() {
-            None
+        let XdpPorts { workers: xdp_workers, attached: xdp_programs, links: xdp_links } = if xdp_hosts.is_empty() {
+            XdpPorts::default()
         } else {
-            Some(crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts)?)
+            crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts)?
         };
-        let xdp_programs = xdp.as_mut().map(|x| std::mem::take(&mut x.attached)).unwrap_or_default();
-        host_links.extend(xdp.as_mut().map(|x| std::mem::take(&mut x.links)).unwrap_or_default());
-        let mut xdp_workers = xdp.map(|x| x.workers).unwrap_or_default().into_iter();
+        host_links.extend(xdp_links);
+        let mut xdp_workers = xdp_workers.into_iter();
         let hz = tsc::hz();
         let mut captures = open_captures(config, &interfaces, hz)?;
         let links: Arc<Vec<LinkState>> = Arc::new((0..MAX_INTERFACES).map(|_| LinkState::default()).collect());
@@ -738,7 +733,7 @@ impl Dataplane {
     /// How AF_XDP interface `index` runs: its XDP mode (`native` or `skb`) and whether the
     /// kernel moves frames without copying; `None` for other drivers.
     pub fn xdp_attachment(&self, index: u16) -> Option<(&'static str, bool)> {
-        self.xdp_programs.iter().find(|a| a.port == index).map(|a| (a.mode, a.zero_copy))
+        self.xdp_programs.iter().find(|a| a.port == index).map(|a| (a.mode(), a.zero_copy))
     }
 
     /// What the kernel said of the host interface behind `index` (`af-packet` interfaces).
@@ -965,14 +960,11 @@ impl Dataplane {
     /// is valid and changes nothing only a restart can.
     fn admissible(&self, new: &Config) -> Result<Config, ApplyError> {
         new.validate()?;
-        let hosts: BTreeMap<String, HostLink> = self
+        let hosts = self
             .hosts
             .iter()
-            .filter_map(|(i, link, _)| {
-                Some((self.interfaces.iter().find(|x| x.index == *i)?.name.clone(), link.clone()))
-            })
-            .collect();
-        let new = with_kernel_mtus(new, &hosts);
+            .filter_map(|(i, link, _)| Some((&self.interfaces.iter().find(|x| x.index == *i)?.name, link)));
+        let new = with_kernel_mtus(new, hosts);
         new.validate()?;
         match self.config.needs_restart(&new) {
             Some(field) => Err(ApplyError::NeedsRestart(field)),

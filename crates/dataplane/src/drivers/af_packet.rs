@@ -23,7 +23,7 @@
 //! `sendmmsg` whose iovecs point into the buffers (no copy in user space). Frames the kernel
 //! refuses (its queue full) are dropped as `tx-error`.
 
-use super::set_opt;
+use super::{cvt, get_opt, set_opt};
 use crate::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
 use crate::config::AfPacketConfig;
 use crate::errors::DropReason;
@@ -39,16 +39,6 @@ use wire::{EtherType, checksum};
 /// `ETH_P_ALL` in network byte order, as packet sockets want it.
 fn eth_p_all() -> u16 {
     (libc::ETH_P_ALL as u16).to_be()
-}
-
-/// The result of a libc call that returns -1 and sets errno on failure.
-fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
-    } else {
-        Ok(r)
-    }
 }
 
 /// Sets socket option `name` of level `SOL_PACKET` to `value`.
@@ -346,19 +336,9 @@ fn complete_checksum(f: &mut [u8]) -> bool {
 /// Frames the kernel dropped on a queue since the last read (`PACKET_STATISTICS`, which
 /// resets on read), through a descriptor from [`RxQueue::stats_handle`].
 pub fn take_kernel_drops(fd: &OwnedFd) -> io::Result<u64> {
-    let mut st = libc::tpacket_stats_v3 { tp_packets: 0, tp_drops: 0, tp_freeze_q_cnt: 0 };
-    let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
-    // SAFETY: `st` is writable for `len` bytes and `len` is passed by pointer as required.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_STATISTICS,
-            (&mut st as *mut libc::tpacket_stats_v3).cast(),
-            &mut len,
-        )
-    };
-    cvt(r, "PACKET_STATISTICS")?;
+    // SAFETY: `tpacket_stats_v3` is three u32 counters: every bit pattern is valid.
+    let st: libc::tpacket_stats_v3 =
+        unsafe { get_opt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_STATISTICS, "PACKET_STATISTICS") }?;
     Ok(u64::from(st.tp_drops))
 }
 

@@ -65,6 +65,16 @@ impl RxPort {
     }
 }
 
+/// The result of a libc call that returns -1 and sets errno on failure; an error names `what`.
+pub(crate) fn cvt(r: libc::c_int, what: &str) -> std::io::Result<libc::c_int> {
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        Err(std::io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(r)
+    }
+}
+
 /// Sets socket option `name` of `level` on `fd` to `value`; an error names `what`.
 pub(crate) fn set_opt<T>(
     fd: std::os::fd::RawFd,
@@ -78,11 +88,29 @@ pub(crate) fn set_opt<T>(
     let r = unsafe {
         libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
     };
-    if r < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(std::io::Error::new(e.kind(), format!("{what}: {e}")));
-    }
-    Ok(())
+    cvt(r, what).map(drop)
+}
+
+/// Reads socket option `name` of `level` on `fd` into a `T` (zeroed first: the kernel may fill
+/// less of it); an error names `what`.
+///
+/// # Safety
+/// `T` must be plain C data for which every bit pattern is a valid value (a struct of
+/// integers, as the kernel's option structs are).
+pub(crate) unsafe fn get_opt<T: Copy>(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    what: &str,
+) -> std::io::Result<T> {
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` is writable for `len` bytes and `len` is passed by pointer.
+    let r = unsafe { libc::getsockopt(fd, level, name, value.as_mut_ptr().cast(), &mut len) };
+    cvt(r, what)?;
+    // SAFETY: every bit pattern is a valid `T` (the caller's contract), so the zeroed bytes
+    // and whatever the kernel wrote over them are one.
+    Ok(unsafe { value.assume_init() })
 }
 
 /// Where the kernel counts the frames of one rx queue it dropped before a worker saw them

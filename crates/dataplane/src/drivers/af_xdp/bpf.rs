@@ -76,9 +76,15 @@ pub fn program(map_fd: RawFd) -> [Insn; 6] {
 
 /// `bpf(cmd, attr)` on an attribute block of 128 bytes (zero where not set); returns the
 /// non-negative result or the error.
-fn bpf(cmd: libc::c_int, attr: &mut [u64; 16]) -> io::Result<libc::c_int> {
+///
+/// # Safety
+/// Every pointer the block holds for `cmd` must point to memory valid for what the kernel does
+/// with it during the call: read (instructions, license, key, value) or write (the verifier
+/// log, as long as the log size given).
+unsafe fn bpf(cmd: libc::c_int, attr: &mut [u64; 16]) -> io::Result<libc::c_int> {
     // SAFETY: `attr` is a writable 128-byte block, large enough for every command used here
-    // (the kernel reads at most the size passed and wants the bytes it does not know zeroed).
+    // (the kernel reads at most the size passed and wants the bytes it does not know zeroed);
+    // the pointers in it are the caller's to vouch for.
     let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), std::mem::size_of_val(attr) as u32) };
     if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as libc::c_int) }
 }
@@ -115,7 +121,8 @@ impl XdpProgram {
         let mut attr = [0u64; 16];
         put_u32s(&mut attr, 0, &[BPF_MAP_TYPE_XSKMAP, 4, 4, queues.max(1)]);
         set_name(&mut attr, 28, "vecflow_xsks");
-        // SAFETY: on success BPF_MAP_CREATE returns a new descriptor that we own.
+        // SAFETY: the block holds no pointers; on success BPF_MAP_CREATE returns a new
+        // descriptor that we own.
         let map = unsafe { OwnedFd::from_raw_fd(bpf(BPF_MAP_CREATE, &mut attr).map_err(|e| bpf_error("XSKMAP", e))?) };
         let insns = program(map.as_raw_fd());
         let license = c"Dual MIT/GPL";
@@ -130,7 +137,9 @@ impl XdpProgram {
         set_name(&mut attr, 48, "vecflow_xdp");
         // expected_attach_type (offset 68)
         put_u32s(&mut attr, 17, &[BPF_XDP]);
-        let prog = match bpf(BPF_PROG_LOAD, &mut attr) {
+        // SAFETY: the instructions, the license and the log (of the size given) live across
+        // the call.
+        let prog = match unsafe { bpf(BPF_PROG_LOAD, &mut attr) } {
             // SAFETY: on success BPF_PROG_LOAD returns a new descriptor that we own.
             Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
             Err(e) => {
@@ -149,7 +158,10 @@ impl XdpProgram {
         put_u32s(&mut attr, 0, &[self.map.as_raw_fd() as u32]);
         attr[1] = &key as *const u32 as u64;
         attr[2] = &value as *const u32 as u64;
-        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(drop).map_err(|e| bpf_error(&format!("XSKMAP entry {queue}"), e))
+        // SAFETY: `key` and `value` live across the call; the kernel only reads them.
+        unsafe { bpf(BPF_MAP_UPDATE_ELEM, &mut attr) }
+            .map(drop)
+            .map_err(|e| bpf_error(&format!("XSKMAP entry {queue}"), e))
     }
 
     /// Attaches the program to interface `ifindex` in `mode` (native first, then SKB, for
@@ -158,10 +170,8 @@ impl XdpProgram {
     pub fn attach(&self, ifindex: u32, mode: XdpMode) -> io::Result<Attachment> {
         let modes: &[XdpMode] = match mode {
             XdpMode::Auto => &[XdpMode::Native, XdpMode::Skb],
-            m => std::slice::from_ref(match m {
-                XdpMode::Native => &XdpMode::Native,
-                _ => &XdpMode::Skb,
-            }),
+            XdpMode::Native => &[XdpMode::Native],
+            XdpMode::Skb => &[XdpMode::Skb],
         };
         let mut last = io::Error::other("no XDP mode tried");
         for &m in modes {
@@ -176,11 +186,8 @@ impl XdpProgram {
     /// Attaches in one mode: a link, else netlink; a stale netlink program is replaced once.
     fn attach_in(&self, ifindex: u32, mode: XdpMode) -> io::Result<Attachment> {
         let flags = mode.flags();
-        let mut attr = [0u64; 16];
-        put_u32s(&mut attr, 0, &[self.prog.as_raw_fd() as u32, ifindex, BPF_XDP, flags]);
-        match bpf(BPF_LINK_CREATE, &mut attr) {
-            // SAFETY: on success BPF_LINK_CREATE returns a new descriptor that we own.
-            Ok(fd) => Ok(Attachment { ifindex, mode, via: Via::Link(unsafe { OwnedFd::from_raw_fd(fd) }) }),
+        match self.link(ifindex, mode) {
+            Ok(a) => Ok(a),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 // A program is there already. One attached through netlink (an earlier run
                 // that could not use a link, or another tool) is replaced; one held by a live
@@ -192,7 +199,7 @@ impl XdpProgram {
                         format!("an XDP program is attached and cannot be removed ({e}); is another vecflow running?"),
                     )
                 })?;
-                self.attach_in_after_clear(ifindex, mode)
+                self.link(ifindex, mode).map_err(|e| attach_error(mode, e))
             }
             Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {
                 // No XDP links in this kernel (or a refusal netlink will explain): netlink,
@@ -205,13 +212,14 @@ impl XdpProgram {
         }
     }
 
-    /// The second try after a stale program was removed: a link only.
-    fn attach_in_after_clear(&self, ifindex: u32, mode: XdpMode) -> io::Result<Attachment> {
+    /// Attaches through a `bpf_link` on `ifindex` in `mode`; the kernel's error as it is.
+    fn link(&self, ifindex: u32, mode: XdpMode) -> io::Result<Attachment> {
         let mut attr = [0u64; 16];
         put_u32s(&mut attr, 0, &[self.prog.as_raw_fd() as u32, ifindex, BPF_XDP, mode.flags()]);
-        let fd = bpf(BPF_LINK_CREATE, &mut attr).map_err(|e| attach_error(mode, e))?;
-        // SAFETY: on success BPF_LINK_CREATE returns a new descriptor that we own.
-        Ok(Attachment { ifindex, mode, via: Via::Link(unsafe { OwnedFd::from_raw_fd(fd) }) })
+        // SAFETY: the block holds no pointers; on success BPF_LINK_CREATE returns a new
+        // descriptor that we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(bpf(BPF_LINK_CREATE, &mut attr)?) };
+        Ok(Attachment { ifindex, mode, via: Via::Link(fd) })
     }
 }
 

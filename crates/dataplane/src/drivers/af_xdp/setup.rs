@@ -27,15 +27,21 @@ pub struct WorkerXdp {
 pub struct Attached {
     /// The interface's index (in vecflow).
     pub port: u16,
-    /// Where the program runs: `native` or `skb`.
-    pub mode: &'static str,
     /// The kernel moves the frames without copying.
     pub zero_copy: bool,
-    _attachment: Attachment,
+    attachment: Attachment,
     _program: XdpProgram,
 }
 
+impl Attached {
+    /// Where the program runs: `native` or `skb`.
+    pub fn mode(&self) -> &'static str {
+        self.attachment.mode().name()
+    }
+}
+
 /// What opening the AF_XDP interfaces gives the engine.
+#[derive(Default)]
 pub struct XdpPorts {
     /// By worker.
     pub workers: Vec<WorkerXdp>,
@@ -93,7 +99,7 @@ pub fn open(
         let i = interfaces.iter().find(|i| i.name == name).expect("an interface of the config");
         let ic = &config.interfaces[&name];
         let cfg = ic.af_xdp.unwrap_or_default();
-        let host_err = |e: std::io::Error| field_error(&name, "host-interface", format!("{}: {e}", link.name));
+        let host_err = |e: std::io::Error| crate::engine::host_error(&name, &link.name, e);
         let queues = sockets_of(config, i, &name);
         let program = XdpProgram::load(queues.len() as u32).map_err(host_err)?;
         let mut drops = Vec::new();
@@ -142,13 +148,7 @@ pub fn open(
             .map_err(|e| field_error(&name, "af-xdp.mode", format!("{}: {e}", link.name)))?;
         warn_unread_queues(&name, &link, cfg.queues);
         log_opened(&name, &link, &cfg, &attachment, zero_copy, queues.len(), i.mtu);
-        out.attached.push(Attached {
-            port: i.index,
-            mode: attachment.mode().name(),
-            zero_copy,
-            _attachment: attachment,
-            _program: program,
-        });
+        out.attached.push(Attached { port: i.index, zero_copy, attachment, _program: program });
         out.links.push((i.index, link, drops));
     }
     Ok(out)

@@ -3,7 +3,7 @@
 //! to one queue of one interface.
 
 use super::ring::{Consumer, Producer, RingPtrs};
-use crate::drivers::set_opt;
+use crate::drivers::{get_opt, set_opt};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -43,20 +43,6 @@ pub struct XskOptions {
     pub rx: bool,
     /// Zero-copy choice (for the socket that registers the UMEM; sharers inherit it).
     pub zero_copy: ZeroCopy,
-}
-
-/// Reads socket option `name` of level `SOL_XDP` into a `T`.
-fn get_xdp_opt<T: Copy>(fd: RawFd, name: libc::c_int, what: &str) -> io::Result<T> {
-    let mut value = std::mem::MaybeUninit::<T>::zeroed();
-    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
-    // SAFETY: `value` is writable for `len` bytes and `len` is passed by pointer.
-    let r = unsafe { libc::getsockopt(fd, libc::SOL_XDP, name, value.as_mut_ptr().cast(), &mut len) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
-    }
-    // SAFETY: zero-initialised plain C data, partly overwritten by the kernel.
-    Ok(unsafe { value.assume_init() })
 }
 
 /// One ring's mapping; unmapped on drop.
@@ -182,7 +168,9 @@ impl Xsk {
             set_opt(raw, libc::SOL_XDP, libc::XDP_RX_RING, &size, "rx ring size")?;
         }
         set_opt(raw, libc::SOL_XDP, libc::XDP_TX_RING, &size, "tx ring size")?;
-        let off: libc::xdp_mmap_offsets = get_xdp_opt(raw, libc::XDP_MMAP_OFFSETS, "XDP_MMAP_OFFSETS")?;
+        // SAFETY: `xdp_mmap_offsets` is four structs of u64 offsets: every bit pattern is valid.
+        let off: libc::xdp_mmap_offsets =
+            unsafe { get_opt(raw, libc::SOL_XDP, libc::XDP_MMAP_OFFSETS, "XDP_MMAP_OFFSETS") }?;
         let mut maps = Vec::with_capacity(4);
         let (m, fill) = Mapping::map::<u64>(raw, libc::XDP_UMEM_PGOFF_FILL_RING, &off.fr, size, "fill")?;
         maps.push(m);
@@ -199,7 +187,8 @@ impl Xsk {
             None
         };
         bind(raw, opts, share)?;
-        let options: libc::xdp_options = get_xdp_opt(raw, libc::XDP_OPTIONS, "XDP_OPTIONS")?;
+        // SAFETY: `xdp_options` is one u32 of flags: every bit pattern is valid.
+        let options: libc::xdp_options = unsafe { get_opt(raw, libc::SOL_XDP, libc::XDP_OPTIONS, "XDP_OPTIONS") }?;
         // SAFETY: the rings were made by the kernel for this socket with `size` entries (a
         // power of two, checked by the kernel's setsockopt) and their mappings live in
         // `maps`, dropped with the rings; this socket is their only user-space user.
@@ -299,6 +288,8 @@ fn bind(fd: RawFd, opts: &XskOptions, share: Option<RawFd>) -> io::Result<()> {
 /// The frames the kernel could not deliver to one socket since it opened: no free chunk in
 /// the fill ring (`rx_dropped`) or no room in the rx ring (`rx_ring_full`).
 pub fn kernel_drops(fd: &OwnedFd) -> io::Result<u64> {
-    let st: libc::xdp_statistics = get_xdp_opt(fd.as_raw_fd(), libc::XDP_STATISTICS, "XDP_STATISTICS")?;
+    // SAFETY: `xdp_statistics` is six u64 counters: every bit pattern is valid.
+    let st: libc::xdp_statistics =
+        unsafe { get_opt(fd.as_raw_fd(), libc::SOL_XDP, libc::XDP_STATISTICS, "XDP_STATISTICS") }?;
     Ok(st.rx_dropped + st.rx_ring_full)
 }
