@@ -7,11 +7,11 @@
 //! leave the dataplane half-changed, and `show config` always prints what runs.
 
 use crate::cli::{Command, Registry, Reply};
-use crate::config::{AdminState, Config, Ipv4Prefix, LocalLabel, Mac, Neighbor, PollMode, Route};
+use crate::config::{AdminState, Config, IpPrefix, LocalLabel, Mac, Neighbor, Payload, PollMode, Route};
 use crate::engine::Dataplane;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// Adds the configuration commands to `r`.
 pub fn register(r: &mut Registry) {
@@ -74,7 +74,7 @@ fn change(
 struct Settings<'a> {
     state: &'a mut AdminState,
     mtu: &'a mut Option<u16>,
-    addresses: &'a mut Vec<Ipv4Prefix>,
+    addresses: &'a mut Vec<IpPrefix>,
     mpls: &'a mut bool,
     l2xc: &'a mut Option<String>,
 }
@@ -140,8 +140,8 @@ fn set_address(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         ["del", rest @ ..] => (true, rest),
         rest => (false, rest),
     };
-    let [name, prefix] = words(rest, "set interface ip address [del] IF A.B.C.D/LEN")?;
-    let prefix: Ipv4Prefix = prefix.parse()?;
+    let [name, prefix] = words(rest, "set interface ip address [del] IF PREFIX")?;
+    let prefix: IpPrefix = prefix.parse()?;
     change(dp, "set interface ip address", |c| {
         let addresses = settings(c, name)?.addresses;
         match (del, addresses.iter().position(|a| *a == prefix)) {
@@ -230,8 +230,8 @@ fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         [p, "via", a, i] => (p, a, Some(i.to_string())),
         _ => return Err(format!("usage: {usage}")),
     };
-    let prefix: Ipv4Prefix = prefix.parse()?;
-    let via: Ipv4Addr = via.parse().map_err(|_| format!("ip route add: '{via}' is not an IPv4 address"))?;
+    let prefix: IpPrefix = prefix.parse()?;
+    let via: IpAddr = via.parse().map_err(|_| format!("ip route add: '{via}' is not an IP address"))?;
     change(dp, "ip route add", |c| {
         let route = Route { prefix, via, interface, out_labels: out };
         match c.routes.iter_mut().find(|r| r.prefix == prefix) {
@@ -244,7 +244,7 @@ fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 
 fn route_del(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let [prefix] = words(args, "ip route del PREFIX")?;
-    let prefix: Ipv4Prefix = prefix.parse()?;
+    let prefix: IpPrefix = prefix.parse()?;
     change(dp, "ip route del", |c| {
         let before = c.routes.len();
         c.routes.retain(|r| r.prefix != prefix);
@@ -263,7 +263,7 @@ fn neighbor(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         (false, [i, a, m]) => (i, a, Some(m)),
         _ => return Err("usage: ip neighbor [add] IF ADDRESS MAC | ip neighbor del IF ADDRESS".into()),
     };
-    let address: Ipv4Addr = address.parse().map_err(|_| format!("ip neighbor: '{address}' is not an IPv4 address"))?;
+    let address: IpAddr = address.parse().map_err(|_| format!("ip neighbor: '{address}' is not an IP address"))?;
     let mac: Option<Mac> = mac
         .map(|m| serde_json::from_value(json!(m)).map_err(|_| format!("ip neighbor: '{m}' is not a MAC address")))
         .transpose()?;
@@ -282,7 +282,7 @@ fn neighbor(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 }
 
 fn local_label(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let usage = "usage: mpls local-label add|del LABEL [via ADDRESS IF out-labels L ...]";
+    let usage = "usage: mpls local-label add|del LABEL [via ADDRESS IF out-labels L ... | payload ip4|ip6]";
     let (args, out) = out_labels(args)?;
     let (add, label, rest) = match args {
         ["add", l, rest @ ..] => (true, l, rest),
@@ -290,11 +290,13 @@ fn local_label(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         _ => return Err(usage.into()),
     };
     let label: u32 = label.parse().map_err(|_| format!("mpls local-label: '{label}' is not a label"))?;
-    let (via, interface) = match rest {
-        [] => (None, None),
+    let (via, interface, payload) = match rest {
+        [] => (None, None, Payload::Ip4),
+        ["payload", "ip4"] => (None, None, Payload::Ip4),
+        ["payload", "ip6"] => (None, None, Payload::Ip6),
         ["via", a, i] => {
-            let a: Ipv4Addr = a.parse().map_err(|_| format!("mpls local-label: '{a}' is not an IPv4 address"))?;
-            (Some(a), Some(i.to_string()))
+            let a: IpAddr = a.parse().map_err(|_| format!("mpls local-label: '{a}' is not an IP address"))?;
+            (Some(a), Some(i.to_string()), Payload::Ip4)
         }
         _ => return Err(usage.into()),
     };
@@ -307,7 +309,7 @@ fn local_label(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
             }
             (false, None) => return Err(format!("no local label {label}")),
             (true, at) => {
-                let entry = LocalLabel { label, via, interface, out_labels: out };
+                let entry = LocalLabel { label, via, interface, out_labels: out, payload };
                 match at {
                     Some(k) => labels[k] = entry,
                     None => labels.push(entry),
@@ -455,7 +457,7 @@ fn sflow_plan(
 }
 
 /// One interface's (or sub-interface's) live settings, as the plan compares them.
-type LiveSettings = (AdminState, Option<u16>, Vec<Ipv4Prefix>, bool, Option<String>);
+type LiveSettings = (AdminState, Option<u16>, Vec<IpPrefix>, bool, Option<String>);
 
 /// Every interface's and sub-interface's live settings, by name.
 fn live_settings(c: &Config) -> BTreeMap<String, LiveSettings> {
@@ -480,11 +482,10 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
     };
     let (la, lb) = (labels(old), labels(new));
     out.extend(la.keys().filter(|l| !lb.contains_key(l)).map(|l| format!("mpls local-label del {l}")));
-    let routes =
-        |c: &Config| -> BTreeMap<Ipv4Prefix, Route> { c.routes.iter().map(|r| (r.prefix, r.clone())).collect() };
+    let routes = |c: &Config| -> BTreeMap<IpPrefix, Route> { c.routes.iter().map(|r| (r.prefix, r.clone())).collect() };
     let (ra, rb) = (routes(old), routes(new));
     out.extend(ra.keys().filter(|p| !rb.contains_key(p)).map(|p| format!("ip route del {p}")));
-    let neighbors = |c: &Config| -> BTreeMap<(String, Ipv4Addr), Mac> {
+    let neighbors = |c: &Config| -> BTreeMap<(String, IpAddr), Mac> {
         c.neighbors.iter().map(|n| ((n.interface.clone(), n.address), n.mac)).collect()
     };
     let (na, nb) = (neighbors(old), neighbors(new));
@@ -558,6 +559,9 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
             let mut cmd = format!("mpls local-label add {l}");
             if let (Some(via), Some(i)) = (e.via, &e.interface) {
                 cmd += &format!(" via {via} {i}");
+            }
+            if e.payload == Payload::Ip6 {
+                cmd += " payload ip6";
             }
             if !e.out_labels.is_empty() {
                 cmd +=

@@ -3,14 +3,13 @@
 //! The console, `vecflow ctl`, `demo` and `bench` all go through [`Registry::execute`], so a
 //! command added here (later: `show sflow`, `show ip fib`) is available everywhere at once.
 
-use crate::config::Ipv4Prefix;
+use crate::config::{Payload, Prefix, PrefixAddr};
 use crate::engine::Dataplane;
-use crate::fib::Route;
+use crate::fib::{FibAddr, FibWriter, Route};
 use crate::graph::NodeId;
 use crate::l3::{Adjacency, LabelEntry};
 use serde_json::{Value, json};
 use std::fmt::Write;
-use std::net::Ipv4Addr;
 
 /// A command's answer: text for people, JSON for programs.
 #[derive(Debug, Clone)]
@@ -73,6 +72,11 @@ impl Registry {
             words: "show ip fib",
             help: "IPv4 routes and their adjacencies; optional prefix (exact) or address (longest match)",
             run: show_ip_fib,
+        });
+        r.register(Command {
+            words: "show ip6 fib",
+            help: "IPv6 routes and their adjacencies; optional prefix (exact) or address (longest match)",
+            run: show_ip6_fib,
         });
         r.register(Command {
             words: "show ip neighbors",
@@ -485,47 +489,53 @@ fn adjacency(dp: &Dataplane, i: u32) -> Adjacency {
     dp.l3().adjs.get(i as usize).copied().unwrap_or(Adjacency::Drop)
 }
 
-/// One `show ip fib` row.
-fn fib_row(dp: &Dataplane, r: Route, text: &mut String) -> Value {
-    let prefix = format!("{}/{}", Ipv4Addr::from(r.prefix), r.len);
+/// One `show ip fib` / `show ip6 fib` row.
+fn fib_row<A: FibAddr>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value {
+    let prefix = format!("{}/{}", r.prefix, r.len);
     let adj = adjacency(dp, r.adj);
     let detail = adjacency_detail(dp, adj);
-    let _ = writeln!(text, "{prefix:<20} {:>6}  {detail}", r.adj);
+    let _ = writeln!(text, "{prefix:<24} {:>6}  {detail}", r.adj);
     json!({"prefix": prefix, "adjacency_index": r.adj, "adjacency": adj, "detail": detail})
 }
 
 fn show_ip_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let fib = dp.fib();
-    let routes: Vec<Route> = match args {
+    show_fib(dp, &dp.fib().ip4, "show ip fib", args)
+}
+
+fn show_ip6_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    show_fib(dp, &dp.fib().ip6, "show ip6 fib", args)
+}
+
+/// The routes of one family's table: all, one prefix (exact) or the longest match of an
+/// address, with the table's use of tbl8 groups.
+fn show_fib<A: FibAddr + PrefixAddr>(
+    dp: &Dataplane,
+    fib: &FibWriter<A>,
+    cmd: &str,
+    args: &[&str],
+) -> Result<Reply, String> {
+    let routes: Vec<Route<A>> = match args {
         [] => fib.routes().collect(),
         [a] if a.contains('/') => {
-            let p: Ipv4Prefix = a.parse()?;
-            let want = crate::fib::Route::new(p.addr, p.len, 0);
+            let p: Prefix<A> = a.parse()?;
+            let want = Route::new(p.addr, p.len, 0);
             fib.routes().filter(|r| (r.prefix, r.len) == (want.prefix, want.len)).collect()
         }
         [a] => {
-            let addr: Ipv4Addr = a
-                .parse()
-                .map_err(|_| format!("show ip fib: '{a}' is neither a prefix (a.b.c.d/len) nor an address"))?;
-            let leaf = fib.fib().lookup(u32::from(addr));
-            let want = leaf.map(|l| crate::fib::Route::new(addr, l.prefix_len, l.adj));
+            let addr: A =
+                a.parse().map_err(|_| format!("{cmd}: '{a}' is neither a prefix ({}) nor an address", A::FORM))?;
+            let want = fib.fib().lookup_addr(addr).map(|l| Route::new(addr, l.prefix_len, l.adj));
             fib.routes().filter(|r| want.is_some_and(|w| (r.prefix, r.len) == (w.prefix, w.len))).collect()
         }
-        _ => return Err("show ip fib: at most one prefix or address".into()),
+        _ => return Err(format!("{cmd}: at most one prefix or address")),
     };
-    let mut text = format!("{:<20} {:>6}  {}\n", "Prefix", "Adj", "Forwarding");
+    let mut text = format!("{:<24} {:>6}  {}\n", "Prefix", "Adj", "Forwarding");
     let rows: Vec<Value> = routes.iter().map(|r| fib_row(dp, *r, &mut text)).collect();
-    let _ = writeln!(
-        text,
-        "{} of {} routes; tbl8 groups in use {} of {}",
-        rows.len(),
-        fib.len(),
-        fib.tbl8_in_use(),
-        fib.fib().tbl8_groups()
-    );
+    let (total, in_use, groups) = (fib.len(), fib.tbl8_in_use(), fib.fib().tbl8_groups());
+    let _ = writeln!(text, "{} of {total} routes; tbl8 groups in use {in_use} of {groups}", rows.len());
     Ok(Reply {
         text,
-        json: json!({"routes": rows, "total_routes": fib.len(), "tbl8_in_use": fib.tbl8_in_use(), "tbl8_groups": fib.fib().tbl8_groups()}),
+        json: json!({"routes": rows, "total_routes": total, "tbl8_in_use": in_use, "tbl8_groups": groups}),
     })
 }
 
@@ -551,7 +561,12 @@ fn show_mpls_fib(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
             LabelEntry::Swap { adj, out } => {
                 format!("swap to {:?} {}", out.labels(), adjacency_detail(dp, adjacency(dp, adj)))
             }
-            LabelEntry::Pop => "pop (end of stack), then route the IPv4 packet by the FIB".to_string(),
+            LabelEntry::Pop { payload: Payload::Ip4 } => {
+                "pop (end of stack), then route the IPv4 packet by the FIB".to_string()
+            }
+            LabelEntry::Pop { payload: Payload::Ip6 } => {
+                "pop (end of stack), then route the IPv6 packet by the FIB".to_string()
+            }
         };
         let _ = writeln!(text, "{label:<10} {detail}");
         rows.push(json!({"label": label, "entry": entry, "detail": detail}));

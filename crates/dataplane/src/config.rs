@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::str::FromStr;
 use wire::MacAddr;
@@ -81,52 +81,136 @@ pub struct Mac(
     pub MacAddr,
 );
 
-/// An IPv4 prefix written as `a.b.c.d/len`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Ipv4Prefix {
-    /// The address as written (host bits may be set, as in an interface address).
-    pub addr: Ipv4Addr,
-    /// Prefix length, 0–32.
-    pub len: u8,
+/// An address a prefix can be made of: IPv4, IPv6 or either.
+pub trait PrefixAddr: Copy + FromStr + fmt::Display {
+    /// How a prefix of it is written, for messages and the schema.
+    const FORM: &'static str;
+    /// The longest prefix of this address.
+    fn max_len(&self) -> u8;
+    /// The address family (4 or 6) and the address aligned to the left of a `u128`.
+    fn key(&self) -> (u8, u128);
 }
 
-impl FromStr for Ipv4Prefix {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (a, l) = s.split_once('/').ok_or_else(|| format!("'{s}' is not a prefix (want a.b.c.d/len)"))?;
-        let addr = a.parse().map_err(|_| format!("'{s}' is not a prefix (bad address '{a}')"))?;
-        let len = l
-            .parse::<u8>()
-            .ok()
-            .filter(|&l| l <= 32)
-            .ok_or_else(|| format!("'{s}' is not a prefix (length '{l}' not in 0..=32)"))?;
-        Ok(Ipv4Prefix { addr, len })
+impl PrefixAddr for Ipv4Addr {
+    const FORM: &'static str = "a.b.c.d/len";
+    fn max_len(&self) -> u8 {
+        32
+    }
+    fn key(&self) -> (u8, u128) {
+        (4, u128::from(u32::from(*self)) << 96)
     }
 }
 
-impl fmt::Display for Ipv4Prefix {
+impl PrefixAddr for Ipv6Addr {
+    const FORM: &'static str = "x:x::x/len";
+    fn max_len(&self) -> u8 {
+        128
+    }
+    fn key(&self) -> (u8, u128) {
+        (6, u128::from(*self))
+    }
+}
+
+impl PrefixAddr for IpAddr {
+    const FORM: &'static str = "a.b.c.d/len or x:x::x/len";
+    fn max_len(&self) -> u8 {
+        if self.is_ipv4() { 32 } else { 128 }
+    }
+    fn key(&self) -> (u8, u128) {
+        match self {
+            IpAddr::V4(a) => a.key(),
+            IpAddr::V6(a) => a.key(),
+        }
+    }
+}
+
+/// A prefix written as `address/len`: [`Ipv4Prefix`], [`Ipv6Prefix`] or either ([`IpPrefix`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Prefix<A> {
+    /// The address as written (host bits may be set, as in an interface address).
+    pub addr: A,
+    /// Prefix length, 0 to the address length.
+    pub len: u8,
+}
+
+/// An IPv4 prefix, `a.b.c.d/len`.
+pub type Ipv4Prefix = Prefix<Ipv4Addr>;
+/// An IPv6 prefix, `x:x::x/len`.
+pub type Ipv6Prefix = Prefix<Ipv6Addr>;
+/// An IPv4 or IPv6 prefix.
+pub type IpPrefix = Prefix<IpAddr>;
+
+impl<A: PrefixAddr> Prefix<A> {
+    /// True when `addr` is inside the prefix (an address of the other family never is).
+    pub fn contains<B: PrefixAddr>(&self, addr: B) -> bool {
+        let ((fa, a), (fb, b)) = (self.addr.key(), addr.key());
+        let mask = if self.len == 0 { 0 } else { u128::MAX << (128 - u32::from(self.len)) };
+        fa == fb && a & mask == b & mask
+    }
+
+    /// The network: the address with its host bits cleared, as a family and key.
+    pub fn network(&self) -> (u8, u128) {
+        let (f, a) = self.addr.key();
+        (f, if self.len == 0 { 0 } else { a & u128::MAX << (128 - u32::from(self.len)) })
+    }
+}
+
+impl IpPrefix {
+    /// The IPv4 prefix, if it is one.
+    pub fn v4(&self) -> Option<Ipv4Prefix> {
+        match self.addr {
+            IpAddr::V4(addr) => Some(Prefix { addr, len: self.len }),
+            IpAddr::V6(_) => None,
+        }
+    }
+
+    /// The IPv6 prefix, if it is one.
+    pub fn v6(&self) -> Option<Ipv6Prefix> {
+        match self.addr {
+            IpAddr::V6(addr) => Some(Prefix { addr, len: self.len }),
+            IpAddr::V4(_) => None,
+        }
+    }
+}
+
+impl<A: PrefixAddr> FromStr for Prefix<A> {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, l) = s.split_once('/').ok_or_else(|| format!("'{s}' is not a prefix (want {})", A::FORM))?;
+        let addr: A = a.parse().map_err(|_| format!("'{s}' is not a prefix (bad address '{a}')"))?;
+        let max = addr.max_len();
+        let len = l
+            .parse::<u8>()
+            .ok()
+            .filter(|&l| l <= max)
+            .ok_or_else(|| format!("'{s}' is not a prefix (length '{l}' not in 0..={max})"))?;
+        Ok(Prefix { addr, len })
+    }
+}
+
+impl<A: fmt::Display> fmt::Display for Prefix<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.addr, self.len)
     }
 }
 
-impl JsonSchema for Ipv4Prefix {
+impl<A: PrefixAddr> JsonSchema for Prefix<A> {
     fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Ipv4Prefix".into()
+        format!("Prefix ({})", A::FORM).into()
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "string", "description": "An IPv4 prefix, a.b.c.d/len"})
+        schemars::json_schema!({"type": "string", "description": format!("A prefix, {}", A::FORM)})
     }
 }
 
-impl Serialize for Ipv4Prefix {
+impl<A: PrefixAddr> Serialize for Prefix<A> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         as_text::serialize(self, s)
     }
 }
 
-impl<'de> Deserialize<'de> for Ipv4Prefix {
+impl<'de, A: PrefixAddr> Deserialize<'de> for Prefix<A> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         as_text::deserialize(d)
     }
@@ -309,22 +393,31 @@ fn yes() -> bool {
     true
 }
 
-/// IPv4 FIB sizing.
+/// FIB sizing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct FibConfig {
-    /// Groups of 256 entries for /24s holding longer prefixes (1 KiB each), 1–1048576.
+    /// IPv4: groups of 256 entries for /24s holding longer prefixes (1 KiB each), 1–1048576.
     #[serde(default = "default_tbl8_groups")]
     pub tbl8_groups: u32,
+    /// IPv6: groups of 256 entries, one per 8 bits of a prefix beyond /24 that it shares
+    /// with no other (1 KiB each; a full Internet table of 230 k prefixes takes about
+    /// 700 000), 1–4194303. Memory is taken only as groups are used.
+    #[serde(default = "default_ip6_groups")]
+    pub ip6_groups: u32,
 }
 
 fn default_tbl8_groups() -> u32 {
     4096
 }
 
+fn default_ip6_groups() -> u32 {
+    65536
+}
+
 impl Default for FibConfig {
     fn default() -> Self {
-        FibConfig { tbl8_groups: default_tbl8_groups() }
+        FibConfig { tbl8_groups: default_tbl8_groups(), ip6_groups: default_ip6_groups() }
     }
 }
 
@@ -608,9 +701,10 @@ pub struct InterfaceConfig {
     /// Name of the interface every received frame is sent out of (L2 cross-connect).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2xc: Option<String>,
-    /// IPv4 addresses with prefix length.
+    /// IPv4 and IPv6 addresses with prefix length (IPv4 forwarding is on when there is an
+    /// IPv4 one, IPv6 forwarding when there is an IPv6 one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub addresses: Vec<Ipv4Prefix>,
+    pub addresses: Vec<IpPrefix>,
     /// Accept MPLS frames.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mpls: bool,
@@ -684,9 +778,9 @@ pub struct SubInterfaceConfig {
     /// Administrative state.
     #[serde(default)]
     pub state: AdminState,
-    /// IPv4 addresses.
+    /// IPv4 and IPv6 addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub addresses: Vec<Ipv4Prefix>,
+    pub addresses: Vec<IpPrefix>,
     /// Accept MPLS frames.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mpls: bool,
@@ -699,11 +793,12 @@ pub struct SubInterfaceConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Route {
-    /// Destination prefix.
-    pub prefix: Ipv4Prefix,
-    /// Next-hop address.
-    pub via: Ipv4Addr,
-    /// Output interface; default: the one whose address covers `via`.
+    /// Destination prefix, IPv4 or IPv6.
+    pub prefix: IpPrefix,
+    /// Next-hop address, of the prefix's family.
+    pub via: IpAddr,
+    /// Output interface; default: the one whose address covers `via` (required for an IPv6
+    /// link-local `via`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
     /// MPLS labels to push, outermost first.
@@ -717,8 +812,8 @@ pub struct Route {
 pub struct Neighbor {
     /// Interface the neighbor is on.
     pub interface: String,
-    /// Its IPv4 address.
-    pub address: Ipv4Addr,
+    /// Its IPv4 or IPv6 address.
+    pub address: IpAddr,
     /// Its MAC address.
     pub mac: Mac,
 }
@@ -739,22 +834,36 @@ impl Mpls {
 }
 
 /// One incoming (top) label. With `out-labels`: swap the top label for them and send toward
-/// `via` on `interface`. Without: pop it at the end of the stack and route the IPv4 packet
-/// inside by the FIB (`via` and `interface` are then left out).
+/// `via` on `interface`. Without: pop it at the end of the stack and route the packet inside
+/// (IPv4, or IPv6 with `payload: ip6`) by the FIB (`via` and `interface` are then left out).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct LocalLabel {
     /// Incoming label, 16–1048575.
     pub label: u32,
-    /// Next hop (swap only).
+    /// Next hop, IPv4 or IPv6 (swap only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub via: Option<Ipv4Addr>,
+    pub via: Option<IpAddr>,
     /// Output interface (swap only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,
     /// Labels to send with, outermost first (1–8); empty = pop.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_labels: Vec<u32>,
+    /// What a pop finds under the label: `ip4` (the default) or `ip6` (pop only).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub payload: Payload,
+}
+
+/// The packet under a popped label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Payload {
+    /// IPv4, routed by the IPv4 FIB.
+    #[default]
+    Ip4,
+    /// IPv6, routed by the IPv6 FIB.
+    Ip6,
 }
 
 /// The generator of one interface.
@@ -777,6 +886,9 @@ pub enum Template {
     Ipv4Udp,
     /// Ethernet + MPLS label stack + IPv4 + UDP.
     Mpls,
+    /// Ethernet + IPv6 + UDP; the varied addresses are the IPv6 source and destination (their
+    /// last 32 bits).
+    Ipv6Udp,
 }
 
 /// How a field walks its range.
@@ -828,19 +940,25 @@ pub struct StreamConfig {
     /// MPLS labels, outermost first (template `mpls`), each 16–1048575.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<u32>,
-    /// IPv4 source (the base of the source range).
-    #[serde(default = "default_src_ip")]
-    pub src_ip: Ipv4Addr,
-    /// IPv4 destination (the base of the destination range).
-    #[serde(default = "default_dst_ip")]
-    pub dst_ip: Ipv4Addr,
+    /// IP source (the base of the source range), of the template's family. Default:
+    /// 16.0.0.1, or 2001:db8:16::1 for `ipv6-udp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src_ip: Option<IpAddr>,
+    /// IP destination (the base of the destination range), of the template's family.
+    /// Default: 48.0.0.1, or 2001:db8:48::1 for `ipv6-udp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_ip: Option<IpAddr>,
+    /// IPv6 destinations to walk instead of `dst-ip` and `dst-range.count` (template
+    /// `ipv6-udp`), in the order of `dst-range.mode`: for traffic spread over a routing table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dst_addresses: Vec<Ipv6Addr>,
     /// UDP source port.
     #[serde(default = "default_port")]
     pub src_port: u16,
     /// UDP destination port.
     #[serde(default = "default_port")]
     pub dst_port: u16,
-    /// IPv4 TTL (and MPLS TTL).
+    /// IPv4 TTL or IPv6 hop limit (and MPLS TTL).
     #[serde(default = "default_ttl")]
     pub ttl: u8,
     /// Source address range (IPv4, or MAC for `l2`).
@@ -866,12 +984,6 @@ fn default_frame_size() -> u16 {
 fn default_src_mac() -> Mac {
     Mac(MacAddr([0x02, 0x00, 0x00, 0x00, 0x00, 0x01]))
 }
-fn default_src_ip() -> Ipv4Addr {
-    Ipv4Addr::new(16, 0, 0, 1)
-}
-fn default_dst_ip() -> Ipv4Addr {
-    Ipv4Addr::new(48, 0, 0, 1)
-}
 fn default_port() -> u16 {
     1024
 }
@@ -894,14 +1006,31 @@ impl StreamConfig {
         serde_json::from_value(serde_json::json!({ "template": template })).expect("defaults deserialize")
     }
 
-    /// Header bytes before the payload (Ethernet, tag, labels, IPv4, UDP).
+    /// Header bytes before the payload (Ethernet, tag, labels, IP, UDP).
     pub fn header_len(&self) -> usize {
         let l2 = 14 + if self.vlan.is_some() { 4 } else { 0 };
         match self.template {
             Template::L2 => l2,
             Template::Ipv4Udp => l2 + 28,
             Template::Mpls => l2 + 4 * self.labels.len() + 28,
+            Template::Ipv6Udp => l2 + 48,
         }
+    }
+
+    /// The source address: `src-ip`, else the template's default.
+    pub fn src_ip(&self) -> IpAddr {
+        self.src_ip.unwrap_or(match self.template {
+            Template::Ipv6Udp => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0x16, 0, 0, 0, 0, 1)),
+            _ => IpAddr::V4(Ipv4Addr::new(16, 0, 0, 1)),
+        })
+    }
+
+    /// The destination address: `dst-ip`, else the template's default.
+    pub fn dst_ip(&self) -> IpAddr {
+        self.dst_ip.unwrap_or(match self.template {
+            Template::Ipv6Udp => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0x48, 0, 0, 0, 0, 1)),
+            _ => IpAddr::V4(Ipv4Addr::new(48, 0, 0, 1)),
+        })
     }
 }
 
@@ -1277,10 +1406,22 @@ impl Config {
         if !(1..=1 << 20).contains(&self.fib.tbl8_groups) {
             return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
         }
+        if !(1..=crate::fib::MAX_INDEX).contains(&self.fib.ip6_groups) {
+            return Err(invalid("fib.ip6-groups", self.fib.ip6_groups, format!("1 to {}", crate::fib::MAX_INDEX)));
+        }
         let known = |n: &String| self.has_interface(n);
-        let connected = |a: Ipv4Addr| self.addresses().any(|(_, p)| crate::l3::covers(p, a));
+        let connected = |a: IpAddr| self.addresses().any(|(_, p)| p.contains(a));
         let mut addresses = BTreeMap::new();
         for (owner, a) in self.addresses() {
+            if let IpAddr::V6(v6) = a.addr
+                && (v6.is_unspecified() || v6.is_loopback() || v6.is_multicast())
+            {
+                return Err(invalid(
+                    format!("interfaces.{owner}.addresses"),
+                    a,
+                    "a unicast IPv6 address (not ::, ::1 or multicast ff00::/8)",
+                ));
+            }
             if let Some(other) = addresses.insert(a.addr, owner) {
                 return Err(invalid(
                     format!("interfaces.{owner}.addresses"),
@@ -1291,16 +1432,30 @@ impl Config {
         }
         let mut prefixes = BTreeMap::new();
         for (k, r) in self.routes.iter().enumerate() {
-            let key = (u32::from(r.prefix.addr) & crate::fib::mask(r.prefix.len), r.prefix.len);
-            if let Some(first) = prefixes.insert(key, k) {
+            if let Some(first) = prefixes.insert((r.prefix.network(), r.prefix.len), k) {
                 return Err(invalid(
                     format!("routes[{k}].prefix"),
                     r.prefix,
                     format!("a prefix no other route has (routes[{first}] has it)"),
                 ));
             }
+            if r.via.is_ipv4() != r.prefix.addr.is_ipv4() {
+                let family = if r.prefix.addr.is_ipv4() { "IPv4" } else { "IPv6" };
+                return Err(invalid(
+                    format!("routes[{k}].via"),
+                    r.via,
+                    format!("an {family} next hop, as the prefix is"),
+                ));
+            }
             if let Some(n) = r.interface.as_ref().filter(|n| !known(n)) {
                 return Err(invalid(format!("routes[{k}].interface"), n, "the name of a configured interface"));
+            }
+            if r.interface.is_none() && is_link_local(r.via) {
+                return Err(invalid(
+                    format!("routes[{k}].interface"),
+                    "(missing)",
+                    format!("the interface a link-local next hop ({}) is on", r.via),
+                ));
             }
             if r.interface.is_none() && !connected(r.via) {
                 return Err(invalid(
@@ -1342,6 +1497,9 @@ impl Config {
             if !seen.insert(l.label) {
                 return Err(invalid(f("label"), l.label, "a label no other local-label entry uses"));
             }
+            if !l.out_labels.is_empty() && l.payload != Payload::Ip4 {
+                return Err(invalid(f("payload"), "ip6", "only for a pop (no out-labels): a swap keeps the payload"));
+            }
             match (&l.via, &l.interface, l.out_labels.is_empty()) {
                 (Some(_), Some(n), false) if known(n) => {}
                 (Some(_), Some(n), false) => {
@@ -1371,7 +1529,7 @@ impl Config {
     /// sub-interface: the sFlow agent address when `sflow.agent-address` is not given.
     pub fn first_address(&self) -> Option<Ipv4Addr> {
         let of = |physical: bool| self.addresses().filter(move |(owner, _)| owner.sub.is_none() == physical);
-        of(true).chain(of(false)).map(|(_, a)| a.addr).next()
+        of(true).chain(of(false)).find_map(|(_, a)| a.v4()).map(|a| a.addr)
     }
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply
@@ -1408,9 +1566,9 @@ impl Config {
         first_difference(&live(to_json(self)), &live(to_json(new)), "")
     }
 
-    /// Every IPv4 address with the interface it is on: each interface's own, then its
+    /// Every address with the interface it is on: each interface's own, then its
     /// sub-interfaces', in name order.
-    fn addresses(&self) -> impl Iterator<Item = (Owner<'_>, &Ipv4Prefix)> {
+    fn addresses(&self) -> impl Iterator<Item = (Owner<'_>, &IpPrefix)> {
         self.interfaces.iter().flat_map(|(name, i)| {
             let own = i.addresses.iter().map(move |a| (Owner { name, sub: None }, a));
             let subs = i
@@ -1448,6 +1606,12 @@ impl fmt::Display for Owner<'_> {
     }
 }
 
+/// True for an IPv6 link-local address (fe80::/10), which names a neighbor only together
+/// with an interface.
+pub fn is_link_local(a: IpAddr) -> bool {
+    matches!(a, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80)
+}
+
 fn check_labels(field: &str, labels: &[u32]) -> Result<(), ConfigError> {
     match labels.iter().find(|&&l| !(16..1 << 20).contains(&l)) {
         Some(l) => Err(invalid(field, l, "labels 16 to 1048575")),
@@ -1478,6 +1642,22 @@ fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
             return Err(invalid(f("labels"), format!("{:?}", s.labels), "labels only with template mpls"));
         }
         _ => {}
+    }
+    let v6 = s.template == Template::Ipv6Udp;
+    for (k, a) in [("src-ip", s.src_ip), ("dst-ip", s.dst_ip)] {
+        match a {
+            Some(IpAddr::V4(a)) if v6 => return Err(invalid(f(k), a, "an IPv6 address for template ipv6-udp")),
+            Some(IpAddr::V6(a)) if !v6 => {
+                return Err(invalid(f(k), a, "an IPv4 address (IPv6 needs template ipv6-udp)"));
+            }
+            _ => {}
+        }
+    }
+    if !s.dst_addresses.is_empty() && !v6 {
+        return Err(invalid(f("dst-addresses"), "(given)", "a list only with template ipv6-udp"));
+    }
+    if s.dst_addresses.len() > u32::MAX as usize {
+        return Err(invalid(f("dst-addresses"), s.dst_addresses.len(), "at most 4294967295 addresses"));
     }
     for (k, r) in [("src-range.count", s.src_range), ("dst-range.count", s.dst_range)] {
         if r.count == 0 {

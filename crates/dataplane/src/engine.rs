@@ -9,7 +9,7 @@ use crate::drivers::host::HostLink;
 use crate::drivers::pcap::{PcapPort, PcapSink, PcapSinks};
 use crate::drivers::{KernelDrops, RxPort};
 use crate::errors::{DropReason, N_REASONS};
-use crate::fib::{Fib, FibError, FibWriter};
+use crate::fib::{FibError, FibWriters, Fibs};
 use crate::graph::SflowStats;
 use crate::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
 use crate::interface::{DriverKind, IfStats, Interface, LinkState, MAX_INTERFACES, RxMode, Tables};
@@ -270,7 +270,7 @@ pub struct Dataplane {
     interfaces: Vec<Interface>,
     sflow: Option<SflowRuntime>,
     tables: Arc<Tables>,
-    fib: FibWriter,
+    fib: FibWriters,
     workers: Vec<WorkerHandle>,
     stop: Arc<AtomicBool>,
     started: Instant,
@@ -463,8 +463,8 @@ pub struct Forwarding {
     pub interfaces: Vec<Interface>,
     /// Interface facts, adjacencies and neighbors.
     pub tables: Arc<Tables>,
-    /// The FIB with the interface addresses and routes installed.
-    pub fib: FibWriter,
+    /// The FIBs with the interface addresses and routes installed.
+    pub fib: FibWriters,
 }
 
 /// Builds interfaces, tables and the FIB of a validated `config`; the FIB's readers announce
@@ -473,7 +473,7 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     let interfaces = build_interfaces(config);
     let (l3, inserts) = crate::l3::build(config, &interfaces);
     let tables = Arc::new(Tables::new(&interfaces, l3));
-    let mut fib = FibWriter::new(Arc::new(Fib::new(config.fib.tbl8_groups)?), qsbr);
+    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups, config.fib.ip6_groups)?, qsbr);
     fib.apply(&inserts)?;
     Ok(Forwarding { interfaces, tables, fib })
 }
@@ -579,7 +579,7 @@ impl Dataplane {
                 tables: tables.clone(),
                 updates: dp.publisher.reader(),
                 punt: Punt::new(Some(events_tx.clone()), probes_rx.take(), hz),
-                fib: dp.fib.fib().clone(),
+                fib: dp.fib.fibs(),
                 qsbr: qsbr.register(usize::from(id)),
                 counters: counters.clone(),
                 ports,
@@ -620,7 +620,7 @@ impl Dataplane {
             let setup = AgentSetup {
                 rings: consumers,
                 workers: dp.workers.iter().map(|w| w.counters.clone()).collect(),
-                fib: dp.fib.fib().clone(),
+                fib: dp.fib.fibs(),
                 qsbr: qsbr.register(config.workers.count as usize),
                 agent: agent_addr,
                 sub_agent_id: sf.sub_agent_id,
@@ -756,8 +756,8 @@ impl Dataplane {
         &self.tables.l3
     }
 
-    /// The FIB (routes, lookups).
-    pub fn fib(&self) -> &FibWriter {
+    /// The FIBs (routes, lookups).
+    pub fn fib(&self) -> &FibWriters {
         &self.fib
     }
 
@@ -896,28 +896,38 @@ impl Dataplane {
         let now = Instant::now();
         let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
         let statics = |c: &Config| -> Vec<(u16, std::net::Ipv4Addr, MacAddr)> {
-            c.neighbors.iter().map(|n| (index[n.interface.as_str()], n.address, n.mac.0)).collect()
+            c.neighbors
+                .iter()
+                .filter_map(|n| match n.address {
+                    IpAddr::V4(a) => Some((index[n.interface.as_str()], a, n.mac.0)),
+                    IpAddr::V6(_) => None, // in the tables' static IPv6 neighbors
+                })
+                .collect()
         };
         let old_statics = statics(&self.config);
         self.neighbors.set_statics(statics(&new), now);
         let l3 = l3.with_neighbors(&interfaces, self.neighbors.macs(), self.neighbors.failed());
         // The FIB's content is the configuration's: the difference is what to change.
-        let key = |(a, l, adj): &crate::l3::FibInsert| {
-            let r = crate::fib::Route::new(*a, *l, adj.unwrap_or(0));
-            ((r.prefix, r.len), r.adj)
+        let key = |&(a, l, adj): &crate::l3::FibInsert| {
+            let masked = match a {
+                IpAddr::V4(a) => IpAddr::V4(crate::fib::Route::new(a, l, 0).prefix),
+                IpAddr::V6(a) => IpAddr::V6(crate::fib::Route::new(a, l, 0).prefix),
+            };
+            ((masked, l), adj.unwrap_or(0))
         };
-        let want: BTreeMap<(u32, u8), u32> = inserts.iter().map(key).collect();
-        let have: BTreeMap<(u32, u8), u32> = self.fib.routes().map(|r| ((r.prefix, r.len), r.adj)).collect();
-        let diff = |from: &BTreeMap<(u32, u8), u32>, to: &BTreeMap<(u32, u8), u32>| -> Vec<crate::l3::FibInsert> {
-            let gone = from.keys().filter(|k| !to.contains_key(k)).map(|&(p, l)| (p.into(), l, None));
-            let set = to.iter().filter(|(k, a)| from.get(k) != Some(a)).map(|(&(p, l), &a)| (p.into(), l, Some(a)));
+        type Routes = BTreeMap<(IpAddr, u8), u32>;
+        let want: Routes = inserts.iter().map(key).collect();
+        let have: Routes = self.fib.routes();
+        let diff = |from: &Routes, to: &Routes| -> Vec<crate::l3::FibInsert> {
+            let gone = from.keys().filter(|k| !to.contains_key(k)).map(|&(p, l)| (p, l, None));
+            let set = to.iter().filter(|(k, a)| from.get(k) != Some(a)).map(|(&(p, l), &a)| (p, l, Some(a)));
             gone.chain(set).collect()
         };
         let old_tables = self.tables.clone();
         self.publisher.publish(Tables::new(&interfaces, l3));
         self.tables = self.publisher.current();
         if let Err(e) = self.fib.apply(&diff(&have, &want)) {
-            let now_have: BTreeMap<(u32, u8), u32> = self.fib.routes().map(|r| ((r.prefix, r.len), r.adj)).collect();
+            let now_have = self.fib.routes();
             if let Err(undo) = self.fib.apply(&diff(&now_have, &have)) {
                 tracing::error!("putting the routes back after a refused change failed too: {undo}");
             }

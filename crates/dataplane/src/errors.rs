@@ -80,6 +80,7 @@ drop_reasons! {
     ArpNotForUs = "arp-not-for-us", Punt, ArpInput, 0, "ARP request for an address that is not the interface's";
     Ip4NotEnabled = "ip4-not-enabled", InUnknownProtos, EthernetInput, 285, "IPv4 frame on an interface without IPv4 forwarding";
     MplsNotEnabled = "mpls-not-enabled", InUnknownProtos, EthernetInput, 285, "MPLS frame on an interface without MPLS forwarding";
+    Ip6NotEnabled = "ip6-not-enabled", InUnknownProtos, EthernetInput, 285, "IPv6 frame on an interface without IPv6 forwarding (no IPv6 address)";
     Truncated = "truncated", InErrors, Ip4Input, 324, "IPv4 header or packet longer than the frame carrying it";
     BadIpHeader = "bad-ip-header", InErrors, Ip4Input, 275, "IPv4 version not 4, header length below 20 bytes, or total length below the header length";
     BadChecksum = "bad-checksum", InErrors, Ip4Input, 275, "IPv4 header checksum does not verify";
@@ -90,6 +91,19 @@ drop_reasons! {
     FragNeeded = "fragmentation-needed", OutDiscards, Ip4Rewrite, 4, "packet larger than the output interface's MTU with DF set (answered with ICMP fragmentation needed)";
     FragNoBuffer = "no-buffer", OutDiscards, Ip4Frag, 259, "too few free buffers for the fragments of a packet larger than the output interface's MTU";
     Ip4NoHeadroom = "no-headroom", OutDiscards, Ip4Rewrite, 259, "the driver left too little headroom in front of the frame for the route's out-labels";
+    Ip6Truncated = "truncated", InErrors, Ip6Input, 324, "IPv6 header, or the payload its length announces, longer than the frame carrying it";
+    Ip6BadHeader = "bad-ip-header", InErrors, Ip6Input, 275, "IPv6 version not 6";
+    Ip6SourceMulticast = "source-multicast", InErrors, Ip6Input, 273, "IPv6 source address is multicast (ff00::/8), which no packet may carry (RFC 4291 §2.7)";
+    Ip6DestinationLoopback = "destination-loopback", InErrors, Ip6Input, 272, "IPv6 destination ::1 on the wire (RFC 4291 §2.5.3)";
+    Ip6NoRoute = "no-route", InDiscards, Ip6Lookup, 0, "no IPv6 route matches the destination";
+    Ip6Local = "ip6-local", InDiscards, Ip6Lookup, 285, "addressed to one of this router's own IPv6 addresses (vecflow answers none yet)";
+    Ip6Multicast = "multicast", InDiscards, Ip6Lookup, 281, "IPv6 multicast destination: vecflow does not route multicast";
+    Ip6LinkLocal = "link-local", InDiscards, Ip6Lookup, 281, "link-local (fe80::/10) source or destination on a packet to forward: never forwarded (RFC 4291 §2.5.6)";
+    Ip6SourceUnspecified = "source-unspecified", InDiscards, Ip6Lookup, 281, "source :: on a packet to forward: never forwarded (RFC 4291 §2.5.2)";
+    HopLimitExpired = "hop-limit-expired", InDiscards, Ip6Rewrite, 257, "hop limit of 0 or 1 on a packet to forward: forwarding would take it to 0";
+    PacketTooBig = "packet-too-big", OutDiscards, Ip6Rewrite, 262, "IPv6 packet larger than the output interface's MTU (routers never fragment IPv6)";
+    Ip6NoNeighbor = "no-neighbor", OutDiscards, Ip6Rewrite, 279, "IPv6 next hop without a MAC (a static neighbor entry)";
+    Ip6NoHeadroom = "no-headroom", OutDiscards, Ip6Rewrite, 259, "the driver left too little headroom in front of the frame for the route's out-labels";
     MplsTruncated = "truncated", InErrors, MplsInput, 324, "frame ends before the first MPLS label stack entry";
     MplsTtlExpired = "ttl-expired", InDiscards, MplsInput, 257, "top label TTL of 0 or 1: forwarding would take it to 0";
     NoLabel = "no-label", InDiscards, MplsLookup, 0, "no local-label entry for the top label";

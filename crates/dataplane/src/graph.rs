@@ -8,7 +8,7 @@
 use crate::buffer::BufferPool;
 use crate::counter::Counter;
 use crate::errors::{DropReason, N_REASONS};
-use crate::fib::Fib;
+use crate::fib::Fibs;
 use crate::interface::{IfCounters, MAX_INTERFACES, Tables};
 use crate::stats::counter_set;
 use crate::vector::{VECTOR_SIZE, VecHandle, VectorPool};
@@ -52,6 +52,9 @@ node_ids! {
     Ip4Frag = "ip4-frag": "cuts packets larger than the output MTU (DF clear) into fragments",
     Icmp4Error = "icmp4-error": "sends ICMP time exceeded / unreachable / fragmentation needed about dropped packets, rate-limited",
     ArpInput = "arp-input": "answers ARP requests for the interface's addresses, reports senders to the neighbor table",
+    Ip6Input = "ip6-input": "checks IPv6 version, payload length against the frame, multicast source and loopback destination",
+    Ip6Lookup = "ip6-lookup": "longest-prefix match of the destination for a whole vector, the walks interleaved level by level with prefetching",
+    Ip6Rewrite = "ip6-rewrite": "checks hop limit and MTU, decrements the hop limit, pushes out-labels, writes next-hop and own MAC, sets the output interface",
     MplsInput = "mpls-input": "checks the top label stack entry is present and its TTL is above 1",
     MplsLookup = "mpls-lookup": "finds the local-label entry of the top label: swap, or pop at end of stack",
     MplsRewrite = "mpls-rewrite": "swaps the top label (TTL-1) and writes MACs, or pops the last label and hands IPv4 to ip4-input",
@@ -243,8 +246,8 @@ pub struct Graph {
     pub vectors: VectorPool,
     /// Forwarding tables (an immutable snapshot).
     pub tables: Arc<Tables>,
-    /// The IPv4 FIB (updated in place by the main thread).
-    pub fib: Arc<Fib>,
+    /// The IPv4 and IPv6 FIBs (updated in place by the main thread).
+    pub fib: Fibs,
     /// Counters shared with the main thread.
     pub counters: Arc<WorkerCounters>,
     /// Scratch: next node per packet of the vector being split.
@@ -264,17 +267,12 @@ pub struct Graph {
 
 impl Graph {
     /// A graph with `buffers` packet buffers, forwarding with `tables` and `fib`.
-    pub fn new(
-        buffers: u32,
-        tables: Arc<Tables>,
-        fib: Arc<Fib>,
-        counters: Arc<WorkerCounters>,
-    ) -> std::io::Result<Self> {
+    pub fn new(buffers: u32, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
         Ok(Self::with_pool(BufferPool::new(buffers)?, tables, fib, counters))
     }
 
     /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
-    pub fn with_pool(pool: BufferPool, tables: Arc<Tables>, fib: Arc<Fib>, counters: Arc<WorkerCounters>) -> Self {
+    pub fn with_pool(pool: BufferPool, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> Self {
         Self {
             xsk: Default::default(),
             pool,
@@ -351,6 +349,9 @@ impl Graph {
             NodeId::Ip4Frag => nodes::ip4_frag::run(self, v),
             NodeId::Icmp4Error => nodes::icmp4_error::run(self, v),
             NodeId::ArpInput => nodes::arp_input::run(self, v),
+            NodeId::Ip6Input => nodes::ip6_input::run(self, v),
+            NodeId::Ip6Lookup => nodes::ip6_lookup::run(self, v),
+            NodeId::Ip6Rewrite => nodes::ip6_rewrite::run(self, v),
             NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
             NodeId::AfPacketTx => crate::drivers::af_packet::tx(self, v),
             NodeId::AfXdpTx => crate::drivers::af_xdp::tx(self, v),
@@ -389,6 +390,12 @@ impl Graph {
     /// to hold one. For the nodes' cold paths: hot loops read the fields in place.
     pub fn ipv4(&self, i: u32) -> Option<wire::Ipv4Packet<&[u8]>> {
         wire::Ipv4Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
+    }
+
+    /// The IPv6 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
+    /// to hold one. For the nodes' cold paths.
+    pub fn ipv6(&self, i: u32) -> Option<wire::Ipv6Packet<&[u8]>> {
+        wire::Ipv6Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
     }
 
     /// A fresh buffer for a packet the worker makes itself (a reply, an ICMP error, an ARP

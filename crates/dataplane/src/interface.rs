@@ -78,9 +78,9 @@ pub struct Interface {
     pub rx_mode: crate::config::PollMode,
     /// MPLS forwarding is on.
     pub mpls: bool,
-    /// IPv4 addresses (IPv4 forwarding is on when there is at least one).
+    /// IPv4 and IPv6 addresses (each family is forwarded when there is at least one of it).
     #[serde(serialize_with = "ser_display_list")]
-    pub addresses: Vec<crate::config::Ipv4Prefix>,
+    pub addresses: Vec<crate::config::IpPrefix>,
     /// For a sub-interface, the index of the physical interface it belongs to.
     pub parent: Option<u16>,
     /// For a sub-interface, the 802.1Q VLAN id it matches and tags with.
@@ -108,8 +108,10 @@ pub struct IfRuntime {
     pub mode: RxMode,
     /// Node that transmits on it (its driver's tx node), or `error-drop` when it is down.
     pub tx_node: NodeId,
-    /// IPv4 frames are forwarded (the interface has an address).
+    /// IPv4 frames are forwarded (the interface has an IPv4 address).
     pub ip4: bool,
+    /// IPv6 frames are forwarded (the interface has an IPv6 address).
+    pub ip6: bool,
     /// MPLS frames are forwarded.
     pub mpls: bool,
     /// The VLAN id to tag with on output (a sub-interface), 0 for none.
@@ -133,6 +135,7 @@ impl IfRuntime {
         mode: RxMode::L3,
         tx_node: NodeId::ErrorDrop,
         ip4: false,
+        ip6: false,
         mpls: false,
         vlan: 0,
         has_subifs: false,
@@ -152,7 +155,7 @@ pub struct Tables {
     pub l3: crate::l3::L3,
     /// (physical interface, VLAN id) → sub-interface.
     pub vlans: std::collections::HashMap<(u16, u16), u16>,
-    /// Every interface address: (interface index, address with its prefix length).
+    /// Every IPv4 interface address: (interface index, address with its prefix length).
     pub addresses: Vec<(u16, Ipv4Prefix)>,
 }
 
@@ -167,7 +170,8 @@ impl Tables {
                 mtu: i.mtu,
                 mode: i.mode,
                 tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
-                ip4: !i.addresses.is_empty(),
+                ip4: i.addresses.iter().any(|a| a.addr.is_ipv4()),
+                ip6: i.addresses.iter().any(|a| a.addr.is_ipv6()),
                 mpls: i.mpls,
                 vlan: i.vlan.unwrap_or(0),
                 has_subifs: interfaces.iter().any(|s| s.parent == Some(i.index)),
@@ -177,7 +181,8 @@ impl Tables {
             };
         }
         let vlans = interfaces.iter().filter_map(|s| Some(((s.parent?, s.vlan?), s.index))).collect();
-        let addresses = interfaces.iter().flat_map(|i| i.addresses.iter().map(|a| (i.index, *a))).collect();
+        let addresses =
+            interfaces.iter().flat_map(|i| i.addresses.iter().filter_map(|a| Some((i.index, a.v4()?)))).collect();
         Self { ifs, l3, vlans, addresses }
     }
 
@@ -201,7 +206,7 @@ impl Tables {
     pub fn source_toward(&self, index: u16, peer: Ipv4Addr) -> Option<Ipv4Addr> {
         let mut own = self.addresses.iter().filter(|&&(i, _)| i == index).map(|(_, a)| a);
         let first = own.clone().next()?;
-        Some(own.find(|a| crate::l3::covers(a, peer)).unwrap_or(first).addr)
+        Some(own.find(|a| a.contains(peer)).unwrap_or(first).addr)
     }
 
     /// The sub-interfaces of physical interface `port`.

@@ -2,12 +2,12 @@
 //! destination matched a prefix), the static neighbor table, and the FIB changes that install
 //! interface addresses and routes.
 
-use crate::config::{Config, Ipv4Prefix};
-use crate::fib::mask;
+use crate::config::{Config, Payload};
+pub use crate::fib::FibInsert;
 use crate::interface::Interface;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use wire::MacAddr;
 
@@ -56,11 +56,11 @@ impl LabelStack {
 pub enum Adjacency {
     /// No route: drop (`no-route`). Always adjacency 0, so an empty FIB entry means it too.
     Drop,
-    /// Addressed to one of this router's own addresses: dropped (`ip4-local`), as vecflow has
-    /// no host stack.
+    /// Addressed to one of this router's own addresses: `ip4-local` answers ICMP echo
+    /// requests; IPv6 packets are dropped (`ip6-local`).
     Local,
     /// A connected subnet: the destination itself is the next hop, resolved per packet in the
-    /// neighbor table.
+    /// neighbor table of its family.
     Glean {
         /// Output interface.
         tx_if: u16,
@@ -69,13 +69,13 @@ pub enum Adjacency {
     Via {
         /// Output interface.
         tx_if: u16,
-        /// Next-hop address.
-        next_hop: Ipv4Addr,
+        /// Next-hop address (IPv4 or IPv6).
+        next_hop: IpAddr,
         /// Destination and source MAC to write, or `None` while the next hop has no neighbor
         /// entry (packets are dropped as `no-neighbor`).
         #[serde(skip)]
         rewrite: Option<[u8; 12]>,
-        /// MPLS labels to push (IPv4 routes with out-labels).
+        /// MPLS labels to push (routes with out-labels).
         push: LabelStack,
     },
 }
@@ -91,8 +91,11 @@ pub enum LabelEntry {
         /// Labels replacing the top one, outermost first.
         out: LabelStack,
     },
-    /// Remove the top label (end of stack only) and route the IPv4 packet inside.
-    Pop,
+    /// Remove the top label (end of stack only) and route the packet inside.
+    Pop {
+        /// What is under the label: IPv4 or IPv6.
+        payload: Payload,
+    },
 }
 
 /// Number of MPLS label values.
@@ -159,8 +162,10 @@ pub const ADJ_DROP: u32 = 0;
 pub struct L3 {
     /// Adjacencies by index.
     pub adjs: Vec<Adjacency>,
-    /// Neighbors, static and learned: (interface, address) → MAC.
+    /// IPv4 neighbors, static and learned: (interface, address) → MAC.
     pub neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
+    /// IPv6 neighbors (static): (interface, address) → MAC.
+    pub neighbors6: HashMap<(u16, Ipv6Addr), MacAddr>,
     /// Next hops whose resolution failed (no ARP reply): packets toward them get an ICMP
     /// host unreachable instead of another ARP request.
     pub unreachable: HashSet<(u16, Ipv4Addr)>,
@@ -202,10 +207,18 @@ impl L3 {
         l3
     }
 
+    /// The MAC of neighbor `addr` on `tx_if`, if known.
+    pub fn neighbor(&self, tx_if: u16, addr: IpAddr) -> Option<MacAddr> {
+        match addr {
+            IpAddr::V4(a) => self.neighbors.get(&(tx_if, a)).copied(),
+            IpAddr::V6(a) => self.neighbors6.get(&(tx_if, a)).copied(),
+        }
+    }
+
     /// The rewrite bytes (destination MAC, source MAC) toward `dst` on `tx_if`, if its
     /// neighbor is known.
-    pub fn rewrite_to(&self, interfaces: &[Interface], tx_if: u16, dst: Ipv4Addr) -> Option<[u8; 12]> {
-        let mac = self.neighbors.get(&(tx_if, dst))?;
+    pub fn rewrite_to(&self, interfaces: &[Interface], tx_if: u16, dst: IpAddr) -> Option<[u8; 12]> {
+        let mac = self.neighbor(tx_if, dst)?;
         let src = interfaces.iter().find(|i| i.index == tx_if)?.mac;
         let mut r = [0u8; 12];
         r[..6].copy_from_slice(&mac.0);
@@ -214,19 +227,20 @@ impl L3 {
     }
 }
 
-/// A FIB change: install `prefix` toward adjacency `adj`.
-pub type FibInsert = (Ipv4Addr, u8, Option<u32>);
-
 /// Builds adjacencies, neighbors and the FIB inserts of a validated configuration.
 pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) {
     let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
     let mut l3 = L3 { adjs: vec![Adjacency::Drop, Adjacency::Local], ..L3::default() };
     for n in &config.neighbors {
-        l3.neighbors.insert((index[n.interface.as_str()], n.address), n.mac.0);
+        let i = index[n.interface.as_str()];
+        match n.address {
+            IpAddr::V4(a) => l3.neighbors.insert((i, a), n.mac.0),
+            IpAddr::V6(a) => l3.neighbors6.insert((i, a), n.mac.0),
+        };
     }
     let mut inserts = Vec::new();
-    let mut via: HashMap<(u16, Ipv4Addr, LabelStack), u32> = HashMap::new();
-    let mut via_adj = |l3: &mut L3, tx_if: u16, next_hop: Ipv4Addr, push: LabelStack| {
+    let mut via: HashMap<(u16, IpAddr, LabelStack), u32> = HashMap::new();
+    let mut via_adj = |l3: &mut L3, tx_if: u16, next_hop: IpAddr, push: LabelStack| {
         *via.entry((tx_if, next_hop, push)).or_insert_with(|| {
             let rewrite = l3.rewrite_to(interfaces, tx_if, next_hop);
             l3.adjs.push(Adjacency::Via { tx_if, next_hop, rewrite, push });
@@ -238,7 +252,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
         for a in &i.addresses {
             l3.adjs.push(Adjacency::Glean { tx_if });
             inserts.push((a.addr, a.len, Some(l3.adjs.len() as u32 - 1)));
-            inserts.push((a.addr, 32, Some(1)));
+            inserts.push((a.addr, if a.addr.is_ipv4() { 32 } else { 128 }, Some(1)));
         }
     }
     for r in &config.routes {
@@ -256,7 +270,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
                 adj: via_adj(&mut l3, index[n.as_str()], next_hop, LabelStack::default()),
                 out: LabelStack::new(&l.out_labels),
             },
-            _ => LabelEntry::Pop,
+            _ => LabelEntry::Pop { payload: l.payload },
         };
         l3.label_entries.push(entry);
         l3.entry_labels.push(l.label);
@@ -267,27 +281,23 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
 }
 
 /// The interface whose address covers `addr`, the longest prefix first.
-pub fn connected_interface(interfaces: &[Interface], addr: Ipv4Addr) -> Option<u16> {
+pub fn connected_interface(interfaces: &[Interface], addr: IpAddr) -> Option<u16> {
     interfaces
         .iter()
         .flat_map(|i| i.addresses.iter().map(move |a| (i.index, a)))
-        .filter(|(_, a)| covers(a, addr))
+        .filter(|(_, a)| a.contains(addr))
         .max_by_key(|(_, a)| a.len)
         .map(|(i, _)| i)
 }
 
-/// True when `p` covers `addr`.
-pub fn covers(p: &Ipv4Prefix, addr: Ipv4Addr) -> bool {
-    u32::from(addr) & mask(p.len) == u32::from(p.addr) & mask(p.len)
-}
-
 /// What identifies an adjacency from one configuration to the next: everything but the
 /// rewrite, which follows the neighbor table.
-fn adjacency_key(a: &Adjacency) -> (u8, u16, Ipv4Addr, LabelStack) {
+fn adjacency_key(a: &Adjacency) -> (u8, u16, IpAddr, LabelStack) {
+    let none = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     match *a {
-        Adjacency::Drop => (0, 0, Ipv4Addr::UNSPECIFIED, LabelStack::EMPTY),
-        Adjacency::Local => (1, 0, Ipv4Addr::UNSPECIFIED, LabelStack::EMPTY),
-        Adjacency::Glean { tx_if } => (2, tx_if, Ipv4Addr::UNSPECIFIED, LabelStack::EMPTY),
+        Adjacency::Drop => (0, 0, none, LabelStack::EMPTY),
+        Adjacency::Local => (1, 0, none, LabelStack::EMPTY),
+        Adjacency::Glean { tx_if } => (2, tx_if, none, LabelStack::EMPTY),
         Adjacency::Via { tx_if, next_hop, push, .. } => (3, tx_if, next_hop, push),
     }
 }
@@ -343,7 +353,7 @@ impl L3 {
             .iter()
             .map(|e| match *e {
                 LabelEntry::Swap { adj, out } => LabelEntry::Swap { adj: map[adj as usize], out },
-                LabelEntry::Pop => LabelEntry::Pop,
+                LabelEntry::Pop { payload } => LabelEntry::Pop { payload },
             })
             .collect();
         let same_labels = new.entry_labels == self.entry_labels;

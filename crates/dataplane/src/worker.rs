@@ -18,7 +18,7 @@ use crate::config::PollMode;
 use crate::drivers::RxPort;
 use crate::drivers::af_packet::TxSockets;
 use crate::drivers::pcap::PcapSinks;
-use crate::fib::Fib;
+use crate::fib::Fibs;
 use crate::graph::{Graph, NodeId, Outbox, WorkerCounters};
 use crate::interface::Tables;
 use crate::punt::Punt;
@@ -96,7 +96,7 @@ pub struct WorkerSetup {
     /// Its line to the main thread.
     pub punt: Punt,
     /// The IPv4 FIB.
-    pub fib: Arc<Fib>,
+    pub fib: Fibs,
     /// Where it announces quiescent states (between vectors); offline when the worker ends,
     /// also by a panic.
     pub qsbr: QsbrReader,

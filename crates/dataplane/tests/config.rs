@@ -219,6 +219,78 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
 }
 
 #[test]
+fn ipv6_errors_name_the_field_the_value_and_what_is_allowed() {
+    let p0 = "interfaces: {p0: {addresses: ['2001:db8::1/64']}}\n";
+    let cases = [
+        (
+            "interfaces: {p0: {addresses: ['ff02::1/64']}}".to_string(),
+            "interfaces.p0.addresses: ff02::1/64 is not allowed; allowed: a unicast IPv6 address (not ::, ::1 or multicast ff00::/8)",
+        ),
+        (
+            "interfaces: {p0: {addresses: ['2001:db8::1/64']}, p1: {addresses: ['2001:db8::1/48']}}".to_string(),
+            "interfaces.p1.addresses: 2001:db8::1/48 is not allowed; allowed: an address configured once (p0 already has 2001:db8::1)",
+        ),
+        (
+            format!("{p0}routes: [{{prefix: '2001:db8:1::/48', via: 100.64.0.0}}]"),
+            "routes[0].via: 100.64.0.0 is not allowed; allowed: an IPv6 next hop, as the prefix is",
+        ),
+        (
+            format!("{p0}routes: [{{prefix: 10.0.0.0/8, via: '2001:db8::2'}}]"),
+            "routes[0].via: 2001:db8::2 is not allowed; allowed: an IPv4 next hop, as the prefix is",
+        ),
+        (
+            format!("{p0}routes: [{{prefix: '2001:db8:1::/48', via: 'fe80::1'}}]"),
+            "routes[0].interface: (missing) is not allowed; allowed: the interface a link-local next hop (fe80::1) is on",
+        ),
+        (
+            format!("{p0}routes: [{{prefix: '2001:db8:1::/48', via: '2001:db9::1'}}]"),
+            "routes[0].via: 2001:db9::1 is not allowed; allowed: an address inside a configured interface's subnet",
+        ),
+        (
+            format!(
+                "{p0}routes: [{{prefix: '2001:db8:1::/48', via: '2001:db8::2'}}, {{prefix: '2001:db8:1:0:1::/48', via: '2001:db8::3'}}]"
+            ),
+            "routes[1].prefix: 2001:db8:1:0:1::/48 is not allowed; allowed: a prefix no other route has (routes[0] has it)",
+        ),
+        (
+            format!(
+                "{p0}mpls: {{local-labels: [{{label: 16, via: '2001:db8::2', interface: p0, out-labels: [17], payload: ip6}}]}}"
+            ),
+            "mpls.local-labels[0].payload: ip6 is not allowed; allowed: only for a pop",
+        ),
+        ("fib: {ip6-groups: 0}".to_string(), "fib.ip6-groups: 0 is not allowed; allowed: 1 to 4194303"),
+        (
+            "interfaces: {g: {generator: {streams: [{template: ipv6-udp, frame-size: 78, src-ip: 16.0.0.1}]}}}"
+                .to_string(),
+            "interfaces.g.generator.streams[0].src-ip: 16.0.0.1 is not allowed; allowed: an IPv6 address for template ipv6-udp",
+        ),
+        (
+            "interfaces: {g: {generator: {streams: [{dst-ip: '2001:db8::1'}]}}}".to_string(),
+            "interfaces.g.generator.streams[0].dst-ip: 2001:db8::1 is not allowed; allowed: an IPv4 address (IPv6 needs template ipv6-udp)",
+        ),
+        (
+            "interfaces: {g: {generator: {streams: [{dst-addresses: ['2001:db8::1']}]}}}".to_string(),
+            "interfaces.g.generator.streams[0].dst-addresses: (given) is not allowed; allowed: a list only with template ipv6-udp",
+        ),
+        (
+            "interfaces: {g: {generator: {streams: [{template: ipv6-udp}]}}}".to_string(),
+            "interfaces.g.generator.streams[0].frame-size: 64 is not allowed; allowed: 66 to",
+        ),
+    ];
+    for (yaml, want) in cases {
+        let got = err(&yaml);
+        assert!(got.starts_with(want), "for {yaml}\n got: {got}\nwant: {want}");
+    }
+    let e = Config::load("routes: [{prefix: '2001:db8::/129', via: '2001:db8::1'}]").unwrap_err().to_string();
+    assert!(e.contains("not in 0..=128"), "{e}");
+    let ok = format!(
+        "{p0}routes: [{{prefix: '::/0', via: 'fe80::1', interface: p0}}]\nneighbors: [{{interface: p0, address: 'fe80::1', mac: 00:1b:21:06:00:00}}]\nmpls: {{local-labels: [{{label: 16, payload: ip6}}]}}"
+    );
+    let c = Config::load(&ok).unwrap();
+    assert_eq!(Config::load(&c.to_yaml()).unwrap(), c, "IPv6 sections round-trip");
+}
+
+#[test]
 fn parse_errors_say_what_is_wrong() {
     let e = Config::load("interfaces: {p0: {mtux: 1500}}").unwrap_err();
     assert!(matches!(e, ConfigError::Parse(_)));

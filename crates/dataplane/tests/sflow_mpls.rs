@@ -8,7 +8,7 @@ mod common;
 
 use dataplane::sflow::ring::{Fate, Ring};
 use dataplane::sflow::{DropBudget, RX, SflowWorker, TX, WorkerBudget};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 const YAML: &str = "
 interfaces:
@@ -48,7 +48,7 @@ fn frame(labels: &[u32], dst: [u8; 4]) -> Vec<u8> {
 }
 
 /// What a sample says: (stage, input, output, in labels, out labels, next hop, routed).
-type Seen = (u8, u16, u16, Vec<u32>, Vec<u32>, Ipv4Addr, bool);
+type Seen = (u8, u16, u16, Vec<u32>, Vec<u32>, IpAddr, bool);
 
 /// Receives `f` on `port` with both ports sampled 1:1 on receive and transmit; the samples.
 fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
@@ -63,7 +63,7 @@ fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
     consumer.drain(usize::MAX, |s| {
         assert_eq!(s.fate, Fate::Forwarded);
         let (i, o) = (s.in_labels.labels().to_vec(), s.out_labels.labels().to_vec());
-        out.push((s.stage, s.input, s.output, i, o, Ipv4Addr::from(s.next_hop), s.routed));
+        out.push((s.stage, s.input, s.output, i, o, s.next_hop, s.routed));
         true
     });
     out
@@ -71,7 +71,7 @@ fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
 
 #[test]
 fn a_swap_carries_both_stacks_and_its_next_hop_and_no_router_record() {
-    let hop0 = Ipv4Addr::new(100, 64, 0, 0);
+    let hop0 = IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0));
     // Label 19 is entry 4, and adjacency 4 is the route to 48.0.0.0/24 via 100.64.1.0.
     let want = vec![(RX, 2, 1, vec![19], vec![50], hop0, false), (TX, 2, 1, vec![19], vec![50], hop0, false)];
     assert_eq!(sampled(2, &frame(&[19], [48, 0, 0, 5])), want);
@@ -85,7 +85,7 @@ fn a_swap_carries_both_stacks_and_its_next_hop_and_no_router_record() {
 
 #[test]
 fn a_pop_is_routed_and_a_push_carries_the_pushed_labels() {
-    let hop1 = Ipv4Addr::new(100, 64, 1, 0);
+    let hop1 = IpAddr::V4(Ipv4Addr::new(100, 64, 1, 0));
     let want = vec![(RX, 1, 2, vec![16], vec![], hop1, true), (TX, 1, 2, vec![16], vec![], hop1, true)];
     assert_eq!(sampled(1, &frame(&[16], [48, 0, 0, 5])), want);
     let want = vec![(RX, 1, 2, vec![], vec![100, 101], hop1, true), (TX, 1, 2, vec![], vec![100, 101], hop1, true)];

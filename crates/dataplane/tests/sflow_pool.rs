@@ -44,7 +44,7 @@ fn workers(rate: u32, depth: u32) -> Vec<(Graph, Consumer)> {
     let counters = [Arc::new(WorkerCounters::new()), Arc::new(WorkerCounters::new())];
     (0..2)
         .map(|w| {
-            let mut g = Graph::new(1024, f.tables.clone(), f.fib.fib().clone(), counters[w].clone()).unwrap();
+            let mut g = Graph::new(1024, f.tables.clone(), f.fib.fibs(), counters[w].clone()).unwrap();
             let (producer, consumer) = Ring::new(depth).split();
             let bucket = WorkerBudget::new(DropBudget::new(1), 0);
             let peers = counters.to_vec();
@@ -130,8 +130,8 @@ neighbors:
     g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
     let mut got = Vec::new();
     consumer.drain(usize::MAX, |s| {
-        got.push((s.fate, s.output, s.routed, Ipv4Addr::from(s.next_hop), s.dst_prefix_len));
+        got.push((s.fate, s.output, s.routed, s.next_hop, s.dst_prefix_len));
         true
     });
-    assert_eq!(got, [(Fate::Forwarded, 2, true, Ipv4Addr::new(10, 7, 0, 9), 24)]);
+    assert_eq!(got, [(Fate::Forwarded, 2, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24)]);
 }

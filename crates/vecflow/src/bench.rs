@@ -7,7 +7,7 @@
 
 use anyhow::{Context, bail};
 use dataplane::config::{
-    AddrRange, Config, GeneratorConfig, InterfaceConfig, InterfaceSflow, Ipv4Prefix, RangeMode, Route, StreamConfig,
+    AddrRange, Config, GeneratorConfig, InterfaceConfig, InterfaceSflow, IpPrefix, RangeMode, Route, StreamConfig,
     Template, Workers,
 };
 use dataplane::engine::WorkerRuntime;
@@ -142,7 +142,7 @@ fn ip4_1m(core: Option<u16>) -> Config {
     let hops = [Ipv4Addr::new(100, 64, 0, 0), Ipv4Addr::new(100, 64, 1, 0)];
     c.routes.push(Route {
         prefix: "0.0.0.0/0".parse().expect("prefix"),
-        via: hops[1],
+        via: hops[1].into(),
         interface: None,
         out_labels: vec![],
     });
@@ -157,9 +157,9 @@ fn ip4_1m(core: Option<u16>) -> Config {
         let addr = 0x0100_0000 + (r >> 32) as u32 % 0xde00_0000;
         let prefix = addr & (u32::MAX << (32 - len));
         if seen.insert((prefix, len)) {
-            let via = hops[seen.len() % 2];
+            let via = hops[seen.len() % 2].into();
             c.routes.push(Route {
-                prefix: Ipv4Prefix { addr: prefix.into(), len },
+                prefix: IpPrefix { addr: Ipv4Addr::from(prefix).into(), len },
                 via,
                 interface: None,
                 out_labels: vec![],
@@ -168,7 +168,7 @@ fn ip4_1m(core: Option<u16>) -> Config {
     }
     for i in c.interfaces.values_mut() {
         for s in &mut i.generator.as_mut().expect("generator").streams {
-            s.dst_ip = Ipv4Addr::new(1, 0, 0, 0);
+            s.dst_ip = Some(Ipv4Addr::new(1, 0, 0, 0).into());
             s.dst_range = AddrRange { count: 0xde00_0000, mode: RangeMode::Random };
         }
     }

@@ -13,11 +13,13 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mpls;
 pub mod udp;
 
 pub use ethernet::{EtherType, EthernetFrame, MacAddr, VlanTag};
 pub use ipv4::Ipv4Packet;
+pub use ipv6::Ipv6Packet;
 pub use mpls::MplsLabel;
 pub use udp::UdpDatagram;
 

@@ -59,7 +59,7 @@ fn state() -> &'static Mutex<State> {
     STATE.get_or_init(|| {
         let cfg = Config::load(YAML).expect("the fuzz config is valid");
         let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).expect("it builds");
-        let mut graph = Graph::new(2048, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap();
+        let mut graph = Graph::new(2048, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())).unwrap();
         let ports: Vec<u16> = f.interfaces.iter().filter(|i| i.parent.is_none()).map(|i| i.index).collect();
         let sources: Vec<(u16, u32, u8)> = ports.iter().map(|&p| (p, 1, RX | TX)).collect();
         let (producer, consumer) = Ring::new(1024).split();

@@ -3,8 +3,9 @@
 //! Rx side, node `generator-input`: each poll of a generator interface fills one vector of up
 //! to 256 fresh frames. Every frame is written whole from its stream's template, then its
 //! per-packet fields are set: the source and destination addresses walked over their ranges
-//! (IPv4 for `ipv4-udp`/`mpls`, MAC for `l2`) and, for IPv4, the header and UDP checksums they
-//! imply (computed from precomputed partial sums, not by re-summing the frame).
+//! (IPv4 for `ipv4-udp`/`mpls`, IPv6 for `ipv6-udp`, MAC for `l2`) and, for IP, the header and
+//! UDP checksums they imply (computed from precomputed partial sums, not by re-summing the
+//! frame).
 //!
 //! Tx side, node `generator-tx`: the sink reads every byte of each frame once (folding it into
 //! a digest so the reads cannot be optimised away), counts it and frees the buffer.
@@ -15,8 +16,9 @@ use crate::drivers::pace::Rate;
 use crate::graph::Graph;
 use crate::interface::TxRun;
 use crate::vector::{VECTOR_SIZE, VecHandle};
-use std::net::Ipv4Addr;
-use wire::{EtherType, MacAddr, checksum, ipv4, mpls::MplsLabel, udp};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+use wire::{EtherType, MacAddr, checksum, ipv4, ipv6, mpls::MplsLabel, udp};
 
 /// Ethertype of `l2` template frames: IEEE 802 local experimental ethertype 1.
 pub const L2_ETHERTYPE: u16 = 0x88b5;
@@ -81,6 +83,12 @@ enum Fields {
         /// Sum of the UDP pseudo-header (without addresses), header and payload words.
         udp_sum: u32,
     },
+    /// IPv6 addresses vary; `ip` is the IPv6 header offset (UDP right after it).
+    Ipv6 {
+        ip: usize,
+        /// Sum of the UDP pseudo-header (without addresses), header and payload words.
+        udp_sum: u32,
+    },
 }
 
 /// A compiled stream: its template frame and how to vary it.
@@ -90,8 +98,10 @@ pub struct Stream {
     template: Vec<u8>,
     len: usize,
     fields: Fields,
-    src_base: u64,
-    dst_base: u64,
+    src_base: u128,
+    dst_base: u128,
+    /// Destinations walked instead of `dst_base` + offset (`dst-addresses`).
+    dst_list: Option<Arc<[u128]>>,
     src: Walk,
     dst: Walk,
     rng: u64,
@@ -117,6 +127,7 @@ impl Stream {
             Template::L2 => L2_ETHERTYPE,
             Template::Ipv4Udp => EtherType::IPV4,
             Template::Mpls => EtherType::MPLS,
+            Template::Ipv6Udp => EtherType::IPV6,
         };
         t[at..at + 2].copy_from_slice(&ethertype.to_be_bytes());
         at += 2;
@@ -125,7 +136,11 @@ impl Stream {
             t[at..at + 4].copy_from_slice(&e.to_u32().to_be_bytes());
             at += 4;
         }
-        let payload_start = if cfg.template == Template::L2 { at } else { at + 28 };
+        let payload_start = match cfg.template {
+            Template::L2 => at,
+            Template::Ipv6Udp => at + ipv6::HEADER_LEN + udp::HEADER_LEN,
+            Template::Ipv4Udp | Template::Mpls => at + ipv4::HEADER_LEN + udp::HEADER_LEN,
+        };
         for (k, b) in t[payload_start..len].iter_mut().enumerate() {
             *b = k as u8;
         }
@@ -143,19 +158,36 @@ impl Stream {
                 let udp_sum = checksum::sum_words(&t[u..len], u32::from(ipv4::protocol::UDP) + (len - u) as u32);
                 Fields::Ipv4 { ip, udp: u, ip_sum, udp_sum }
             }
+            Template::Ipv6Udp => {
+                let (ip, u) = (at, at + ipv6::HEADER_LEN);
+                let zero = Ipv6Addr::UNSPECIFIED;
+                ipv6::write_header(&mut t[ip..u], (len - u) as u16, ipv4::protocol::UDP, cfg.ttl, zero, zero);
+                udp::write_header(&mut t[u..len], zero, zero, cfg.src_port, cfg.dst_port);
+                t[u + 6..u + 8].copy_from_slice(&[0, 0]);
+                let udp_sum = checksum::sum_words(&t[u..len], u32::from(ipv4::protocol::UDP) + (len - u) as u32);
+                Fields::Ipv6 { ip, udp_sum }
+            }
+        };
+        let ip = |a: IpAddr| match a {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a),
         };
         let (src_base, dst_base) = match fields {
-            Fields::Mac => (cfg.src_mac.0.to_u64(), dst_mac.to_u64()),
-            Fields::Ipv4 { .. } => (u64::from(u32::from(cfg.src_ip)), u64::from(u32::from(cfg.dst_ip))),
+            Fields::Mac => (u128::from(cfg.src_mac.0.to_u64()), u128::from(dst_mac.to_u64())),
+            Fields::Ipv4 { .. } | Fields::Ipv6 { .. } => (ip(cfg.src_ip()), ip(cfg.dst_ip())),
         };
+        let dst_list: Option<Arc<[u128]>> =
+            (!cfg.dst_addresses.is_empty()).then(|| cfg.dst_addresses.iter().map(|&a| u128::from(a)).collect());
+        let dst_count = dst_list.as_ref().map_or(cfg.dst_range.count, |l| l.len() as u32);
         Stream {
             template: t,
             len,
             fields,
             src_base,
             dst_base,
+            dst_list,
             src: Walk { count: cfg.src_range.count, mode: cfg.src_range.mode, cur: 0 },
-            dst: Walk { count: cfg.dst_range.count, mode: cfg.dst_range.mode, cur: 0 },
+            dst: Walk { count: dst_count, mode: cfg.dst_range.mode, cur: 0 },
             rng: cfg.seed,
             rate: cfg.rate_pps.map(|pps| Rate::new(pps, tsc_hz)),
             remaining: cfg.count.unwrap_or(u64::MAX),
@@ -177,7 +209,13 @@ impl Stream {
         // Opaque to the optimiser, so that each store of it is one 16-byte copy rather than a
         // store per field.
         let meta = std::hint::black_box(BufferMeta::received(self.len, port));
-        let addrs = Addrs { sb: self.src_base, db: self.dst_base, src: &src[..n], dst: &dst[..n] };
+        let addrs = Addrs {
+            sb: self.src_base,
+            db: self.dst_base,
+            list: self.dst_list.as_deref(),
+            src: &src[..n],
+            dst: &dst[..n],
+        };
         if self.len <= SMALL_FRAME {
             let t: &[u8; SMALL_FRAME] = self.template[..SMALL_FRAME].try_into().expect("padded template");
             // The common layouts get loops with constant offsets: untagged and tagged IPv4.
@@ -210,23 +248,28 @@ impl Stream {
     }
 }
 
-/// The address bases and the per-packet offsets drawn for one vector.
+/// The address bases and the per-packet offsets drawn for one vector (for destinations from
+/// a list, the offsets are indices into it).
 struct Addrs<'a> {
-    sb: u64,
-    db: u64,
+    sb: u128,
+    db: u128,
+    list: Option<&'a [u128]>,
     src: &'a [u32],
     dst: &'a [u32],
 }
 
 impl Addrs<'_> {
     #[inline(always)]
-    fn src(&self, k: usize) -> u64 {
-        self.sb + u64::from(self.src[k])
+    fn src(&self, k: usize) -> u128 {
+        self.sb.wrapping_add(u128::from(self.src[k]))
     }
 
     #[inline(always)]
-    fn dst(&self, k: usize) -> u64 {
-        self.db + u64::from(self.dst[k])
+    fn dst(&self, k: usize) -> u128 {
+        match self.list {
+            Some(list) => list[self.dst[k] as usize],
+            None => self.db.wrapping_add(u128::from(self.dst[k])),
+        }
     }
 }
 
@@ -252,6 +295,20 @@ fn fill_small_ipv4<const IP: usize>(
     }
 }
 
+/// Writes IPv6 source `s` and destination `d` and the UDP checksum they complete.
+#[inline(always)]
+fn write_ipv6(frame: &mut [u8], ip: usize, udp_sum: u32, s: u128, d: u128) {
+    let words = |a: u128| (0..8).map(|k| ((a >> (16 * k)) & 0xffff) as u32).sum::<u32>();
+    let udp_csum = match !checksum::fold(udp_sum + words(s) + words(d)) {
+        0 => 0xffff,
+        c => c,
+    };
+    let h = &mut frame[ip..ip + ipv6::HEADER_LEN + udp::HEADER_LEN];
+    h[8..24].copy_from_slice(&s.to_be_bytes());
+    h[24..40].copy_from_slice(&d.to_be_bytes());
+    h[46..48].copy_from_slice(&udp_csum.to_be_bytes());
+}
+
 /// Writes IPv4 source `s` and destination `d` and the IPv4 and UDP checksums they complete.
 #[inline(always)]
 fn write_ipv4(frame: &mut [u8], ip: usize, udp: usize, ip_sum: u32, udp_sum: u32, s: u32, d: u32) {
@@ -271,15 +328,16 @@ fn write_ipv4(frame: &mut [u8], ip: usize, udp: usize, ip_sum: u32, udp_sum: u32
 impl Fields {
     /// Writes source `s` and destination `d` (and the checksums they imply) into `frame`.
     #[inline(always)]
-    fn write(self, frame: &mut [u8], s: u64, d: u64) {
+    fn write(self, frame: &mut [u8], s: u128, d: u128) {
         match self {
             Fields::Mac => {
-                frame[0..6].copy_from_slice(&d.to_be_bytes()[2..]);
-                frame[6..12].copy_from_slice(&s.to_be_bytes()[2..]);
+                frame[0..6].copy_from_slice(&d.to_be_bytes()[10..]);
+                frame[6..12].copy_from_slice(&s.to_be_bytes()[10..]);
             }
             Fields::Ipv4 { ip, udp, ip_sum, udp_sum } => {
                 write_ipv4(frame, ip, udp, ip_sum, udp_sum, s as u32, d as u32)
             }
+            Fields::Ipv6 { ip, udp_sum } => write_ipv6(frame, ip, udp_sum, s, d),
         }
     }
 }
@@ -426,6 +484,41 @@ mod tests {
             })
             .collect();
         assert_eq!(srcs, [1, 2, 3, 1, 2]);
+    }
+
+    #[test]
+    fn ipv6_udp_frames_walk_the_last_bits_and_destination_lists_with_valid_udp_checksums() {
+        let mut cfg = StreamConfig::new(Template::Ipv6Udp);
+        cfg.frame_size = 66;
+        cfg.src_ip = Some("2001:db8:16::ffff:fffe".parse().unwrap());
+        cfg.src_range = AddrRange { count: 3, mode: RangeMode::Increment };
+        let list: Vec<Ipv6Addr> =
+            ["2001:db8:48::1", "2400:cb00::7", "2a00:1450:4001::"].iter().map(|a| a.parse().unwrap()).collect();
+        cfg.dst_addresses = list.clone();
+        let out = frames(&cfg, 4);
+        let got: Vec<(Ipv6Addr, Ipv6Addr)> = out
+            .iter()
+            .map(|f| {
+                assert_eq!(f.len(), 62);
+                assert_eq!(&f[12..14], &[0x86, 0xdd]);
+                let ip = wire::Ipv6Packet::new_checked(&f[14..]).unwrap();
+                assert_eq!((ip.version(), ip.payload_len(), ip.next_header(), ip.hop_limit()), (6, 8, 17, 64));
+                let u = UdpDatagram::new_checked(&f[54..]).unwrap();
+                assert!(u.checksum_ok(ip.src(), ip.dst()), "{} -> {}", ip.src(), ip.dst());
+                (ip.src(), ip.dst())
+            })
+            .collect();
+        let src = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        assert_eq!(
+            got,
+            [
+                (src("2001:db8:16::ffff:fffe"), list[0]),
+                (src("2001:db8:16::ffff:ffff"), list[1]),
+                (src("2001:db8:16::1:0:0"), list[2]),
+                (src("2001:db8:16::ffff:fffe"), list[0]),
+            ],
+            "the source carries into the upper bits; the destinations come from the list in turn"
+        );
     }
 
     #[test]

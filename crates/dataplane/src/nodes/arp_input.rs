@@ -28,7 +28,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             continue;
         };
         let ours = g.tables.is_own_address(m.rx_if, a.tpa);
-        let on_link = g.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && crate::l3::covers(&p, a.spa));
+        let on_link = g.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
             let event = Event::Learned { interface: m.rx_if, address: a.spa, mac: a.sha, solicited: ours };
             g.punt.report(event, &g.counters.punt);

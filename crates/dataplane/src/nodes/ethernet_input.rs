@@ -6,8 +6,9 @@
 //! `rx_if` becomes the sub-interface, which counts it. Then, by the (sub-)interface's mode:
 //! - L2 cross-connect: to `l2-xconnect` (tagged frames that match no sub-interface pass as
 //!   they are);
-//! - L3: IPv4 to `ip4-input` and ARP to `arp-input` when the interface has an address
-//!   (else `ip4-not-enabled`, `unknown-ethertype`),
+//! - L3: IPv4 to `ip4-input` and ARP to `arp-input` when the interface has an IPv4 address
+//!   (else `ip4-not-enabled`, `unknown-ethertype`), IPv6 to `ip6-input` when it has an IPv6
+//!   address (else `ip6-not-enabled`),
 //!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
 //!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
 //!
@@ -32,7 +33,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let l3 = matches!(ifc.mode, RxMode::L3);
     let read_ethertype = l3 || ifc.has_subifs;
     let (mut valid, mut octets, mut group, mut bcast) = (0u64, 0u64, 0u64, 0u64);
-    let (mut ip4, mut mpls, mut tagged) = (0u64, 0u64, 0u64);
+    let (mut ip4, mut ip6, mut mpls, mut tagged) = (0u64, 0u64, 0u64, 0u64);
     for &i in g.vectors[v].indices() {
         let len = g.pool.meta(i).len();
         let ok = len.wrapping_sub(HEADER_LEN as u16) <= span;
@@ -48,6 +49,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         if read_ethertype {
             let et = u16::from_be_bytes([line[12], line[13]]);
             ip4 += u64::from(ok && et == EtherType::IPV4);
+            ip6 += u64::from(ok && et == EtherType::IPV6);
             mpls += u64::from(ok && et == EtherType::MPLS);
             tagged += u64::from(et == EtherType::VLAN);
         }
@@ -57,6 +59,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         _ if valid != n || !ifc.admin_up || (ifc.has_subifs && tagged > 0) => None,
         RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
         RxMode::L3 if ip4 == n && ifc.ip4 => Some(NodeId::Ip4Input),
+        RxMode::L3 if ip6 == n && ifc.ip6 => Some(NodeId::Ip6Input),
         RxMode::L3 if mpls == n && ifc.mpls => Some(NodeId::MplsInput),
         RxMode::L3 => None,
     };
@@ -96,6 +99,8 @@ fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
             EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
             EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
             EtherType::ARP if ifc.ip4 => Ok(NodeId::ArpInput),
+            EtherType::IPV6 if ifc.ip6 => Ok(NodeId::Ip6Input),
+            EtherType::IPV6 => Err(DropReason::Ip6NotEnabled),
             EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
             EtherType::MPLS => Err(DropReason::MplsNotEnabled),
             EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),

@@ -7,6 +7,7 @@
 //! no more requests for a while: IPv4 packets toward it go to `icmp4-error` for an ICMP host
 //! unreachable instead.
 
+use crate::config::Payload;
 use crate::graph::{Graph, NodeId, Outbox};
 use crate::l3::{Adjacency, LabelEntry};
 use crate::punt::Event;
@@ -25,7 +26,7 @@ fn next_hop(g: &Graph, i: u32) -> Option<Ipv4Addr> {
         _ => m.adj,
     };
     match l3.adjs.get(adj as usize)? {
-        Adjacency::Via { next_hop, .. } => Some(*next_hop),
+        Adjacency::Via { next_hop: std::net::IpAddr::V4(hop), .. } => Some(*hop),
         Adjacency::Glean { .. } => Some(g.ipv4(i)?.dst()),
         _ => None,
     }
@@ -40,7 +41,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         let (tx_if, is_ip4) = {
             let m = g.pool.meta(i);
-            (m.tx_if, g.tables.l3.entry(m.label_entry).is_none_or(|e| matches!(e, LabelEntry::Pop)))
+            (
+                m.tx_if,
+                g.tables.l3.entry(m.label_entry).is_none_or(|e| matches!(e, LabelEntry::Pop { payload: Payload::Ip4 })),
+            )
         };
         g.nexts[k] = NodeId::ErrorDrop;
         // A subnet's network or broadcast address is nobody's: no ARP for it.

@@ -57,27 +57,5 @@ fn fast_ok(ip: &[u8]) -> bool {
 /// Processes one vector: one branch-free pass when every packet is good, otherwise a second
 /// pass that names each bad packet's reason.
 pub fn run(g: &mut Graph, v: VecHandle) {
-    let mut all_ok = true;
-    for &i in g.vectors[v].indices() {
-        let l3 = usize::from(g.pool.meta(i).l3_offset);
-        all_ok &= g.pool.frame(i).get(l3..).is_some_and(fast_ok);
-    }
-    if all_ok {
-        g.forward(v, NodeId::Ip4Lookup);
-    } else {
-        classify_each(g, v);
-    }
-}
-
-#[cold]
-fn classify_each(g: &mut Graph, v: VecHandle) {
-    for k in 0..g.vectors[v].len() {
-        let i = g.vectors[v].indices()[k];
-        let l3 = usize::from(g.pool.meta(i).l3_offset);
-        match g.pool.frame(i).get(l3..).map_or(Err(DropReason::Truncated), check) {
-            Ok(()) => g.nexts[k] = NodeId::Ip4Lookup,
-            Err(reason) => g.mark_drop(k, i, reason),
-        }
-    }
-    g.split(v);
+    super::validate(g, v, fast_ok, check, DropReason::Truncated, NodeId::Ip4Lookup);
 }

@@ -23,12 +23,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         // ip4-input guaranteed 20 header bytes at l3.
         let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
         *d = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        g.fib.prefetch(*d);
+        g.fib.ip4.prefetch(*d);
     }
     let mut all_routed = true;
     for (k, &d) in dst[..n].iter().enumerate() {
         let i = g.vectors[v].indices()[k];
-        let leaf = g.fib.lookup(d);
+        let leaf = g.fib.ip4.lookup(d);
         let (adj, len) = leaf.map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
         let m = g.pool.meta_mut(i);
         m.adj = adj;

@@ -16,7 +16,7 @@ use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::l3::{Adjacency, LabelStack};
 use crate::vector::VecHandle;
-use wire::{EtherType, checksum};
+use wire::checksum;
 
 /// What forwarding made of a packet.
 enum Verdict {
@@ -52,17 +52,10 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) 
     let frame = if push.is_empty() {
         frame
     } else {
-        let n = push.labels().len();
-        let ttl = u32::from(new >> 8);
-        // The generator leaves 64 bytes of headroom (8 labels); another driver may leave less.
-        let Some(f) = g.pool.grow_head(i, 4 * n) else { return Verdict::Drop(DropReason::Ip4NoHeadroom) };
-        for (j, &label) in push.labels().iter().enumerate() {
-            let bos = if j + 1 == n { 0x100 } else { 0 };
-            f[14 + 4 * j..18 + 4 * j].copy_from_slice(&((label << 12) | bos | ttl).to_be_bytes());
-        }
-        f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
-        g.pool.meta_mut(i).l3_offset += 4 * n as u16;
-        g.pool.frame_mut(i)
+        let Some(f) = super::push_labels(&mut g.pool, i, push, (new >> 8) as u8) else {
+            return Verdict::Drop(DropReason::Ip4NoHeadroom);
+        };
+        f
     };
     frame[..12].copy_from_slice(macs);
     if big { Verdict::Fragment } else { Verdict::Fits }
@@ -138,7 +131,7 @@ fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
             g.pool.meta_mut(i).tx_if = tx_if;
             let dst = g.ipv4(i)?.dst();
             let mac = g.tables.l3.neighbors.get(&(tx_if, dst))?;
-            Some((tx_if, glean_rewrite(g, tx_if, mac.0)))
+            Some((tx_if, super::macs_toward(g, tx_if, mac.0)))
         }
         Some(&Adjacency::Via { tx_if, .. }) => {
             g.pool.meta_mut(i).tx_if = tx_if;
@@ -147,12 +140,4 @@ fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
         // ip4-lookup never sends drop or local adjacencies here.
         _ => None,
     }
-}
-
-/// Destination `mac` and the output interface's own MAC.
-fn glean_rewrite(g: &Graph, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
-    let mut r = [0u8; 12];
-    r[..6].copy_from_slice(&mac);
-    r[6..].copy_from_slice(&g.tables.get(tx_if).mac.0);
-    r
 }

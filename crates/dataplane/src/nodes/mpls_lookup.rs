@@ -21,8 +21,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let entry = g.tables.l3.labels.get(label);
         let verdict = match g.tables.l3.entry(entry) {
             Some(LabelEntry::Swap { .. }) => Ok(()),
-            Some(LabelEntry::Pop) if bos => Ok(()),
-            Some(LabelEntry::Pop) => Err(DropReason::PopNotEos),
+            Some(LabelEntry::Pop { .. }) if bos => Ok(()),
+            Some(LabelEntry::Pop { .. }) => Err(DropReason::PopNotEos),
             None => Err(DropReason::NoLabel),
         };
         match verdict {

@@ -6,10 +6,12 @@
 //!   MACs are written and the frame goes to `interface-output` (`no-neighbor` through
 //!   `ip4-arp`, which asks for the MAC, when there is none; `no-headroom` when the frame has
 //!   no room for the extra labels).
-//! - Pop (bottom of stack): the label is removed, the ethertype becomes IPv4, the IPv4 TTL is
-//!   lowered to the label's TTL − 1 if that is smaller (uniform TTL model, with an
-//!   incremental checksum update), and the packet goes to `ip4-input` to be validated and routed.
+//! - Pop (bottom of stack): the label is removed and the ethertype becomes the entry's payload,
+//!   IPv4 or IPv6. The IPv4 TTL (IPv6 hop limit) is lowered to the label's TTL − 1 if that is
+//!   smaller (uniform TTL model; for IPv4 with an incremental checksum update), and the packet
+//!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
 
+use crate::config::Payload;
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
@@ -44,8 +46,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
                 g.mark_drop(k, i, DropReason::MplsNoNeighbor);
                 g.nexts[k] = NodeId::Ip4Arp;
             }
+            Some(LabelEntry::Pop { payload: Payload::Ip6 }) => {
+                pop(g, i, EtherType::IPV6);
+                g.nexts[k] = NodeId::Ip6Input;
+            }
             _ => {
-                pop(g, i);
+                pop(g, i, EtherType::IPV4);
                 g.nexts[k] = NodeId::Ip4Input;
             }
         }
@@ -85,15 +91,22 @@ fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) ->
     true
 }
 
-/// Removes the bottom-of-stack label of buffer `i`, leaving an IPv4 frame for `ip4-input`.
+/// Removes the bottom-of-stack label of buffer `i`, leaving a frame of `ethertype` (IPv4 or
+/// IPv6) for `ip4-input` or `ip6-input`.
 #[cold]
-fn pop(g: &mut Graph, i: u32) {
+fn pop(g: &mut Graph, i: u32, ethertype: u16) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);
     let ttl = f[l3 + 3] - 1;
     f.copy_within(0..12, 4);
     let f = g.pool.shrink_head(i, 4).expect("the frame holds the label it pops");
-    f[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
+    f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    if ethertype == EtherType::IPV6 {
+        if let Some(ip) = f.get_mut(l3..l3 + 8).filter(|ip| ip[0] >> 4 == 6 && ip[7] > ttl) {
+            ip[7] = ttl; // the hop limit: no header checksum in IPv6
+        }
+        return;
+    }
     if let Some(ip) = f.get_mut(l3..l3 + 20).filter(|ip| ip[0] >> 4 == 4 && ip[8] > ttl) {
         let old = u16::from_be_bytes([ip[8], ip[9]]);
         let new = (u16::from(ttl) << 8) | u16::from(ip[9]);

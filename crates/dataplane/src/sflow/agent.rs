@@ -13,7 +13,7 @@
 use super::ring::{Consumer, Fate, Slot};
 use super::send::Sender;
 use crate::counter::Counter;
-use crate::fib::Fib;
+use crate::fib::Fibs;
 use crate::graph::WorkerCounters;
 use crate::interface::MAX_INTERFACES;
 use crate::qsbr::QsbrReader;
@@ -74,7 +74,7 @@ pub struct AgentSetup {
     /// The workers' counters (sampler totals, drops).
     pub workers: Vec<Arc<WorkerCounters>>,
     /// For the source prefix length.
-    pub fib: Arc<Fib>,
+    pub fib: Fibs,
     /// Where the agent announces quiescent states; offline when the agent ends, also by a
     /// panic.
     pub qsbr: QsbrReader,
@@ -354,7 +354,7 @@ pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> 
 }
 
 /// The flow sample of a forwarded packet.
-fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
+fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs) -> Sample<'a> {
     let header = &slot.header[..usize::from(slot.header_len)];
     let mut records = vec![FlowRecord::RawHeader(RawHeader {
         protocol: sflow::HEADER_PROTOCOL_ETHERNET,
@@ -377,18 +377,21 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fib) -> Sample<'a> {
         }));
     }
     if slot.routed {
-        let src_len = super::header::ipv4_addresses(header)
-            .and_then(|(src, _)| fib.lookup(u32::from(src)))
+        let src_len = super::header::ip_addresses(header)
+            .and_then(|(src, _)| match src {
+                IpAddr::V4(a) => fib.ip4.lookup(u32::from(a)),
+                IpAddr::V6(a) => fib.ip6.lookup(u128::from(a)),
+            })
             .map_or(0, |l| l.prefix_len);
         records.push(FlowRecord::Router(ExtendedRouter {
-            next_hop: IpAddr::V4(Ipv4Addr::from(slot.next_hop)),
+            next_hop: slot.next_hop,
             src_mask_len: u32::from(src_len),
             dst_mask_len: u32::from(slot.dst_prefix_len),
         }));
     }
     if !slot.in_labels.is_empty() || !slot.out_labels.is_empty() {
         records.push(FlowRecord::Mpls(ExtendedMpls {
-            next_hop: IpAddr::V4(Ipv4Addr::from(slot.next_hop)),
+            next_hop: slot.next_hop,
             in_stack: slot.in_labels.labels().to_vec(),
             out_stack: slot.out_labels.labels().to_vec(),
         }));
@@ -440,10 +443,11 @@ mod tests {
         .concat();
         slot.header[..frame.len()].copy_from_slice(&frame);
         (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (frame.len() as u16, 60, 1, 3, 2);
-        (slot.in_vlan, slot.routed, slot.next_hop, slot.dst_prefix_len) = (100, true, 0x0a07_0009, 24);
+        (slot.in_vlan, slot.routed, slot.next_hop, slot.dst_prefix_len) =
+            (100, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24);
         (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
         let src = Source { pool: 1234, drops: 5, ..Source::default() };
-        let Sample::Flow(f) = flow_sample(&slot, &src, &Fib::new(1).unwrap()) else { panic!("a flow sample") };
+        let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1, 1).unwrap()) else { panic!("a flow sample") };
         assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
         assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {
             src_vlan: 100,
@@ -465,9 +469,9 @@ mod tests {
     fn label_switched_samples_carry_extended_mpls() {
         let mut slot = Slot::EMPTY;
         (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
-        (slot.next_hop, slot.routed) = (0x6440_0000, false);
+        (slot.next_hop, slot.routed) = (Ipv4Addr::new(100, 64, 0, 0).into(), false);
         (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
-        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fib::new(1).unwrap()) else { panic!() };
+        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1, 1).unwrap()) else { panic!() };
         let mpls = FlowRecord::Mpls(ExtendedMpls {
             next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
             in_stack: vec![18, 77],

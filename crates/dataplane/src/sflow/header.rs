@@ -1,9 +1,9 @@
 //! What the agent reads back from a sampled frame's header bytes: the 802.1Q priority and the
-//! IPv4 addresses (after up to two VLAN tags and any MPLS label stack). Headers are truncated
-//! copies, so every read is checked and a short header gives `None` / 0.
+//! IPv4 or IPv6 addresses (after up to two VLAN tags and any MPLS label stack). Headers are
+//! truncated copies, so every read is checked and a short header gives `None` / 0.
 
 use crate::l3::LabelStack;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The 802.1Q priority (PCP) of the outer tag, 0 for an untagged frame.
 pub fn priority(h: &[u8]) -> u8 {
@@ -52,16 +52,31 @@ pub fn labels(h: &[u8]) -> LabelStack {
     }
 }
 
-/// The IPv4 (source, destination) of an Ethernet frame carrying IPv4, directly or under MPLS.
-pub fn ipv4_addresses(h: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr)> {
-    let ip = match ethertype(h)? {
-        (0x0800, at) => at,
-        // Under the bottom of the stack, IPv4 if the version says so.
-        (0x8847, at) => stack(h, at).1.filter(|&ip| h.get(ip).is_some_and(|v| v >> 4 == 4))?,
+/// The IP (source, destination) of an Ethernet frame carrying IPv4 or IPv6, directly or under
+/// MPLS (where the version nibble tells which).
+pub fn ip_addresses(h: &[u8]) -> Option<(IpAddr, IpAddr)> {
+    let (version, ip) = match ethertype(h)? {
+        (0x0800, at) => (4, at),
+        (0x86dd, at) => (6, at),
+        (0x8847, at) => {
+            let ip = stack(h, at).1?;
+            (*h.get(ip)? >> 4, ip)
+        }
         _ => return None,
     };
-    let a = h.get(ip + 12..ip + 20)?;
-    Some((Ipv4Addr::new(a[0], a[1], a[2], a[3]), Ipv4Addr::new(a[4], a[5], a[6], a[7])))
+    match version {
+        4 => {
+            let a: [u8; 8] = h.get(ip + 12..ip + 20)?.try_into().ok()?;
+            let (s, d) = (<[u8; 4]>::try_from(&a[..4]).ok()?, <[u8; 4]>::try_from(&a[4..]).ok()?);
+            Some((Ipv4Addr::from(s).into(), Ipv4Addr::from(d).into()))
+        }
+        6 => {
+            let s: [u8; 16] = h.get(ip + 8..ip + 24)?.try_into().ok()?;
+            let d: [u8; 16] = h.get(ip + 24..ip + 40)?.try_into().ok()?;
+            Some((Ipv6Addr::from(s).into(), Ipv6Addr::from(d).into()))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -77,15 +92,31 @@ mod tests {
 
     #[test]
     fn addresses_after_tags_and_labels_and_none_when_cut_short() {
-        let want = Some((Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 5)));
-        assert_eq!(ipv4_addresses(&ipv4(&[8, 0])), want);
-        assert_eq!(ipv4_addresses(&ipv4(&[0x81, 0, 0xa0, 100, 8, 0])), want);
-        assert_eq!(ipv4_addresses(&ipv4(&[0x88, 0x47, 0, 1, 0, 64, 0, 1, 1, 64])), want);
+        let want = Some((Ipv4Addr::new(16, 0, 0, 1).into(), Ipv4Addr::new(48, 0, 0, 5).into()));
+        assert_eq!(ip_addresses(&ipv4(&[8, 0])), want);
+        assert_eq!(ip_addresses(&ipv4(&[0x81, 0, 0xa0, 100, 8, 0])), want);
+        assert_eq!(ip_addresses(&ipv4(&[0x88, 0x47, 0, 1, 0, 64, 0, 1, 1, 64])), want);
         let full = ipv4(&[0x88, 0x47, 0, 1, 0, 64, 0, 1, 1, 64]);
-        assert_eq!(ipv4_addresses(&full[..full.len() - 1]), None);
-        assert_eq!(ipv4_addresses(&ipv4(&[0x86, 0xdd])), None);
+        assert_eq!(ip_addresses(&full[..full.len() - 1]), None);
+        assert_eq!(ip_addresses(&ipv4(&[0x86, 0xdd])), None, "version 4 under the IPv6 ethertype: cut short");
         // A stack with no bottom within the header.
-        assert_eq!(ipv4_addresses(&[&full[..14], &[0, 1, 0, 64].repeat(8)].concat()), None);
+        assert_eq!(ip_addresses(&[&full[..14], &[0, 1, 0, 64].repeat(8)].concat()), None);
+    }
+
+    #[test]
+    fn ipv6_addresses_directly_and_under_labels() {
+        let mut ip = [0u8; 40];
+        ip[0] = 0x60;
+        ip[8..24].copy_from_slice(&"2001:db8:16::1".parse::<Ipv6Addr>().unwrap().octets());
+        ip[24..40].copy_from_slice(&"2001:db8:48::5".parse::<Ipv6Addr>().unwrap().octets());
+        let want: Option<(IpAddr, IpAddr)> =
+            Some(("2001:db8:16::1".parse().unwrap(), "2001:db8:48::5".parse().unwrap()));
+        let macs = [2u8, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        let direct = [&macs[..], &[0x86, 0xdd], &ip].concat();
+        assert_eq!(ip_addresses(&direct), want);
+        let labelled = [&macs[..], &[0x88, 0x47, 0, 1, 1, 64], &ip].concat();
+        assert_eq!(ip_addresses(&labelled), want, "the version nibble under the stack says IPv6");
+        assert_eq!(ip_addresses(&direct[..direct.len() - 1]), None);
     }
 
     #[test]

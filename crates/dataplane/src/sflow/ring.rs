@@ -16,6 +16,7 @@
 use crate::counter::CacheAligned;
 use crate::l3::LabelStack;
 use crate::sync::{Arc, AtomicU64, UnsafeCell};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::Ordering::*;
 
 /// Most header bytes a slot holds.
@@ -55,12 +56,13 @@ pub struct Slot {
     pub in_vlan: u16,
     /// VLAN id of the output sub-interface, 0 for none.
     pub out_vlan: u16,
-    /// IPv4 next hop (host order), 0 when none or unknown: the route's, or for a
+    /// Next hop (IPv4 or IPv6), 0.0.0.0 when none or unknown: the route's, or for a
     /// label-switched packet the swap's.
-    pub next_hop: u32,
+    pub next_hop: IpAddr,
     /// Destination prefix length matched, 0 when not routed.
     pub dst_prefix_len: u8,
-    /// True when the packet was routed by IPv4 (so `next_hop` and the prefix length apply).
+    /// True when the packet was routed by IPv4 or IPv6 (so `next_hop` and the prefix length
+    /// apply).
     pub routed: bool,
     /// The stage that chose it: [`crate::sflow::RX`] (the header as received) or
     /// [`crate::sflow::TX`] (as sent).
@@ -97,7 +99,7 @@ impl Slot {
         output: 0,
         in_vlan: 0,
         out_vlan: 0,
-        next_hop: 0,
+        next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         dst_prefix_len: 0,
         routed: false,
         stage: 0,
@@ -299,7 +301,7 @@ mod tests {
                 for _ in 0..8 {
                     if sent < total
                         && p.reserve(|s| {
-                            s.next_hop = sent;
+                            s.rate = sent;
                             s.header[..4].copy_from_slice(&sent.to_be_bytes());
                         })
                     {
@@ -313,7 +315,7 @@ mod tests {
         let mut expect = 0u32;
         while expect < total {
             c.drain(32, |s| {
-                assert_eq!((s.next_hop, u32::from_be_bytes(s.header[..4].try_into().unwrap())), (expect, expect));
+                assert_eq!((s.rate, u32::from_be_bytes(s.header[..4].try_into().unwrap())), (expect, expect));
                 expect += 1;
                 true
             });
@@ -342,7 +344,7 @@ mod loom_models {
                 let mut refused = 0;
                 while sent < 3 && refused < 3 {
                     if p.reserve(|s| {
-                        s.next_hop = sent;
+                        s.rate = sent;
                         s.header[0] = sent as u8;
                     }) {
                         sent += 1;
@@ -356,15 +358,15 @@ mod loom_models {
             let mut got = Vec::new();
             for _ in 0..3 {
                 c.drain(2, |s| {
-                    assert_eq!(u32::from(s.header[0]), s.next_hop, "a slot is read whole");
-                    got.push(s.next_hop);
+                    assert_eq!(u32::from(s.header[0]), s.rate, "a slot is read whole");
+                    got.push(s.rate);
                     true
                 });
                 loom::thread::yield_now();
             }
             let sent = producer.join().unwrap();
             c.drain(usize::MAX, |s| {
-                got.push(s.next_hop);
+                got.push(s.rate);
                 true
             });
             assert_eq!(got, (0..sent).collect::<Vec<_>>(), "in order, nothing lost or repeated");

@@ -15,6 +15,7 @@ use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::vector::Vector;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 /// One data source's sampler on one worker.
@@ -293,11 +294,11 @@ impl SflowWorker {
                 (pool + c.seen.get().saturating_sub(c.dropped.get()), drops + c.ring_full.get())
             });
             let (via, push) = match tables.l3.adjs.get(m.adj as usize) {
-                Some(Adjacency::Via { next_hop, push, .. }) => (Some(u32::from(*next_hop)), *push),
+                Some(Adjacency::Via { next_hop, push, .. }) => (Some(*next_hop), *push),
                 // A connected destination is its own next hop.
                 Some(Adjacency::Glean { .. }) => {
                     let header = &s.header[..usize::from(s.header_len)];
-                    (super::header::ipv4_addresses(header).map(|(_, dst)| u32::from(dst)), LabelStack::EMPTY)
+                    (super::header::ip_addresses(header).map(|(_, dst)| dst), LabelStack::EMPTY)
                 }
                 _ => (None, LabelStack::EMPTY),
             };
@@ -308,7 +309,7 @@ impl SflowWorker {
             s.in_vlan = tables.get(m.rx_if).vlan;
             s.out_vlan = tables.get(s.output).vlan;
             s.dst_prefix_len = m.dst_prefix_len;
-            s.next_hop = via.or(swap_hop).unwrap_or(0);
+            s.next_hop = via.or(swap_hop).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         });
         self.producer.publish();
     }
@@ -320,7 +321,7 @@ impl SflowWorker {
 /// sampler saw it: as received at [`RX`], as sent at [`TX`]. The stacks are written in place
 /// (returned, they would be copied per sample), and a packet neither label-switched nor
 /// popped leaves the header unread.
-fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, push: LabelStack) -> Option<u32> {
+fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, push: LabelStack) -> Option<IpAddr> {
     let l3 = &tables.l3;
     let Some(entry) = l3.entry(m.label_entry) else {
         (s.in_labels, s.out_labels) = (LabelStack::EMPTY, push);
@@ -332,7 +333,7 @@ fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, pu
     match entry {
         LabelEntry::Swap { adj, out } => {
             let hop = match l3.adjs.get(*adj as usize) {
-                Some(Adjacency::Via { next_hop, .. }) => Some(u32::from(*next_hop)),
+                Some(Adjacency::Via { next_hop, .. }) => Some(*next_hop),
                 _ => None,
             };
             let out = out.labels();
@@ -346,7 +347,7 @@ fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, pu
             hop
         }
         // Popped at the end of the stack, then routed (and maybe pushed onto again).
-        LabelEntry::Pop => {
+        LabelEntry::Pop { .. } => {
             s.in_labels = if stage == RX { LabelStack::first(seen.iter()) } else { LabelStack::first(in_label.iter()) };
             s.out_labels = push;
             None

@@ -13,7 +13,7 @@ use std::sync::Arc;
 pub fn graph(yaml: &str) -> (Graph, Vec<Interface>) {
     let cfg = Config::load(yaml).unwrap();
     let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
-    (Graph::new(1024, f.tables, f.fib.fib().clone(), Arc::new(WorkerCounters::new())).unwrap(), f.interfaces)
+    (Graph::new(1024, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())).unwrap(), f.interfaces)
 }
 
 /// Receives `frames` on `port` and runs them through the graph, node by node. Returns every

@@ -1,0 +1,214 @@
+//! IPv6 forwarding node by node: exact output bytes, the malformed corpus with its drop
+//! reasons, what is never forwarded, IPv6 over MPLS, and the per-input accounting rule.
+
+mod common;
+
+use common::{drive, dropped, stats};
+use dataplane::errors::DropReason;
+use dataplane::graph::{Graph, NodeId};
+use std::net::Ipv6Addr;
+use wire::Ipv6Packet;
+
+/// The routed pair in IPv6 plus a LAN with one known and one unknown neighbor, a route with
+/// out-labels, a pop to IPv6 and an IPv4-only interface.
+const YAML: &str = "
+interfaces:
+  port0: {index: 1, mac: '9c:69:b4:61:a1:dc', addresses: ['2001:db8:100::1/64'], mpls: true}
+  port1: {index: 2, mac: '9c:69:b4:61:a1:dd', addresses: ['2001:db8:101::1/64', 100.64.1.1/31]}
+  lan: {index: 3, mac: '02:fe:00:00:00:03', addresses: ['2001:db8:7::1/64']}
+  v4only: {index: 4, addresses: [192.0.2.1/24]}
+routes:
+  - {prefix: '2001:db8:16::/48', via: '2001:db8:100::2'}
+  - {prefix: '2001:db8:48::/48', via: '2001:db8:101::2'}
+  - {prefix: '2001:db8:48:1::/64', via: 'fe80::2', interface: port1}
+  - {prefix: '2001:db8:30::/48', via: '2001:db8:7::99'}
+  - {prefix: '2001:db8:60::/48', via: '2001:db8:101::2', out-labels: [1000, 2000]}
+  - {prefix: 'ff00::/8', via: '2001:db8:101::2'}
+  - {prefix: 'fe80::/10', via: '2001:db8:101::2'}
+neighbors:
+  - {interface: port0, address: '2001:db8:100::2', mac: '00:1b:21:06:00:00'}
+  - {interface: port1, address: '2001:db8:101::2', mac: '00:1b:21:06:00:01'}
+  - {interface: port1, address: 'fe80::2', mac: '00:1b:21:06:00:02'}
+  - {interface: lan, address: '2001:db8:7::8', mac: '02:00:00:00:07:08'}
+mpls:
+  local-labels:
+    - {label: 600, payload: ip6}
+";
+
+fn a(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// An Ethernet/IPv6/UDP frame of `len` bytes (at least 62) to port0's MAC.
+fn frame_len(src: &str, dst: &str, hop_limit: u8, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc]);
+    f[6..12].copy_from_slice(&[0x00, 0x1b, 0x21, 0x06, 0x00, 0x00]);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    let payload = (len - 54) as u16;
+    wire::ipv6::write_header(&mut f[14..54], payload, 17, hop_limit, a(src), a(dst));
+    wire::udp::write_header(&mut f[54..], a(src), a(dst), 1024, 2048);
+    f
+}
+
+fn frame(src: &str, dst: &str, hop_limit: u8) -> Vec<u8> {
+    frame_len(src, dst, hop_limit, 62)
+}
+
+fn drops(g: &Graph, index: u16, r: DropReason) -> u64 {
+    g.counters.error(index, r).get()
+}
+
+fn graph() -> Graph {
+    common::graph(YAML).0
+}
+
+fn routed(port: u16, frames: &[Vec<u8>]) -> (Graph, Vec<(u16, u8, Vec<u8>)>) {
+    let mut g = graph();
+    let out = drive(&mut g, port, frames, NodeId::InterfaceOutput);
+    (g, out)
+}
+
+#[test]
+fn routed_frame_has_new_macs_and_hop_limit_minus_one_and_nothing_else_changes() {
+    let input = frame("2001:db8:16::1", "2001:db8:48::5", 64);
+    let (g, out) = routed(1, std::slice::from_ref(&input));
+    assert_eq!(out.len(), 1);
+    let (tx_if, plen, f) = &out[0];
+    assert_eq!((*tx_if, *plen), (2, 48));
+    let mut want = input.clone();
+    want[..6].copy_from_slice(&[0x00, 0x1b, 0x21, 0x06, 0x00, 0x01]); // neighbor 2001:db8:101::2
+    want[6..12].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd]); // port1's own MAC
+    want[14 + 7] = 63;
+    assert_eq!(f, &want, "only the MACs and the hop limit change");
+    assert_eq!(stats(&g, 1).rx_packets, 1);
+}
+
+#[test]
+fn longest_match_picks_the_64_through_a_link_local_next_hop_on_its_interface() {
+    let (_, out) =
+        routed(1, &[frame("2001:db8:16::1", "2001:db8:48:1::9", 64), frame("2001:db8:16::1", "2001:db8:48:2::9", 64)]);
+    let got: Vec<_> = out.iter().map(|(tx_if, plen, f)| (*tx_if, *plen, f[5])).collect();
+    assert_eq!(got, [(2, 64, 0x02), (2, 48, 0x01)]);
+}
+
+#[test]
+fn glean_resolves_connected_hosts_from_static_neighbors() {
+    let (g, out) = routed(
+        1,
+        &[
+            frame("2001:db8:16::1", "2001:db8:7::8", 64),
+            frame("2001:db8:16::1", "2001:db8:7::9", 64),
+            frame("2001:db8:16::1", "2001:db8:30::1", 64),
+        ],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, out[0].1), (3, 64));
+    assert_eq!(&out[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
+    assert_eq!(drops(&g, 1, DropReason::Ip6NoNeighbor), 2, ":9 has no neighbor, nor has 30::/48's next hop :99");
+    assert_eq!(stats(&g, 3).out_discards, 2, "no-neighbor is charged to the output interface");
+}
+
+#[test]
+fn routes_with_out_labels_push_them_with_the_new_hop_limit() {
+    let (_, out) = routed(1, &[frame("2001:db8:16::1", "2001:db8:60::1", 20)]);
+    let f = &out[0].2;
+    assert_eq!(out[0].0, 2);
+    assert_eq!(&f[12..14], &[0x88, 0x47]);
+    let label = |k: usize| u32::from_be_bytes(f[14 + 4 * k..18 + 4 * k].try_into().unwrap());
+    assert_eq!((label(0) >> 12, label(0) & 0x1ff), (1000, 19), "outer label, TTL 19, not bottom");
+    assert_eq!((label(1) >> 12, label(1) & 0x1ff), (2000, 0x100 | 19), "inner label, bottom of stack");
+    let ip = Ipv6Packet::new_checked(&f[22..]).unwrap();
+    assert_eq!((ip.hop_limit(), ip.dst()), (19, a("2001:db8:60::1")));
+}
+
+#[test]
+fn a_popped_ipv6_packet_is_routed_by_the_ipv6_fib_with_the_uniform_ttl() {
+    let inner = frame("2001:db8:16::1", "2001:db8:48::5", 64);
+    let mut f = inner[..12].to_vec();
+    f.extend_from_slice(&[0x88, 0x47]);
+    f.extend_from_slice(&((600u32 << 12) | 0x100 | 9).to_be_bytes()); // label 600, BoS, TTL 9
+    f.extend_from_slice(&inner[14..]);
+    let (_, out) = routed(1, &[f]);
+    assert_eq!(out.len(), 1);
+    let (tx_if, plen, got) = &out[0];
+    assert_eq!((*tx_if, *plen, &got[12..14]), (2, 48, &[0x86, 0xdd][..]));
+    assert_eq!(Ipv6Packet::new_checked(&got[14..]).unwrap().hop_limit(), 7, "min(64, 9 − 1) − 1");
+}
+
+#[test]
+fn malformed_unroutable_and_never_forwarded_packets_are_dropped_under_their_reason() {
+    let ok = frame("2001:db8:16::1", "2001:db8:48::5", 64);
+    let with = |at: usize, b: u8| {
+        let mut f = ok.clone();
+        f[at] = b;
+        f
+    };
+    let cases: Vec<(Vec<u8>, DropReason)> = vec![
+        (ok[..50].to_vec(), DropReason::Ip6Truncated),    // header cut short
+        (with(14, 0x40), DropReason::Ip6BadHeader),       // version 4
+        (with(19, 9), DropReason::Ip6Truncated),          // payload 9 > 8 in the frame
+        (with(22, 0xff), DropReason::Ip6SourceMulticast), // source ff..
+        (frame("2001:db8:16::1", "::1", 64), DropReason::Ip6DestinationLoopback),
+        (with(21, 1), DropReason::HopLimitExpired),
+        (with(21, 0), DropReason::HopLimitExpired),
+        (frame("2001:db8:16::1", "2001:db9::1", 64), DropReason::Ip6NoRoute),
+        (frame("2001:db8:16::1", "2001:db8:100::1", 0), DropReason::Ip6Local), // ours, whatever its hop limit
+        (frame("2001:db8:16::1", "ff0e::1", 64), DropReason::Ip6Multicast),
+        (frame("2001:db8:16::1", "fe80::1", 64), DropReason::Ip6LinkLocal),
+        (frame("fe80::7", "2001:db8:48::5", 64), DropReason::Ip6LinkLocal),
+        (frame("::", "2001:db8:48::5", 64), DropReason::Ip6SourceUnspecified),
+        (frame_len("2001:db8:16::1", "2001:db8:48::5", 64, 14 + 1501), DropReason::PacketTooBig),
+    ];
+    let frames: Vec<Vec<u8>> = cases
+        .iter()
+        .map(|(f, _)| f.clone())
+        .chain([ok.clone(), frame_len("2001:db8:16::1", "2001:db8:48::5", 64, 14 + 1500)])
+        .collect();
+    let mut g = graph();
+    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    assert_eq!(sent.len(), 2, "the good packet and the one of exactly the MTU");
+    for (_, r) in &cases {
+        let want = cases.iter().filter(|(_, x)| x == r).count() as u64;
+        assert_eq!(drops(&g, 1, *r), want, "{}", r.name());
+    }
+    let s = stats(&g, 1);
+    assert_eq!(s.rx_packets, frames.len() as u64);
+    assert_eq!(s.rx_forwarded, 2);
+    assert_eq!(s.rx_packets, s.rx_forwarded + dropped(&g, 1));
+    assert_eq!(g.pool.free_count(), 1024);
+}
+
+#[test]
+fn extension_headers_pass_untouched() {
+    // A hop-by-hop options header (8 bytes of PadN) before UDP: forwarded as it is.
+    let mut f = frame_len("2001:db8:16::1", "2001:db8:48::5", 64, 70);
+    f[14 + 6] = 0; // next header: hop-by-hop
+    f[54..62].copy_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]);
+    let (_, out) = routed(1, std::slice::from_ref(&f));
+    assert_eq!(out.len(), 1);
+    assert_eq!(&out[0].2[14 + 8..], &f[14 + 8..], "everything after the hop limit is as received");
+}
+
+#[test]
+fn ipv6_on_an_interface_without_an_ipv6_address_is_ip6_not_enabled() {
+    let mut g = graph();
+    drive(&mut g, 4, &[frame("2001:db8:16::1", "2001:db8:48::5", 64)], NodeId::InterfaceOutput);
+    assert_eq!(drops(&g, 4, DropReason::Ip6NotEnabled), 1);
+}
+
+#[test]
+fn a_mixed_vector_is_split_by_family_and_both_are_forwarded() {
+    let mut v4 = vec![0u8; 60];
+    v4[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd]);
+    v4[12..14].copy_from_slice(&[8, 0]);
+    let (s, d) = ("192.0.2.9".parse().unwrap(), "100.64.1.1".parse().unwrap());
+    wire::ipv4::write_header(&mut v4[14..34], 46, 64, 17, s, d);
+    let mut v6 = frame("2001:db8:48::5", "2001:db8:16::1", 64);
+    v6[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd]);
+    let mut g = graph();
+    let out = drive(&mut g, 2, &[v6.clone(), v4, v6], NodeId::InterfaceOutput);
+    let v6_out: Vec<_> = out.iter().map(|(tx_if, plen, f)| (*tx_if, *plen, &f[12..14])).collect();
+    assert_eq!(v6_out, [(1, 48, &[0x86, 0xdd][..]); 2]);
+    assert_eq!(drops(&g, 2, DropReason::Ip4Local), 1, "the IPv4 packet went its own way, to ip4-local");
+}
