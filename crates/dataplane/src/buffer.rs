@@ -271,16 +271,7 @@ impl BufferPool {
     #[inline(always)]
     pub fn prefetch_frame(&self, i: u32) {
         let at = self.at(i) * STRIDE + usize::from(self.meta(i).offset);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint with no memory effects; the address is inside the
-        // region (`at(i) <= mask` and `offset <= STRIDE`; a prefetch past it would not fault).
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                self.data.as_ptr().wrapping_add(at).cast::<i8>(),
-            );
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = at;
+        crate::prefetch(self.data.as_ptr().wrapping_add(at));
     }
 
     /// The 64 bytes starting at the frame (or ending at the slot's end, for a frame that

@@ -38,3 +38,16 @@ pub mod worker;
 
 pub use config::Config;
 pub use engine::Dataplane;
+
+/// Starts loading the cache line holding `p` into the cache: a hint with no effect on memory,
+/// which never faults whatever `p` is.
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch has no memory effects and does not fault on any address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

@@ -58,6 +58,9 @@ pub struct Args {
 struct Scenario {
     name: &'static str,
     kind: Kind,
+    /// The scenario measured in turn with this one, just before each of its runs, whose
+    /// cycles/packet this one's are reported against (an IPv6 path's IPv4 counterpart).
+    counterpart: Option<&'static str>,
 }
 
 enum Kind {
@@ -73,14 +76,16 @@ enum Kind {
 }
 
 const SCENARIOS: &[Scenario] = &[
-    Scenario { name: "l2xc", kind: Kind::Forward(l2xc) },
-    Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab) },
-    Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m) },
-    Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap) },
-    Scenario { name: "agent", kind: Kind::Agent },
-    Scenario { name: "sflow-encode", kind: Kind::Codec(true) },
-    Scenario { name: "sflow-decode", kind: Kind::Codec(false) },
-    Scenario { name: "sample-cost", kind: Kind::SampleCost },
+    Scenario { name: "l2xc", kind: Kind::Forward(l2xc), counterpart: None },
+    Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab), counterpart: None },
+    Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m), counterpart: None },
+    Scenario { name: "ip6-lab", kind: Kind::Forward(ip6_lab), counterpart: Some("ip4-lab") },
+    Scenario { name: "ip6-bgp", kind: Kind::Forward(ip6_bgp), counterpart: Some("ip4-1m") },
+    Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap), counterpart: None },
+    Scenario { name: "agent", kind: Kind::Agent, counterpart: None },
+    Scenario { name: "sflow-encode", kind: Kind::Codec(true), counterpart: None },
+    Scenario { name: "sflow-decode", kind: Kind::Codec(false), counterpart: None },
+    Scenario { name: "sample-cost", kind: Kind::SampleCost, counterpart: None },
 ];
 
 /// Two generator interfaces cross-connected to each other, both sending 64-byte IPv4/UDP as
@@ -131,13 +136,7 @@ fn ip4_lab(core: Option<u16>) -> Config {
 fn ip4_1m(core: Option<u16>) -> Config {
     let mut c = ip4_lab(core);
     let mut rng = 0x1d1d_5eed_u64;
-    let mut next = || {
-        rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut next = || splitmix(&mut rng);
     let mut seen = std::collections::HashSet::new();
     let hops = [Ipv4Addr::new(100, 64, 0, 0), Ipv4Addr::new(100, 64, 1, 0)];
     c.routes.push(Route {
@@ -170,6 +169,105 @@ fn ip4_1m(core: Option<u16>) -> Config {
         for s in &mut i.generator.as_mut().expect("generator").streams {
             s.dst_ip = Some(Ipv4Addr::new(1, 0, 0, 0).into());
             s.dst_range = AddrRange { count: 0xde00_0000, mode: RangeMode::Random };
+        }
+    }
+    c
+}
+
+/// splitmix64: the seeded generator of the synthetic routing tables.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `ip4-lab` in IPv6: port0 and port1 on /64s toward their T-Rex ports with static
+/// neighbors; each sends 66-byte UDP (the smallest IPv6/UDP frame) from 2001:db8:16::/48 to
+/// 2001:db8:48::/48 (and back) as fast as the worker can, so every packet is routed once.
+const IP6_LAB: &str = "
+interfaces:
+  port0:
+    mac: 9c:69:b4:61:a1:dc
+    addresses: ['2001:db8:100::1/64']
+    generator: {streams: [{template: ipv6-udp, frame-size: 66, src-mac: 00:1b:21:06:00:00, src-ip: '2001:db8:16::1', dst-ip: '2001:db8:48::1', src-range: {count: 254}, dst-range: {count: 254}}]}
+  port1:
+    mac: 9c:69:b4:61:a1:dd
+    addresses: ['2001:db8:101::1/64']
+    generator: {streams: [{template: ipv6-udp, frame-size: 66, src-mac: 00:1b:21:06:00:01, src-ip: '2001:db8:48::1', dst-ip: '2001:db8:16::1', src-range: {count: 254}, dst-range: {count: 254}}]}
+routes:
+  - {prefix: '2001:db8:16::/48', via: '2001:db8:100::2'}
+  - {prefix: '2001:db8:48::/48', via: '2001:db8:101::2'}
+neighbors:
+  - {interface: port0, address: '2001:db8:100::2', mac: 00:1b:21:06:00:00}
+  - {interface: port1, address: '2001:db8:101::2', mac: 00:1b:21:06:00:01}
+";
+
+fn ip6_lab(core: Option<u16>) -> Config {
+    let mut c = Config::load(IP6_LAB).expect("the ip6-lab scenario is valid");
+    c.workers.cores = core.into_iter().collect();
+    c
+}
+
+/// Prefixes in the `ip6-bgp` table.
+const IP6_BGP_PREFIXES: usize = 230_000;
+
+/// The table of `ip6-bgp`, seeded: 230 000 prefixes in 2000::/4 with a full-table length mix —
+/// half /48, a tenth /32, 0.1 % /128, the rest spread over /16–/64 (the lengths common in
+/// the IPv6 Internet table) — split over the two next hops. As in the real table, most
+/// prefixes longer than /32 sit inside one of 24 000 /32 allocations (80 %), the rest
+/// anywhere.
+fn ip6_bgp_table() -> Vec<(u128, u8)> {
+    const SPREAD: [u8; 20] = [16, 19, 20, 22, 24, 28, 29, 30, 31, 33, 34, 36, 38, 40, 42, 44, 45, 46, 47, 64];
+    let mut rng = 0x6b9d_5eed_u64;
+    let mask = |len: u8| if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
+    // An address in 2000::/4.
+    let random = |rng: &mut u64| {
+        (0x2u128 << 124) | ((u128::from(splitmix(rng)) << 64 | u128::from(splitmix(rng))) & (u128::MAX >> 4))
+    };
+    let allocations: Vec<u128> = (0..24_000).map(|_| random(&mut rng) & mask(32)).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut table = Vec::with_capacity(IP6_BGP_PREFIXES);
+    while table.len() < IP6_BGP_PREFIXES {
+        let (r, host) = (splitmix(&mut rng), random(&mut rng));
+        let len = match r % 1000 {
+            0 => 128,
+            1..=100 => 32,
+            101..=600 => 48,
+            _ => SPREAD[(r >> 10) as usize % SPREAD.len()],
+        };
+        let inside = len > 32 && (r >> 20) % 10 < 8;
+        let addr = if inside { allocations[(r >> 32) as usize % allocations.len()] | host & !mask(32) } else { host };
+        let prefix = addr & mask(len);
+        if seen.insert((prefix, len)) {
+            table.push((prefix, len));
+        }
+    }
+    table
+}
+
+/// `ip6-lab` plus the 230 000 prefixes of [`ip6_bgp_table`] and a default route. Both ports
+/// send to one address in each prefix (its host bits random), in random order (seeded).
+fn ip6_bgp(core: Option<u16>) -> Config {
+    let mut c = ip6_lab(core);
+    c.fib.ip6_groups = 1 << 20;
+    let hops: [std::net::IpAddr; 2] =
+        ["2001:db8:100::2".parse().expect("hop"), "2001:db8:101::2".parse().expect("hop")];
+    c.routes.push(Route { prefix: "::/0".parse().expect("prefix"), via: hops[1], interface: None, out_labels: vec![] });
+    let mut rng = 0xd57_5eed_u64;
+    let mut destinations = Vec::with_capacity(IP6_BGP_PREFIXES);
+    for (k, (prefix, len)) in ip6_bgp_table().into_iter().enumerate() {
+        let host_bits = u128::MAX.checked_shr(u32::from(len)).unwrap_or(0);
+        let host = (u128::from(splitmix(&mut rng)) << 64 | u128::from(splitmix(&mut rng))) & host_bits;
+        destinations.push(std::net::Ipv6Addr::from(prefix | host));
+        let addr = std::net::Ipv6Addr::from(prefix).into();
+        c.routes.push(Route { prefix: IpPrefix { addr, len }, via: hops[k % 2], interface: None, out_labels: vec![] });
+    }
+    for i in c.interfaces.values_mut() {
+        for s in &mut i.generator.as_mut().expect("generator").streams {
+            s.dst_addresses = destinations.clone();
+            s.dst_range = AddrRange { count: 1, mode: RangeMode::Random };
         }
     }
     c
@@ -220,6 +318,11 @@ struct Measured {
     /// sFlow ÷ with it), each run paired with the run without sFlow measured just before it;
     /// absent for the rows without sFlow (or when `--sflow-rates` has no 0).
     loss_paired: Option<f64>,
+    /// For a scenario with a counterpart (an IPv6 path's IPv4 one): its cost against the
+    /// counterpart's, measured in turn.
+    counterpart: Option<Counterpart>,
+    /// The FIBs' size at the end of the run: routes and tbl8 groups in use per family.
+    fib: FibSize,
     vectors_per_call: f64,
     /// Packets that ended in `error-drop` ÷ packets generated.
     drop_fraction: f64,
@@ -230,6 +333,32 @@ struct Measured {
     /// Samples lost to full rings in the window.
     samples_dropped: u64,
     nodes: Vec<NodeCost>,
+}
+
+/// A scenario against the one measured in turn with it (same sFlow rate, just before each
+/// run).
+#[derive(Debug, Clone, Serialize)]
+struct Counterpart {
+    /// The counterpart scenario.
+    name: &'static str,
+    /// Its median cycles/packet.
+    cycles_per_packet: f64,
+    /// Median over the runs of this scenario's cycles/packet ÷ the counterpart's.
+    ratio: f64,
+    /// Median over the runs of this scenario's lookup node's clocks/packet ÷ the
+    /// counterpart's (ip6-lookup ÷ ip4-lookup).
+    lookup_ratio: Option<f64>,
+}
+
+/// Routes and tbl8 groups of both FIBs, and the bytes each route costs (tbl24's 64 MiB of
+/// address space and the groups in use, over the routes).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+struct FibSize {
+    ip4_routes: usize,
+    ip4_groups: u32,
+    ip6_routes: usize,
+    ip6_groups: u32,
+    ip6_bytes_per_route: f64,
 }
 
 /// What the `agent` scenario gave.
@@ -467,6 +596,14 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
             (a, (0, 0, 0), b, sflow_totals(&dp))
         }
     };
+    let (ip4, ip6) = (&dp.fib().ip4, &dp.fib().ip6);
+    let fib = FibSize {
+        ip4_routes: ip4.len(),
+        ip4_groups: ip4.tbl8_in_use(),
+        ip6_routes: ip6.len(),
+        ip6_groups: ip6.tbl8_in_use(),
+        ip6_bytes_per_route: ((64usize << 20) + ip6.tbl8_in_use() as usize * 1024) as f64 / ip6.len().max(1) as f64,
+    };
     dp.stop()?;
     let end = worker0(&dp);
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
@@ -499,6 +636,8 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         cycles_per_packet: wall as f64 / packets as f64,
         cycles_per_packet_min: wall as f64 / packets as f64,
         loss_paired: None,
+        counterpart: None,
+        fib,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
         drop_fraction: dropped as f64 / packets as f64,
         samples_taken: sb.0 - sa.0,
@@ -543,23 +682,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("template"));
     let mut rows = Vec::new();
     for (s, rates) in jobs {
+        let counterpart = s.counterpart.and_then(|c| SCENARIOS.iter().find(|x| x.name == c));
         // The configurations of a scenario take turns (off, r1, r2, off, r1, r2, …), so a
-        // machine that speeds up or slows down during the runs biases none of them.
+        // machine that speeds up or slows down during the runs biases none of them; so do a
+        // scenario and its counterpart (the counterpart just before).
         let mut runs: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
+        let mut theirs: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
         for r in 0..args.runs {
             for (k, &rate) in rates.iter().enumerate() {
+                if let Some(c) = counterpart {
+                    bar.set_message(format!("{} (paired with {}) sflow {rate} run {}", c.name, s.name, r + 1));
+                    theirs[k].push(measure(c, rate, &args, core, hz)?);
+                }
                 bar.set_message(format!("{} sflow {rate} run {}", s.name, r + 1));
                 runs[k].push(measure(s, rate, &args, core, hz)?);
                 bar.inc(1);
             }
         }
         let off: Option<Vec<f64>> = rates.iter().position(|&r| r == 0).map(|k| runs[k].iter().map(Row::cost).collect());
-        for (k, runs) in runs.into_iter().enumerate() {
+        for (k, (runs, theirs)) in runs.into_iter().zip(theirs).enumerate() {
             let paired = off
                 .as_ref()
                 .filter(|_| rates[k] != 0)
                 .map(|off| median(off.iter().zip(&runs).map(|(without, with)| 1.0 - without / with.cost()).collect()));
-            rows.push(summarise(runs, paired));
+            let against = counterpart.map(|c| against(c.name, &runs, theirs));
+            rows.push(summarise(runs, paired, against));
         }
     }
     bar.finish_and_clear();
@@ -578,17 +725,37 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The row of the median run of one configuration, with the fastest run's cycles/packet and
-/// the paired loss against the runs without sFlow.
-fn summarise(mut runs: Vec<Row>, loss_paired: Option<f64>) -> Row {
+/// The row of the median run of one configuration, with the fastest run's cycles/packet,
+/// the paired loss against the runs without sFlow and the cost against a counterpart.
+fn summarise(mut runs: Vec<Row>, loss_paired: Option<f64>, counterpart: Option<Counterpart>) -> Row {
     runs.sort_by(|a, b| a.cost().total_cmp(&b.cost()));
     let fastest = runs[0].cost();
     let mut row = runs.swap_remove(runs.len() / 2);
     if let Row::Forward(m) = &mut row {
         m.cycles_per_packet_min = fastest;
         m.loss_paired = loss_paired;
+        m.counterpart = counterpart;
     }
     row
+}
+
+/// `runs` against `theirs` (the counterpart `name`'s runs, each measured just before the run
+/// of the same position): medians of the per-run ratios of cycles/packet and of the lookup
+/// nodes' clocks/packet.
+fn against(name: &'static str, runs: &[Row], theirs: Vec<Row>) -> Counterpart {
+    let lookup = |r: &Row| match r {
+        Row::Forward(m) => {
+            m.nodes.iter().find(|n| n.name == "ip4-lookup" || n.name == "ip6-lookup").map(|n| n.clocks_per_packet)
+        }
+        _ => None,
+    };
+    let lookups: Option<Vec<f64>> = runs.iter().zip(&theirs).map(|(a, b)| Some(lookup(a)? / lookup(b)?)).collect();
+    Counterpart {
+        name,
+        cycles_per_packet: median(theirs.iter().map(Row::cost).collect()),
+        ratio: median(runs.iter().zip(&theirs).map(|(a, b)| a.cost() / b.cost()).collect()),
+        lookup_ratio: lookups.map(median),
+    }
 }
 
 fn print_table(r: &Report, core: Option<u16>) {
@@ -622,6 +789,19 @@ fn print_table(r: &Report, core: Option<u16>) {
                 println!(
                     "{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {min:>8.2} {vpc:>13.1} {drops:>9.3} % {loss:>12}{sampled}"
                 );
+                if let Some(c) = &s.counterpart {
+                    let lookup = c.lookup_ratio.map_or(String::new(), |r| format!(", lookup node {r:.2}×"));
+                    println!(
+                        "  paired with {} ({:.2} cycles/packet): {:.2}× its cycles/packet{lookup}",
+                        c.name, c.cycles_per_packet, c.ratio
+                    );
+                }
+                if s.fib.ip6_routes > 1000 {
+                    println!(
+                        "  IPv6 FIB: {} routes, {} tbl8 groups, {:.0} bytes per route",
+                        s.fib.ip6_routes, s.fib.ip6_groups, s.fib.ip6_bytes_per_route
+                    );
+                }
                 for n in &s.nodes {
                     let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
                     println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call");

@@ -8,7 +8,7 @@ fn vecflow(args: &[&str]) -> (bool, String, String) {
 }
 
 /// The forwarding scenarios' paths, node by node: every packet generated takes all of them.
-const PATHS: [(&str, &[&str]); 3] = [
+const PATHS: [(&str, &[&str]); 4] = [
     ("l2xc", &["generator-input", "ethernet-input", "l2-xconnect", "interface-output", "generator-tx"]),
     (
         "ip4-lab",
@@ -18,6 +18,18 @@ const PATHS: [(&str, &[&str]); 3] = [
             "ip4-input",
             "ip4-lookup",
             "ip4-rewrite",
+            "interface-output",
+            "generator-tx",
+        ],
+    ),
+    (
+        "ip6-lab",
+        &[
+            "generator-input",
+            "ethernet-input",
+            "ip6-input",
+            "ip6-lookup",
+            "ip6-rewrite",
             "interface-output",
             "generator-tx",
         ],
@@ -53,6 +65,8 @@ fn bench_json_accounts_for_every_packet_and_sample() {
         "l2xc",
         "--scenario",
         "ip4-lab",
+        "--scenario",
+        "ip6-lab",
         "--scenario",
         "mpls-swap",
         "--sflow-rates",
@@ -101,6 +115,21 @@ fn bench_json_accounts_for_every_packet_and_sample() {
             "a {window} s window for --seconds {seconds} ({at})"
         );
         assert!((1.0..=256.0).contains(&f("vectors_per_call")), "{at}");
+
+        // The IPv6 path is measured in turn with its IPv4 counterpart, at the same rate.
+        let c = &s["counterpart"];
+        if name == "ip6-lab" {
+            assert_eq!(c["name"], "ip4-lab", "{at}");
+            let (ratio, lookup, theirs) =
+                (c["ratio"].as_f64(), c["lookup_ratio"].as_f64(), c["cycles_per_packet"].as_f64());
+            assert!(
+                ratio.is_some_and(|r| r > 0.0) && lookup.is_some_and(|r| r > 0.0) && theirs.is_some_and(|c| c > 0.0),
+                "{at}"
+            );
+            assert_eq!(s["fib"]["ip6_routes"], 6, "two routes, two connected /64s, our two addresses ({at})");
+        } else {
+            assert!(c.is_null(), "{at}");
+        }
 
         // Samples: none without sFlow; with it, every packet passed a sampler (both ports sample
         // their input) and each is chosen with probability 1/rate, whether the ring then had room

@@ -17,7 +17,6 @@ use crate::graph::Graph;
 use crate::interface::TxRun;
 use crate::vector::{VECTOR_SIZE, VecHandle};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 use wire::{EtherType, MacAddr, checksum, ipv4, ipv6, mpls::MplsLabel, udp};
 
 /// Ethertype of `l2` template frames: IEEE 802 local experimental ethertype 1.
@@ -101,7 +100,7 @@ pub struct Stream {
     src_base: u128,
     dst_base: u128,
     /// Destinations walked instead of `dst_base` + offset (`dst-addresses`).
-    dst_list: Option<Arc<[u128]>>,
+    dst_list: Option<DstList>,
     src: Walk,
     dst: Walk,
     rng: u64,
@@ -176,9 +175,11 @@ impl Stream {
             Fields::Mac => (u128::from(cfg.src_mac.0.to_u64()), u128::from(dst_mac.to_u64())),
             Fields::Ipv4 { .. } | Fields::Ipv6 { .. } => (ip(cfg.src_ip()), ip(cfg.dst_ip())),
         };
-        let dst_list: Option<Arc<[u128]>> =
-            (!cfg.dst_addresses.is_empty()).then(|| cfg.dst_addresses.iter().map(|&a| u128::from(a)).collect());
-        let dst_count = dst_list.as_ref().map_or(cfg.dst_range.count, |l| l.len() as u32);
+        let list = &cfg.dst_addresses;
+        let dst_count = if list.is_empty() { cfg.dst_range.count } else { list.len() as u32 };
+        let mut dst = Walk { count: dst_count, mode: cfg.dst_range.mode, cur: 0 };
+        let mut rng = cfg.seed;
+        let dst_list = (!list.is_empty()).then(|| DstList::new(list, &mut dst, &mut rng));
         Stream {
             template: t,
             len,
@@ -187,8 +188,8 @@ impl Stream {
             dst_base,
             dst_list,
             src: Walk { count: cfg.src_range.count, mode: cfg.src_range.mode, cur: 0 },
-            dst: Walk { count: dst_count, mode: cfg.dst_range.mode, cur: 0 },
-            rng: cfg.seed,
+            dst,
+            rng,
             rate: cfg.rate_pps.map(|pps| Rate::new(pps, tsc_hz)),
             remaining: cfg.count.unwrap_or(u64::MAX),
         }
@@ -205,14 +206,17 @@ impl Stream {
         let n = bufs.len();
         let (mut src, mut dst) = ([0u32; VECTOR_SIZE], [0u32; VECTOR_SIZE]);
         self.src.fill(&mut src[..n], &mut self.rng);
-        self.dst.fill(&mut dst[..n], &mut self.rng);
+        match &mut self.dst_list {
+            Some(list) => list.take(&mut self.dst, &mut self.rng, &mut dst[..n]),
+            None => self.dst.fill(&mut dst[..n], &mut self.rng),
+        }
         // Opaque to the optimiser, so that each store of it is one 16-byte copy rather than a
         // store per field.
         let meta = std::hint::black_box(BufferMeta::received(self.len, port));
         let addrs = Addrs {
             sb: self.src_base,
             db: self.dst_base,
-            list: self.dst_list.as_deref(),
+            list: self.dst_list.as_ref().map(DstList::addrs),
             src: &src[..n],
             dst: &dst[..n],
         };
@@ -226,6 +230,7 @@ impl Stream {
                 Fields::Ipv4 { ip: 18, ip_sum, udp_sum, .. } => {
                     fill_small_ipv4::<18>(pool, bufs, *t, meta, &addrs, ip_sum, udp_sum)
                 }
+                Fields::Ipv6 { ip: 14, udp_sum } => fill_small_ipv6::<14>(pool, bufs, *t, meta, &addrs, udp_sum),
                 fields => {
                     for (k, &i) in bufs.iter().enumerate() {
                         let frame: &mut [u8; SMALL_FRAME] =
@@ -245,6 +250,70 @@ impl Stream {
             }
         }
         (n * self.len) as u64
+    }
+}
+
+/// A destination list (`dst-addresses`) and the indices into it drawn a vector ahead: a
+/// table's worth of addresses does not fit in the cache, so the entries a vector will use
+/// are prefetched while the vector before it is being made.
+#[derive(Debug, Clone)]
+struct DstList {
+    /// The addresses are `storage[start..start + len]`, which begins on a 2 MiB boundary
+    /// and is advised to use transparent huge pages: drawn at random, the entries of a large
+    /// list otherwise miss the TLB too, which a prefetch does not hide.
+    storage: Vec<u128>,
+    start: usize,
+    len: usize,
+    ahead: Box<[u32; VECTOR_SIZE]>,
+}
+
+impl DstList {
+    /// The list of `addrs`, with a vector of indices drawn from `walk` (with `rng`) and asked
+    /// for.
+    fn new(addrs: &[Ipv6Addr], walk: &mut Walk, rng: &mut u64) -> Self {
+        const HUGE: usize = 2 << 20;
+        let len = addrs.len();
+        // Zeroed memory this large is mapped fresh, untouched until written below.
+        let mut storage = vec![0u128; len + HUGE / 16];
+        let start = storage.as_ptr().cast::<u8>().align_offset(HUGE) / 16;
+        let list = &mut storage[start..start + len];
+        #[cfg(not(miri))]
+        // SAFETY: advice on memory this vector owns (no effect on its contents); failure is
+        // harmless.
+        unsafe {
+            libc::madvise(list.as_mut_ptr().cast(), len * 16, libc::MADV_HUGEPAGE);
+        }
+        for (slot, &a) in list.iter_mut().zip(addrs) {
+            *slot = u128::from(a);
+        }
+        let mut ahead = Box::new([0u32; VECTOR_SIZE]);
+        walk.fill(&mut ahead[..], rng);
+        let list = DstList { storage, start, len, ahead };
+        list.prefetch(0..VECTOR_SIZE);
+        list
+    }
+
+    /// The addresses.
+    fn addrs(&self) -> &[u128] {
+        &self.storage[self.start..self.start + self.len]
+    }
+
+    /// The next `out.len()` indices, drawn a vector ago; as many are drawn to replace them
+    /// and their entries prefetched.
+    fn take(&mut self, walk: &mut Walk, rng: &mut u64, out: &mut [u32]) {
+        let n = out.len();
+        out.copy_from_slice(&self.ahead[..n]);
+        self.ahead.copy_within(n.., 0);
+        walk.fill(&mut self.ahead[VECTOR_SIZE - n..], rng);
+        self.prefetch(VECTOR_SIZE - n..VECTOR_SIZE);
+    }
+
+    /// Starts loading the entries that `ahead[range]` index.
+    fn prefetch(&self, range: std::ops::Range<usize>) {
+        let addrs = self.addrs();
+        for &k in &self.ahead[range] {
+            crate::prefetch(&addrs[k as usize]);
+        }
     }
 }
 
@@ -295,11 +364,34 @@ fn fill_small_ipv4<const IP: usize>(
     }
 }
 
+/// Frames of up to 64 bytes with an IPv6 header at the constant offset `IP` (UDP right after).
+#[inline(always)]
+fn fill_small_ipv6<const IP: usize>(
+    pool: &mut BufferPool,
+    bufs: &[u32],
+    t: [u8; SMALL_FRAME],
+    meta: BufferMeta,
+    addrs: &Addrs<'_>,
+    udp_sum: u32,
+) {
+    for (k, &i) in bufs.iter().enumerate() {
+        let frame: &mut [u8; SMALL_FRAME] =
+            (&mut pool.slot_mut(i)[HEADROOM..HEADROOM + SMALL_FRAME]).try_into().expect("64 bytes");
+        *frame = t;
+        write_ipv6(frame, IP, udp_sum, addrs.src(k), addrs.dst(k));
+        *pool.meta_mut(i) = meta;
+    }
+}
+
 /// Writes IPv6 source `s` and destination `d` and the UDP checksum they complete.
 #[inline(always)]
 fn write_ipv6(frame: &mut [u8], ip: usize, udp_sum: u32, s: u128, d: u128) {
-    let words = |a: u128| (0..8).map(|k| ((a >> (16 * k)) & 0xffff) as u32).sum::<u32>();
-    let udp_csum = match !checksum::fold(udp_sum + words(s) + words(d)) {
+    // The one's-complement sum of 32-bit words, then folded, equals the 16-bit one (RFC 1071).
+    let words = |a: u128| (a >> 96) as u64 + ((a >> 64) as u32) as u64 + ((a >> 32) as u32) as u64 + (a as u32) as u64;
+    let sum = u64::from(udp_sum) + words(s) + words(d);
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let udp_csum = match !checksum::fold(sum as u32) {
         0 => 0xffff,
         c => c,
     };

@@ -96,41 +96,42 @@ pub fn is_ext(e: u32) -> bool {
 }
 
 /// An array of atomic entries in an anonymous huge-page mapping, zeroed (= no route).
+///
+/// Its length is a power of two (the mapping is only address space until an entry is
+/// written) and every index is masked to it, as the buffer pool does: any index addresses an
+/// entry of the table, for the price of one `and` instead of a compare and branch on the
+/// lookup path. An index past the entries the table was made for is a logic error that reads
+/// or writes another entry, never memory outside the table.
 struct Entries {
     mem: HugeRegion,
-    len: usize,
+    mask: usize,
 }
 
 impl Entries {
     fn new(len: usize) -> std::io::Result<Self> {
+        let len =
+            len.max(1).checked_next_power_of_two().ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
         let bytes = len.checked_mul(4).ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
-        Ok(Entries { mem: HugeRegion::new(bytes)?, len })
+        Ok(Entries { mem: HugeRegion::new(bytes)?, mask: len - 1 })
     }
 
-    /// Entry `i` (panics when out of range).
+    /// Entry `i` (masked to the table's power-of-two length).
     #[inline(always)]
     fn get(&self, i: usize) -> &AtomicU32 {
-        assert!(i < self.len, "entry {i} outside a table of {}", self.len);
-        // SAFETY: `i < len` (checked above) and the region holds `len * 4` initialised (zeroed)
-        // bytes (`new`), page-aligned (so 4-aligned), that live as long as `self`. The pointer
-        // comes from the mapping itself (not from a shared reference), so atomic writes through
-        // it are allowed; `AtomicU32` has the size and alignment of `u32`, and every access to
-        // this memory, reads and writes alike, goes through these atomics. One entry is
-        // borrowed, not the whole table, so Miri retags 4 bytes, not 64 MiB, per access.
-        unsafe { &*self.mem.as_ptr().cast::<AtomicU32>().add(i) }
+        // SAFETY: `i & mask < mask + 1 = len`, and the region holds `len * 4` initialised
+        // (zeroed) bytes (`new`), page-aligned (so 4-aligned), that live as long as `self`.
+        // The pointer comes from the mapping itself (not from a shared reference), so atomic
+        // writes through it are allowed; `AtomicU32` has the size and alignment of `u32`, and
+        // every access to this memory, reads and writes alike, goes through these atomics. One
+        // entry is borrowed, not the whole table, so Miri retags 4 bytes, not 64 MiB, per
+        // access.
+        unsafe { &*self.mem.as_ptr().cast::<AtomicU32>().add(i & self.mask) }
     }
 
     /// Starts loading entry `i` into the cache.
     #[inline(always)]
     fn prefetch(&self, i: usize) {
-        let p: *const AtomicU32 = self.get(i);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint with no memory effects; `p` points into the table.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = p;
+        crate::prefetch(self.get(i));
     }
 }
 
@@ -207,40 +208,73 @@ impl Fib<Ipv6Addr> {
     /// Longest-prefix match of `addr` (the address as a big-endian `u128`).
     #[inline(always)]
     pub fn lookup(&self, addr: u128) -> Option<Leaf> {
-        let mut e = self.entry24(addr);
-        let mut depth = 24;
-        while is_ext(e) && depth < 128 {
-            e = self.step(e, addr, depth);
-            depth += 8;
-        }
-        Leaf::decode(e)
+        self.lookup_addr(Ipv6Addr::from(addr))
     }
 
     /// Starts loading the tbl24 entry of `addr` into the cache.
     #[inline(always)]
-    pub fn prefetch(&self, addr: u128) {
-        self.tbl24.prefetch((addr >> 104) as usize);
+    pub fn prefetch(&self, addr: &[u8; 16]) {
+        self.tbl24.prefetch(index24(addr));
     }
 
-    /// The tbl24 entry of `addr`: the first step of a walk a caller drives itself (to
-    /// interleave the walks of many addresses).
+    /// The final entry of the walk of each address of `dst` (at most a vector's worth) into
+    /// `out` (decode it with [`Leaf::decode`]), for a batch whose tbl24 entries
+    /// [`Fib::prefetch`] asked for. The
+    /// walks go level by level: each pass takes every walk still going one level down and
+    /// prefetches where it goes next, so their cache misses overlap instead of adding up.
     #[inline(always)]
-    pub fn entry24(&self, addr: u128) -> u32 {
-        self.first(addr).load(Acquire)
+    pub fn lookup_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
+        assert!(dst.len() <= crate::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
+        let mut going = false;
+        for (e, d) in out.iter_mut().zip(dst) {
+            *e = self.tbl24.get(index24(d)).load(Acquire);
+            going |= is_ext(*e);
+        }
+        if going {
+            self.walk(dst, out);
+        }
     }
 
-    /// The next entry of a walk at `e` (an [`is_ext`] entry reached after the first `depth`
-    /// bits of `addr`, 24 ≤ `depth` ≤ 120).
-    #[inline(always)]
-    pub fn step(&self, e: u32, addr: u128, depth: u8) -> u32 {
-        self.below(e, addr, depth).load(Acquire)
+    /// Takes the walks at `e` (tbl24 entries of `dst`) down the tbl8 levels until each has
+    /// reached a leaf.
+    fn walk(&self, dst: &[[u8; 16]], e: &mut [u32]) {
+        let mut next = [0usize; crate::vector::VECTOR_SIZE];
+        let next_index = |e: u32, byte: u8| ((e & GROUP) as usize) << 8 | usize::from(byte);
+        for ((x, d), e) in next.iter_mut().zip(dst).zip(e.iter()) {
+            if is_ext(*e) {
+                *x = next_index(*e, d[3]);
+                self.tbl8.prefetch(*x);
+            }
+        }
+        for byte in 4..16 {
+            let mut going = false;
+            for ((x, d), e) in next.iter_mut().zip(dst).zip(e.iter_mut()) {
+                if is_ext(*e) {
+                    *e = self.tbl8.get(*x).load(Acquire);
+                    if is_ext(*e) {
+                        *x = next_index(*e, d[byte]);
+                        self.tbl8.prefetch(*x);
+                        going = true;
+                    }
+                }
+            }
+            if !going {
+                return;
+            }
+        }
+        // A walk that reached /128 ends at a leaf (the writer never splits an entry there).
+        for (x, e) in next.iter().zip(e.iter_mut()) {
+            if is_ext(*e) {
+                *e = self.tbl8.get(*x).load(Acquire);
+            }
+        }
     }
+}
 
-    /// Starts loading the entry [`Fib::step`] would read.
-    #[inline(always)]
-    pub fn prefetch_step(&self, e: u32, addr: u128, depth: u8) {
-        self.tbl8.prefetch(((e & GROUP) as usize) << 8 | ((addr >> (120 - depth)) & 0xff) as usize);
-    }
+/// The tbl24 index of an address: its first three bytes.
+#[inline(always)]
+fn index24(addr: &[u8; 16]) -> usize {
+    usize::from(addr[0]) << 16 | usize::from(addr[1]) << 8 | usize::from(addr[2])
 }
 
 /// Both tables, as a worker holds them.

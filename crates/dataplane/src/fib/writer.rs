@@ -450,10 +450,16 @@ mod tests {
                 None => r,
             });
             let edges = keys.iter().flat_map(|&(p, l)| [p, p | !key_mask(l), p.wrapping_sub(1), (p | !key_mask(l)).wrapping_add(1)]);
-            for addr in near.chain(edges) {
-                let want = oracle(&model, addr);
-                prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv6Addr::from(addr));
-                prop_assert_eq!(fib.lookup_addr(Ipv6Addr::from(addr)), want);
+            let addrs: Vec<u128> = near.chain(edges).collect();
+            for chunk in addrs.chunks(crate::vector::VECTOR_SIZE) {
+                let dst: Vec<[u8; 16]> = chunk.iter().map(|a| a.to_be_bytes()).collect();
+                let mut batch = vec![0u32; chunk.len()];
+                fib.lookup_batch(&dst, &mut batch);
+                for (&addr, &e) in chunk.iter().zip(&batch) {
+                    let want = oracle(&model, addr);
+                    prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv6Addr::from(addr));
+                    prop_assert_eq!(Leaf::decode(e), want, "batch, addr {}", Ipv6Addr::from(addr));
+                }
             }
             // A group below the first d bits of a key exists exactly when a longer route
             // starts with them (otherwise it folded), at every depth d.
