@@ -211,6 +211,38 @@ fn pcap_summary_estimates_and_gaps() {
     assert!(text.contains("== top 3 flows by bytes") && text.contains("16.0.0.1:1024 > 48.0.0.1:2048 p17"), "{text}");
 }
 
+/// A sampled IPv6 frame whose UDP header sits behind a hop-by-hop options header: the
+/// summary's flow key is the IPv6 5-tuple, ports included.
+#[test]
+fn summary_reads_ipv6_five_tuples_through_extension_headers() {
+    let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) =
+        ("2001:db8:16::1".parse().unwrap(), "2001:db8:48::7".parse().unwrap());
+    let mut f = vec![0u8; 14 + 40 + 8 + 8];
+    f[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    wire::ipv6::write_header(&mut f[14..54], 16, 0, 64, src, dst);
+    f[54..62].copy_from_slice(&[17, 0, 1, 4, 0, 0, 0, 0]); // hop-by-hop: PadN, then UDP
+    wire::udp::write_header(&mut f[62..], src, dst, 4242, 53);
+    let datagrams: Vec<Vec<u8>> =
+        (1..=2).map(|seq| agent_datagram(seq, vec![flow_sample(seq, 10, seq * 10, 0, &f)])).collect();
+    let frames: Vec<Vec<u8>> = datagrams.iter().map(|d| udp_frame(d, 6343)).collect();
+    let (_dir, path) = write_frames("ipv6", &frames);
+    let r: serde_json::Value =
+        serde_json::from_str(run(&["collect", "--pcap", path.to_str().unwrap(), "--summary", "--json"]).trim())
+            .unwrap();
+    let flows = r["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 1, "{r}");
+    let k = &flows[0]["key"];
+    assert_eq!(
+        (k["src"].as_str(), k["dst"].as_str(), k["protocol"].as_u64(), k["src_port"].as_u64(), k["dst_port"].as_u64()),
+        (Some("2001:db8:16::1"), Some("2001:db8:48::7"), Some(17), Some(4242), Some(53)),
+        "{k}"
+    );
+    assert_eq!(flows[0]["estimate"]["samples"], 2);
+    let text = run(&["collect", "--pcap", path.to_str().unwrap(), "--summary"]);
+    assert!(text.contains("2001:db8:16::1") && text.contains("4242") && text.contains("p17"), "{text}");
+}
+
 #[test]
 fn listens_on_ipv4_and_ipv6_loopback() {
     let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

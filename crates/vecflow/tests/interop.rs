@@ -13,7 +13,8 @@ use std::time::Duration;
 
 /// The lab's routed, cross-connected and label-switched pairs with sFlow at 1:100 (port0, port2
 /// and port4), counters every second and drop monitoring on port0, which also receives a
-/// trickle of TTL-1 packets. port4 receives labels [16, 99] and swaps 16 for [17, 18].
+/// trickle of TTL-1 packets. port4 receives labels [16, 99] and swaps 16 for [17, 18]. port6
+/// routes IPv6 (66-byte frames from 2001:db8:16::/48 to 2001:db8:48::1) out of port7, sampled.
 fn config(port: u16) -> dataplane::Config {
     dataplane::Config::load(&format!(
         "
@@ -38,11 +39,25 @@ interfaces:
     sflow: {{}}
     generator: {{streams: [{{template: mpls, labels: [16, 99], src-range: {{count: 1}}, rate-pps: 20000}}]}}
   port5: {{mac: 9c:69:b4:61:a1:df, addresses: [100.64.5.1/31], mpls: true}}
-routes: [{{prefix: 16.0.0.0/24, via: 100.64.0.0}}, {{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
+  port6:
+    mac: 9c:69:b4:61:a1:e0
+    addresses: ['2001:db8:100::1/64']
+    sflow: {{}}
+    generator:
+      streams:
+        - {{template: ipv6-udp, frame-size: 66, src-mac: 00:1b:21:06:00:06, src-range: {{count: 200}}, rate-pps: 20000}}
+  port7: {{mac: 9c:69:b4:61:a1:e1, addresses: ['2001:db8:101::1/64']}}
+routes:
+  - {{prefix: 16.0.0.0/24, via: 100.64.0.0}}
+  - {{prefix: 48.0.0.0/24, via: 100.64.1.0}}
+  - {{prefix: '2001:db8:16::/48', via: '2001:db8:100::2'}}
+  - {{prefix: '2001:db8:48::/48', via: '2001:db8:101::2'}}
 neighbors:
   - {{interface: port0, address: 100.64.0.0, mac: 00:1b:21:06:00:00}}
   - {{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}
   - {{interface: port5, address: 100.64.5.0, mac: 00:1b:21:06:00:05}}
+  - {{interface: port6, address: '2001:db8:100::2', mac: 00:1b:21:06:00:06}}
+  - {{interface: port7, address: '2001:db8:101::2', mac: 00:1b:21:06:00:07}}
 mpls:
   local-labels:
     - {{label: 16, via: 100.64.5.0, interface: port5, out-labels: [17, 18]}}
@@ -131,7 +146,7 @@ fn tshark_decodes_what_vecflow_sends() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(docs.len(), datagrams.len());
-    let (mut flows, mut counters, mut discards, mut mpls) = (0, 0, 0, 0);
+    let (mut flows, mut counters, mut discards, mut mpls, mut routed6) = (0, 0, 0, 0, 0);
     for (k, (doc, bytes)) in docs.iter().zip(&datagrams).enumerate() {
         let mut all = vec![];
         keys(doc, &mut all);
@@ -145,6 +160,7 @@ fn tshark_decodes_what_vecflow_sends() {
         let (mut rate, mut pool, mut input, mut output, mut frame_len, mut ifindex, mut inoct, mut unknown) =
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![], 0);
         let (mut in_labels, mut out_labels) = (vec![], vec![]);
+        let (mut hops6, mut src_masks, mut dst_masks) = (vec![], vec![], vec![]);
         for s in &ours.samples {
             match s {
                 sflow::Sample::Flow(f) => {
@@ -162,6 +178,13 @@ fn tshark_decodes_what_vecflow_sends() {
                     for r in &f.records {
                         match r {
                             sflow::FlowRecord::RawHeader(h) => frame_len.push(h.frame_length.to_string()),
+                            sflow::FlowRecord::Router(r) => {
+                                if let IpAddr::V6(hop) = r.next_hop {
+                                    hops6.push(hop.to_string());
+                                }
+                                src_masks.push(r.src_mask_len.to_string());
+                                dst_masks.push(r.dst_mask_len.to_string());
+                            }
                             sflow::FlowRecord::Mpls(m) => {
                                 mpls += 1;
                                 in_labels.extend(m.in_stack.iter().map(u32::to_string));
@@ -200,11 +223,16 @@ fn tshark_decodes_what_vecflow_sends() {
         assert_eq!(field(sf, "sflow_sflow_245_ifinoct"), inoct);
         assert_eq!(field(sf, "sflow_sflow_245_extended_mpls_in_label"), in_labels, "datagram {k}");
         assert_eq!(field(sf, "sflow_sflow_245_extended_mpls_out_label"), out_labels, "datagram {k}");
+        assert_eq!(field(sf, "sflow_sflow_245_nexthop_v6"), hops6, "datagram {k}");
+        assert_eq!(field(sf, "sflow_sflow_245_nexthop_src_mask"), src_masks, "datagram {k}");
+        assert_eq!(field(sf, "sflow_sflow_245_nexthop_dst_mask"), dst_masks, "datagram {k}");
+        routed6 += hops6.len();
         let unknown_seen = field(sf, "text").iter().filter(|t| t.contains("Unknown sample format")).count();
         assert_eq!(unknown_seen, unknown, "only the known gaps are unknown to tshark, datagram {k}");
     }
     assert!(flows > 100 && counters >= 4 && discards > 0, "flows {flows}, counters {counters}, discards {discards}");
     assert!(mpls > 20, "{mpls} label-switched samples");
+    assert!(routed6 > 20, "{routed6} samples routed by IPv6");
     let seqs: Vec<u32> = datagrams.iter().map(|d| sflow::decode(d).unwrap().sequence).collect();
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "datagram sequence without gaps");
 }
@@ -295,7 +323,8 @@ fn goflow2_decodes_what_vecflow_sends() {
                         (u64::from(f.sampling_rate), u64::from(f.sample_pool), u64::from(f.drops))
                     );
                     assert_eq!((got("input"), got("output")), (if_index(f.input), if_index(f.output)));
-                    assert_eq!(gs["records"][0]["data"]["frame-length"].as_u64(), Some(64));
+                    let frame = if if_index(f.input) == 7 { 66 } else { 64 };
+                    assert_eq!(gs["records"][0]["data"]["frame-length"].as_u64(), Some(frame));
                     // goflow2 leaves extended_mpls (0:1006) undecoded, as base64: the bytes must be
                     // the record vecflow sent.
                     let raw_mpls: Vec<Vec<u8>> = gs["records"]
@@ -333,10 +362,12 @@ fn goflow2_decodes_what_vecflow_sends() {
 
     let view = goflow2_decode(&bin, "sample", &datagrams);
     assert_eq!(view.len(), flows, "one flow per flow sample");
+    let mut routed6 = 0;
     for f in &view {
+        let frame = if f["in_if"].as_u64() == Some(7) { 66 } else { 64 };
         assert_eq!(
             (f["sampler_address"].as_str(), f["sampling_rate"].as_u64(), f["bytes"].as_u64()),
-            (Some("192.0.2.1"), Some(100), Some(64))
+            (Some("192.0.2.1"), Some(100), Some(frame))
         );
         match f["in_if"].as_u64() {
             Some(1) => {
@@ -358,9 +389,21 @@ fn goflow2_decodes_what_vecflow_sends() {
                 (Some(6), Some(vec![16.into(), 99.into()])),
                 "the label-switched pair: the labels received"
             ),
+            Some(7) => {
+                // Routed by IPv6: 2001:db8:16::/48 -> 2001:db8:48::/48 via 2001:db8:101::2.
+                routed6 += 1;
+                assert_eq!((f["out_if"].as_u64(), f["next_hop"].as_str()), (Some(8), Some("2001:db8:101::2")));
+                assert_eq!(
+                    (f["src_net"].as_str(), f["dst_net"].as_str(), f["proto"].as_str(), f["etype"].as_str()),
+                    (Some("2001:db8:16::/48"), Some("2001:db8:48::/48"), Some("UDP"), Some("IPv6"))
+                );
+                assert_eq!(f["dst_addr"].as_str(), Some("2001:db8:48::1"));
+                assert!(f["src_addr"].as_str().unwrap().starts_with("2001:db8:16::"), "{f}");
+            }
             other => panic!("input {other:?}"),
         }
     }
+    assert!(routed6 > 20, "{routed6} IPv6 flows");
 }
 
 /// Every JSON object of a file of JSON lines (empty when the file is missing).
@@ -441,13 +484,15 @@ fn sfacctd_decodes_what_vecflow_sends() {
         let (input, output, packets) =
             (f["iface_in"].as_u64().unwrap(), f["iface_out"].as_u64().unwrap(), f["packets"].as_u64().unwrap());
         *counted.entry((input, output)).or_default() += packets;
+        let (frame, dst, src) =
+            if input == 7 { (66, "2001:db8:48::1", "2001:db8:16::") } else { (64, "48.0.0.1", "16.0.") };
         assert_eq!(
             (f["peer_ip_src"].as_str(), f["sampling_rate"].as_u64(), f["bytes"].as_u64()),
-            (Some("192.0.2.1"), Some(100), Some(64 * packets))
+            (Some("192.0.2.1"), Some(100), Some(frame * packets))
         );
-        assert_eq!((f["ip_dst"].as_str(), f["ip_proto"].as_str()), (Some("48.0.0.1"), Some("udp")), "{f}");
-        // The generator's default sources: 16.0.0.0 upwards.
-        assert!(f["ip_src"].as_str().unwrap().starts_with("16.0."), "{f}");
+        assert_eq!((f["ip_dst"].as_str(), f["ip_proto"].as_str()), (Some(dst), Some("udp")), "{f}");
+        // The generator's default sources: 16.0.0.0 (2001:db8:16::1) upwards.
+        assert!(f["ip_src"].as_str().unwrap().starts_with(src), "{f}");
         let vlan = if input == 3 { 100 } else { 0 };
         assert_eq!(f["vlan"].as_u64(), Some(vlan), "{f}");
     }

@@ -1,5 +1,7 @@
 //! Arbitrary frames on arbitrary input interfaces through the real graph of a config with an
-//! L2 cross-connect, IPv4 routes (one with out-labels, one in a tbl8 group), MPLS swap and pop,
+//! L2 cross-connect, IPv4 routes (one with out-labels, one in a tbl8 group), IPv6 routes (one
+//! with out-labels, one via a link-local next hop, one to a neighbor that is missing), MPLS
+//! swap and pop to IPv4 and to IPv6,
 //! 802.1Q sub-interfaces (routed and cross-connected), an interface that is down, a small MTU,
 //! and sFlow at 1:1 in both directions with drop monitoring. After every input: no panic, no
 //! buffer or vector leak, no drop without a named reason, and per input interface
@@ -20,8 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 const YAML: &str = "
 interfaces:
-  p0: {index: 1, mac: '02:00:00:00:00:01', addresses: [100.64.0.1/31], mpls: true}
-  p1: {index: 2, mac: '02:00:00:00:00:02', addresses: [100.64.1.1/31], mpls: true, mtu: 200}
+  p0: {index: 1, mac: '02:00:00:00:00:01', addresses: [100.64.0.1/31, '2001:db8:100::1/64'], mpls: true}
+  p1: {index: 2, mac: '02:00:00:00:00:02', addresses: [100.64.1.1/31, '2001:db8:101::1/64'], mpls: true, mtu: 200}
   p2:
     index: 3
     mac: '02:00:00:00:00:03'
@@ -37,15 +39,24 @@ routes:
   - {prefix: 48.0.1.128/25, via: 100.64.0.0}
   - {prefix: 60.0.0.0/8, via: 100.64.1.0, out-labels: [100, 101, 102]}
   - {prefix: 70.0.0.7/32, via: 10.100.0.2}
+  - {prefix: '2001:db8:48::/48', via: '2001:db8:101::2'}
+  - {prefix: '2001:db8:60::/48', via: '2001:db8:101::2', out-labels: [200, 201]}
+  - {prefix: '2001:db8:70::/64', via: 'fe80::7', interface: p0}
+  - {prefix: '2001:db8:80::/40', via: '2001:db8:100::99'}
+  - {prefix: '::/0', via: '2001:db8:100::2'}
 neighbors:
   - {interface: p0, address: 100.64.0.0, mac: '00:1b:21:06:00:00'}
   - {interface: p1, address: 100.64.1.0, mac: '00:1b:21:06:00:01'}
   - {interface: p2.100, address: 10.100.0.2, mac: '00:1b:21:06:00:02'}
+  - {interface: p0, address: '2001:db8:100::2', mac: '00:1b:21:06:00:00'}
+  - {interface: p1, address: '2001:db8:101::2', mac: '00:1b:21:06:00:01'}
+  - {interface: p0, address: 'fe80::7', mac: '00:1b:21:06:00:07'}
 mpls:
   local-labels:
     - {label: 16, via: 100.64.1.0, interface: p1, out-labels: [17]}
     - {label: 18, via: 100.64.0.0, interface: p0, out-labels: [30, 31, 32, 33]}
     - {label: 19}
+    - {label: 20, payload: ip6}
 ";
 
 struct State {
@@ -74,7 +85,7 @@ fn state() -> &'static Mutex<State> {
 }
 
 /// Builds frame `k` of the input from a template byte and the fuzzer's bytes, so that valid
-/// Ethernet, 802.1Q, IPv4 and MPLS headers are easy to reach and then mutate.
+/// Ethernet, 802.1Q, IPv4, IPv6 and MPLS headers are easy to reach and then mutate.
 fn frame(template: u8, body: &[u8]) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9];
     let ip = |f: &mut Vec<u8>, dst: [u8; 4]| {
@@ -104,7 +115,22 @@ fn frame(template: u8, body: &[u8]) -> Vec<u8> {
             f.extend_from_slice(&[8, 0]);
             ip(&mut f, [48, 0, 0, 5]);
         }
-        _ => f.extend_from_slice(&[8, 0]),
+        6 | 7 => {
+            if template % 8 == 7 {
+                // Label 20 pops to IPv6.
+                let ttl = body.first().copied().unwrap_or(64);
+                f.extend_from_slice(&[0x88, 0x47]);
+                f.extend_from_slice(&((20u32 << 12) | 0x100 | u32::from(ttl)).to_be_bytes());
+            } else {
+                f.extend_from_slice(&[0x86, 0xdd]);
+            }
+            let d = ["2001:db8:48::5", "2001:db8:60::1", "2001:db8:70::9", "2001:db8:80::1", "2001:db8:100::1", "fe80::1", "ff02::1", "9::9"];
+            let dst: std::net::Ipv6Addr = d[usize::from(body.get(1).copied().unwrap_or(0)) % d.len()].parse().unwrap();
+            let mut h = [0u8; 40];
+            wire::ipv6::write_header(&mut h, body.len().min(1460) as u16, 17, 64, "2001:db8:16::1".parse().unwrap(), dst);
+            f.extend_from_slice(&h);
+        }
+        _ => unreachable!("template % 8"),
     }
     f.extend_from_slice(body);
     f.truncate(2100);

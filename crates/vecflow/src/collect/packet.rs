@@ -97,11 +97,41 @@ fn ipv4(b: &[u8]) -> Option<IpFields> {
     })
 }
 
+/// The upper-layer protocol after the IPv6 extension headers starting with `next` at `at`,
+/// and where it starts: `None` for the start when the header ends first, when a fragment is
+/// not the first (its ports are in the first), or after 8 extension headers.
+fn upper_layer(b: &[u8], mut next: u8, mut at: usize) -> (u8, Option<usize>) {
+    for _ in 0..8 {
+        match next {
+            // Hop-by-hop, routing, destination options: length in 8-byte units after the first 8.
+            0 | 43 | 60 => {
+                let Some(&[n, len]) = b.get(at..at + 2) else { return (next, None) };
+                (next, at) = (n, at + 8 + 8 * usize::from(len));
+            }
+            // Fragment: 8 bytes; only the first fragment carries the upper-layer header.
+            44 => {
+                let Some(&[n, _, hi, lo]) = b.get(at..at + 4) else { return (next, None) };
+                if u16::from_be_bytes([hi, lo]) & 0xfff8 != 0 {
+                    return (n, None);
+                }
+                (next, at) = (n, at + 8);
+            }
+            // Authentication header: length in 4-byte units after the first 8.
+            51 => {
+                let Some(&[n, len]) = b.get(at..at + 2) else { return (next, None) };
+                (next, at) = (n, at + 8 + 4 * usize::from(len));
+            }
+            _ => return (next, Some(at)),
+        }
+    }
+    (next, None)
+}
+
 fn ipv6(b: &[u8]) -> Option<IpFields> {
     let h: &[u8; 40] = b.get(..40)?.try_into().ok()?;
     let addr = |at: usize| IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&h[at..at + 16]).expect("16 bytes")));
-    let protocol = h[6];
-    let (src_port, dst_port) = ports(protocol, &b[40..]);
+    let (protocol, l4) = upper_layer(b, h[6], 40);
+    let (src_port, dst_port) = l4.and_then(|at| b.get(at..)).map_or((None, None), |l4| ports(protocol, l4));
     Some(IpFields {
         src: addr(8),
         dst: addr(24),
@@ -149,6 +179,41 @@ mod tests {
         );
         for n in 0..h.len() {
             let _ = decode_ethernet(&h[..n]);
+        }
+    }
+
+    /// An IPv6 header, then `ext` (extension headers), then UDP ports 1024 → 2048.
+    fn ipv6_frame(first: u8, ext: &[u8]) -> Vec<u8> {
+        let mut h = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
+        let mut ip = [0u8; 40];
+        let (s, d): (Ipv6Addr, Ipv6Addr) = ("2001:db8:16::1".parse().unwrap(), "2001:db8:48::1".parse().unwrap());
+        wire::ipv6::write_header(&mut ip, (ext.len() + 8) as u16, first, 63, s, d);
+        h.extend_from_slice(&ip);
+        h.extend_from_slice(ext);
+        h.extend_from_slice(&[4, 0, 8, 0, 0, 8, 0, 0]);
+        h
+    }
+
+    #[test]
+    fn ipv6_five_tuples_through_extension_headers() {
+        let five = |h: &[u8]| decode_ethernet(h).and_then(|d| d.ip).map(|i| (i.protocol, i.src_port, i.dst_port));
+        assert_eq!(five(&ipv6_frame(17, &[])), Some((17, Some(1024), Some(2048))));
+        // Hop-by-hop (8 bytes), destination options (16 bytes), then a first fragment.
+        let chain = [
+            &[60, 0, 1, 4, 0, 0, 0, 0][..],
+            &[44, 1, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            &[17, 0, 0, 1, 0, 0, 0, 7],
+        ]
+        .concat();
+        assert_eq!(five(&ipv6_frame(0, &chain)), Some((17, Some(1024), Some(2048))));
+        // A later fragment has no ports; AH is skipped by its own length unit.
+        assert_eq!(five(&ipv6_frame(44, &[17, 0, 0, 0x10, 0, 0, 0, 7])), Some((17, None, None)));
+        assert_eq!(five(&ipv6_frame(51, &[17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1])), Some((17, Some(1024), Some(2048))));
+        // Cut inside the chain: addresses, no ports.
+        let cut = ipv6_frame(0, &chain);
+        assert_eq!(five(&cut[..14 + 40 + 12]), Some((44, None, None)), "the last header the cut header names");
+        for n in 0..cut.len() {
+            let _ = decode_ethernet(&cut[..n]);
         }
     }
 }
