@@ -885,7 +885,7 @@ pub enum Template {
     /// Ethernet + IPv4 + UDP; the varied addresses are the IPv4 source and destination.
     #[default]
     Ipv4Udp,
-    /// Ethernet + MPLS label stack + IPv4 + UDP.
+    /// Ethernet + MPLS label stack + IPv4 + UDP, or IPv6 + UDP when the addresses are IPv6.
     Mpls,
     /// Ethernet + IPv6 + UDP; the varied addresses are the IPv6 source and destination (their
     /// last 32 bits).
@@ -1013,12 +1013,13 @@ impl StreamConfig {
         match self.template {
             Template::L2 => l2,
             Template::Ipv4Udp => l2 + 28,
+            Template::Mpls if self.src_ip().is_ipv6() => l2 + 4 * self.labels.len() + 48,
             Template::Mpls => l2 + 4 * self.labels.len() + 28,
             Template::Ipv6Udp => l2 + 48,
         }
     }
 
-    /// The source address: `src-ip`, else the template's default.
+    /// The source address: `src-ip`, else the template's default (IPv4 for `mpls`).
     pub fn src_ip(&self) -> IpAddr {
         self.src_ip.unwrap_or(match self.template {
             Template::Ipv6Udp => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0x16, 0, 0, 0, 0, 1)),
@@ -1026,11 +1027,11 @@ impl StreamConfig {
         })
     }
 
-    /// The destination address: `dst-ip`, else the template's default.
+    /// The destination address: `dst-ip`, else the default of the source's family.
     pub fn dst_ip(&self) -> IpAddr {
-        self.dst_ip.unwrap_or(match self.template {
-            Template::Ipv6Udp => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0x48, 0, 0, 0, 0, 1)),
-            _ => IpAddr::V4(Ipv4Addr::new(48, 0, 0, 1)),
+        self.dst_ip.unwrap_or(match self.src_ip() {
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0x48, 0, 0, 0, 0, 1)),
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::new(48, 0, 0, 1)),
         })
     }
 }
@@ -1644,12 +1645,19 @@ fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
         }
         _ => {}
     }
-    let v6 = s.template == Template::Ipv6Udp;
+    // An mpls stream carries IPv6 when its source is IPv6; the destination must agree.
+    let v6 = s.template == Template::Ipv6Udp || (s.template == Template::Mpls && s.src_ip().is_ipv6());
     for (k, a) in [("src-ip", s.src_ip), ("dst-ip", s.dst_ip)] {
         match a {
-            Some(IpAddr::V4(a)) if v6 => return Err(invalid(f(k), a, "an IPv6 address for template ipv6-udp")),
+            Some(IpAddr::V4(a)) if v6 => {
+                return Err(invalid(f(k), a, "an IPv6 address, as the stream carries IPv6"));
+            }
             Some(IpAddr::V6(a)) if !v6 => {
-                return Err(invalid(f(k), a, "an IPv4 address (IPv6 needs template ipv6-udp)"));
+                return Err(invalid(
+                    f(k),
+                    a,
+                    "an IPv4 address (IPv6 needs template ipv6-udp, or mpls with an IPv6 src-ip)",
+                ));
             }
             _ => {}
         }

@@ -262,11 +262,19 @@ fn ipv6_errors_name_the_field_the_value_and_what_is_allowed() {
         (
             "interfaces: {g: {generator: {streams: [{template: ipv6-udp, frame-size: 78, src-ip: 16.0.0.1}]}}}"
                 .to_string(),
-            "interfaces.g.generator.streams[0].src-ip: 16.0.0.1 is not allowed; allowed: an IPv6 address for template ipv6-udp",
+            "interfaces.g.generator.streams[0].src-ip: 16.0.0.1 is not allowed; allowed: an IPv6 address, as the stream carries IPv6",
         ),
         (
             "interfaces: {g: {generator: {streams: [{dst-ip: '2001:db8::1'}]}}}".to_string(),
-            "interfaces.g.generator.streams[0].dst-ip: 2001:db8::1 is not allowed; allowed: an IPv4 address (IPv6 needs template ipv6-udp)",
+            "interfaces.g.generator.streams[0].dst-ip: 2001:db8::1 is not allowed; allowed: an IPv4 address (IPv6 needs template ipv6-udp, or mpls with an IPv6 src-ip)",
+        ),
+        (
+            "interfaces: {g: {generator: {streams: [{template: mpls, labels: [16], src-ip: '2001:db8::1', dst-ip: 48.0.0.1}]}}}".to_string(),
+            "interfaces.g.generator.streams[0].frame-size: 64 is not allowed; allowed: 70 to",
+        ),
+        (
+            "interfaces: {g: {generator: {streams: [{template: mpls, labels: [16], frame-size: 80, src-ip: '2001:db8::1', dst-ip: 48.0.0.1}]}}}".to_string(),
+            "interfaces.g.generator.streams[0].dst-ip: 48.0.0.1 is not allowed; allowed: an IPv6 address, as the stream carries IPv6",
         ),
         (
             "interfaces: {g: {generator: {streams: [{dst-addresses: ['2001:db8::1']}]}}}".to_string(),

@@ -149,3 +149,26 @@ neighbors: [{interface: p1, address: 10.2.0.2, mac: '02:00:00:00:00:22'}]
     let text = Registry::with_builtins().execute(&mut dp, "show errors").unwrap().text;
     assert!(text.contains("(local)"), "{text}");
 }
+
+/// The IPv6 example: dual-stack routing, a route with out-labels and a pop to IPv6 forward
+/// every packet, with no drop, and `show ip6 fib` shows the routes.
+#[test]
+fn ip6_example_forwards_every_packet() {
+    let cfg = Config::load(include_str!("../../../examples/ip6.yaml")).unwrap();
+    let mut dp = Dataplane::start(&cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let fib = Registry::with_builtins().execute(&mut dp, "show ip6 fib 2001:db8:60::7").unwrap();
+    dp.stop().unwrap();
+    assert!(dp.errors().is_empty(), "{:?}", dp.errors());
+    let by_name = |n: &str| dp.interfaces().iter().find(|i| i.name == n).unwrap().index;
+    for (a, b) in [("port0", "port1"), ("port1", "port0"), ("port2", "port3"), ("port3", "port2")] {
+        let (sa, sb) = (dp.interface_stats(by_name(a)), dp.interface_stats(by_name(b)));
+        assert!(sa.rx_packets > 1000, "{a} generated {}", sa.rx_packets);
+        assert_eq!(sa.rx_packets, sa.rx_forwarded, "{a}");
+        assert_eq!(sa.rx_forwarded, sb.tx_packets, "{a} -> {b}");
+    }
+    let routes = fib.json["routes"].as_array().unwrap();
+    assert_eq!(routes.len(), 1, "{}", fib.text);
+    assert_eq!(routes[0]["prefix"], "2001:db8:60::/48");
+    assert!(fib.text.contains("600"), "the out-label: {}", fib.text);
+}

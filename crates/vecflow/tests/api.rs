@@ -341,7 +341,7 @@ fn configuration_changes_apply_all_or_nothing() {
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["commands"], json!([]), "{out}");
 
     // Every change command: applied and visible in show config, then undone.
-    let happy: [(&[&str], &str, &[&str]); 9] = [
+    let happy: [(&[&str], &str, &[&str]); 13] = [
         (&["set", "interface", "state", "p3", "down"], "state: down", &["set", "interface", "state", "p3", "up"]),
         (
             &["set", "interface", "ip", "address", "p2", "10.7.0.1/24"],
@@ -370,6 +370,26 @@ fn configuration_changes_apply_all_or_nothing() {
             "label: 100",
             &["mpls", "local-label", "del", "100"],
         ),
+        (
+            &["set", "interface", "ip", "address", "p2", "2001:db8:7::1/64"],
+            "2001:db8:7::1/64",
+            &["set", "interface", "ip", "address", "del", "p2", "2001:db8:7::1/64"],
+        ),
+        (
+            &["ip", "route", "add", "2001:db8:99::/48", "via", "fe80::1", "p3", "out-labels", "300"],
+            "2001:db8:99::/48",
+            &["ip", "route", "del", "2001:db8:99::/48"],
+        ),
+        (
+            &["ip", "neighbor", "add", "p3", "fe80::1", "02:00:00:00:00:34"],
+            "fe80::1",
+            &["ip", "neighbor", "del", "p3", "fe80::1"],
+        ),
+        (
+            &["mpls", "local-label", "add", "101", "payload", "ip6"],
+            "payload: ip6",
+            &["mpls", "local-label", "del", "101"],
+        ),
         // Last: the MTU comes back as 1500 written out, no longer left to the default.
         (&["set", "interface", "mtu", "p2", "1400"], "mtu: 1400", &["set", "interface", "mtu", "p2", "1500"]),
     ];
@@ -385,6 +405,15 @@ fn configuration_changes_apply_all_or_nothing() {
             _ => assert_eq!(now, running, "{undo:?} undoes {command:?}"),
         }
     }
+    // An IPv6 route is in the IPv6 FIB as soon as the command returns.
+    let (ok, _, err) = d.ctl(&["ip", "route", "add", "2001:db8:98::/48", "via", "fe80::1", "p3"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = d.ctl(&["show", "ip6", "fib", "2001:db8:98::5"]);
+    assert!(ok && out.contains("2001:db8:98::/48") && out.contains("fe80::1"), "{out}{err}");
+    let (ok, _, err) = d.ctl(&["ip", "route", "del", "2001:db8:98::/48"]);
+    assert!(ok, "{err}");
+    let (ok, out, _) = d.ctl(&["show", "ip6", "fib", "2001:db8:98::5"]);
+    assert!(ok && !out.contains("2001:db8:98::/48"), "{out}");
     let running = show_config();
     // Error paths: refused with a message, nothing changed.
     let refused: [(&[&str], &str); 8] = [

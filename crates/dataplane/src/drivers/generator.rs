@@ -135,17 +135,18 @@ impl Stream {
             t[at..at + 4].copy_from_slice(&e.to_u32().to_be_bytes());
             at += 4;
         }
+        let v6 = cfg.src_ip().is_ipv6();
         let payload_start = match cfg.template {
             Template::L2 => at,
-            Template::Ipv6Udp => at + ipv6::HEADER_LEN + udp::HEADER_LEN,
-            Template::Ipv4Udp | Template::Mpls => at + ipv4::HEADER_LEN + udp::HEADER_LEN,
+            _ if v6 => at + ipv6::HEADER_LEN + udp::HEADER_LEN,
+            _ => at + ipv4::HEADER_LEN + udp::HEADER_LEN,
         };
         for (k, b) in t[payload_start..len].iter_mut().enumerate() {
             *b = k as u8;
         }
         let fields = match cfg.template {
             Template::L2 => Fields::Mac,
-            Template::Ipv4Udp | Template::Mpls => {
+            Template::Ipv4Udp | Template::Mpls if !v6 => {
                 let (ip, u) = (at, at + ipv4::HEADER_LEN);
                 let zero = Ipv4Addr::UNSPECIFIED;
                 ipv4::write_header(&mut t[ip..u], (len - ip) as u16, cfg.ttl, ipv4::protocol::UDP, zero, zero);
@@ -157,7 +158,7 @@ impl Stream {
                 let udp_sum = checksum::sum_words(&t[u..len], u32::from(ipv4::protocol::UDP) + (len - u) as u32);
                 Fields::Ipv4 { ip, udp: u, ip_sum, udp_sum }
             }
-            Template::Ipv6Udp => {
+            Template::Ipv6Udp | Template::Mpls | Template::Ipv4Udp => {
                 let (ip, u) = (at, at + ipv6::HEADER_LEN);
                 let zero = Ipv6Addr::UNSPECIFIED;
                 ipv6::write_header(&mut t[ip..u], (len - u) as u16, ipv4::protocol::UDP, cfg.ttl, zero, zero);
