@@ -117,11 +117,11 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
         ),
         (
             "sflow: {max-datagram-size: 200, agent-address: 127.0.0.1}\ninterfaces: {p0: {}}",
-            "sflow.max-datagram-size: 200 is not allowed; allowed: 356 to 8192 (with header-bytes 128 the longest sample needs 356)",
+            "sflow.max-datagram-size: 200 is not allowed; allowed: 380 to 8192 (with header-bytes 128 the longest sample needs 380)",
         ),
         (
             "sflow: {max-datagram-size: 399, header-bytes: 256, agent-address: '2001:db8::1'}\ninterfaces: {p0: {}}",
-            "sflow.max-datagram-size: 399 is not allowed; allowed: 496 to 8192",
+            "sflow.max-datagram-size: 399 is not allowed; allowed: 520 to 8192",
         ),
         (
             "interfaces: {p0: {sub-interfaces: {1: {encapsulation: {dot1q: 5}, l2xc: p1, addresses: [10.0.0.1/24]}}}, p1: {}}",

@@ -23,7 +23,7 @@ use sflow::{
     ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
 };
 use std::borrow::Cow;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -296,7 +296,8 @@ fn send(s: &AgentSetup, sender: &Sender, bufs: &[Vec<u8>], lens: &[usize]) {
 
 /// The smallest `max-datagram-size` that holds any sample the agent builds, alone: the
 /// datagram header for the agent's address family plus the longest of a flow sample (a raw
-/// header of `header_bytes`, switch, router and MPLS records of 8 labels each way), a discard
+/// header of `header_bytes`, switch, router and MPLS records with IPv6 next hops and 8 labels
+/// each way), a discard
 /// sample and a port's counter sample (generic, Ethernet and a name of `name_len` bytes). A
 /// smaller datagram would leave the agent a sample it can never send.
 pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> usize {
@@ -319,13 +320,14 @@ pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> 
         records: vec![
             raw.clone(),
             FlowRecord::Switch(ExtendedSwitch { src_vlan: 0, src_priority: 0, dst_vlan: 0, dst_priority: 0 }),
+            // IPv6 next hops: the longer address.
             FlowRecord::Router(ExtendedRouter {
-                next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                next_hop: IpAddr::V6(Ipv6Addr::UNSPECIFIED),
                 src_mask_len: 0,
                 dst_mask_len: 0,
             }),
             FlowRecord::Mpls(ExtendedMpls {
-                next_hop: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                next_hop: IpAddr::V6(Ipv6Addr::UNSPECIFIED),
                 in_stack: vec![0; 8],
                 out_stack: vec![0; 8],
             }),
