@@ -23,7 +23,7 @@ use sflow::{
     ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
 };
 use std::borrow::Cow;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -432,6 +432,7 @@ fn discard_sample(slot: &Slot, src: &Source) -> Sample<'static> {
 mod tests {
     use super::*;
     use crate::l3::LabelStack;
+    use std::net::Ipv4Addr;
 
     /// A sample of a frame tagged with priority 5 on VLAN 100, routed: `extended_switch`
     /// carries the received priority and the router record the next hop.
