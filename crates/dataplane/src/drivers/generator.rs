@@ -217,7 +217,7 @@ impl Stream {
         let addrs = Addrs {
             sb: self.src_base,
             db: self.dst_base,
-            list: self.dst_list.as_ref().map(DstList::addrs),
+            list: self.dst_list.as_ref().map(|l| (l.addrs(), &*l.ahead)),
             src: &src[..n],
             dst: &dst[..n],
         };
@@ -238,6 +238,7 @@ impl Stream {
                             (&mut pool.slot_mut(i)[HEADROOM..HEADROOM + SMALL_FRAME]).try_into().expect("64 bytes");
                         *frame = *t;
                         fields.write(frame, addrs.src(k), addrs.dst(k));
+                        addrs.prefetch_ahead(k);
                         *pool.meta_mut(i) = meta;
                     }
                 }
@@ -247,6 +248,7 @@ impl Stream {
                 let frame = &mut pool.slot_mut(i)[HEADROOM..HEADROOM + self.len];
                 frame.copy_from_slice(&self.template[..self.len]);
                 self.fields.write(frame, addrs.src(k), addrs.dst(k));
+                addrs.prefetch_ahead(k);
                 *pool.meta_mut(i) = meta;
             }
         }
@@ -256,7 +258,8 @@ impl Stream {
 
 /// A destination list (`dst-addresses`) and the indices into it drawn a vector ahead: a
 /// table's worth of addresses does not fit in the cache, so the entries a vector will use
-/// are prefetched while the vector before it is being made.
+/// are prefetched while the vector before it is being made, one per frame made (a burst of
+/// 256 prefetches would outrun the misses the core can have in flight).
 #[derive(Debug, Clone)]
 struct DstList {
     /// The addresses are `storage[start..start + len]`, which begins on a 2 MiB boundary
@@ -289,9 +292,7 @@ impl DstList {
         }
         let mut ahead = Box::new([0u32; VECTOR_SIZE]);
         walk.fill(&mut ahead[..], rng);
-        let list = DstList { storage, start, len, ahead };
-        list.prefetch(0..VECTOR_SIZE);
-        list
+        DstList { storage, start, len, ahead }
     }
 
     /// The addresses.
@@ -300,21 +301,12 @@ impl DstList {
     }
 
     /// The next `out.len()` indices, drawn a vector ago; as many are drawn to replace them
-    /// and their entries prefetched.
+    /// (the frames made with `out` prefetch their entries, [`Addrs::prefetch_ahead`]).
     fn take(&mut self, walk: &mut Walk, rng: &mut u64, out: &mut [u32]) {
         let n = out.len();
         out.copy_from_slice(&self.ahead[..n]);
         self.ahead.copy_within(n.., 0);
         walk.fill(&mut self.ahead[VECTOR_SIZE - n..], rng);
-        self.prefetch(VECTOR_SIZE - n..VECTOR_SIZE);
-    }
-
-    /// Starts loading the entries that `ahead[range]` index.
-    fn prefetch(&self, range: std::ops::Range<usize>) {
-        let addrs = self.addrs();
-        for &k in &self.ahead[range] {
-            crate::prefetch(&addrs[k as usize]);
-        }
     }
 }
 
@@ -323,7 +315,8 @@ impl DstList {
 struct Addrs<'a> {
     sb: u128,
     db: u128,
-    list: Option<&'a [u128]>,
+    /// A destination list and its indices drawn for the next vector.
+    list: Option<(&'a [u128], &'a [u32; VECTOR_SIZE])>,
     src: &'a [u32],
     dst: &'a [u32],
 }
@@ -337,8 +330,17 @@ impl Addrs<'_> {
     #[inline(always)]
     fn dst(&self, k: usize) -> u128 {
         match self.list {
-            Some(list) => list[self.dst[k] as usize],
+            Some((list, _)) => list[self.dst[k] as usize],
             None => self.db.wrapping_add(u128::from(self.dst[k])),
+        }
+    }
+
+    /// Starts loading the list entry of the next vector's `k`-th destination (none without a
+    /// list), while frame `k` of this one is made.
+    #[inline(always)]
+    fn prefetch_ahead(&self, k: usize) {
+        if let Some((list, ahead)) = self.list {
+            crate::prefetch(&list[ahead[k] as usize]);
         }
     }
 }
@@ -380,6 +382,7 @@ fn fill_small_ipv6<const IP: usize>(
             (&mut pool.slot_mut(i)[HEADROOM..HEADROOM + SMALL_FRAME]).try_into().expect("64 bytes");
         *frame = t;
         write_ipv6(frame, IP, udp_sum, addrs.src(k), addrs.dst(k));
+        addrs.prefetch_ahead(k);
         *pool.meta_mut(i) = meta;
     }
 }
