@@ -355,7 +355,7 @@ workers: {{count: 1}}
 sflow:
   sampling-rate: 100
   header-bytes: 256
-  max-datagram-size: 484
+  max-datagram-size: 508
   polling-interval: 1
   collectors: [{{address: 127.0.0.1, port: {port}}}]
 interfaces:
