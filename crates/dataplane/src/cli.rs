@@ -8,6 +8,7 @@ use crate::engine::Dataplane;
 use crate::fib::{FibAddr, FibWriter, Route};
 use crate::graph::NodeId;
 use crate::l3::{Adjacency, LabelEntry};
+use crate::neighbor::State;
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -84,6 +85,11 @@ impl Registry {
             run: show_neighbors,
         });
         r.register(Command { words: "show neighbors", help: "the same as show ip neighbors", run: show_neighbors });
+        r.register(Command {
+            words: "show ip6 neighbors",
+            help: "IPv6 neighbors: the static ones (no neighbor discovery yet)",
+            run: show_ip6_neighbors,
+        });
         crate::change::register(&mut r);
         r.register(Command {
             words: "trace add",
@@ -540,15 +546,32 @@ fn show_fib<A: FibAddr + PrefixAddr>(
 }
 
 fn show_neighbors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let rows: Vec<_> =
+        dp.neighbors().into_iter().map(|n| (n.interface, n.address.to_string(), n.mac, n.state, n.age)).collect();
+    Ok(neighbor_table(dp, 16, rows))
+}
+
+fn show_ip6_neighbors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let mut statics: Vec<_> = dp.l3().neighbors6.iter().map(|(&(i, a), mac)| (i, a, mac.to_string())).collect();
+    statics.sort();
+    let rows = statics.into_iter().map(|(i, a, mac)| (i, a.to_string(), Some(mac), State::Static, 0.0)).collect();
+    Ok(neighbor_table(dp, 40, rows))
+}
+
+/// A neighbor table as text (addresses `width` wide) and JSON: rows of (interface index,
+/// address, MAC, state, age in seconds).
+fn neighbor_table(dp: &Dataplane, width: usize, rows: Vec<(u16, String, Option<String>, State, f64)>) -> Reply {
     let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or("?".into(), |x| x.name.clone());
-    let mut text = format!("{:<16} {:<16} {:<18} {:<11} {:>9}\n", "Interface", "Address", "MAC", "State", "Age (s)");
-    let mut rows = Vec::new();
-    for n in dp.neighbors() {
-        let (interface, mac) = (name(n.interface), n.mac.clone().unwrap_or_else(|| "-".into()));
-        let _ = writeln!(text, "{interface:<16} {:<16} {mac:<18} {:<11} {:>9.1}", n.address, n.state.name(), n.age);
-        rows.push(json!({"interface": interface, "address": n.address, "mac": n.mac, "state": n.state, "age": n.age}));
+    let mut text =
+        format!("{:<16} {:<width$} {:<18} {:<11} {:>9}\n", "Interface", "Address", "MAC", "State", "Age (s)");
+    let mut json_rows = Vec::new();
+    for (index, address, mac, state, age) in rows {
+        let interface = name(index);
+        let shown = mac.clone().unwrap_or_else(|| "-".into());
+        let _ = writeln!(text, "{interface:<16} {address:<width$} {shown:<18} {:<11} {age:>9.1}", state.name());
+        json_rows.push(json!({"interface": interface, "address": address, "mac": mac, "state": state, "age": age}));
     }
-    Ok(Reply { text, json: json!({ "neighbors": rows }) })
+    Reply { text, json: json!({ "neighbors": json_rows }) }
 }
 
 fn show_mpls_fib(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {

@@ -158,6 +158,7 @@ fn ip6_example_forwards_every_packet() {
     let mut dp = Dataplane::start(&cfg).unwrap();
     std::thread::sleep(Duration::from_millis(400));
     let fib = Registry::with_builtins().execute(&mut dp, "show ip6 fib 2001:db8:60::7").unwrap();
+    let neighbors = Registry::with_builtins().execute(&mut dp, "show ip6 neighbors").unwrap();
     dp.stop().unwrap();
     assert!(dp.errors().is_empty(), "{:?}", dp.errors());
     let by_name = |n: &str| dp.interfaces().iter().find(|i| i.name == n).unwrap().index;
@@ -171,4 +172,22 @@ fn ip6_example_forwards_every_packet() {
     assert_eq!(routes.len(), 1, "{}", fib.text);
     assert_eq!(routes[0]["prefix"], "2001:db8:60::/48");
     assert!(fib.text.contains("600"), "the out-label: {}", fib.text);
+    let rows: Vec<(&str, &str, &str)> = neighbors.json["neighbors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["interface"].as_str().unwrap(), n["address"].as_str().unwrap(), n["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("port0", "2001:db8:100::2", "static"),
+            ("port1", "2001:db8:101::2", "static"),
+            ("port2", "fe80::2", "static"),
+            ("port3", "2001:db8:103::2", "static")
+        ],
+        "{}",
+        neighbors.text
+    );
+    assert!(neighbors.text.contains("00:1b:21:06:00:02"), "{}", neighbors.text);
 }
