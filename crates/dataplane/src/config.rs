@@ -97,7 +97,7 @@ impl PrefixAddr for Ipv4Addr {
         32
     }
     fn key(&self) -> (u8, u128) {
-        (4, u128::from(u32::from(*self)) << 96)
+        (4, crate::fib::FibAddr::key(*self))
     }
 }
 
@@ -107,7 +107,7 @@ impl PrefixAddr for Ipv6Addr {
         128
     }
     fn key(&self) -> (u8, u128) {
-        (6, u128::from(*self))
+        (6, crate::fib::FibAddr::key(*self))
     }
 }
 
@@ -144,14 +144,14 @@ impl<A: PrefixAddr> Prefix<A> {
     /// True when `addr` is inside the prefix (an address of the other family never is).
     pub fn contains<B: PrefixAddr>(&self, addr: B) -> bool {
         let ((fa, a), (fb, b)) = (self.addr.key(), addr.key());
-        let mask = if self.len == 0 { 0 } else { u128::MAX << (128 - u32::from(self.len)) };
+        let mask = crate::fib::key_mask(self.len);
         fa == fb && a & mask == b & mask
     }
 
     /// The network: the address with its host bits cleared, as a family and key.
     pub fn network(&self) -> (u8, u128) {
         let (f, a) = self.addr.key();
-        (f, if self.len == 0 { 0 } else { a & u128::MAX << (128 - u32::from(self.len)) })
+        (f, a & crate::fib::key_mask(self.len))
     }
 }
 

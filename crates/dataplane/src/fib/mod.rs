@@ -21,7 +21,7 @@
 
 mod writer;
 
-pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route, mask};
+pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route, key_mask, mask};
 
 use crate::hugemem::HugeRegion;
 use std::marker::PhantomData;

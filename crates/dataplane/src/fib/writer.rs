@@ -31,8 +31,8 @@ pub fn mask(len: u8) -> u32 {
     if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len.min(32))) }
 }
 
-/// The mask of the first `len` bits of a key.
-fn key_mask(len: u8) -> u128 {
+/// The mask of the first `len` bits of a key (an address aligned to the left of a `u128`).
+pub fn key_mask(len: u8) -> u128 {
     if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len.min(128))) }
 }
 
