@@ -8,7 +8,6 @@ use crate::engine::Dataplane;
 use crate::fib::{FibAddr, FibWriter, Route};
 use crate::graph::NodeId;
 use crate::l3::{Adjacency, LabelEntry};
-use crate::neighbor::State;
 use serde_json::{Value, json};
 use std::fmt::Write;
 
@@ -70,6 +69,11 @@ impl Registry {
             run: show_interface,
         });
         r.register(Command {
+            words: "show interface address",
+            help: "each interface's IPv4 and IPv6 addresses, the link-local one derived from its MAC included",
+            run: show_interface_address,
+        });
+        r.register(Command {
             words: "show ip fib",
             help: "IPv4 routes and their adjacencies; optional prefix (exact) or address (longest match)",
             run: show_ip_fib,
@@ -87,7 +91,7 @@ impl Registry {
         r.register(Command { words: "show neighbors", help: "the same as show ip neighbors", run: show_neighbors });
         r.register(Command {
             words: "show ip6 neighbors",
-            help: "IPv6 neighbors: the static ones (no neighbor discovery yet)",
+            help: "IPv6 neighbors (neighbor discovery): static and learned, with state and age",
             run: show_ip6_neighbors,
         });
         crate::change::register(&mut r);
@@ -420,6 +424,22 @@ fn show_errors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     Ok(Reply { text, json: json!({"errors": rows}) })
 }
 
+fn show_interface_address(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    for i in dp.interfaces().iter().filter(|i| !i.addresses.is_empty()) {
+        let _ = writeln!(text, "{} ({})", i.name, if i.admin_up { "up" } else { "down" });
+        let mut addresses = Vec::new();
+        for a in &i.addresses {
+            let note = if crate::config::is_link_local(a.addr) { "  link-local" } else { "" };
+            let _ = writeln!(text, "  {a}{note}");
+            addresses.push(a.to_string());
+        }
+        rows.push(json!({"interface": i.name, "addresses": addresses}));
+    }
+    Ok(Reply { text, json: json!({ "interfaces": rows }) })
+}
+
 fn show_interface(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let selected: Vec<_> =
         dp.interfaces().iter().filter(|i| args.is_empty() || args.contains(&i.name.as_str())).collect();
@@ -546,27 +566,22 @@ fn show_fib<A: FibAddr + PrefixAddr>(
 }
 
 fn show_neighbors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
-    let rows: Vec<_> =
-        dp.neighbors().into_iter().map(|n| (n.interface, n.address.to_string(), n.mac, n.state, n.age)).collect();
-    Ok(neighbor_table(dp, 16, rows))
+    Ok(neighbor_table(dp, 16, |a| a.is_ipv4()))
 }
 
 fn show_ip6_neighbors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
-    let mut statics: Vec<_> = dp.l3().neighbors6.iter().map(|(&(i, a), mac)| (i, a, mac.to_string())).collect();
-    statics.sort();
-    let rows = statics.into_iter().map(|(i, a, mac)| (i, a.to_string(), Some(mac), State::Static, 0.0)).collect();
-    Ok(neighbor_table(dp, 40, rows))
+    Ok(neighbor_table(dp, 40, |a| a.is_ipv6()))
 }
 
-/// A neighbor table as text (addresses `width` wide) and JSON: rows of (interface index,
-/// address, MAC, state, age in seconds).
-fn neighbor_table(dp: &Dataplane, width: usize, rows: Vec<(u16, String, Option<String>, State, f64)>) -> Reply {
+/// The neighbors whose address is of the family `family` picks, as text (addresses `width`
+/// wide) and JSON: interface, address, MAC, state, age in seconds.
+fn neighbor_table(dp: &Dataplane, width: usize, family: fn(&std::net::IpAddr) -> bool) -> Reply {
     let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or("?".into(), |x| x.name.clone());
     let mut text =
         format!("{:<16} {:<width$} {:<18} {:<11} {:>9}\n", "Interface", "Address", "MAC", "State", "Age (s)");
     let mut json_rows = Vec::new();
-    for (index, address, mac, state, age) in rows {
-        let interface = name(index);
+    for n in dp.neighbors().into_iter().filter(|n| family(&n.address)) {
+        let (interface, address, mac, state, age) = (name(n.interface), n.address.to_string(), n.mac, n.state, n.age);
         let shown = mac.clone().unwrap_or_else(|| "-".into());
         let _ = writeln!(text, "{interface:<16} {address:<width$} {shown:<18} {:<11} {age:>9.1}", state.name());
         json_rows.push(json!({"interface": interface, "address": address, "mac": mac, "state": state, "age": age}));

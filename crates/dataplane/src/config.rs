@@ -295,8 +295,8 @@ pub struct SflowConfig {
     /// Where datagrams go.
     #[serde(default)]
     pub collectors: Vec<Collector>,
-    /// The agent address in datagrams. Default: the first IPv4 interface address
-    /// ([`Config::first_address`]); required when there is none.
+    /// The agent address in datagrams. Default: the first IPv4 interface address, else the
+    /// first global IPv6 one ([`Config::first_address`]); required when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_address: Option<std::net::IpAddr>,
     /// Sub-agent id in datagrams.
@@ -1372,7 +1372,7 @@ impl Config {
             return Err(invalid(
                 "sflow.agent-address",
                 "(none)",
-                "this router's address in datagrams; required when no interface has an IPv4 address",
+                "this router's address in datagrams; required when no interface has an IPv4 or a global IPv6 address",
             ));
         }
         if s.polling_interval > 86_400 {
@@ -1385,7 +1385,7 @@ impl Config {
             return Err(invalid("sflow.header-bytes", s.header_bytes, "64 to 256"));
         }
         // The longest sample must fit a datagram alone (the agent could never send it).
-        let agent_v6 = matches!(s.agent_address, Some(std::net::IpAddr::V6(_)));
+        let agent_v6 = s.agent_address.or(self.first_address()).is_some_and(|a| a.is_ipv6());
         let longest_name = self.interfaces.keys().map(String::len).max().unwrap_or(0);
         let least = crate::sflow::agent::min_datagram_size(agent_v6, s.header_bytes, longest_name).max(200);
         if !(least..=8192).contains(&usize::from(s.max_datagram_size)) {
@@ -1424,7 +1424,11 @@ impl Config {
                     "a unicast IPv6 address (not ::, ::1 or multicast ff00::/8)",
                 ));
             }
-            if let Some(other) = addresses.insert(a.addr, owner) {
+            // A link-local address names an interface only on its link: fe80::1 may be on
+            // every link (as routers often have it).
+            if !is_link_local(a.addr)
+                && let Some(other) = addresses.insert(a.addr, owner)
+            {
                 return Err(invalid(
                     format!("interfaces.{owner}.addresses"),
                     a,
@@ -1528,10 +1532,12 @@ impl Config {
     }
 
     /// The first IPv4 address of a physical interface (in name order), else of a
-    /// sub-interface: the sFlow agent address when `sflow.agent-address` is not given.
-    pub fn first_address(&self) -> Option<Ipv4Addr> {
+    /// sub-interface; without any, the first global (not link-local) IPv6 address, in the same
+    /// order: the sFlow agent address when `sflow.agent-address` is not given.
+    pub fn first_address(&self) -> Option<IpAddr> {
         let of = |physical: bool| self.addresses().filter(move |(owner, _)| owner.sub.is_none() == physical);
-        of(true).chain(of(false)).find_map(|(_, a)| a.v4()).map(|a| a.addr)
+        let all = || of(true).chain(of(false)).map(|(_, a)| a.addr);
+        all().find(IpAddr::is_ipv4).or_else(|| all().find(|&a| !is_link_local(a)))
     }
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply

@@ -453,8 +453,24 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
         }
         out.push(parent);
     }
+    for i in &mut out {
+        add_link_local(i);
+    }
     out.sort_by_key(|i| i.index);
     out
+}
+
+/// Gives an L3 interface with IPv6 addresses but no link-local one the link-local address of
+/// its MAC (fe80::/64 with the modified EUI-64 identifier, RFC 4862 §5.3), as Linux does.
+fn add_link_local(i: &mut Interface) {
+    let v6 = |a: &crate::config::IpPrefix| a.addr.is_ipv6();
+    if i.mode == RxMode::L3
+        && i.addresses.iter().any(v6)
+        && !i.addresses.iter().any(|a| crate::config::is_link_local(a.addr))
+    {
+        let addr = wire::icmpv6::link_local_from_mac(i.mac);
+        i.addresses.push(crate::config::IpPrefix { addr: addr.into(), len: 64 });
+    }
 }
 
 /// What workers forward with, built from a validated configuration.
@@ -519,7 +535,7 @@ impl Dataplane {
         let (probes, probes_rx) = sync_channel(PROBE_QUEUE);
         let mut probes_rx = Some(probes_rx);
         let now = Instant::now();
-        let neighbors = Neighbors::new(tables.l3.neighbors.iter().map(|(&(i, a), &mac)| (i, a, mac)), now);
+        let neighbors = Neighbors::new(tables.l3.all_neighbors(), now);
         let mut dp = Dataplane {
             sflow: None,
             publisher: TablePublisher::new(tables.clone(), qsbr.clone()),
@@ -613,7 +629,7 @@ impl Dataplane {
         if let Some(sf) = &config.sflow {
             let agent_addr = sf
                 .agent_address
-                .or(config.first_address().map(IpAddr::V4))
+                .or(config.first_address())
                 .expect("validated: sflow.agent-address or an interface address");
             let shared = Arc::new(AgentShared::new());
             let stop = Arc::new(AtomicBool::new(false));
@@ -895,14 +911,8 @@ impl Dataplane {
         let crate::l3::Renumbered { l3, inserts, retired } = self.tables.l3.renumbered(l3, inserts, &mut free);
         let now = Instant::now();
         let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
-        let statics = |c: &Config| -> Vec<(u16, std::net::Ipv4Addr, MacAddr)> {
-            c.neighbors
-                .iter()
-                .filter_map(|n| match n.address {
-                    IpAddr::V4(a) => Some((index[n.interface.as_str()], a, n.mac.0)),
-                    IpAddr::V6(_) => None, // in the tables' static IPv6 neighbors
-                })
-                .collect()
+        let statics = |c: &Config| -> Vec<(u16, IpAddr, MacAddr)> {
+            c.neighbors.iter().map(|n| (index[n.interface.as_str()], n.address, n.mac.0)).collect()
         };
         let old_statics = statics(&self.config);
         self.neighbors.set_statics(statics(&new), now);

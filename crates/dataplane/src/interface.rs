@@ -1,12 +1,12 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
 //! workers read, and the per-worker counters that sFlow's generic/ethernet records need.
 
-use crate::config::Ipv4Prefix;
+use crate::config::{Ipv4Prefix, Ipv6Prefix};
 use crate::counter::Counter;
 use crate::graph::NodeId;
 use crate::stats::counter_set;
 use serde::Serialize;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use wire::MacAddr;
 
 /// Highest interface index + 1. Index 0 is reserved for "unknown" (as in sFlow).
@@ -78,7 +78,8 @@ pub struct Interface {
     pub rx_mode: crate::config::PollMode,
     /// MPLS forwarding is on.
     pub mpls: bool,
-    /// IPv4 and IPv6 addresses (each family is forwarded when there is at least one of it).
+    /// IPv4 and IPv6 addresses (each family is forwarded when there is at least one of it);
+    /// an interface with IPv6 addresses has a link-local one (fe80::/10).
     #[serde(serialize_with = "ser_display_list")]
     pub addresses: Vec<crate::config::IpPrefix>,
     /// For a sub-interface, the index of the physical interface it belongs to.
@@ -157,6 +158,9 @@ pub struct Tables {
     pub vlans: std::collections::HashMap<(u16, u16), u16>,
     /// Every IPv4 interface address: (interface index, address with its prefix length).
     pub addresses: Vec<(u16, Ipv4Prefix)>,
+    /// Every IPv6 interface address, link-local ones included: (interface index, address
+    /// with its prefix length).
+    pub addresses6: Vec<(u16, Ipv6Prefix)>,
 }
 
 impl Tables {
@@ -183,7 +187,55 @@ impl Tables {
         let vlans = interfaces.iter().filter_map(|s| Some(((s.parent?, s.vlan?), s.index))).collect();
         let addresses =
             interfaces.iter().flat_map(|i| i.addresses.iter().filter_map(|a| Some((i.index, a.v4()?)))).collect();
-        Self { ifs, l3, vlans, addresses }
+        let addresses6 =
+            interfaces.iter().flat_map(|i| i.addresses.iter().filter_map(|a| Some((i.index, a.v6()?)))).collect();
+        Self { ifs, l3, vlans, addresses, addresses6 }
+    }
+
+    /// Interface `index`'s IPv6 addresses.
+    fn own6(&self, index: u16) -> impl Iterator<Item = &Ipv6Prefix> + Clone {
+        self.addresses6.iter().filter(move |&&(i, _)| i == index).map(|(_, a)| a)
+    }
+
+    /// True when `addr` is one of interface `index`'s own IPv6 addresses (link-local
+    /// included).
+    pub fn is_own_address6(&self, index: u16, addr: Ipv6Addr) -> bool {
+        self.own6(index).any(|a| a.addr == addr)
+    }
+
+    /// True when `addr` is on interface `index`'s link: link-local, or inside one of its
+    /// IPv6 prefixes.
+    pub fn is_on_link6(&self, index: u16, addr: Ipv6Addr) -> bool {
+        crate::config::is_link_local(addr.into()) || self.own6(index).any(|a| a.contains(addr))
+    }
+
+    /// The address interface `index` speaks IPv6 from toward `peer`: its link-local one
+    /// toward a link-local peer; otherwise the global one whose prefix covers `peer`, else its
+    /// first global one, else its link-local one. `None` when it has no IPv6 address.
+    pub fn source6_toward(&self, index: u16, peer: Ipv6Addr) -> Option<Ipv6Addr> {
+        let link_local = |a: &&Ipv6Prefix| crate::config::is_link_local(a.addr.into());
+        let mut own = self.own6(index);
+        if !crate::config::is_link_local(peer.into()) {
+            let mut global = own.clone().filter(|a| !link_local(a));
+            if let Some(a) = global.clone().find(|a| a.contains(peer)).or_else(|| global.next()) {
+                return Some(a.addr);
+            }
+        }
+        own.find(link_local).map(|a| a.addr)
+    }
+
+    /// The global IPv6 address ICMPv6 errors about packets received on interface `index` come
+    /// from: one of its own, else the first of any interface; `None` when there is none.
+    pub fn global6(&self, index: u16) -> Option<Ipv6Addr> {
+        let global = |a: &&(u16, Ipv6Prefix)| !crate::config::is_link_local(a.1.addr.into());
+        let mut all = self.addresses6.iter().filter(global);
+        all.clone().find(|(i, _)| *i == index).or_else(|| all.next()).map(|(_, a)| a.addr)
+    }
+
+    /// True when `addr` is the subnet-router anycast address (RFC 4291 §2.6.1) of one of the
+    /// configured IPv6 prefixes (/126 and shorter: RFC 6164 leaves /127s without one).
+    pub fn is_subnet_anycast6(&self, addr: Ipv6Addr) -> bool {
+        self.addresses6.iter().any(|(_, p)| p.len <= 126 && p.network() == (6, u128::from(addr)))
     }
 
     /// True when `addr` is one of interface `index`'s own addresses.

@@ -56,8 +56,7 @@ impl LabelStack {
 pub enum Adjacency {
     /// No route: drop (`no-route`). Always adjacency 0, so an empty FIB entry means it too.
     Drop,
-    /// Addressed to one of this router's own addresses: `ip4-local` answers ICMP echo
-    /// requests; IPv6 packets are dropped (`ip6-local`).
+    /// Addressed to one of this router's own addresses: to `ip4-local` or `ip6-local`.
     Local,
     /// A connected subnet: the destination itself is the next hop, resolved per packet in the
     /// neighbor table of its family.
@@ -162,13 +161,13 @@ pub const ADJ_DROP: u32 = 0;
 pub struct L3 {
     /// Adjacencies by index.
     pub adjs: Vec<Adjacency>,
-    /// IPv4 neighbors, static and learned: (interface, address) → MAC.
+    /// IPv4 neighbors, static and learned (ARP): (interface, address) → MAC.
     pub neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
-    /// IPv6 neighbors (static): (interface, address) → MAC.
+    /// IPv6 neighbors, static and learned (ND): (interface, address) → MAC.
     pub neighbors6: HashMap<(u16, Ipv6Addr), MacAddr>,
-    /// Next hops whose resolution failed (no ARP reply): packets toward them get an ICMP
-    /// host unreachable instead of another ARP request.
-    pub unreachable: HashSet<(u16, Ipv4Addr)>,
+    /// Next hops whose resolution failed (no ARP reply, no advertisement): packets toward
+    /// them get an ICMP host (ICMPv6 address) unreachable instead of another request.
+    pub unreachable: HashSet<(u16, IpAddr)>,
     /// Label value → index into `label_entries` + 1 (0 = no entry). Shared between
     /// snapshots (it changes only with the configuration).
     pub labels: LabelTable,
@@ -187,15 +186,22 @@ impl L3 {
 }
 
 impl L3 {
-    /// These tables with `neighbors` as the neighbor table and `unreachable` as the failed
-    /// next hops: every next-hop adjacency's rewrite follows them.
+    /// These tables with `neighbors` (both families) as the neighbor tables and
+    /// `unreachable` as the failed next hops: every next-hop adjacency's rewrite follows
+    /// them.
     pub fn with_neighbors(
         &self,
         interfaces: &[Interface],
-        neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
-        unreachable: HashSet<(u16, Ipv4Addr)>,
+        neighbors: HashMap<(u16, IpAddr), MacAddr>,
+        unreachable: HashSet<(u16, IpAddr)>,
     ) -> L3 {
-        let mut l3 = L3 { neighbors, unreachable, ..self.clone() };
+        let mut l3 = L3 { neighbors: HashMap::new(), neighbors6: HashMap::new(), unreachable, ..self.clone() };
+        for ((i, a), mac) in neighbors {
+            match a {
+                IpAddr::V4(a) => l3.neighbors.insert((i, a), mac),
+                IpAddr::V6(a) => l3.neighbors6.insert((i, a), mac),
+            };
+        }
         for k in 0..l3.adjs.len() {
             if let Adjacency::Via { tx_if, next_hop, .. } = l3.adjs[k] {
                 let new = l3.rewrite_to(interfaces, tx_if, next_hop);
@@ -205,6 +211,12 @@ impl L3 {
             }
         }
         l3
+    }
+
+    /// Every neighbor with a MAC, both families: (interface, address, MAC).
+    pub fn all_neighbors(&self) -> impl Iterator<Item = (u16, IpAddr, MacAddr)> + '_ {
+        let v4 = self.neighbors.iter().map(|(&(i, a), &m)| (i, IpAddr::V4(a), m));
+        v4.chain(self.neighbors6.iter().map(|(&(i, a), &m)| (i, IpAddr::V6(a), m)))
     }
 
     /// The MAC of neighbor `addr` on `tx_if`, if known.
@@ -249,7 +261,9 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
     };
     for i in interfaces {
         let tx_if = i.index;
-        for a in &i.addresses {
+        // Link-local addresses are the same prefix on every link: never in the FIB
+        // (`ip6-lookup` finds its own ones per input interface).
+        for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
             l3.adjs.push(Adjacency::Glean { tx_if });
             inserts.push((a.addr, a.len, Some(l3.adjs.len() as u32 - 1)));
             inserts.push((a.addr, if a.addr.is_ipv4() { 32 } else { 128 }, Some(1)));

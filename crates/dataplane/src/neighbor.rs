@@ -1,37 +1,48 @@
-//! The IPv4 neighbor (ARP) table as the main thread keeps it.
+//! The neighbor table (ARP for IPv4, neighbor discovery for IPv6) as the main thread keeps it.
 //!
 //! Static entries come from the configuration and always win. Learned entries come from the
-//! workers' ARP events ([`crate::punt::Event`]): an ARP packet addressed to us creates or
-//! refreshes one; any other ARP packet only updates an entry that exists (RFC 826). A learned
-//! entry is `reachable` for [`REACHABLE`] after its last confirmation, then `stale`: it is
-//! still used, and probed (a unicast ARP request) every [`PROBE_EVERY`]; after
-//! [`MAX_PROBES`] probes without an answer it is removed.
+//! workers' events ([`crate::punt::Event`]), with the states of RFC 4861 §7.3.2 for both
+//! families:
+//! - an ARP packet addressed to us or a solicited neighbor advertisement confirms a neighbor:
+//!   its entry is created or refreshed `reachable`;
+//! - a neighbor solicitation with the sender's link-layer address creates the entry `stale`;
+//!   one overheard (ARP not for us, an unsolicited advertisement) only updates an entry that
+//!   exists; either makes it `stale` when the MAC changed;
+//! - a `reachable` entry not confirmed for [`REACHABLE`] goes `stale`. vecflow forwards to
+//!   every neighbor it has (it cannot see which ones traffic uses without a cost per packet),
+//!   so a stale entry is taken as in use: at the next ageing pass it enters `delay`, and
+//!   [`DELAY`] later `probe`: a unicast ARP request or solicitation every [`PROBE_EVERY`];
+//!   after [`MAX_PROBES`] unanswered it is removed. Throughout, the MAC is used.
 //!
 //! When a packet misses, a worker drops it (`no-neighbor`, as VPP does: no packet is held)
-//! and sends an ARP request; it reports the resolution, which is `incomplete` here until
-//! answered. An incomplete entry still unanswered after [`RESOLVE_TIMEOUT`] is `failed`:
-//! packets toward it get ICMP host unreachable instead of more ARP requests, until the entry
-//! is dropped [`FAILED_HOLD`] later and resolution starts over.
+//! and sends an ARP request or a multicast solicitation; it reports the resolution, which is
+//! `incomplete` here until answered. An incomplete entry still unanswered after
+//! [`RESOLVE_TIMEOUT`] is `failed`: packets toward it get an ICMP host (ICMPv6 address)
+//! unreachable instead of more requests, until the entry is dropped [`FAILED_HOLD`] later and
+//! resolution starts over.
 
-use crate::punt::{Event, Probe};
+use crate::punt::{Event, Learn, Probe};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 use wire::MacAddr;
 
-/// How long a confirmed entry is reachable.
+/// How long a confirmed entry is reachable (RFC 4861's REACHABLE_TIME).
 pub const REACHABLE: Duration = Duration::from_secs(30);
-/// Gap between refresh probes of a stale entry.
-pub const PROBE_EVERY: Duration = Duration::from_secs(5);
-/// Unanswered probes after which a stale entry is removed.
+/// How long a stale entry in use waits for a confirmation before probing
+/// (DELAY_FIRST_PROBE_TIME).
+pub const DELAY: Duration = Duration::from_secs(5);
+/// Gap between two probes of an entry (RETRANS_TIMER).
+pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+/// Unanswered probes after which an entry is removed (MAX_UNICAST_SOLICIT).
 pub const MAX_PROBES: u8 = 3;
 /// How long a resolution may stay unanswered before it fails.
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long a failed resolution answers with host unreachable before it is tried again.
+/// How long a failed resolution answers with unreachables before it is tried again.
 pub const FAILED_HOLD: Duration = Duration::from_secs(10);
-/// Entries besides the static ones, at most: a host flooding ARP or a scan of a large
-/// connected subnet cannot grow the table (or the snapshots) without bound.
+/// Entries besides the static ones, at most: a host flooding ARP or ND, or a scan of a large
+/// connected subnet, cannot grow the table (or the snapshots) without bound.
 pub const MAX_DYNAMIC: usize = 16384;
 
 /// The state of a neighbor entry (the names `show ip neighbors` prints).
@@ -42,11 +53,15 @@ pub enum State {
     Static,
     /// Confirmed within [`REACHABLE`].
     Reachable,
-    /// Not confirmed lately: used, and being probed.
+    /// Not confirmed lately, or learned unconfirmed: used, to be verified.
     Stale,
-    /// An ARP request is out, no answer yet.
+    /// Stale and in use: waiting [`DELAY`] for a confirmation before probing.
+    Delay,
+    /// Being probed with unicast requests.
+    Probe,
+    /// A request is out, no answer yet.
     Incomplete,
-    /// No answer: packets toward it get ICMP host unreachable.
+    /// No answer: packets toward it get an unreachable.
     Failed,
 }
 
@@ -57,6 +72,8 @@ impl State {
             State::Static => "static",
             State::Reachable => "reachable",
             State::Stale => "stale",
+            State::Delay => "delay",
+            State::Probe => "probe",
             State::Incomplete => "incomplete",
             State::Failed => "failed",
         }
@@ -67,74 +84,87 @@ impl State {
 struct Entry {
     mac: Option<MacAddr>,
     state: State,
-    /// Last confirmation (learned entries), or when resolution started or failed.
+    /// When it entered its state (for `reachable`: its last confirmation).
     since: Instant,
     probes: u8,
     last_probe: Instant,
 }
 
-/// One row of `show ip neighbors`.
+impl Entry {
+    fn new(mac: Option<MacAddr>, state: State, now: Instant) -> Self {
+        Entry { mac, state, since: now, probes: 0, last_probe: now }
+    }
+}
+
+/// One row of `show ip neighbors` / `show ip6 neighbors`.
 #[derive(Debug, Clone, Serialize)]
 pub struct NeighborRow {
     /// Interface index.
     pub interface: u16,
-    /// IPv4 address.
-    pub address: Ipv4Addr,
+    /// IPv4 or IPv6 address.
+    pub address: IpAddr,
     /// MAC, if known.
     pub mac: Option<String>,
     /// State.
     pub state: State,
-    /// Seconds since it was last confirmed (or resolution started); 0 for static entries.
+    /// Seconds in its state (since the last confirmation when reachable); 0 for static
+    /// entries.
     pub age: f64,
 }
 
-/// The main thread's neighbor table.
+/// The main thread's neighbor table, both families.
 #[derive(Debug, Default)]
 pub struct Neighbors {
-    entries: BTreeMap<(u16, Ipv4Addr), Entry>,
+    entries: BTreeMap<(u16, IpAddr), Entry>,
     /// Entries that are not static.
     dynamic: usize,
 }
 
 impl Neighbors {
     /// A table holding the static entries `(interface, address, mac)`.
-    pub fn new(statics: impl IntoIterator<Item = (u16, Ipv4Addr, MacAddr)>, now: Instant) -> Self {
-        let entries = statics
-            .into_iter()
-            .map(|(i, a, mac)| {
-                ((i, a), Entry { mac: Some(mac), state: State::Static, since: now, probes: 0, last_probe: now })
-            })
-            .collect();
+    pub fn new(statics: impl IntoIterator<Item = (u16, IpAddr, MacAddr)>, now: Instant) -> Self {
+        let entries =
+            statics.into_iter().map(|(i, a, mac)| ((i, a), Entry::new(Some(mac), State::Static, now))).collect();
         Neighbors { entries, dynamic: 0 }
+    }
+
+    /// Adds a dynamic entry unless the table is full; true when added.
+    fn insert(&mut self, key: (u16, IpAddr), e: Entry) -> bool {
+        if self.dynamic >= MAX_DYNAMIC {
+            return false;
+        }
+        self.entries.insert(key, e);
+        self.dynamic += 1;
+        true
     }
 
     /// Applies a worker's event; true when what workers forward with changed.
     pub fn on_event(&mut self, event: Event, now: Instant) -> bool {
         match event {
-            Event::Learned { interface, address, mac, solicited } => {
+            Event::Learned { interface, address, mac, how } => {
                 let key = (interface, address);
-                match self.entries.get_mut(&key) {
-                    Some(e) if e.state == State::Static => false,
-                    Some(e) => {
+                match (self.entries.get_mut(&key), how) {
+                    (Some(e), _) if e.state == State::Static => false,
+                    (Some(e), Learn::Confirmed) => {
                         let changed = e.mac != Some(mac) || e.state == State::Failed;
-                        *e = Entry { mac: Some(mac), state: State::Reachable, since: now, probes: 0, last_probe: now };
+                        *e = Entry::new(Some(mac), State::Reachable, now);
                         changed
                     }
-                    None if solicited && self.dynamic < MAX_DYNAMIC => {
-                        let e =
-                            Entry { mac: Some(mac), state: State::Reachable, since: now, probes: 0, last_probe: now };
-                        self.entries.insert(key, e);
-                        self.dynamic += 1;
-                        true
+                    (Some(e), Learn::Claimed | Learn::Overheard) => {
+                        let changed = e.mac != Some(mac);
+                        if changed {
+                            *e = Entry::new(Some(mac), State::Stale, now);
+                        }
+                        changed
                     }
-                    None => false,
+                    (None, Learn::Confirmed) => self.insert(key, Entry::new(Some(mac), State::Reachable, now)),
+                    (None, Learn::Claimed) => self.insert(key, Entry::new(Some(mac), State::Stale, now)),
+                    (None, Learn::Overheard) => false,
                 }
             }
             Event::Resolving { interface, address } => {
-                if self.dynamic < MAX_DYNAMIC && !self.entries.contains_key(&(interface, address)) {
-                    let e = Entry { mac: None, state: State::Incomplete, since: now, probes: 0, last_probe: now };
-                    self.entries.insert((interface, address), e);
-                    self.dynamic += 1;
+                if !self.entries.contains_key(&(interface, address)) {
+                    self.insert((interface, address), Entry::new(None, State::Incomplete, now));
                 }
                 false
             }
@@ -151,33 +181,36 @@ impl Neighbors {
         self.entries.retain(|&(interface, address), e| {
             let age = now.saturating_duration_since(e.since);
             match e.state {
-                State::Static => true,
-                State::Reachable | State::Stale if age < REACHABLE => true,
-                State::Reachable | State::Stale => {
-                    e.state = State::Stale;
-                    if e.probes >= MAX_PROBES && now.saturating_duration_since(e.last_probe) >= PROBE_EVERY {
-                        changed = true;
-                        return false;
-                    }
-                    if e.probes == 0 || now.saturating_duration_since(e.last_probe) >= PROBE_EVERY {
-                        e.probes += 1;
-                        e.last_probe = now;
-                        probes.push(Probe { interface, address, mac: e.mac });
-                    }
-                    true
+                State::Static | State::Incomplete => {}
+                State::Reachable if age >= REACHABLE => *e = Entry::new(e.mac, State::Stale, now),
+                State::Reachable => {}
+                State::Stale => *e = Entry::new(e.mac, State::Delay, now),
+                State::Delay if age >= DELAY => {
+                    *e = Entry { state: State::Probe, probes: 1, last_probe: now, ..*e };
+                    probes.push(Probe { interface, address, mac: e.mac });
                 }
-                State::Incomplete if age >= RESOLVE_TIMEOUT => {
-                    *e = Entry { state: State::Failed, since: now, ..*e };
+                State::Delay => {}
+                State::Probe if now.saturating_duration_since(e.last_probe) < PROBE_EVERY => {}
+                State::Probe if e.probes >= MAX_PROBES => {
                     changed = true;
-                    true
+                    return false;
                 }
-                State::Incomplete => true,
+                State::Probe => {
+                    e.probes += 1;
+                    e.last_probe = now;
+                    probes.push(Probe { interface, address, mac: e.mac });
+                }
                 State::Failed if age >= FAILED_HOLD => {
                     changed = true;
-                    false
+                    return false;
                 }
-                State::Failed => true,
+                State::Failed => {}
             }
+            if e.state == State::Incomplete && age >= RESOLVE_TIMEOUT {
+                *e = Entry::new(None, State::Failed, now);
+                changed = true;
+            }
+            true
         });
         self.dynamic -= before - self.entries.len(); // only dynamic entries are ever removed
         (changed, probes)
@@ -185,27 +218,26 @@ impl Neighbors {
 
     /// Replaces the static entries with `statics` (interface, address, MAC); a static entry
     /// takes the place of a learned one for the same address.
-    pub fn set_statics(&mut self, statics: impl IntoIterator<Item = (u16, Ipv4Addr, MacAddr)>, now: Instant) {
+    pub fn set_statics(&mut self, statics: impl IntoIterator<Item = (u16, IpAddr, MacAddr)>, now: Instant) {
         self.entries.retain(|_, e| e.state != State::Static);
         for (i, a, mac) in statics {
-            let static_entry = Entry { mac: Some(mac), state: State::Static, since: now, probes: 0, last_probe: now };
-            if self.entries.insert((i, a), static_entry).is_some() {
+            if self.entries.insert((i, a), Entry::new(Some(mac), State::Static, now)).is_some() {
                 self.dynamic -= 1;
             }
         }
     }
 
     /// The MACs workers forward with: every entry that has one.
-    pub fn macs(&self) -> HashMap<(u16, Ipv4Addr), MacAddr> {
+    pub fn macs(&self) -> HashMap<(u16, IpAddr), MacAddr> {
         self.entries.iter().filter_map(|(&k, e)| Some((k, e.mac?))).collect()
     }
 
     /// The next hops whose resolution failed.
-    pub fn failed(&self) -> HashSet<(u16, Ipv4Addr)> {
+    pub fn failed(&self) -> HashSet<(u16, IpAddr)> {
         self.entries.iter().filter(|(_, e)| e.state == State::Failed).map(|(&k, _)| k).collect()
     }
 
-    /// The table for `show ip neighbors`, at `now`.
+    /// The table for `show ip neighbors` and `show ip6 neighbors`, at `now`.
     pub fn rows(&self, now: Instant) -> Vec<NeighborRow> {
         self.entries
             .iter()
@@ -223,41 +255,72 @@ impl Neighbors {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
-    const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+    const A: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
     const M: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
 
-    fn learned(solicited: bool) -> Event {
-        Event::Learned { interface: 1, address: A, mac: M, solicited }
+    fn learned(how: Learn) -> Event {
+        Event::Learned { interface: 1, address: A, mac: M, how }
+    }
+
+    fn state(n: &Neighbors, at: Instant) -> State {
+        n.rows(at)[0].state
     }
 
     #[test]
     fn learn_only_when_addressed_to_us_and_statics_win() {
         let t = Instant::now();
         let mut n = Neighbors::new([(2, A, MacAddr([9; 6]))], t);
-        assert!(!n.on_event(learned(false), t), "gratuitous ARP of an unknown host: not learned");
-        assert!(n.on_event(learned(true), t));
-        assert!(!n.on_event(learned(false), t), "same MAC: refreshed, no change for workers");
-        assert!(!n.on_event(Event::Learned { interface: 2, address: A, mac: M, solicited: true }, t));
+        assert!(!n.on_event(learned(Learn::Overheard), t), "gratuitous ARP of an unknown host: not learned");
+        assert!(n.on_event(learned(Learn::Confirmed), t));
+        assert!(!n.on_event(learned(Learn::Overheard), t), "same MAC: no change for workers");
+        let other_if = Event::Learned { interface: 2, address: A, mac: M, how: Learn::Confirmed };
+        assert!(!n.on_event(other_if, t));
         assert_eq!(n.macs()[&(2, A)], MacAddr([9; 6]), "static entry kept");
         assert_eq!(n.macs()[&(1, A)], M);
     }
 
     #[test]
-    fn entries_go_stale_get_probed_and_are_removed_unanswered() {
+    fn a_solicitation_creates_a_stale_entry_and_a_new_mac_makes_it_stale() {
+        let t = Instant::now();
+        let b: IpAddr = "2001:db8::2".parse().unwrap();
+        let mut n = Neighbors::new([], t);
+        let claim = |mac| Event::Learned { interface: 1, address: b, mac, how: Learn::Claimed };
+        assert!(n.on_event(claim(M), t));
+        assert_eq!((state(&n, t), n.macs()[&(1, b)]), (State::Stale, M));
+        let confirm = Event::Learned { interface: 1, address: b, mac: M, how: Learn::Confirmed };
+        assert!(!n.on_event(confirm, t), "same MAC");
+        assert_eq!(state(&n, t), State::Reachable);
+        assert!(!n.on_event(claim(M), t), "the same MAC again: still reachable");
+        assert_eq!(state(&n, t), State::Reachable);
+        assert!(n.on_event(claim(MacAddr([2, 0, 0, 0, 0, 7])), t), "moved");
+        assert_eq!(state(&n, t), State::Stale);
+    }
+
+    #[test]
+    fn entries_go_stale_delay_get_probed_and_are_removed_unanswered() {
         let t = Instant::now();
         let mut n = Neighbors::new([], t);
-        n.on_event(learned(true), t);
+        n.on_event(learned(Learn::Confirmed), t);
         assert_eq!(n.age(t + REACHABLE / 2), (false, vec![]));
-        let (changed, probes) = n.age(t + REACHABLE);
+        let mut at = t + REACHABLE;
+        assert_eq!(n.age(at), (false, vec![]));
+        assert_eq!(state(&n, at), State::Stale);
+        assert_eq!(n.age(at), (false, vec![]));
+        assert_eq!(state(&n, at), State::Delay, "in use: delay at the next pass");
+        assert_eq!(n.age(at + DELAY / 2), (false, vec![]));
+        at += DELAY;
+        let (changed, probes) = n.age(at);
         assert!(!changed);
         assert_eq!(probes, vec![Probe { interface: 1, address: A, mac: Some(M) }]);
-        assert_eq!(n.rows(t + REACHABLE)[0].state, State::Stale);
-        let mut at = t + REACHABLE;
+        assert_eq!(state(&n, at), State::Probe);
+        assert!(n.age(at + PROBE_EVERY / 2).1.is_empty(), "one probe per PROBE_EVERY");
         for _ in 1..MAX_PROBES {
             at += PROBE_EVERY;
             assert_eq!(n.age(at).1.len(), 1);
         }
+        assert!(n.macs().contains_key(&(1, A)), "used while probed");
         at += PROBE_EVERY;
         assert_eq!(n.age(at), (true, vec![]), "removed after the last probe went unanswered");
         assert!(n.macs().is_empty());
@@ -267,11 +330,14 @@ mod tests {
     fn a_probe_answer_makes_it_reachable_again() {
         let t = Instant::now();
         let mut n = Neighbors::new([], t);
-        n.on_event(learned(true), t);
+        n.on_event(learned(Learn::Confirmed), t);
         n.age(t + REACHABLE);
-        n.on_event(learned(true), t + REACHABLE);
-        assert_eq!(n.rows(t + REACHABLE)[0].state, State::Reachable);
-        assert!(n.age(t + REACHABLE + PROBE_EVERY * 4).1.is_empty());
+        n.age(t + REACHABLE);
+        n.age(t + REACHABLE + DELAY);
+        let at = t + REACHABLE + DELAY;
+        n.on_event(learned(Learn::Confirmed), at);
+        assert_eq!(state(&n, at), State::Reachable);
+        assert!(n.age(at + PROBE_EVERY * 4).1.is_empty());
     }
 
     #[test]
@@ -279,14 +345,14 @@ mod tests {
         let t = Instant::now();
         let mut n = Neighbors::new([], t);
         for k in 0..MAX_DYNAMIC as u32 + 10 {
-            n.on_event(Event::Resolving { interface: 1, address: Ipv4Addr::from(k) }, t);
+            n.on_event(Event::Resolving { interface: 1, address: IpAddr::V4(Ipv4Addr::from(k)) }, t);
         }
-        assert!(!n.on_event(learned(true), t), "full: not learned");
+        assert!(!n.on_event(learned(Learn::Confirmed), t), "full: not learned");
         assert_eq!(n.rows(t).len(), MAX_DYNAMIC);
         n.age(t + RESOLVE_TIMEOUT + FAILED_HOLD); // failed
         n.age(t + RESOLVE_TIMEOUT + FAILED_HOLD * 3); // and expired
         assert!(n.rows(t).is_empty());
-        assert!(n.on_event(learned(true), t), "room again");
+        assert!(n.on_event(learned(Learn::Confirmed), t), "room again");
     }
 
     #[test]
@@ -302,7 +368,7 @@ mod tests {
         // An answer while failed clears it at once.
         n.on_event(Event::Resolving { interface: 1, address: A }, t);
         n.age(t + RESOLVE_TIMEOUT);
-        assert!(n.on_event(learned(false), t + RESOLVE_TIMEOUT));
+        assert!(n.on_event(learned(Learn::Overheard), t + RESOLVE_TIMEOUT));
         assert!(n.failed().is_empty());
     }
 }

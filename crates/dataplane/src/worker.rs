@@ -9,7 +9,7 @@
 //!   then sleeps as in interrupt mode.
 //!
 //! A sleep lasts at most [`WAIT_MAX_MS`], so the worker still sees its stop flag, table
-//! updates and ARP probes to send; while asleep it is offline for QSBR (never waited for).
+//! updates and ARP and ND probes to send; while asleep it is offline for QSBR (never waited for).
 //! Generator and capture queues are always ready: a worker with one sleeps 50 µs after an
 //! empty round (a paced replay). A worker never blocks on a lock, never allocates after
 //! start-up and makes no per-packet system call.
@@ -19,7 +19,7 @@ use crate::drivers::RxPort;
 use crate::drivers::af_packet::TxSockets;
 use crate::drivers::pcap::PcapSinks;
 use crate::fib::Fibs;
-use crate::graph::{Graph, NodeId, Outbox, WorkerCounters};
+use crate::graph::{Graph, NodeId, WorkerCounters};
 use crate::interface::Tables;
 use crate::punt::Punt;
 use crate::qsbr::QsbrReader;
@@ -137,17 +137,10 @@ pub fn pin_current_thread(core: u16) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Sends the ARP probes the main thread asked for and runs them out; true when there were any.
+/// Sends the ARP and ND probes the main thread asked for and runs them out; true when there
+/// were any.
 fn send_probes(g: &mut Graph) -> bool {
-    let mut out = Outbox::new(NodeId::InterfaceOutput);
-    let mut any = false;
-    while let Some(p) = g.punt.next_probe() {
-        if let Some(r) = crate::nodes::ip4_arp::request(g, p.interface, p.address, p.mac) {
-            out.push(g, r);
-            any = true;
-        }
-    }
-    out.finish(g);
+    let any = crate::nodes::send_probes(g);
     if any {
         g.run(tsc::now());
         if let Some(sf) = &mut g.sflow {

@@ -5,7 +5,7 @@ mod common;
 use common::{drive, stats};
 use dataplane::errors::DropReason;
 use dataplane::graph::{Graph, NodeId};
-use dataplane::punt::{Event, Punt};
+use dataplane::punt::{Event, Learn, Punt};
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
 use wire::{Ipv4Packet, MacAddr, checksum};
@@ -68,11 +68,10 @@ fn arp_requests_for_our_address_are_answered_and_their_senders_learned() {
     };
     assert_eq!(reply, want);
     let learned: Vec<Event> = events.try_iter().collect();
-    let host =
-        |solicited| Event::Learned { interface: 3, address: Ipv4Addr::new(192, 168, 7, 8), mac: HOST, solicited };
+    let host = |how| Event::Learned { interface: 3, address: Ipv4Addr::new(192, 168, 7, 8).into(), mac: HOST, how };
     assert_eq!(
         learned,
-        [host(true), host(false), host(true)],
+        [host(Learn::Confirmed), host(Learn::Overheard), host(Learn::Confirmed)],
         "the request for us and the reply create; the other only updates"
     );
     let e = |r: DropReason| g.counters.error(3, r).get();

@@ -141,7 +141,7 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
         ),
         (
             "sflow: {}\ninterfaces: {p0: {l2xc: p1}, p1: {l2xc: p0}}",
-            "sflow.agent-address: (none) is not allowed; allowed: this router's address in datagrams; required when no interface has an IPv4 address",
+            "sflow.agent-address: (none) is not allowed; allowed: this router's address in datagrams; required when no interface has an IPv4 or a global IPv6 address",
         ),
         (
             "interfaces: {p0: {driver: pcap}}",

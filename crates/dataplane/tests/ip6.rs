@@ -102,10 +102,32 @@ fn glean_resolves_connected_hosts_from_static_neighbors() {
             frame("2001:db8:16::1", "2001:db8:30::1", 64),
         ],
     );
-    assert_eq!(out.len(), 1);
-    assert_eq!((out[0].0, out[0].1), (3, 64));
-    assert_eq!(&out[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
+    let (forwarded, solicitations): (Vec<_>, Vec<_>) = out.iter().partition(|(_, _, f)| f[14 + 6] == 17);
+    assert_eq!(forwarded.len(), 1);
+    assert_eq!((forwarded[0].0, forwarded[0].1), (3, 64));
+    assert_eq!(&forwarded[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
     assert_eq!(drops(&g, 1, DropReason::Ip6NoNeighbor), 2, ":9 has no neighbor, nor has 30::/48's next hop :99");
+    // Each miss sends a neighbor solicitation out of lan to the target's solicited-node group.
+    let targets: Vec<_> = solicitations
+        .iter()
+        .map(|(tx_if, _, f)| {
+            let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+            assert_eq!((*tx_if, f[54], ip.hop_limit(), ip.src()), (3, 135, 255, a("2001:db8:7::1")));
+            let ns = wire::icmpv6::NeighborMessage::parse(&f[54..]).unwrap();
+            assert_eq!(
+                ns.link_addr,
+                Some(wire::MacAddr([2, 0xfe, 0, 0, 0, 3])),
+                "lan's MAC as source link-layer address"
+            );
+            assert_eq!(wire::icmpv6::checksum(ip.src(), ip.dst(), &f[54..]), 0);
+            assert_eq!(
+                (ip.dst(), &f[..6]),
+                (wire::icmpv6::solicited_node(ns.target), &wire::icmpv6::multicast_mac(ip.dst()).0[..])
+            );
+            ns.target
+        })
+        .collect();
+    assert_eq!(targets, [a("2001:db8:7::9"), a("2001:db8:7::99")]);
     assert_eq!(stats(&g, 3).out_discards, 2, "no-neighbor is charged to the output interface");
 }
 
@@ -167,7 +189,14 @@ fn malformed_unroutable_and_never_forwarded_packets_are_dropped_under_their_reas
         .collect();
     let mut g = graph();
     let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
-    assert_eq!(sent.len(), 2, "the good packet and the one of exactly the MTU");
+    let (forwarded, errors): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 6] == 17);
+    assert_eq!(forwarded.len(), 2, "the good packet and the one of exactly the MTU");
+    // ICMPv6 errors back to the source, out of port0: two time exceeded, a no route, a
+    // packet too big with port1's MTU.
+    let mut kinds: Vec<_> = errors.iter().map(|(tx_if, _, f)| (*tx_if, f[54], f[55], &f[58..62])).collect();
+    kinds.sort();
+    let mtu = &1500u32.to_be_bytes()[..];
+    assert_eq!(kinds, [(1, 1, 0, &[0; 4][..]), (1, 2, 0, mtu), (1, 3, 0, &[0; 4][..]), (1, 3, 0, &[0; 4][..])]);
     for (_, r) in &cases {
         let want = cases.iter().filter(|(_, x)| x == r).count() as u64;
         assert_eq!(drops(&g, 1, *r), want, "{}", r.name());

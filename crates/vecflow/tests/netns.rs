@@ -21,6 +21,11 @@
 //! here have no 802.1Q module) on VLANs 10 and 20, routed between vecflow's sub-interfaces.
 //! The veths have two queues each; AF_XDP ports receive from both, and the AF_XDP labs also
 //! run their workers in `interrupt` and `adaptive` rx modes.
+//! The IPv6 lab does the same in IPv6 with every neighbor learned by neighbor discovery: ping
+//! both ways and to vecflow's global and link-local addresses, a hop-limit-1 probe answered
+//! with time exceeded, packet too big taken by the host's PMTUD, no route and address
+//! unreachable, TCP iperf3 across the smaller MTU, `show ip6 neighbors`, and sFlow samples
+//! with an IPv6 extended_router.
 //! Needs root, `ip`, `ping`, `ethtool`, `iperf3` and `python3` (`./test.sh` installs them);
 //! everything it creates has names unique to the run and is removed when it ends.
 
@@ -60,6 +65,13 @@ impl Lab {
     /// The namespaces and veths (B's with MTU `mtu_b`), offloads and IPv6 off, links up; no
     /// addresses.
     fn new(mtu_b: &str) -> Lab {
+        Lab::with_ipv6(mtu_b, false)
+    }
+
+    /// As [`Lab::new`], with IPv6 on the hosts' ends when `ipv6` (duplicate address detection
+    /// off, so that addresses work at once). The router's ends never have it: vecflow, not
+    /// the kernel, answers there.
+    fn with_ipv6(mtu_b: &str, ipv6: bool) -> Lab {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
         let tag = format!("{:04x}", (std::process::id() ^ nanos) as u16);
         let lab = Lab { a: format!("vfa{tag}"), b: format!("vfb{tag}"), r: format!("vfr{tag}"), tag };
@@ -82,7 +94,14 @@ impl Lab {
                     "ip",
                     &["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off"],
                 );
-                must("ip", &["netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{dev}.disable_ipv6=1")]);
+                let host_ipv6 = ipv6 && ns == host;
+                let sysctl = |key: &str, value: &str| {
+                    must("ip", &["netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{dev}.{key}={value}")]);
+                };
+                sysctl("disable_ipv6", if host_ipv6 { "0" } else { "1" });
+                if host_ipv6 {
+                    sysctl("accept_dad", "0");
+                }
                 must("ip", &["-n", ns, "link", "set", dev, "mtu", mtu, "up"]);
             }
         }
@@ -123,6 +142,27 @@ impl Lab {
         );
         let started = wait_for_log(&log, "running");
         (vecflow, started)
+    }
+
+    /// The routed labs' configuration: two workers, `wa` (index 1) on veth A's router end and
+    /// `wb` (index 2) on B's, each with its driver and the rest of its settings (`wa`, `wb`),
+    /// both sampled at 1:10 and polled every second for a collector on `port`.
+    fn router_yaml(&self, wa: (Port, &str), wb: (Port, &str), port: u16) -> String {
+        format!(
+            "workers: {{count: 2}}
+metrics: {{enabled: false}}
+interfaces:
+  wa: {{index: 1, {}, host-interface: {}, mac: '02:fe:00:00:00:01', sflow: {{}}, {}}}
+  wb: {{index: 2, {}, host-interface: {}, mac: '02:fe:00:00:00:02', sflow: {{}}, {}}}
+sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
+",
+            wa.0.yaml(2, "polling"),
+            self.veth("a", 1),
+            wa.1,
+            wb.0.yaml(1, "adaptive"),
+            self.veth("b", 1),
+            wb.1,
+        )
     }
 
     /// Stops vecflow with SIGTERM, checks it exited 0, and returns what it printed at exit.
@@ -282,6 +322,19 @@ fn send_tagged_arp(ns: &str, dev: &str, vid: u16, sender: [u8; 4], target: [u8; 
     .unwrap();
 }
 
+/// `vecflow ctl` on the API socket in `dir` with `args`; its output (panics when it fails).
+fn ctl(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(dir.join("api.sock"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Waits up to 10 s for `needle` in the file at `path`.
 fn wait_for_log(path: &Path, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -355,20 +408,10 @@ fn ipv4_lab(pa: Port, pb: Port) {
     let dir = tempfile::tempdir().unwrap();
     let (vecflow, started) = lab.start_vecflow(
         dir.path(),
-        &format!(
-            "workers: {{count: 2}}
-metrics: {{enabled: false}}
-interfaces:
-  wa: {{index: 1, {}, host-interface: {}, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {{}},
-    sub-interfaces: {{100: {{encapsulation: {{dot1q: 100}}, addresses: [10.0.100.1/24]}}}}}}
-  wb: {{index: 2, {}, host-interface: {}, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {{}}}}
-sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0.1, port: {}}}]}}
-",
-            pa.yaml(2, "polling"),
-            lab.veth("a", 1),
-            pb.yaml(1, "adaptive"),
-            lab.veth("b", 1),
-            collector.port
+        &lab.router_yaml(
+            (pa, "addresses: [10.0.1.1/24], sub-interfaces: {100: {encapsulation: {dot1q: 100}, addresses: [10.0.100.1/24]}}"),
+            (pb, "addresses: [10.0.2.1/24]"),
+            collector.port,
         ),
     );
     if [pa, pb].contains(&Port::AfXdp) {
@@ -499,6 +542,140 @@ sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0
     }
 }
 
+#[test]
+fn ipv6_end_to_end_through_namespaces() {
+    ipv6_lab(Port::AfPacket, Port::AfPacket);
+}
+
+#[test]
+fn ipv6_end_to_end_with_af_xdp() {
+    ipv6_lab(Port::AfXdp, Port::AfPacket);
+}
+
+/// The routed lab in IPv6, with vecflow's ports `wa` and `wb` on drivers `pa` and `pb`:
+///
+/// ```text
+///  ns A: 2001:db8:1::2/64 ── wa 2001:db8:1::1/64, fe80::fe:ff:fe00:1 (EUI-64) ┐
+///        default via fe80::fe:ff:fe00:1                                        vecflow
+///  ns B: 2001:db8:2::2/64 ── wb 2001:db8:2::1/64 (MTU 1400)                  ┘
+///        default via 2001:db8:2::1
+/// ```
+///
+/// No static neighbors anywhere: every MAC is learned by neighbor discovery, both ways.
+fn ipv6_lab(pa: Port, pb: Port) {
+    if !can_run() {
+        return;
+    }
+    let lab = Lab::with_ipv6("1400", true);
+    let (dev_a, dev_b) = (lab.veth("a", 0), lab.veth("b", 0));
+    let router_ll = "fe80::fe:ff:fe00:1"; // from wa's MAC 02:fe:00:00:00:01
+    for (ns, dev, addr, via) in
+        [(&lab.a, &dev_a, "2001:db8:1::2/64", router_ll), (&lab.b, &dev_b, "2001:db8:2::2/64", "2001:db8:2::1")]
+    {
+        must("ip", &["-n", ns, "-6", "addr", "add", addr, "dev", dev, "nodad"]);
+        must("ip", &["-n", ns, "-6", "route", "add", "default", "via", via, "dev", dev]);
+    }
+    let collector = Collector::start(&lab.r);
+    let dir = tempfile::tempdir().unwrap();
+    let (vecflow, _) = lab.start_vecflow(
+        dir.path(),
+        &lab.router_yaml(
+            (pa, "addresses: ['2001:db8:1::1/64']"),
+            (pb, "addresses: ['2001:db8:2::1/64']"),
+            collector.port,
+        ),
+    );
+    let ctl = |args: &[&str]| ctl(dir.path(), args);
+    let interfaces = ctl(&["show", "interface", "address"]);
+    assert!(interfaces.contains(router_ll), "wa has its EUI-64 link-local address:\n{interfaces}");
+
+    // The first packet toward a host vecflow has not resolved yet is dropped while it
+    // solicits (no-neighbor, as for ARP); after that, nothing is lost.
+    lab.ping(&lab.a, &["-6", "-c", "2", "-i", "0.3", "-W", "1", "2001:db8:2::2"]);
+    let a_to_ll = format!("{router_ll}%{dev_a}");
+    for (from, to) in [
+        (&lab.a, "2001:db8:2::2"),
+        (&lab.b, "2001:db8:1::2"),
+        (&lab.a, "2001:db8:1::1"),
+        (&lab.a, "2001:db8:2::1"),
+        (&lab.a, a_to_ll.as_str()),
+    ] {
+        let (ok, out) = lab.ping(from, &["-6", "-c", "5", "-i", "0.2", "-W", "2", to]);
+        assert!(ok && out.contains("5 received"), "ping -6 {to} from {from}:\n{out}");
+    }
+    // Hop limit 1: answered by vecflow itself, time exceeded on the way through.
+    let (ok, out) = lab.ping(&lab.a, &["-6", "-c", "1", "-t", "1", "-W", "2", "2001:db8:1::1"]);
+    assert!(ok, "hop limit 1 to the router:\n{out}");
+    let (_, out) = lab.ping(&lab.a, &["-6", "-c", "1", "-t", "1", "-W", "2", "2001:db8:2::2"]);
+    assert!(out.contains("From 2001:db8:1::1") && out.contains("Time exceeded"), "{out}");
+    // Too big for wb's MTU: packet too big with the MTU, which A's kernel takes (PMTUD).
+    let (_, out) = lab.ping(&lab.a, &["-6", "-c", "1", "-M", "do", "-s", "1450", "-W", "2", "2001:db8:2::2"]);
+    assert!(out.contains("From 2001:db8:1::1") && out.contains("Packet too big: mtu=1400"), "{out}");
+    let route = must("ip", &["-n", &lab.a, "-6", "route", "get", "2001:db8:2::2"]);
+    assert!(route.contains("mtu 1400"), "A learned the path MTU: {route}");
+    let (ok, out) = lab.ping(&lab.a, &["-6", "-c", "3", "-i", "0.2", "-s", "1450", "-W", "2", "2001:db8:2::2"]);
+    assert!(ok && out.contains("3 received"), "A fragments to the path MTU itself:\n{out}");
+    let (_, out) = lab.ping(&lab.a, &["-6", "-c", "1", "-W", "2", "2001:db8:9::9"]);
+    assert!(out.contains("Destination unreachable: No route"), "{out}");
+    // Nobody has 2001:db8:2::77: after the solicitations go unanswered (3 s), address
+    // unreachable.
+    let (_, out) = lab.ping(&lab.a, &["-6", "-c", "6", "-i", "1", "-W", "1", "2001:db8:2::77"]);
+    assert!(out.contains("From 2001:db8:1::1") && out.contains("Address unreachable"), "{out}");
+
+    // TCP across the smaller MTU: A's 1440-byte segments get packet too big until it sends
+    // at the path MTU.
+    must("ip", &["-n", &lab.a, "-6", "route", "flush", "cache"]);
+    let (bytes, _) = lab.iperf3("2001:db8:2::2", &[]);
+    assert!(bytes > 1_000_000, "iperf3 -6 TCP moved {bytes} bytes");
+
+    // Every neighbor was learned by ND: B from its advertisements answering our
+    // solicitations, A from its solicitations (sent from the address of the packet that
+    // needed them); the address nobody has failed.
+    let neighbors = ctl(&["show", "ip6", "neighbors"]);
+    let row = |addr: &str| -> Vec<String> {
+        let line = neighbors.lines().find(|l| l.split_whitespace().nth(1) == Some(addr)).unwrap_or_default();
+        line.split_whitespace().map(String::from).collect()
+    };
+    let learned = ["reachable", "stale", "delay", "probe"];
+    for (addr, port) in [("2001:db8:2::2", "wb"), ("2001:db8:1::2", "wa")] {
+        let r = row(addr);
+        assert!(r.len() == 5 && r[0] == port && learned.contains(&r[3].as_str()), "{addr}:\n{neighbors}");
+    }
+    assert_eq!(row("2001:db8:2::77").get(3).map(String::as_str), Some("failed"), "{neighbors}");
+    assert!(!neighbors.contains("static"), "{neighbors}");
+    let stats = ctl(&["show", "errors"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    lab.stop_vecflow(vecflow, dir.path());
+    let datagrams = collector.finish();
+
+    // Samples of the IPv6 traffic both ways, with extended_router naming the IPv6 next hop
+    // (the connected destination) and its /64.
+    let mut routers: std::collections::BTreeMap<(u32, u32), Vec<sflow::ExtendedRouter>> = Default::default();
+    for (_, d) in &datagrams {
+        for s in sflow::decode(d).unwrap().samples {
+            if let sflow::Sample::Flow(f) = s
+                && let (sflow::Interface::Index(i), sflow::Interface::Index(o)) = (f.input, f.output)
+            {
+                for r in f.records {
+                    if let sflow::FlowRecord::Router(x) = r {
+                        routers.entry((i, o)).or_default().push(x);
+                    }
+                }
+            }
+        }
+    }
+    let hops = |k: (u32, u32)| -> Vec<String> {
+        let mut v: Vec<_> = routers.get(&k).into_iter().flatten().map(|r| r.next_hop.to_string()).collect();
+        v.dedup();
+        v
+    };
+    assert!(routers.get(&(1, 2)).is_some_and(|v| v.len() > 10), "samples A→B: {routers:?}\n{stats}");
+    assert!(routers.get(&(2, 1)).is_some_and(|v| v.len() > 10), "samples B→A: {routers:?}");
+    assert!(hops((1, 2)).contains(&"2001:db8:2::2".to_string()), "{:?}", hops((1, 2)));
+    assert!(hops((2, 1)).contains(&"2001:db8:1::2".to_string()), "{:?}", hops((2, 1)));
+    assert!(routers[&(1, 2)].iter().all(|r| r.dst_mask_len == 64 && r.next_hop.is_ipv6()));
+}
+
 /// The counters `show interface` printed for interface `name` (e.g. "rx packets" → 12).
 fn show_counters(show: &str, name: &str) -> std::collections::BTreeMap<String, u64> {
     let mut out = std::collections::BTreeMap::new();
@@ -564,17 +741,7 @@ interfaces:
         assert!(ok && out.contains("5 received"), "ping {to} from {from}:\n{out}");
     }
     // The rx mode changes while it runs; traffic goes on.
-    let ctl = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
-            .arg("ctl")
-            .arg("--socket")
-            .arg(dir.path().join("api.sock"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "ctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let ctl = |args: &[&str]| ctl(dir.path(), args);
     ctl(&["set", "interface", "rx-mode", "xa", "adaptive"]);
     let hardware = ctl(&["show", "hardware"]);
     let xa = hardware.lines().find(|l| l.starts_with("xa ")).unwrap_or_default();

@@ -67,6 +67,39 @@ pub fn write_header(buf: &mut [u8], payload_len: u16, next_header: u8, hop_limit
     h[24..40].copy_from_slice(&dst.octets());
 }
 
+/// The upper-layer protocol of IPv6 `packet` (from its fixed header on) after its extension
+/// headers, and where that protocol's header starts: `None` for the start when the packet ends
+/// first, when it is a fragment other than the first (the upper-layer header is in the first),
+/// or after 8 extension headers.
+pub fn upper_layer(packet: &[u8]) -> (u8, Option<usize>) {
+    let Some(&first) = packet.get(6) else { return (0, None) };
+    let (mut next, mut at) = (first, HEADER_LEN);
+    for _ in 0..8 {
+        match next {
+            // Hop-by-hop, routing, destination options: length in 8-byte units after the first 8.
+            0 | 43 | 60 => {
+                let Some(&[n, len]) = packet.get(at..at + 2) else { return (next, None) };
+                (next, at) = (n, at + 8 + 8 * usize::from(len));
+            }
+            // Fragment: 8 bytes; only the first fragment carries the upper-layer header.
+            44 => {
+                let Some(&[n, _, hi, lo]) = packet.get(at..at + 4) else { return (next, None) };
+                if u16::from_be_bytes([hi, lo]) & 0xfff8 != 0 {
+                    return (n, None);
+                }
+                (next, at) = (n, at + 8);
+            }
+            // Authentication header: length in 4-byte units after the first 8.
+            51 => {
+                let Some(&[n, len]) = packet.get(at..at + 2) else { return (next, None) };
+                (next, at) = (n, at + 8 + 4 * usize::from(len));
+            }
+            _ => return (next, Some(at)),
+        }
+    }
+    (next, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
-use crate::punt::Event;
+use crate::punt::{Event, Learn};
 use crate::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
@@ -30,7 +30,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let ours = g.tables.is_own_address(m.rx_if, a.tpa);
         let on_link = g.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
-            let event = Event::Learned { interface: m.rx_if, address: a.spa, mac: a.sha, solicited: ours };
+            let how = if ours { Learn::Confirmed } else { Learn::Overheard };
+            let event = Event::Learned { interface: m.rx_if, address: a.spa.into(), mac: a.sha, how };
             g.punt.report(event, &g.counters.punt);
         }
         if a.op == arp::REQUEST && ours {

@@ -17,7 +17,7 @@
 //! All within the worker's ICMP rate limit (`icmp_limited` counts what it withheld).
 
 use crate::errors::DropReason;
-use crate::graph::{Graph, NodeId, Outbox};
+use crate::graph::{Graph, NodeId};
 use crate::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
@@ -25,30 +25,16 @@ use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
 /// Largest ICMP error datagram (RFC 1812 §4.3.2.3).
 const MAX_ERROR: usize = 576;
 
+/// How IPv4 errors are made.
+const ERRORS: super::IcmpErrors = super::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip4Lookup };
+
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
-    let now = crate::tsc::now();
-    let mut errors = Outbox::new(NodeId::Ip4Lookup);
-    for k in 0..g.vectors[v].len() {
-        let i = g.vectors[v].indices()[k];
-        let Some((kind, code, mtu)) = message(g, i) else { continue };
-        if !may_answer(g, i) {
-            continue;
-        }
-        match g.punt.icmp_allowed(now).then(|| build(g, i, kind, code, mtu)).flatten() {
-            Some(e) => {
-                errors.push(g, e);
-                g.counters.punt.icmp_sent.add(1);
-            }
-            None => g.counters.punt.icmp_limited.add(1),
-        }
-    }
-    errors.finish(g);
-    g.forward(v, NodeId::ErrorDrop);
+    super::send_errors(g, v, &ERRORS);
 }
 
 /// Type, code and next-hop MTU of the error for buffer `i`'s drop reason.
-fn message(g: &Graph, i: u32) -> Option<(u8, u8, u16)> {
+fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
     let m = g.pool.meta(i);
     match DropReason::from_index(m.error)? {
         DropReason::TtlExpired => Some((icmp::TIME_EXCEEDED, 0, 0)),
@@ -60,14 +46,15 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u16)> {
                 Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
-            Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, g.tables.get(m.tx_if).mtu.saturating_sub(4 * labels)))
+            let mtu = g.tables.get(m.tx_if).mtu.saturating_sub(4 * labels);
+            Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, u32::from(mtu)))
         }
         _ => None,
     }
 }
 
-/// True unless RFC 1812 §4.3.2.7 forbids an error about buffer `i`.
-fn may_answer(g: &Graph, i: u32) -> bool {
+/// True unless RFC 1812 §4.3.2.7 forbids an error about buffer `i` (of any type).
+fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
     let Some(ip) = g.ipv4(i) else { return false };
     let m = g.pool.meta(i);
     let dst = ip.dst();
@@ -93,7 +80,7 @@ pub fn is_invalid_source(g: &Graph, src: Ipv4Addr) -> bool {
 
 /// Builds the error about buffer `i` in a fresh buffer; `None` when none is free or the input
 /// interface (and every other) has no address to send it from.
-fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u16) -> Option<u32> {
+fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u32) -> Option<u32> {
     let m = *g.pool.meta(i);
     let ip = &g.pool.frame(i)[usize::from(m.l3_offset)..];
     let original = Ipv4Packet::new_checked(ip).ok()?;
@@ -111,7 +98,7 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u16) -> Option<u32> {
     Ipv4Packet::new_checked(h).expect("20 bytes").fill_checksum();
     rest[0] = kind;
     rest[1] = code;
-    rest[6..8].copy_from_slice(&mtu.to_be_bytes());
+    rest[4..8].copy_from_slice(&mtu.to_be_bytes()); // the MTU in the low 16 bits (RFC 1191)
     rest[icmp::HEADER_LEN..].copy_from_slice(quote);
     let csum = checksum::checksum(rest);
     rest[2..4].copy_from_slice(&csum.to_be_bytes());

@@ -4,16 +4,20 @@
 //! longest prefix on its path), so the walks of the whole vector go level by level
 //! ([`crate::fib::Fib::lookup_batch`]): the cache misses of 256 walks overlap instead of
 //! adding up. The adjacency and the matched
-//! prefix length go into the metadata. Adjacency 0 drops as `no-route`, adjacency 1 (our own
-//! address) as `ip6-local`; packets to forward are checked for what is never forwarded
-//! (RFC 4291): a multicast destination (`multicast`), a link-local source or destination
-//! (`link-local`), source `::` (`source-unspecified`). The rest go to `ip6-rewrite`.
+//! prefix length go into the metadata. Adjacency 0 drops as `no-route` through `icmp6-error`,
+//! adjacency 1 (our own address) goes to `ip6-local`; packets to forward are checked for what
+//! is never forwarded (RFC 4291): a multicast destination (`multicast`), a link-local source or
+//! destination (`link-local`), source `::` (`source-unspecified`). Of those, the ones for this
+//! router go to `ip6-local` too: to a link-local address of the input interface, to
+//! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
 
 use crate::errors::DropReason;
 use crate::fib::Leaf;
 use crate::graph::{Graph, NodeId};
 use crate::l3::ADJ_DROP;
 use crate::vector::{VECTOR_SIZE, VecHandle};
+use std::net::Ipv6Addr;
+use wire::icmpv6;
 
 /// Adjacency index of [`crate::l3::Adjacency::Local`].
 const ADJ_LOCAL: u32 = 1;
@@ -47,6 +51,18 @@ fn never_forwarded_reason(src: u128, dst: u128) -> DropReason {
     }
 }
 
+/// True when buffer `i`, to a multicast or link-local `dst`, is for this router: to a
+/// link-local address of its input interface, to all-nodes, all-routers or a solicited-node
+/// group (`ip6-local` checks whose).
+#[cold]
+fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
+    let dst = Ipv6Addr::from(*dst);
+    dst == icmpv6::ALL_NODES
+        || dst == icmpv6::ALL_ROUTERS
+        || icmpv6::is_solicited_node(dst)
+        || g.tables.is_own_address6(g.pool.meta(i).rx_if, dst)
+}
+
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len();
@@ -72,9 +88,18 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         m.adj = adj;
         m.dst_prefix_len = len;
         match (adj, odd[k]) {
-            (ADJ_DROP, _) => g.mark_drop(k, i, DropReason::Ip6NoRoute),
-            (ADJ_LOCAL, _) => g.mark_drop(k, i, DropReason::Ip6Local),
-            (_, Some(reason)) => g.mark_drop(k, i, reason),
+            (ADJ_LOCAL, _) => g.nexts[k] = NodeId::Ip6Local,
+            (_, Some(reason)) => {
+                if for_us(g, i, &dst[k]) {
+                    g.nexts[k] = NodeId::Ip6Local;
+                } else {
+                    g.mark_drop(k, i, reason);
+                }
+            }
+            (ADJ_DROP, None) => {
+                g.mark_drop(k, i, DropReason::Ip6NoRoute);
+                g.nexts[k] = NodeId::Icmp6Error;
+            }
             (_, None) => g.nexts[k] = NodeId::Ip6Rewrite,
         }
         all_routed &= (adj > ADJ_LOCAL) & odd[k].is_none();

@@ -2,13 +2,14 @@
 //!
 //! First the checks that only forwarding needs: a hop limit of 1 or less drops the packet as
 //! `hop-limit-expired`, and a packet larger than the output interface's MTU (pushed labels
-//! included) as `packet-too-big`: routers never fragment IPv6. Then, for the packet's
+//! included) as `packet-too-big` (routers never fragment IPv6) — both through `icmp6-error`,
+//! which tells the source. Then, for the packet's
 //! adjacency, it decrements the hop limit (IPv6 has no header checksum), pushes the route's
 //! out-labels if it has any (each with the new hop limit as TTL, the last one bottom of
 //! stack), writes the next hop's MAC as destination and the output interface's MAC as source,
 //! sets the output interface and sends it to `interface-output`. A connected (glean) adjacency
-//! finds the destination's own MAC in the IPv6 neighbor table. Without a MAC the packet is
-//! dropped as `no-neighbor`.
+//! finds the destination's own MAC in the IPv6 neighbor table. Without a MAC the packet goes
+//! to `ip6-nd` (dropped as `no-neighbor` while neighbor discovery resolves it).
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
@@ -66,6 +67,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             Ok(()) => g.nexts[k] = NodeId::InterfaceOutput,
             Err(reason) => {
                 g.mark_drop(k, i, reason);
+                g.nexts[k] = match reason {
+                    DropReason::Ip6NoNeighbor => NodeId::Ip6Nd,
+                    DropReason::Ip6NoHeadroom => NodeId::ErrorDrop,
+                    _ => NodeId::Icmp6Error,
+                };
                 all_ok = false;
             }
         }

@@ -4,6 +4,7 @@ pub mod arp_input;
 pub mod error_drop;
 pub mod ethernet_input;
 pub mod icmp4_error;
+pub mod icmp6_error;
 pub mod interface_output;
 pub mod ip4_arp;
 pub mod ip4_frag;
@@ -12,7 +13,9 @@ pub mod ip4_local;
 pub mod ip4_lookup;
 pub mod ip4_rewrite;
 pub mod ip6_input;
+pub mod ip6_local;
 pub mod ip6_lookup;
+pub mod ip6_nd;
 pub mod ip6_rewrite;
 pub mod l2_xconnect;
 pub mod mpls_input;
@@ -20,11 +23,14 @@ pub mod mpls_lookup;
 pub mod mpls_rewrite;
 
 use crate::buffer::BufferPool;
+use crate::config::Payload;
 use crate::errors::DropReason;
-use crate::graph::{Graph, NodeId};
-use crate::l3::LabelStack;
+use crate::graph::{Graph, NodeId, Outbox};
+use crate::l3::{Adjacency, LabelEntry, LabelStack};
+use crate::punt::Event;
 use crate::vector::VecHandle;
-use wire::EtherType;
+use std::net::IpAddr;
+use wire::{EtherType, MacAddr};
 
 /// What `ip4-input` and `ip6-input` do with a vector: one branch-free pass with `fast_ok` over
 /// each packet's network header (the bytes from `l3_offset` to the frame end); when every
@@ -95,4 +101,146 @@ pub(crate) fn macs_toward(g: &Graph, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
     r[..6].copy_from_slice(&mac);
     r[6..].copy_from_slice(&g.tables.get(tx_if).mac.0);
     r
+}
+
+/// What `ip4-arp` and `ip6-nd` share: how each family asks for a next hop's MAC.
+pub(crate) struct Resolver {
+    /// The packets' family (an MPLS-popped packet of it counts as one).
+    pub family: Payload,
+    /// Makes the request for a next hop on an interface, broadcast (multicast) or to a MAC,
+    /// in a fresh buffer; `None` when no buffer is free.
+    pub request: fn(&mut Graph, u16, IpAddr, Option<MacAddr>) -> Option<u32>,
+    /// Where packets toward a next hop whose resolution failed go for an unreachable.
+    pub icmp: NodeId,
+}
+
+/// The next hop buffer `i` waits for: an MPLS swap's, a route's, or (connected subnet) the
+/// packet's own destination.
+fn next_hop(g: &Graph, i: u32) -> Option<IpAddr> {
+    let m = g.pool.meta(i);
+    let l3 = &g.tables.l3;
+    let adj = match l3.entry(m.label_entry) {
+        Some(LabelEntry::Swap { adj, .. }) => *adj,
+        _ => m.adj,
+    };
+    match l3.adjs.get(adj as usize)? {
+        Adjacency::Via { next_hop, .. } => Some(*next_hop),
+        Adjacency::Glean { .. } => match g.pool.frame(i).get(usize::from(m.l3_offset))? >> 4 {
+            4 => Some(g.ipv4(i)?.dst().into()),
+            6 => Some(g.ipv6(i)?.dst().into()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Packets whose next hop has no MAC: each is dropped (`no-neighbor`; as VPP, no packet is
+/// held) or, toward a next hop whose resolution failed, handed to `r.icmp` (packets of
+/// `r.family` only) for an unreachable. A request goes out for each other next hop, at most
+/// one per next hop per second ([`crate::punt::Punt::resolve_allowed`]), and the main thread is
+/// told a resolution started.
+pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
+    let now = crate::tsc::now();
+    let mut requests = Outbox::new(NodeId::InterfaceOutput);
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let (tx_if, native) = {
+            let m = g.pool.meta(i);
+            let entry = g.tables.l3.entry(m.label_entry);
+            (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload } if *payload == r.family)))
+        };
+        g.nexts[k] = NodeId::ErrorDrop;
+        // A subnet's network or broadcast address is nobody's: no ARP for it.
+        let nobody = |g: &Graph, h: IpAddr| matches!(h, IpAddr::V4(a) if g.tables.is_subnet_edge(a));
+        let Some(hop) = next_hop(g, i).filter(|&h| !nobody(g, h)) else { continue };
+        if g.tables.l3.unreachable.contains(&(tx_if, hop)) {
+            if native {
+                g.nexts[k] = r.icmp;
+            }
+            continue;
+        }
+        if g.punt.resolve_allowed(tx_if, hop, now)
+            && let Some(req) = (r.request)(g, tx_if, hop, None)
+        {
+            requests.push(g, req);
+            g.punt.report(Event::Resolving { interface: tx_if, address: hop }, &g.counters.punt);
+        }
+    }
+    requests.finish(g);
+    g.split(v);
+}
+
+/// Sends the probes the main thread asked for: an ARP request or a neighbor solicitation
+/// each, through `interface-output`. Returns whether any went out.
+pub(crate) fn send_probes(g: &mut Graph) -> bool {
+    let mut out = Outbox::new(NodeId::InterfaceOutput);
+    let mut any = false;
+    while let Some(p) = g.punt.next_probe() {
+        let made = match p.address {
+            IpAddr::V4(_) => ip4_arp::request(g, p.interface, p.address, p.mac),
+            IpAddr::V6(_) => ip6_nd::solicit(g, p.interface, p.address, p.mac),
+        };
+        if let Some(r) = made {
+            out.push(g, r);
+            any = true;
+        }
+    }
+    out.finish(g);
+    any
+}
+
+/// Makes a frame this router originates toward `dst_mac` out of interface `tx_if`: the MACs
+/// and `ethertype`, then `l3` (the network packet), into a fresh buffer; `None` when none is
+/// free.
+pub(crate) fn originate(g: &mut Graph, tx_if: u16, dst_mac: MacAddr, ethertype: u16, l3: &[u8]) -> Option<u32> {
+    let i = g.alloc_buffer()?;
+    let mut frame = [0u8; 14 + 1500];
+    let len = (14 + l3.len()).max(60); // the Ethernet minimum, zero padded
+    frame[..6].copy_from_slice(&dst_mac.0);
+    frame[6..12].copy_from_slice(&g.tables.get(tx_if).mac.0);
+    frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    frame[14..14 + l3.len()].copy_from_slice(l3);
+    g.pool.write_frame(i, &frame[..len]);
+    g.pool.meta_mut(i).tx_if = tx_if;
+    Some(i)
+}
+
+/// An ICMP or ICMPv6 error: type, code and its 32-bit parameter (an MTU, or 0).
+pub(crate) type IcmpMessage = (u8, u8, u32);
+
+/// What `icmp4-error` and `icmp6-error` share: how each family makes its errors.
+pub(crate) struct IcmpErrors {
+    /// The error a buffer's drop reason calls for, if any.
+    pub message: fn(&Graph, u32) -> Option<IcmpMessage>,
+    /// True unless the family's rules forbid an error of this type about the buffer.
+    pub may_answer: fn(&Graph, u32, u8) -> bool,
+    /// Builds the error (type, code, parameter) about the buffer in a fresh buffer; `None`
+    /// when none is free or there is no address to send it from.
+    pub build: fn(&mut Graph, u32, u8, u8, u32) -> Option<u32>,
+    /// The lookup node errors are routed through.
+    pub lookup: NodeId,
+}
+
+/// Every packet of `v` ends in `error-drop` under the reason it came with; for each whose
+/// reason calls for an error the rules allow, an error goes to `e.lookup` within the worker's
+/// ICMP rate limit (`icmp_limited` counts what it withheld).
+pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
+    let now = crate::tsc::now();
+    let mut errors = Outbox::new(e.lookup);
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let Some((kind, code, param)) = (e.message)(g, i) else { continue };
+        if !(e.may_answer)(g, i, kind) {
+            continue;
+        }
+        match g.punt.icmp_allowed(now).then(|| (e.build)(g, i, kind, code, param)).flatten() {
+            Some(b) => {
+                errors.push(g, b);
+                g.counters.punt.icmp_sent.add(1);
+            }
+            None => g.counters.punt.icmp_limited.add(1),
+        }
+    }
+    errors.finish(g);
+    g.forward(v, NodeId::ErrorDrop);
 }

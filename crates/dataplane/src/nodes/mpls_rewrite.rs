@@ -40,11 +40,15 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         all_swapped = false;
         match entry {
             Some(LabelEntry::Swap { adj, .. }) => {
-                if let Some(Adjacency::Via { tx_if, .. }) = tables.l3.adjs.get(*adj as usize) {
+                let mut resolve = NodeId::Ip4Arp;
+                if let Some(Adjacency::Via { tx_if, next_hop, .. }) = tables.l3.adjs.get(*adj as usize) {
                     g.pool.meta_mut(i).tx_if = *tx_if;
+                    if next_hop.is_ipv6() {
+                        resolve = NodeId::Ip6Nd;
+                    }
                 }
                 g.mark_drop(k, i, DropReason::MplsNoNeighbor);
-                g.nexts[k] = NodeId::Ip4Arp;
+                g.nexts[k] = resolve;
             }
             Some(LabelEntry::Pop { payload: Payload::Ip6 }) => {
                 pop(g, i, EtherType::IPV6);

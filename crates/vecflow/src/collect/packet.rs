@@ -97,40 +97,10 @@ fn ipv4(b: &[u8]) -> Option<IpFields> {
     })
 }
 
-/// The upper-layer protocol after the IPv6 extension headers starting with `next` at `at`,
-/// and where it starts: `None` for the start when the header ends first, when a fragment is
-/// not the first (its ports are in the first), or after 8 extension headers.
-fn upper_layer(b: &[u8], mut next: u8, mut at: usize) -> (u8, Option<usize>) {
-    for _ in 0..8 {
-        match next {
-            // Hop-by-hop, routing, destination options: length in 8-byte units after the first 8.
-            0 | 43 | 60 => {
-                let Some(&[n, len]) = b.get(at..at + 2) else { return (next, None) };
-                (next, at) = (n, at + 8 + 8 * usize::from(len));
-            }
-            // Fragment: 8 bytes; only the first fragment carries the upper-layer header.
-            44 => {
-                let Some(&[n, _, hi, lo]) = b.get(at..at + 4) else { return (next, None) };
-                if u16::from_be_bytes([hi, lo]) & 0xfff8 != 0 {
-                    return (n, None);
-                }
-                (next, at) = (n, at + 8);
-            }
-            // Authentication header: length in 4-byte units after the first 8.
-            51 => {
-                let Some(&[n, len]) = b.get(at..at + 2) else { return (next, None) };
-                (next, at) = (n, at + 8 + 4 * usize::from(len));
-            }
-            _ => return (next, Some(at)),
-        }
-    }
-    (next, None)
-}
-
 fn ipv6(b: &[u8]) -> Option<IpFields> {
     let h: &[u8; 40] = b.get(..40)?.try_into().ok()?;
     let addr = |at: usize| IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&h[at..at + 16]).expect("16 bytes")));
-    let (protocol, l4) = upper_layer(b, h[6], 40);
+    let (protocol, l4) = wire::ipv6::upper_layer(b);
     let (src_port, dst_port) = l4.and_then(|at| b.get(at..)).map_or((None, None), |l4| ports(protocol, l4));
     Some(IpFields {
         src: addr(8),
