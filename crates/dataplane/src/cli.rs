@@ -236,7 +236,7 @@ fn trace_detail(dp: &Dataplane, e: &crate::trace::TraceEntry, next: Option<NodeI
         n if NodeId::INPUTS.contains(&n) => {
             format!("rx on {}, {} bytes: {}", name(m.rx_if), m.len(), crate::trace::summary(&e.head[..e.len]))
         }
-        NodeId::Ip4Lookup | NodeId::MplsRewrite | NodeId::Ip4Local if m.adj != 0 => {
+        NodeId::Ip4Lookup | NodeId::Ip6Lookup | NodeId::MplsRewrite | NodeId::Ip4Local if m.adj != 0 => {
             let adj = adjacency(dp, m.adj);
             format!("matched /{}, adjacency {}: {}", m.dst_prefix_len, m.adj, adjacency_detail(dp, adj))
         }
@@ -246,7 +246,14 @@ fn trace_detail(dp: &Dataplane, e: &crate::trace::TraceEntry, next: Option<NodeI
             None => "dropped".to_string(),
         },
         NodeId::L2Xconnect | NodeId::InterfaceOutput if m.tx_if != 0 => format!("out {}", name(m.tx_if)),
-        NodeId::Ip4Rewrite | NodeId::MplsRewrite | NodeId::ArpInput | NodeId::Icmp4Error | NodeId::Ip4Frag => {
+        NodeId::Ip4Rewrite
+        | NodeId::Ip6Rewrite
+        | NodeId::MplsRewrite
+        | NodeId::ArpInput
+        | NodeId::Ip6Local
+        | NodeId::Icmp4Error
+        | NodeId::Icmp6Error
+        | NodeId::Ip4Frag => {
             format!("out {}: {}", name(m.tx_if), crate::trace::summary(&e.head[..e.len]))
         }
         NodeId::GeneratorTx | NodeId::AfPacketTx | NodeId::PcapTx => {
