@@ -1,6 +1,7 @@
 //! Arbitrary frames on arbitrary input interfaces through the real graph of a config with an
 //! L2 cross-connect, IPv4 routes (one with out-labels, one in a tbl8 group), IPv6 routes (one
-//! with out-labels, one via a link-local next hop, one to a neighbor that is missing), MPLS
+//! with out-labels, one via a link-local next hop, one to a neighbor that is missing; ICMPv6
+//! and neighbor discovery to our addresses, with good checksums), MPLS
 //! swap and pop to IPv4 and to IPv6,
 //! 802.1Q sub-interfaces (routed and cross-connected), an interface that is down, a small MTU,
 //! and sFlow at 1:1 in both directions with drop monitoring. After every input: no panic, no
@@ -124,11 +125,39 @@ fn frame(template: u8, body: &[u8]) -> Vec<u8> {
             } else {
                 f.extend_from_slice(&[0x86, 0xdd]);
             }
-            let d = ["2001:db8:48::5", "2001:db8:60::1", "2001:db8:70::9", "2001:db8:80::1", "2001:db8:100::1", "fe80::1", "ff02::1", "9::9"];
-            let dst: std::net::Ipv6Addr = d[usize::from(body.get(1).copied().unwrap_or(0)) % d.len()].parse().unwrap();
+            // Forwarded, ours (global and p0's link-local), all-nodes, p0's solicited-node group.
+            let d = [
+                "2001:db8:48::5",
+                "2001:db8:60::1",
+                "2001:db8:70::9",
+                "2001:db8:80::1",
+                "2001:db8:100::1",
+                "fe80::ff:fe00:1",
+                "fe80::1",
+                "ff02::1",
+                "ff02::1:ff00:1",
+                "9::9",
+            ];
+            // The first 4 body bytes choose the destination, source, next header and hop
+            // limit; the rest is the payload: UDP, ICMPv6 (its checksum made right, so that
+            // echo and ND are reached) or a fragment header; hop limit 64, 255 (ND's) or 1.
+            let (choice, payload) = body.split_at(body.len().min(4));
+            let pick = |k: usize, n: usize| usize::from(choice.get(k).copied().unwrap_or(0)) % n;
+            let dst: std::net::Ipv6Addr = d[pick(0, d.len())].parse().unwrap();
+            let src: std::net::Ipv6Addr = ["2001:db8:16::1", "fe80::7", "::"][pick(1, 3)].parse().unwrap();
+            let next = [17, wire::icmpv6::PROTOCOL, 44][pick(2, 3)];
+            let hop = [64, 255, 1][pick(3, 3)];
+            let len = payload.len().min(1460);
             let mut h = [0u8; 40];
-            wire::ipv6::write_header(&mut h, body.len().min(1460) as u16, 17, 64, "2001:db8:16::1".parse().unwrap(), dst);
+            wire::ipv6::write_header(&mut h, len as u16, next, hop, src, dst);
             f.extend_from_slice(&h);
+            let mut payload = payload.to_vec();
+            if next == wire::icmpv6::PROTOCOL && len >= 4 {
+                wire::icmpv6::fill_checksum(src, dst, &mut payload[..len]);
+            }
+            f.extend_from_slice(&payload);
+            f.truncate(2100);
+            return f;
         }
         _ => unreachable!("template % 8"),
     }
