@@ -586,6 +586,12 @@ fn ipv6_lab(pa: Port, pb: Port) {
         ),
     );
     let ctl = |args: &[&str]| ctl(dir.path(), args);
+    // Both drivers keep the host interface promiscuous: the NIC must pass vecflow's MAC and
+    // the solicited-node groups it answers for.
+    for side in ["a", "b"] {
+        let link = must("ip", &["-n", &lab.r, "-d", "link", "show", &lab.veth(side, 1)]);
+        assert!(link.contains("promiscuity") && !link.contains("promiscuity 0"), "{link}");
+    }
     let interfaces = ctl(&["show", "interface", "address"]);
     assert!(interfaces.contains(router_ll), "wa has its EUI-64 link-local address:\n{interfaces}");
 

@@ -48,6 +48,27 @@ fn set_packet_opt<T>(fd: RawFd, name: libc::c_int, value: &T, what: &str) -> io:
 
 /// A new packet socket (`SOCK_RAW`) that receives `protocol` (network byte order; 0 =
 /// nothing), non-blocking, close-on-exec.
+/// Puts host interface `ifindex` in promiscuous mode for as long as packet socket `fd` is
+/// open: vecflow's own MAC may not be the interface's, and the NIC must not filter the
+/// multicast groups vecflow answers for (IPv6 solicited-node groups) either.
+fn join_promiscuous(fd: RawFd, ifindex: u32) -> io::Result<()> {
+    let mreq = libc::packet_mreq {
+        mr_ifindex: ifindex as i32,
+        mr_type: libc::PACKET_MR_PROMISC as u16,
+        mr_alen: 0,
+        mr_address: [0; 8],
+    };
+    set_packet_opt(fd, libc::PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode")
+}
+
+/// Keeps host interface `ifindex` promiscuous for as long as the returned socket is open (a
+/// packet socket that receives nothing), for drivers other than AF_PACKET's.
+pub fn promiscuous(ifindex: u32) -> io::Result<OwnedFd> {
+    let fd = packet_socket(0)?;
+    join_promiscuous(fd.as_raw_fd(), ifindex)?;
+    Ok(fd)
+}
+
 fn packet_socket(protocol: u16) -> io::Result<OwnedFd> {
     // SAFETY: socket(2) with constant arguments; the result is checked.
     let fd = unsafe {
@@ -140,13 +161,7 @@ impl RxQueue {
             return Err(io::Error::new(e.kind(), format!("mmap of the rx ring: {e}")));
         }
         let ring = RingMap { base: NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))?, len };
-        let mreq = libc::packet_mreq {
-            mr_ifindex: ifindex as i32,
-            mr_type: libc::PACKET_MR_PROMISC as u16,
-            mr_alen: 0,
-            mr_address: [0; 8],
-        };
-        set_packet_opt(raw, libc::PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode")?;
+        join_promiscuous(raw, ifindex)?;
         bind(raw, ifindex, eth_p_all())?;
         if let Some(group) = fanout {
             // Plain flow hashing: no defragmenting (the kernel would hold transit fragments and

@@ -31,6 +31,8 @@ pub struct Attached {
     pub zero_copy: bool,
     attachment: Attachment,
     _program: XdpProgram,
+    /// Keeps the interface promiscuous (see [`crate::drivers::af_packet::promiscuous`]).
+    _promiscuous: std::os::fd::OwnedFd,
 }
 
 impl Attached {
@@ -148,7 +150,15 @@ pub fn open(
             .map_err(|e| field_error(&name, "af-xdp.mode", format!("{}: {e}", link.name)))?;
         warn_unread_queues(&name, &link, cfg.queues);
         log_opened(&name, &link, &cfg, &attachment, zero_copy, queues.len(), i.mtu);
-        out.attached.push(Attached { port: i.index, zero_copy, attachment, _program: program });
+        let promiscuous = crate::drivers::af_packet::promiscuous(link.ifindex)
+            .map_err(|e| field_error(&name, "host-interface", format!("{}: {e}", link.name)))?;
+        out.attached.push(Attached {
+            port: i.index,
+            zero_copy,
+            attachment,
+            _program: program,
+            _promiscuous: promiscuous,
+        });
         out.links.push((i.index, link, drops));
     }
     Ok(out)
