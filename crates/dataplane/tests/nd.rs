@@ -308,3 +308,26 @@ fn errors_are_rate_limited_per_worker() {
     assert_eq!(g.counters.punt.icmp_limited.get(), 50);
     assert_eq!(drops(&g, 1, DropReason::HopLimitExpired), 150);
 }
+
+#[test]
+fn probes_are_unicast_solicitations_and_resolutions_multicast_ones() {
+    let (mut g, _) = graph();
+    g.pool.settle(); // as a worker does between runs: its free buffers may be taken
+    let probe = dataplane::nodes::ip6_nd::solicit(&mut g, 3, a("fe80::7:8").into(), Some(HOST)).unwrap();
+    let multicast = dataplane::nodes::ip6_nd::solicit(&mut g, 3, a("2001:db8:7::8").into(), None).unwrap();
+    let want = [
+        (probe, HOST, "fe80::7:8", LAN_LL),
+        (multicast, MacAddr([0x33, 0x33, 0xff, 0, 0, 8]), "ff02::1:ff00:8", "2001:db8:7::1"),
+    ];
+    for (i, mac, dst, src) in want {
+        let f = g.pool.frame(i).to_vec();
+        assert_eq!((g.pool.meta(i).tx_if, &f[..6], &f[6..12]), (3, &mac.0[..], &LAN.0[..]));
+        let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
+        assert_eq!((ip.src(), ip.dst(), ip.hop_limit()), (a(src), a(dst), 255), "from the address toward the target");
+        let ns = NeighborMessage::parse(&f[54..54 + usize::from(ip.payload_len())]).unwrap();
+        assert_eq!((ns.kind, ns.link_addr), (135, Some(LAN)));
+        assert_eq!(icmpv6::checksum(ip.src(), ip.dst(), &f[54..54 + usize::from(ip.payload_len())]), 0);
+    }
+    assert!(dataplane::nodes::ip6_nd::solicit(&mut g, 3, "10.0.0.1".parse().unwrap(), None).is_none(), "IPv6 only");
+    assert_eq!(g.counters.punt.nd_solicitations.get(), 2);
+}

@@ -24,7 +24,11 @@ use std::time::Instant;
 
 /// Options of `vecflow bench`.
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    /// A benchmark of one part instead of the forwarding paths.
+    #[command(subcommand)]
+    part: Option<Part>,
     /// Scenarios to run (repeatable); default: all.
     #[arg(long = "scenario", value_name = "NAME")]
     scenarios: Vec<String>,
@@ -51,6 +55,14 @@ pub struct Args {
     /// sFlow sampling rates each forwarding scenario runs at (0 = sFlow off), comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1_000_000, 10_000, 1_000, 100])]
     sflow_rates: Vec<u32>,
+}
+
+/// The parts measured on their own.
+#[derive(clap::Subcommand)]
+enum Part {
+    /// The megaflow classifier alone (the seed's experiment): lookups per second by mode
+    /// (ranked tuple space search, Cuckoo Distributor, exact-match cache) over subtables and flows.
+    Classifier(crate::classifier_bench::Args),
 }
 
 /// A named scenario: a forwarding path and the configuration that exercises it, or a
@@ -531,7 +543,10 @@ fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> 
 
 /// Runs `f` on a thread of its own pinned to `core` (the caller's CPU affinity, which the
 /// configuration checks read, stays as it is).
-fn on_core<T: Send + 'static>(core: Option<u16>, f: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+pub(crate) fn on_core<T: Send + 'static>(
+    core: Option<u16>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
     std::thread::spawn(move || {
         if let Some(c) = core {
             dataplane::worker::pin_current_thread(c)?;
@@ -649,6 +664,9 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(Part::Classifier(a)) = args.part {
+        return crate::classifier_bench::run(a);
+    }
     let chosen: Vec<&Scenario> = if args.scenarios.is_empty() {
         SCENARIOS.iter().collect()
     } else {

@@ -11,6 +11,7 @@
 
 mod api;
 mod bench;
+mod classifier_bench;
 mod codec_bench;
 mod collect;
 mod ctl;
