@@ -226,16 +226,16 @@ pub struct Config {
     /// Interfaces by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interfaces: BTreeMap<String, InterfaceConfig>,
-    /// Static IPv4 routes.
+    /// Static routes, IPv4 and IPv6.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
-    /// Static IPv4 neighbors (ARP entries).
+    /// Static neighbors, IPv4 and IPv6 (they win over ones ARP or neighbor discovery learns).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub neighbors: Vec<Neighbor>,
     /// MPLS label switching.
     #[serde(default, skip_serializing_if = "Mpls::is_empty")]
     pub mpls: Mpls,
-    /// IPv4 FIB sizing.
+    /// FIB sizing, IPv4 and IPv6.
     #[serde(default)]
     pub fib: FibConfig,
     /// The sFlow agent (names as in VPP's plugin and hsflowd).

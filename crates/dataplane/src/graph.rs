@@ -404,6 +404,17 @@ impl Graph {
         wire::Ipv6Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
     }
 
+    /// Counts the packet in buffer `i` as taken by this router (answered in place): `rx_local`
+    /// of its input interface, and not forwarded for sFlow's sample pool. Call it while the
+    /// buffer's metadata still names the input interface.
+    pub fn consumed(&self, i: u32) {
+        let rx_if = self.pool.meta(i).rx_if;
+        self.counters.interface(rx_if).rx_local.add(1);
+        if let Some(sf) = &self.sflow {
+            sf.consumed(self.tables.get(rx_if).port, &self.counters);
+        }
+    }
+
     /// A fresh buffer for a packet the worker makes itself (a reply, an ICMP error, an ARP
     /// request, a fragment), or `None` when none is free. Never a buffer freed during the
     /// current run (see [`BufferPool::settle`]).

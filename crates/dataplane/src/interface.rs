@@ -304,6 +304,10 @@ counter_set! {
         rx_broadcast,
         /// Frames received here that reached an output interface.
         rx_forwarded,
+        /// Frames received here that this router took and answered itself (ARP requests,
+        /// neighbor solicitations, echo requests): with `rx_forwarded` and the drops, every
+        /// frame received.
+        rx_local,
         /// ifInDiscards.
         in_discards,
         /// ifInErrors.

@@ -119,7 +119,8 @@ fn solicitations_for_our_addresses_are_answered_and_the_sender_learned() {
     let host = |addr: &str| Event::Learned { interface: 3, address: a(addr).into(), mac: HOST, how: Learn::Claimed };
     assert_eq!(learned, [host("2001:db8:7::8"), host("fe80::7:8")], "the DAD probe teaches nothing");
     assert_eq!(g.counters.punt.nd_advertisements.get(), 3);
-    assert_eq!(stats(&g, 3).in_discards, 0);
+    let s = stats(&g, 3);
+    assert_eq!((s.in_discards, s.rx_local, s.rx_forwarded), (0, 3, 0), "taken and answered: local");
 }
 
 #[test]

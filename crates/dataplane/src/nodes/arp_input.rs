@@ -35,9 +35,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             g.punt.report(event, &g.counters.punt);
         }
         if a.op == arp::REQUEST && ours {
-            if let Some(sf) = &g.sflow {
-                sf.consumed(g.tables.get(m.rx_if).port, &g.counters);
-            }
+            g.consumed(i);
             reply(g, i, &a);
             g.nexts[k] = NodeId::InterfaceOutput;
         } else {

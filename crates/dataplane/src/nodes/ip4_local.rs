@@ -17,9 +17,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         if is_echo_request(g, i) && !from_invalid_source(g, i) && g.punt.icmp_allowed(now) {
-            if let Some(sf) = &g.sflow {
-                sf.consumed(g.tables.get(g.pool.meta(i).rx_if).port, &g.counters);
-            }
+            g.consumed(i);
             echo_reply(g, i);
             g.counters.punt.icmp_sent.add(1);
             g.nexts[k] = NodeId::Ip4Lookup;

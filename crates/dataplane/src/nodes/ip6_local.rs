@@ -39,9 +39,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         match answer(g, i, now) {
             Ok(next) => {
-                if let Some(sf) = &g.sflow {
-                    sf.consumed(g.tables.get(g.pool.meta(i).rx_if).port, &g.counters);
-                }
+                g.consumed(i);
                 let m = g.pool.meta_mut(i);
                 // Straight back out of the input interface, or routed; either way a packet
                 // this router originates.
