@@ -15,7 +15,7 @@ use std::net::IpAddr;
 
 /// Adds the configuration commands to `r`.
 pub fn register(r: &mut Registry) {
-    let commands: [(&'static str, &'static str, crate::cli::Handler); 19] = [
+    let commands: [(&'static str, &'static str, crate::cli::Handler); 21] = [
         ("show config", "the running configuration as YAML (vecflow apply takes it back)", show_config),
         ("set interface state", "set interface state IF up|down", set_state),
         ("set interface mtu", "set interface mtu IF BYTES (68-2030)", set_mtu),
@@ -33,6 +33,8 @@ pub fn register(r: &mut Registry) {
             "set interface rx-mode IF polling|interrupt|adaptive: how workers wait for its rx queues",
             set_rx_mode,
         ),
+        ("flow add", "flow add [priority=N,]MATCH,actions=output:IF|drop|normal (ovs-ofctl syntax)", flow_add),
+        ("flow del", "flow del ID: remove the flow rule show flows lists as ID", flow_del),
         ("ip route add", "ip route add PREFIX via ADDRESS [IF] [out-labels L ...]", route_add),
         ("ip route del", "ip route del PREFIX", route_del),
         ("ip neighbor", "ip neighbor [del] IF ADDRESS [MAC]: a static neighbor", neighbor),
@@ -55,6 +57,27 @@ pub fn register(r: &mut Registry) {
     for (words, help, run) in commands {
         r.register(Command { words, help, run });
     }
+}
+
+fn flow_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    if args.is_empty() {
+        return Err("usage: flow add [priority=N,]MATCH,actions=output:IF|drop|normal".into());
+    }
+    let rule = args.join(" ");
+    change(dp, "flow add", |c| {
+        c.flows.push(rule);
+        Ok(())
+    })
+}
+
+fn flow_del(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
+    let [id] = args else { return Err("usage: flow del ID".into()) };
+    change(dp, "flow del", |c| {
+        let k = id.parse::<usize>().ok().filter(|&k| k < c.flows.len());
+        let k = k.ok_or_else(|| format!("flow del: no flow rule {id} (show flows lists them)"))?;
+        c.flows.remove(k);
+        Ok(())
+    })
 }
 
 /// Applies `edit` to a copy of the running configuration, then the copy to the dataplane.

@@ -74,6 +74,16 @@ impl Registry {
             run: show_interface_address,
         });
         r.register(Command {
+            words: "show flows",
+            help: "the flow rules, by id, with the packets each matched since the rules last changed",
+            run: show_flows,
+        });
+        r.register(Command {
+            words: "show flow-cache",
+            help: "the workers' megaflow caches: lookups, EMC / Cuckoo Distributor / megaflow hits, upcalls, subtables probed per hit",
+            run: show_flow_cache,
+        });
+        r.register(Command {
             words: "show ip fib",
             help: "IPv4 routes and their adjacencies; optional prefix (exact) or address (longest match)",
             run: show_ip_fib,
@@ -429,6 +439,30 @@ fn show_errors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         let _ = writeln!(text, "{:>12}  {:<20} {:<22} {}", r.count, r.node, r.reason, r.interface);
     }
     Ok(Reply { text, json: json!({"errors": rows}) })
+}
+
+fn show_flows(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let hits = dp.flow_hits();
+    let mut text = format!("{:>4} {:>12}  {}\n", "Id", "Packets", "Rule");
+    let mut rows = Vec::new();
+    for (id, (rule, n)) in dp.config().flows.iter().zip(hits).enumerate() {
+        let _ = writeln!(text, "{id:>4} {n:>12}  {rule}");
+        rows.push(json!({"id": id, "rule": rule, "packets": n}));
+    }
+    Ok(Reply { text, json: json!({ "flows": rows }) })
+}
+
+fn show_flow_cache(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let s = dp.flow_cache_stats();
+    let hits = s.cd_hits + s.dpcls_hits;
+    let per_hit = if hits == 0 { 0.0 } else { s.subtables_probed as f64 / hits as f64 };
+    let text = format!(
+        "lookups {}\nemc hits {}\ncd hits {}\nmegaflow hits {}\nupcalls {}\nsubtables probed per hit {per_hit:.2}\n",
+        s.lookups, s.emc_hits, s.cd_hits, s.dpcls_hits, s.upcalls
+    );
+    let json = json!({"lookups": s.lookups, "emc_hits": s.emc_hits, "cd_hits": s.cd_hits,
+        "megaflow_hits": s.dpcls_hits, "upcalls": s.upcalls, "subtables_per_hit": per_hit});
+    Ok(Reply { text, json })
 }
 
 fn show_interface_address(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {

@@ -235,6 +235,10 @@ pub struct Config {
     /// MPLS label switching.
     #[serde(default, skip_serializing_if = "Mpls::is_empty")]
     pub mpls: Mpls,
+    /// Flow rules (ACLs, policy forwarding) in `ovs-ofctl` syntax, e.g.
+    /// `priority=100,udp,nw_src=2.0.0.0/9,actions=output:port1` ([`crate::flows`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
     /// FIB sizing, IPv4 and IPv6.
     #[serde(default)]
     pub fib: FibConfig,
@@ -1120,7 +1124,21 @@ impl Config {
             }
         }
         self.validate_l3()?;
+        self.validate_flows()?;
         self.validate_sflow()
+    }
+
+    fn validate_flows(&self) -> Result<(), ConfigError> {
+        if self.flows.len() > crate::flows::MAX_FLOWS {
+            let max = crate::flows::MAX_FLOWS;
+            return Err(invalid("flows", format!("{} rules", self.flows.len()), format!("at most {max}")));
+        }
+        for (k, text) in self.flows.iter().enumerate() {
+            let known = |name: &str| self.has_interface(name).then_some(1);
+            crate::flows::parse(text, k as u32, known)
+                .map_err(|why| invalid(format!("flows[{k}]"), text, format!("a rule in ovs-ofctl syntax ({why})")))?;
+        }
+        Ok(())
     }
 
     fn validate_interface(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
@@ -1542,13 +1560,13 @@ impl Config {
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply
     /// (`vecflow apply` refuses it: restart to change it), or `None`. What can change live:
-    /// routes, neighbors, MPLS local labels, of each interface and sub-interface its state,
+    /// routes, neighbors, MPLS local labels, flow rules, of each interface and sub-interface its state,
     /// MTU, addresses, MPLS flag, cross-connect and description, each interface's sFlow
     /// settings, and the sFlow agent's sampling rate, direction, header bytes and polling
     /// interval (turning the agent on or off, collectors and the rest need a restart).
     pub fn needs_restart(&self, new: &Config) -> Option<String> {
         let live = |mut v: serde_json::Value| {
-            for key in ["routes", "neighbors", "mpls"] {
+            for key in ["routes", "neighbors", "mpls", "flows"] {
                 v.as_object_mut().map(|o| o.remove(key));
             }
             if let Some(sf) = v.get_mut("sflow").and_then(|s| s.as_object_mut()) {

@@ -324,6 +324,8 @@ struct Cleared {
     runtime: Vec<WorkerRuntime>,
     /// By (interface index, reason).
     errors: BTreeMap<(u16, u16), u64>,
+    /// Each flow rule's packets when the rules last changed (ids are places in the list).
+    flows: Vec<u64>,
 }
 
 /// The running sFlow agent.
@@ -972,8 +974,32 @@ impl Dataplane {
             sf.live.set(settings);
         }
         self.interfaces = interfaces;
+        if new.flows != self.config.flows {
+            self.cleared.flows = self.flow_hits_total();
+        }
         self.config = new;
         Ok(())
+    }
+
+    /// Each flow rule's packets since start, by id, summed over workers.
+    fn flow_hits_total(&self) -> Vec<u64> {
+        (0..crate::flows::MAX_FLOWS).map(|r| self.workers.iter().map(|w| w.counters.flow_hits[r].get()).sum()).collect()
+    }
+
+    /// The packets each flow rule (by id) matched since the rules last changed.
+    pub fn flow_hits(&self) -> Vec<u64> {
+        let base = &self.cleared.flows;
+        let total = self.flow_hits_total();
+        (0..self.config.flows.len()).map(|r| total[r] - base.get(r).copied().unwrap_or(0)).collect()
+    }
+
+    /// What the workers' megaflow caches did, summed.
+    pub fn flow_cache_stats(&self) -> crate::graph::FlowCacheStats {
+        let mut s = crate::graph::FlowCacheStats::default();
+        for w in &self.workers {
+            w.counters.flow_cache.add_to(&mut s);
+        }
+        s
     }
 
     /// `new` as this dataplane would run it (af-packet MTUs taken from the kernel), if it

@@ -54,6 +54,7 @@ node_ids! {
     ArpInput = "arp-input": "answers ARP requests for the interface's addresses, reports senders to the neighbor table",
     Ip6Input = "ip6-input": "checks IPv6 version, payload length against the frame, multicast source and loopback destination",
     Ip6Lookup = "ip6-lookup": "longest-prefix match of the destination for a whole vector, the walks interleaved level by level with prefetching",
+    FlowClassify = "flow-classify": "classifies frames of interfaces with flow rules (megaflow cache: EMC, Cuckoo Distributor, ranked subtables) and outputs, drops (acl) or passes them on",
     Ip6Rewrite = "ip6-rewrite": "checks hop limit and MTU, decrements the hop limit, pushes out-labels, writes next-hop and own MAC, sets the output interface",
     Ip6Local = "ip6-local": "IPv6 packets for this router: answers ICMPv6 echo requests and neighbor solicitations, learns from neighbor discovery, drops the rest",
     Ip6Nd = "ip6-nd": "IPv6 packets whose next hop has no MAC: drops them and sends a rate-limited neighbor solicitation",
@@ -146,6 +147,26 @@ counter_set! {
     }
 }
 
+counter_set! {
+    /// One worker's megaflow cache counters (`show flow-cache`).
+    FlowCacheCounters,
+    /// Summed over workers.
+    FlowCacheStats {
+        /// Packets classified.
+        lookups,
+        /// Answered by the exact-match cache.
+        emc_hits,
+        /// Answered by the subtable the Cuckoo Distributor predicted.
+        cd_hits,
+        /// Answered by the ranked megaflow search.
+        dpcls_hits,
+        /// Answered by the rule table (a megaflow installed).
+        upcalls,
+        /// Subtables probed for the CD and megaflow hits.
+        subtables_probed,
+    }
+}
+
 /// Everything a worker counts, shared read-only with the main thread.
 pub struct WorkerCounters {
     /// Per node, indexed by `NodeId as usize`.
@@ -160,6 +181,10 @@ pub struct WorkerCounters {
     pub sflow: Vec<SflowCounters>,
     /// Packets the worker made itself and events it reported.
     pub punt: crate::punt::PuntCounters,
+    /// Packets each flow rule matched, by rule id.
+    pub flow_hits: Vec<Counter>,
+    /// What the worker's megaflow cache did.
+    pub flow_cache: FlowCacheCounters,
     /// Loop timing.
     pub looping: LoopCounters,
     /// Trace requests from the main thread and the traces finished.
@@ -176,6 +201,8 @@ impl WorkerCounters {
             generator: GenCounters::default(),
             sflow: (0..MAX_INTERFACES).map(|_| SflowCounters::default()).collect(),
             punt: Default::default(),
+            flow_hits: (0..crate::flows::MAX_FLOWS).map(|_| Counter::default()).collect(),
+            flow_cache: FlowCacheCounters::default(),
             looping: LoopCounters::default(),
             trace: Default::default(),
         }
@@ -245,6 +272,8 @@ pub struct Graph {
     pub xsk: crate::drivers::af_xdp::XskSockets,
     /// The worker's packet buffers.
     pub pool: BufferPool,
+    /// The worker's megaflow cache for `flow-classify`, made when first needed.
+    pub flow_cache: Option<classifier::MegaflowCache>,
     /// The worker's vectors.
     pub vectors: VectorPool,
     /// Forwarding tables (an immutable snapshot).
@@ -279,6 +308,7 @@ impl Graph {
         Self {
             xsk: Default::default(),
             pool,
+            flow_cache: None,
             vectors: VectorPool::new(),
             tables,
             fib,
@@ -355,6 +385,7 @@ impl Graph {
             NodeId::Ip6Input => nodes::ip6_input::run(self, v),
             NodeId::Ip6Lookup => nodes::ip6_lookup::run(self, v),
             NodeId::Ip6Rewrite => nodes::ip6_rewrite::run(self, v),
+            NodeId::FlowClassify => nodes::flow_classify::run(self, v),
             NodeId::Ip6Local => nodes::ip6_local::run(self, v),
             NodeId::Ip6Nd => nodes::ip6_nd::run(self, v),
             NodeId::Icmp6Error => nodes::icmp6_error::run(self, v),

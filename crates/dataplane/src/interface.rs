@@ -115,6 +115,8 @@ pub struct IfRuntime {
     pub ip6: bool,
     /// MPLS frames are forwarded.
     pub mpls: bool,
+    /// Frames go through `flow-classify` (flow rules may apply to it).
+    pub classify: bool,
     /// The VLAN id to tag with on output (a sub-interface), 0 for none.
     pub vlan: u16,
     /// Tagged frames on this (physical) interface are demultiplexed to sub-interfaces.
@@ -138,6 +140,7 @@ impl IfRuntime {
         ip4: false,
         ip6: false,
         mpls: false,
+        classify: false,
         vlan: 0,
         has_subifs: false,
         port: 0,
@@ -177,6 +180,7 @@ impl Tables {
                 ip4: i.addresses.iter().any(|a| a.addr.is_ipv4()),
                 ip6: i.addresses.iter().any(|a| a.addr.is_ipv6()),
                 mpls: i.mpls,
+                classify: l3.flows.inputs.has(i.index),
                 vlan: i.vlan.unwrap_or(0),
                 has_subifs: interfaces.iter().any(|s| s.parent == Some(i.index)),
                 port: i.parent.unwrap_or(i.index),

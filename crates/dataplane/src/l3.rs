@@ -175,6 +175,8 @@ pub struct L3 {
     pub label_entries: Vec<LabelEntry>,
     /// The incoming label of each of `label_entries`.
     pub entry_labels: Vec<u32>,
+    /// The flow rules (`flow-classify`).
+    pub flows: Arc<crate::flows::Flows>,
 }
 
 impl L3 {
@@ -291,6 +293,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
         labels.push((l.label, l3.label_entries.len() as u16));
     }
     l3.labels = LabelTable::new(labels);
+    l3.flows = Arc::new(crate::flows::build(&config.flows, interfaces));
     (l3, inserts)
 }
 

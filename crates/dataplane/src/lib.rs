@@ -18,6 +18,7 @@ pub mod drivers;
 pub mod engine;
 pub mod errors;
 pub mod fib;
+pub mod flows;
 pub mod graph;
 pub mod hugemem;
 pub mod interface;

@@ -4,7 +4,8 @@
 //! and neighbor discovery to our addresses, with good checksums), MPLS
 //! swap and pop to IPv4 and to IPv6,
 //! 802.1Q sub-interfaces (routed and cross-connected), an interface that is down, a small MTU,
-//! and sFlow at 1:1 in both directions with drop monitoring. After every input: no panic, no
+//! flow rules (drop, output, normal) on p0 and p4, and sFlow at 1:1 in both directions with drop
+//! monitoring. After every input: no panic, no
 //! buffer or vector leak, no drop without a named reason, and per input interface
 //! rx = forwarded + taken locally (answered) + dropped.
 #![no_main]
@@ -52,6 +53,10 @@ neighbors:
   - {interface: p0, address: '2001:db8:100::2', mac: '00:1b:21:06:00:00'}
   - {interface: p1, address: '2001:db8:101::2', mac: '00:1b:21:06:00:01'}
   - {interface: p0, address: 'fe80::7', mac: '00:1b:21:06:00:07'}
+flows:
+  - priority=10,in_port=p4,udp,nw_src=48.0.0.0/8,actions=drop
+  - priority=20,in_port=p0,udp,nw_dst=48.0.1.128/25,tp_dst=0x0/0xff00,actions=output:p5
+  - priority=5,in_port=p0,ip,actions=normal
 mpls:
   local-labels:
     - {label: 16, via: 100.64.1.0, interface: p1, out-labels: [17]}

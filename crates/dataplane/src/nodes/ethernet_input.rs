@@ -12,6 +12,9 @@
 //!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
 //!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
 //!
+//! An interface with flow rules sends every frame that passed those checks to `flow-classify`
+//! instead, whose `normal` action dispatches as above.
+//!
 //! When every frame is untagged, well-sized and goes the same way (the usual case), the
 //! vector is counted once and handed on unchanged.
 
@@ -57,6 +60,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len() as u64;
     let next = match ifc.mode {
         _ if valid != n || !ifc.admin_up || (ifc.has_subifs && tagged > 0) => None,
+        // Interfaces with flow rules classify first (the rules' `normal` goes on from there).
+        _ if ifc.classify => Some(NodeId::FlowClassify),
         RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
         RxMode::L3 if ip4 == n && ifc.ip4 => Some(NodeId::Ip4Input),
         RxMode::L3 if ip6 == n && ifc.ip6 => Some(NodeId::Ip6Input),
@@ -91,8 +96,8 @@ fn count(g: &Graph, rx_if: u16, len: usize, head: u64, sized: bool) {
     }
 }
 
-/// Where a frame on an interface in `mode` goes, by its (inner) ethertype.
-fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
+/// Where a frame on an interface in `mode` goes, by its (inner) ethertype, without flow rules.
+pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
     match ifc.mode {
         RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
         RxMode::L3 => match ethertype {
@@ -145,7 +150,7 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
                 g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
                 g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
             }
-            dispatch(&ifc, ethertype(g))
+            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g)) }
         };
         let m = g.pool.meta_mut(i);
         m.rx_if = rx_if;

@@ -3,6 +3,7 @@
 pub mod arp_input;
 pub mod error_drop;
 pub mod ethernet_input;
+pub mod flow_classify;
 pub mod icmp4_error;
 pub mod icmp6_error;
 pub mod interface_output;
