@@ -254,6 +254,11 @@ impl MegaflowCache {
         }
     }
 
+    /// Its layers and sizes.
+    pub fn config(&self) -> CacheConfig {
+        self.config
+    }
+
     /// What it did so far.
     pub fn stats(&self) -> CacheStats {
         self.stats
@@ -276,6 +281,11 @@ impl MegaflowCache {
         self.emc.fill(Slot::default());
         self.cd.fill(Bucket::default());
         self.megaflows = 0;
+    }
+
+    /// The clock megaflows' last use is kept in.
+    pub fn clock(&self) -> u32 {
+        self.clock
     }
 
     /// Advances the clock megaflows' last use is kept in (call it once a second, say).
@@ -560,4 +570,32 @@ impl MegaflowCache {
 #[inline(always)]
 fn signature(hash: u32) -> u16 {
     (hash >> 16) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Field, Rule, RuleMatch};
+
+    #[test]
+    fn unused_megaflows_expire_and_the_answers_stay() {
+        let mut t = RuleTable::new();
+        let matches = RuleMatch::parse("udp,nw_src=1.0.0.0/8").unwrap();
+        t.insert(Rule { id: 1, priority: 1, matches, action: 7 });
+        let mut c = MegaflowCache::new(CacheConfig { cd_entries: 64, ..CacheConfig::default() });
+        let key = |src: u64| {
+            FlowKey::default().with(Field::Ethertype, 0x0800).with(Field::NwProto, 17).with(Field::NwSrc, src << 24)
+        };
+        let mut out = [Verdict::NONE; 2];
+        c.lookup_batch(&t, &[key(1), key(2)], &mut out);
+        assert_eq!((c.megaflows(), c.subtables()), (2, 2), "a match and a miss, each its own mask");
+        c.tick();
+        c.lookup_batch(&t, &[key(1)], &mut out[..1]);
+        c.tick();
+        c.expire(1);
+        assert_eq!((c.megaflows(), c.subtables()), (1, 1), "the one used a tick ago stays");
+        c.lookup_batch(&t, &[key(1), key(2)], &mut out);
+        assert_eq!(out, [Verdict { rule: 1, action: 7 }, Verdict::NONE]);
+        assert_eq!(c.stats().upcalls, 3, "the expired one came back through the rule table");
+    }
 }

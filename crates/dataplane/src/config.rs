@@ -239,6 +239,9 @@ pub struct Config {
     /// `priority=100,udp,nw_src=2.0.0.0/9,actions=output:port1` ([`crate::flows`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<String>,
+    /// Each worker's megaflow cache for the flow rules.
+    #[serde(default, skip_serializing_if = "FlowCacheConfig::is_default")]
+    pub flow_cache: FlowCacheConfig,
     /// FIB sizing, IPv4 and IPv6.
     #[serde(default)]
     pub fib: FibConfig,
@@ -274,6 +277,50 @@ fn default_metrics_address() -> std::net::SocketAddr {
 impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig { enabled: true, address: default_metrics_address() }
+    }
+}
+
+/// Each worker's megaflow cache for the flow rules (`flow-classify`): which layers run and
+/// their sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct FlowCacheConfig {
+    /// The exact-match cache (8192 entries, heavy flows; default true).
+    #[serde(default = "default_true")]
+    pub emc: bool,
+    /// The Cuckoo Distributor, predicting each flow's megaflow subtable (default true).
+    #[serde(default = "default_true")]
+    pub cd: bool,
+    /// Flows the Cuckoo Distributor predicts, a power of two 8–16777216 (default 1048576:
+    /// 4 MiB per worker). Size it to the concurrent flows.
+    #[serde(default = "default_cd_entries")]
+    pub cd_entries: u32,
+    /// Megaflows a worker holds at most, 1–1000000 (default 200000).
+    #[serde(default = "default_max_megaflows")]
+    pub max_megaflows: u32,
+}
+
+fn default_cd_entries() -> u32 {
+    1 << 20
+}
+fn default_max_megaflows() -> u32 {
+    200_000
+}
+
+impl Default for FlowCacheConfig {
+    fn default() -> Self {
+        FlowCacheConfig {
+            emc: true,
+            cd: true,
+            cd_entries: default_cd_entries(),
+            max_megaflows: default_max_megaflows(),
+        }
+    }
+}
+
+impl FlowCacheConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
     }
 }
 
@@ -1138,6 +1185,13 @@ impl Config {
             crate::flows::parse(text, k as u32, known)
                 .map_err(|why| invalid(format!("flows[{k}]"), text, format!("a rule in ovs-ofctl syntax ({why})")))?;
         }
+        let c = &self.flow_cache;
+        if !(8..=1 << 24).contains(&c.cd_entries) || !c.cd_entries.is_power_of_two() {
+            return Err(invalid("flow-cache.cd-entries", c.cd_entries, "a power of two 8–16777216"));
+        }
+        if !(1..=1_000_000).contains(&c.max_megaflows) {
+            return Err(invalid("flow-cache.max-megaflows", c.max_megaflows, "1–1000000"));
+        }
         Ok(())
     }
 
@@ -1560,13 +1614,13 @@ impl Config {
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply
     /// (`vecflow apply` refuses it: restart to change it), or `None`. What can change live:
-    /// routes, neighbors, MPLS local labels, flow rules, of each interface and sub-interface its state,
+    /// routes, neighbors, MPLS local labels, flow rules and the flow cache's settings, of each interface and sub-interface its state,
     /// MTU, addresses, MPLS flag, cross-connect and description, each interface's sFlow
     /// settings, and the sFlow agent's sampling rate, direction, header bytes and polling
     /// interval (turning the agent on or off, collectors and the rest need a restart).
     pub fn needs_restart(&self, new: &Config) -> Option<String> {
         let live = |mut v: serde_json::Value| {
-            for key in ["routes", "neighbors", "mpls", "flows"] {
+            for key in ["routes", "neighbors", "mpls", "flows", "flow-cache"] {
                 v.as_object_mut().map(|o| o.remove(key));
             }
             if let Some(sf) = v.get_mut("sflow").and_then(|s| s.as_object_mut()) {

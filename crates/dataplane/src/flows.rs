@@ -7,6 +7,7 @@
 //! rules). Priority 0 to 65535, default 32768 as in Open vSwitch. A rule's id is its place in
 //! the configuration's `flows` list.
 
+use crate::config::FlowCacheConfig;
 use crate::interface::Interface;
 use classifier::{Rule, RuleMatch, RuleTable};
 
@@ -37,6 +38,8 @@ pub struct Flows {
     /// The interfaces rules may apply to: an interface named by a rule's `in_port`, or every
     /// one when a rule has none.
     pub inputs: Inputs,
+    /// The layers and sizes of each worker's megaflow cache.
+    pub cache: classifier::CacheConfig,
 }
 
 /// Which interfaces run `flow-classify`.
@@ -96,9 +99,18 @@ pub fn parse(text: &str, id: u32, index_of: impl Fn(&str) -> Option<u16>) -> Res
     Ok((Rule { id, priority, matches: m, action: id }, action))
 }
 
-/// Builds the rule table of `texts` (validated: each parses).
-pub fn build(texts: &[String], interfaces: &[Interface]) -> Flows {
-    let mut flows = Flows::default();
+/// Builds the rule table of `texts` (validated: each parses), each worker's cache as `cache`
+/// says.
+pub fn build(texts: &[String], cache: &FlowCacheConfig, interfaces: &[Interface]) -> Flows {
+    let mut flows = Flows {
+        cache: classifier::CacheConfig {
+            emc: cache.emc,
+            cd: cache.cd,
+            cd_entries: cache.cd_entries as usize,
+            max_megaflows: cache.max_megaflows as usize,
+        },
+        ..Flows::default()
+    };
     let mut inputs = Vec::new();
     let mut all = false;
     for (id, text) in texts.iter().enumerate() {

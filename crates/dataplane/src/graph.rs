@@ -272,8 +272,9 @@ pub struct Graph {
     pub xsk: crate::drivers::af_xdp::XskSockets,
     /// The worker's packet buffers.
     pub pool: BufferPool,
-    /// The worker's megaflow cache for `flow-classify`, made when first needed.
-    pub flow_cache: Option<classifier::MegaflowCache>,
+    /// The worker's megaflow cache for `flow-classify`, made when first needed, and the TSC
+    /// of its last clock tick.
+    pub flow_cache: Option<(classifier::MegaflowCache, u64)>,
     /// The worker's vectors.
     pub vectors: VectorPool,
     /// Forwarding tables (an immutable snapshot).

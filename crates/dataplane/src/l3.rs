@@ -293,7 +293,7 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
         labels.push((l.label, l3.label_entries.len() as u16));
     }
     l3.labels = LabelTable::new(labels);
-    l3.flows = Arc::new(crate::flows::build(&config.flows, interfaces));
+    l3.flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, interfaces));
     (l3, inserts)
 }
 

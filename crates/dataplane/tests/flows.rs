@@ -97,3 +97,34 @@ fn bad_rules_are_refused_naming_the_rule_and_the_token() {
     let e = with("tcp,actions=output:port7");
     assert!(e.contains("'actions=output:port7': no interface named 'port7'"), "{e}");
 }
+
+#[test]
+fn every_cache_layer_setting_gives_the_rule_tables_answers() {
+    let frames = [
+        frame([2, 1, 1, 1], 17, 53, 0),
+        frame([2, 1, 1, 1], 6, 22, 0),
+        frame([9, 1, 1, 1], 17, 53, 0),
+        frame([9, 1, 1, 1], 6, 80, 0),
+    ];
+    let mut answers = Vec::new();
+    for (emc, cd) in [(false, false), (false, true), (true, false), (true, true)] {
+        let mut g = common::graph(&format!("{YAML}flow-cache: {{emc: {emc}, cd: {cd}, cd-entries: 64}}\n")).0;
+        // Twice: the first pass installs megaflows, the second is answered by the cache.
+        let passes: Vec<_> = (0..2).map(|_| drive(&mut g, 1, &frames, NodeId::InterfaceOutput)).collect();
+        assert_eq!(passes[0], passes[1], "emc {emc} cd {cd}: the cache answers as the rule table did");
+        assert_eq!(g.counters.flow_cache.upcalls.get(), 4, "emc {emc} cd {cd}: one upcall per flow");
+        answers.push(passes[0].clone());
+    }
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "every setting forwards alike");
+}
+
+#[test]
+fn bad_flow_cache_sizes_are_refused_naming_the_field() {
+    let with = |setting: &str| {
+        Config::load(&format!("{YAML}flow-cache: {{{setting}}}\n")).map(|_| ()).unwrap_err().to_string()
+    };
+    let e = with("cd-entries: 1000");
+    assert!(e.contains("flow-cache.cd-entries") && e.contains("a power of two 8–16777216"), "{e}");
+    let e = with("max-megaflows: 0");
+    assert!(e.contains("flow-cache.max-megaflows") && e.contains("1–1000000"), "{e}");
+}

@@ -280,6 +280,35 @@ neighbors: [{{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}]
     assert!(pool <= sent && pool * 20 >= sent * 19, "pool {pool} sent {sent}");
 }
 
+/// A flow rule's drops are discard samples with the `acl` reason code (258).
+#[test]
+fn acl_drops_become_discard_samples_with_code_258() {
+    let make = |port: u16| {
+        Config::load(&format!(
+            "
+sflow:
+  polling-interval: 0
+  collectors: [{{address: 127.0.0.1, port: {port}}}]
+interfaces:
+  port0:
+    mac: 02:fe:00:00:00:01
+    addresses: [100.64.0.1/31]
+    sflow: {{enable: false, drop-monitoring: true}}
+    generator: {{streams: [{{dst-ip: 48.0.0.1, rate-pps: 20000}}]}}
+  port1: {{addresses: [100.64.1.1/31]}}
+routes: [{{prefix: 48.0.0.0/24, via: 100.64.1.0}}]
+flows: ['priority=10,in_port=port0,udp,nw_dst=48.0.0.0/24,actions=drop']
+"
+        ))
+        .unwrap()
+    };
+    let Collected { dp, discards, .. } = run(make);
+    let port0 = u32::from(dp.interfaces().iter().find(|i| i.name == "port0").unwrap().index);
+    assert!(discards.len() >= 10, "{} discards", discards.len());
+    assert!(discards.iter().all(|d| (d.input, d.reason) == (port0, 258)), "every one acl, from port0");
+    assert!(dp.flow_hits()[0] >= discards.len() as u64, "the rule counted them");
+}
+
 /// Drop monitoring: drops of a monitored port become discard samples with the standard
 /// reason codes, in datagrams of their own, within the configured rate over two workers.
 #[test]

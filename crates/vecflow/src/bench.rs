@@ -573,6 +573,33 @@ fn with_count(mut config: Config, packets: u64) -> Config {
     config
 }
 
+/// Mpps of the forwarding path `config` builds (sFlow as configured), measured over `seconds`
+/// after `warmup` seconds, and the clocks per packet of its node `node` (0 if it saw none):
+/// what `vecflow bench classifier` reports as `graph_mpps` and `graph_classify_cycles`.
+pub(crate) fn forward_mpps(
+    name: &'static str,
+    config: Config,
+    node: &str,
+    seconds: f64,
+    warmup: f64,
+    hz: u64,
+) -> anyhow::Result<(f64, f64)> {
+    let args = Args {
+        part: None,
+        scenarios: vec![],
+        runs: 1,
+        seconds,
+        warmup,
+        packets: None,
+        core: None,
+        json: false,
+        sflow_rates: vec![0],
+    };
+    let m = measure_forward(name, 0, config, &args, hz)?;
+    let clocks = m.nodes.iter().find(|c| c.name == node).map_or(0.0, |c| c.clocks_per_packet);
+    Ok((m.mpps, clocks))
+}
+
 fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, hz: u64) -> anyhow::Result<Measured> {
     let config = match args.packets {
         Some(n) => with_count(config, n),

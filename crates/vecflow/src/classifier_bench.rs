@@ -10,6 +10,13 @@
 //! `--runs` times, and each mode's median is reported: lookups per second, TSC cycles per
 //! lookup, and subtables probed per hit. Each measurement first looks every flow up once (the
 //! megaflows and CD entries a running cache would have), then counts over the window.
+//!
+//! `graph_mpps` is the whole graph of one worker with the same rules as `flows:` of a generator
+//! port (the sources as streams, each over its F/S destinations at random, 64-byte frames),
+//! every rule's action `output` to a sink port: generator, `ethernet-input`, `flow-classify`
+//! (its layers as the dataplane runs them: EMC and CD on, the CD sized as in `cd`), `interface-output`, sink. It is
+//! measured once per cell, after its modes, and repeated on the cell's rows with the cycles
+//! per packet of its `flow-classify` node.
 
 use anyhow::bail;
 use classifier::cache::{MAX_BATCH, Verdict};
@@ -65,6 +72,10 @@ struct Row {
     avg_subtables_per_hit: f64,
     /// Against `tss` of the same cell, measured in turn with it.
     speedup_vs_tss: f64,
+    /// Mpps of the whole graph with `flow-classify` on these rules and flows (one worker).
+    graph_mpps: f64,
+    /// TSC cycles per packet of the `flow-classify` node in that graph.
+    graph_classify_cycles: f64,
 }
 
 /// The seed's rule table of `s` rules.
@@ -109,6 +120,44 @@ fn flows(s: u32, f: u32) -> Vec<FlowKey> {
     keys
 }
 
+/// The CD size for `flows` flows: twice as many entries, so that cuckoo insertion rarely
+/// fails.
+fn cd_entries(flows: usize) -> usize {
+    flows.next_power_of_two() * 2
+}
+
+/// The one-worker dataplane of a cell: `s` generator streams on port0 (source K.0.0.1, UDP
+/// destination port K, over `f`/`s` random destinations), the seed's rules on it, each sending
+/// its flows out of port1 (the sink).
+fn graph_config(s: u32, f: u32, core: Option<u16>) -> anyhow::Result<dataplane::Config> {
+    let per = (f / s).max(1);
+    let streams: Vec<String> = (1..=s)
+        .map(|k| {
+            format!(
+                "{{src-ip: {k}.0.0.1, src-range: {{count: 1}}, dst-ip: 100.0.0.0, dst-port: {k}, dst-range: {{count: {per}, mode: random}}, seed: {k}}}"
+            )
+        })
+        .collect();
+    let rules: Vec<String> = (1..=s)
+        .map(|k| {
+            let m = if k <= 20 {
+                format!("udp,nw_src={k}.0.0.0/{}", 7 + k)
+            } else {
+                format!("udp,nw_src={k}.0.0.0/{},tp_dst={k}", k - 13)
+            };
+            format!("'priority={k},in_port=port0,{m},actions=output:port1'")
+        })
+        .collect();
+    let cores = core.map_or(String::new(), |c| format!(", cores: [{c}]"));
+    let cd_entries = cd_entries(f as usize);
+    let yaml = format!(
+        "workers: {{count: 1{cores}}}\nmetrics: {{enabled: false}}\ninterfaces:\n  port0: {{index: 1, generator: {{streams: [{}]}}}}\n  port1: {{index: 2}}\nflows: [{}]\nflow-cache: {{cd-entries: {cd_entries}}}\n",
+        streams.join(", "),
+        rules.join(", ")
+    );
+    Ok(dataplane::Config::load(&yaml)?)
+}
+
 /// Looks up `keys` once in batches.
 fn pass(cache: &mut MegaflowCache, table: &RuleTable, keys: &[FlowKey], out: &mut [Verdict; MAX_BATCH]) {
     for batch in keys.chunks(MAX_BATCH) {
@@ -119,12 +168,7 @@ fn pass(cache: &mut MegaflowCache, table: &RuleTable, keys: &[FlowKey], out: &mu
 /// (lookups per second, cycles per lookup, subtables per hit) of `mode` over `keys` for
 /// `seconds`.
 fn measure(mode: Mode, table: &RuleTable, keys: &[FlowKey], seconds: f64, hz: u64) -> (f64, f64, f64) {
-    let config = CacheConfig {
-        emc: mode.emc,
-        cd: mode.cd,
-        cd_entries: keys.len().next_power_of_two() * 2,
-        max_megaflows: 200_000,
-    };
+    let config = CacheConfig { emc: mode.emc, cd: mode.cd, cd_entries: cd_entries(keys.len()), max_megaflows: 200_000 };
     let mut cache = MegaflowCache::new(config);
     let mut out = [Verdict::NONE; MAX_BATCH];
     pass(&mut cache, table, keys, &mut out); // install megaflows, fill the CD
@@ -182,6 +226,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
                 let med = |m: usize, pick: fn(&(f64, f64, f64)) -> f64| median(got[m].iter().map(pick).collect());
                 let tss = med(0, |x| x.1);
+                let (graph_mpps, graph_classify_cycles) = crate::bench::forward_mpps(
+                    "classifier graph",
+                    graph_config(s, f, core)?,
+                    "flow-classify",
+                    seconds,
+                    0.5,
+                    hz,
+                )?;
                 for (m, mode) in MODES.iter().enumerate() {
                     let row = Row {
                         subtables: s,
@@ -191,23 +243,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         cycles_per_lookup: med(m, |x| x.1),
                         avg_subtables_per_hit: med(m, |x| x.2),
                         speedup_vs_tss: tss / med(m, |x| x.1),
+                        graph_mpps,
+                        graph_classify_cycles,
                     };
                     if !json {
                         eprintln!(
-                            "{s:>2} subtables {f:>8} flows {:<7} {:>7.2} M lookups/s {:>7.1} cycles {:>5.2} subtables/hit {:>5.2}×",
+                            "{s:>2} subtables {f:>8} flows {:<7} {:>7.2} M lookups/s {:>7.1} cycles {:>5.2} subtables/hit {:>5.2}× graph {:.2} Mpps ({:.1} cycles in flow-classify)",
                             row.mode,
                             row.lookups_per_s / 1e6,
                             row.cycles_per_lookup,
                             row.avg_subtables_per_hit,
-                            row.speedup_vs_tss
+                            row.speedup_vs_tss,
+                            row.graph_mpps,
+                            row.graph_classify_cycles
                         );
                     }
                     rows.push(row);
                 }
             }
         }
-        rows
-    })?;
+        anyhow::Ok(rows)
+    })??;
     if json {
         println!("{}", serde_json::json!({ "tsc_hz": hz, "scenarios": rows }));
     }

@@ -6,7 +6,8 @@
 //! worker's megaflow cache ([`classifier::MegaflowCache`]) as one batch. The matching rule's
 //! packet counter goes up and its action runs: `output:<if>` sends the frame out of that
 //! interface unchanged, `drop` drops it as `acl`, `normal` (and no matching rule) hands it to
-//! the node `ethernet-input` would have chosen without rules.
+//! the node `ethernet-input` would have chosen without rules. Megaflows unused for 10 s expire
+//! (checked every 10 s).
 
 use crate::errors::DropReason;
 use crate::flows::FlowAction;
@@ -14,10 +15,7 @@ use crate::graph::{Graph, NodeId};
 use crate::vector::{VECTOR_SIZE, VecHandle};
 use classifier::cache::Verdict;
 use classifier::key::{FRAG_ANY, FRAG_LATER};
-use classifier::{CacheConfig, Field, FlowKey, MegaflowCache};
-
-/// Entries of a worker's Cuckoo Distributor: flows it predicts the megaflow subtable of.
-const CD_ENTRIES: usize = 1 << 18;
+use classifier::{Field, FlowKey, MegaflowCache};
 
 /// The classifier key of buffer `i`.
 fn key_of(g: &Graph, i: u32) -> FlowKey {
@@ -54,6 +52,22 @@ fn key_of(g: &Graph, i: u32) -> FlowKey {
     key
 }
 
+/// Megaflows unused for this many seconds expire (Open vSwitch's default idle time is 10 s).
+const IDLE_SECONDS: u32 = 10;
+
+/// Advances the cache's clock once a second (TSC `now`, `hz` ticks a second) and, every
+/// [`IDLE_SECONDS`], expires the megaflows unused for that long.
+fn age(cache: &mut MegaflowCache, last_tick: &mut u64, now: u64, hz: u64) {
+    if now.saturating_sub(*last_tick) < hz {
+        return;
+    }
+    *last_tick = now;
+    cache.tick();
+    if cache.clock().is_multiple_of(IDLE_SECONDS) {
+        cache.expire(IDLE_SECONDS);
+    }
+}
+
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let tables = g.tables.clone();
@@ -63,9 +77,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     for (k, &i) in g.vectors[v].indices().iter().enumerate() {
         keys[k] = key_of(g, i);
     }
-    let cache = g
-        .flow_cache
-        .get_or_insert_with(|| MegaflowCache::new(CacheConfig { cd_entries: CD_ENTRIES, ..CacheConfig::default() }));
+    let now = crate::tsc::now();
+    if g.flow_cache.as_ref().is_some_and(|(cache, _)| cache.config() != flows.cache) {
+        g.flow_cache = None;
+    }
+    let (cache, last_tick) = g.flow_cache.get_or_insert_with(|| (MegaflowCache::new(flows.cache), now));
+    age(cache, last_tick, now, crate::tsc::hz());
     let before = cache.stats();
     let mut out = [Verdict::NONE; VECTOR_SIZE];
     cache.lookup_batch(&flows.table, &keys[..n], &mut out[..n]);
