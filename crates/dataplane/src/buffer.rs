@@ -112,6 +112,42 @@ impl BufferMeta {
     }
 }
 
+/// Where a pool's memory is, for SIMD code that gathers fields of many buffers at once: buffer
+/// `i`'s metadata at `meta + (i & mask)` and its slot at `data + (i & mask) * STRIDE`. The
+/// byte offsets of [`BufferMeta`]'s fields it reads are the constants below.
+#[derive(Debug, Clone, Copy)]
+pub struct RawPool {
+    /// The first slot.
+    pub data: *const u8,
+    /// The first metadata entry.
+    pub meta: *const BufferMeta,
+    /// `2^k − 1` with `2^k` slots and metadata entries.
+    pub mask: u32,
+}
+
+impl RawPool {
+    /// Byte offset in [`BufferMeta`] of the 32-bit word holding the frame's offset in its slot
+    /// (low 16 bits) and length (high 16 bits).
+    pub const OFFSET_LEN: usize = 0;
+    /// Byte offset in [`BufferMeta`] of the 32-bit word holding `error` (low 16 bits) and
+    /// `l3_offset` (high 16 bits).
+    pub const ERROR_L3: usize = 8;
+
+    /// True when every slot's byte offset fits an `i32` (the index type of SIMD gathers):
+    /// pools up to 1 GiB.
+    pub fn gatherable(&self) -> bool {
+        (self.mask as usize + 1) * STRIDE <= 1 << 30
+    }
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(BufferMeta, offset) == RawPool::OFFSET_LEN);
+    assert!(std::mem::offset_of!(BufferMeta, len) == RawPool::OFFSET_LEN + 2);
+    assert!(std::mem::offset_of!(BufferMeta, error) == RawPool::ERROR_L3);
+    assert!(std::mem::offset_of!(BufferMeta, l3_offset) == RawPool::ERROR_L3 + 2);
+    assert!(std::mem::size_of::<BufferMeta>() == 32);
+};
+
 /// A worker's buffers. Not shared: only the owning worker touches it.
 pub struct BufferPool {
     data: HugeRegion,
@@ -154,6 +190,12 @@ impl BufferPool {
     /// handed out to the graph meanwhile (the driver keeps those apart).
     pub fn umem_region(&self) -> (*mut u8, usize) {
         (self.data.as_ptr(), self.data.len())
+    }
+
+    /// Where its memory is, for SIMD gathers across buffers.
+    #[inline(always)]
+    pub fn raw(&self) -> RawPool {
+        RawPool { data: self.data.as_ptr(), meta: self.meta.as_ptr(), mask: self.mask }
     }
 
     /// Buffers currently free.

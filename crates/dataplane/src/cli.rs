@@ -389,7 +389,10 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
 
 fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let hz = crate::tsc::hz() as f64;
-    let mut text = String::new();
+    let isa = dp.isa().name();
+    let available: Vec<&str> = crate::isa::Isa::available().iter().map(|i| i.name()).collect();
+    let mut text =
+        format!("SIMD variant {isa} (this CPU runs {}; {} chooses)\n", available.join(", "), crate::isa::ENV);
     let mut workers = Vec::new();
     for w in dp.runtime_shown() {
         let secs = w.looping.last_tsc.saturating_sub(w.looping.start_tsc) as f64 / hz;
@@ -429,7 +432,7 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         workers
             .push(json!({"worker": w.id, "core": w.core, "seconds": secs, "loops": w.looping.loops, "nodes": nodes}));
     }
-    Ok(Reply { text, json: json!({"tsc_hz": hz as u64, "workers": workers}) })
+    Ok(Reply { text, json: json!({"tsc_hz": hz as u64, "isa": isa, "isa_available": available, "workers": workers}) })
 }
 
 fn show_errors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {

@@ -45,6 +45,10 @@ pub enum StartError {
     /// The routes do not fit the FIB.
     #[error(transparent)]
     Fib(#[from] FibError),
+    /// The environment asks for an instruction-set variant this CPU cannot run
+    /// ([`crate::isa::ENV`]).
+    #[error("{0}")]
+    Isa(String),
     /// A driver could not open what the configuration names.
     #[error("{field}: {message}")]
     Driver {
@@ -267,6 +271,8 @@ pub struct ErrorRow {
 
 /// A running dataplane.
 pub struct Dataplane {
+    /// The instruction-set variant its workers' SIMD nodes run.
+    isa: crate::isa::Isa,
     interfaces: Vec<Interface>,
     sflow: Option<SflowRuntime>,
     tables: Arc<Tables>,
@@ -500,6 +506,8 @@ impl Dataplane {
     /// Validates `config`, starts the workers and returns the running dataplane.
     pub fn start(config: &Config) -> Result<Self, StartError> {
         config.validate()?;
+        crate::isa::Isa::from_env().map_err(StartError::Isa)?;
+        let isa = crate::isa::chosen();
         let (xdp_hosts, packet_hosts): (BTreeMap<_, _>, BTreeMap<_, _>) =
             read_host_links(config)?.into_iter().partition(|(name, _)| config.interfaces[name].driver == Driver::AfXdp);
         crate::drivers::af_xdp::setup::preflight(config, &xdp_hosts)?;
@@ -539,6 +547,7 @@ impl Dataplane {
         let now = Instant::now();
         let neighbors = Neighbors::new(tables.l3.all_neighbors(), now);
         let mut dp = Dataplane {
+            isa,
             sflow: None,
             publisher: TablePublisher::new(tables.clone(), qsbr.clone()),
             neighbors,
@@ -991,6 +1000,11 @@ impl Dataplane {
         let base = &self.cleared.flows;
         let total = self.flow_hits_total();
         (0..self.config.flows.len()).map(|r| total[r] - base.get(r).copied().unwrap_or(0)).collect()
+    }
+
+    /// The instruction-set variant the workers' SIMD nodes run.
+    pub fn isa(&self) -> crate::isa::Isa {
+        self.isa
     }
 
     /// What the workers' megaflow caches did, summed.

@@ -272,6 +272,8 @@ pub struct Graph {
     pub xsk: crate::drivers::af_xdp::XskSockets,
     /// The worker's packet buffers.
     pub pool: BufferPool,
+    /// The instruction-set variant its SIMD nodes run ([`crate::isa::chosen`] when made).
+    pub isa: crate::isa::Isa,
     /// The worker's megaflow cache for `flow-classify`, made when first needed, and the TSC
     /// of its last clock tick.
     pub flow_cache: Option<(classifier::MegaflowCache, u64)>,
@@ -309,6 +311,7 @@ impl Graph {
         Self {
             xsk: Default::default(),
             pool,
+            isa: crate::isa::chosen(),
             flow_cache: None,
             vectors: VectorPool::new(),
             tables,

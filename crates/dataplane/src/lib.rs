@@ -22,6 +22,7 @@ pub mod flows;
 pub mod graph;
 pub mod hugemem;
 pub mod interface;
+pub mod isa;
 pub mod l3;
 pub mod neighbor;
 pub mod nodes;

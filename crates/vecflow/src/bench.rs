@@ -12,6 +12,7 @@ use dataplane::config::{
 };
 use dataplane::engine::WorkerRuntime;
 use dataplane::graph::{NodeId, NodeStats};
+use dataplane::isa::Isa;
 use dataplane::{Dataplane, tsc};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -55,6 +56,11 @@ pub struct Args {
     /// sFlow sampling rates each forwarding scenario runs at (0 = sFlow off), comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1_000_000, 10_000, 1_000, 100])]
     sflow_rates: Vec<u32>,
+    /// SIMD variants the forwarding scenarios run in turn (`scalar`, `avx2`, `avx512`),
+    /// comma-separated; each row after the first variant's reports its speedup over it.
+    /// Default: the one `VECFLOW_ISA` names, else the best this CPU runs.
+    #[arg(long, value_delimiter = ',')]
+    isa: Vec<String>,
 }
 
 /// The parts measured on their own.
@@ -333,6 +339,11 @@ struct Measured {
     /// For a scenario with a counterpart (an IPv6 path's IPv4 one): its cost against the
     /// counterpart's, measured in turn.
     counterpart: Option<Counterpart>,
+    /// The SIMD variant its nodes ran.
+    isa: &'static str,
+    /// With several `--isa`: the median over the runs of the first variant's cycles/packet ÷
+    /// this one's, each run paired with the first variant's run at the same sFlow rate.
+    isa_speedup: Option<f64>,
     /// The FIBs' size at the end of the run: routes and tbl8 groups in use per family.
     fib: FibSize,
     vectors_per_call: f64,
@@ -594,6 +605,7 @@ pub(crate) fn forward_mpps(
         core: None,
         json: false,
         sflow_rates: vec![0],
+        isa: vec![],
     };
     let m = measure_forward(name, 0, config, &args, hz)?;
     let clocks = m.nodes.iter().find(|c| c.name == node).map_or(0.0, |c| c.clocks_per_packet);
@@ -679,6 +691,8 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         cycles_per_packet_min: wall as f64 / packets as f64,
         loss_paired: None,
         counterpart: None,
+        isa: dataplane::isa::chosen().name(),
+        isa_speedup: None,
         fib,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
         drop_fraction: dropped as f64 / packets as f64,
@@ -715,11 +729,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
     let core = args.core.or((ncpu > 1).then(|| ncpu - 1));
     let hz = tsc::hz();
-    let jobs: Vec<(&Scenario, Vec<u32>)> = chosen
+    let isas = if args.isa.is_empty() {
+        vec![Isa::from_env().map_err(anyhow::Error::msg)?]
+    } else {
+        args.isa
+            .iter()
+            .map(|name| Isa::parse(name).map_err(|e| anyhow::anyhow!("--isa: {e}")))
+            .collect::<anyhow::Result<_>>()?
+    };
+    // The configurations of a forwarding scenario: every variant at every sFlow rate.
+    let jobs: Vec<(&Scenario, Vec<(Isa, u32)>)> = chosen
         .into_iter()
         .map(|s| match s.kind {
-            Kind::Forward(_) => (s, args.sflow_rates.clone()),
-            _ => (s, vec![0]),
+            Kind::Forward(_) => (s, isas.iter().flat_map(|&i| args.sflow_rates.iter().map(move |&r| (i, r))).collect()),
+            _ => (s, vec![(isas[0], 0)]),
         })
         .collect();
     let total: usize = jobs.iter().map(|(_, rates)| rates.len()).sum();
@@ -734,7 +757,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut runs: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
         let mut theirs: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
         for r in 0..args.runs {
-            for (k, &rate) in rates.iter().enumerate() {
+            for (k, &(isa, rate)) in rates.iter().enumerate() {
+                dataplane::isa::choose(isa);
                 if let Some(c) = counterpart {
                     bar.set_message(format!("{} (paired with {}) sflow {rate} run {}", c.name, s.name, r + 1));
                     theirs[k].push(measure(c, rate, &args, core, hz)?);
@@ -744,14 +768,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 bar.inc(1);
             }
         }
-        let off: Option<Vec<f64>> = rates.iter().position(|&r| r == 0).map(|k| runs[k].iter().map(Row::cost).collect());
+        let costs = |k: usize| runs[k].iter().map(Row::cost).collect::<Vec<f64>>();
+        // The configurations come in blocks of one variant, `block` long, the first variant's
+        // first.
+        let block = rates.len().div_ceil(isas.len());
+        let off: Vec<Option<Vec<f64>>> = (0..rates.len())
+            .map(|k| {
+                let start = k / block * block;
+                rates[start..].iter().take(block).position(|&(_, r)| r == 0).map(|j| costs(start + j))
+            })
+            .collect();
+        let first: Vec<Option<Vec<f64>>> = (0..rates.len()).map(|k| (k >= block).then(|| costs(k % block))).collect();
         for (k, (runs, theirs)) in runs.into_iter().zip(theirs).enumerate() {
-            let paired = off
+            let paired = off[k]
                 .as_ref()
-                .filter(|_| rates[k] != 0)
+                .filter(|_| rates[k].1 != 0)
                 .map(|off| median(off.iter().zip(&runs).map(|(without, with)| 1.0 - without / with.cost()).collect()));
+            let speedup =
+                first[k].as_ref().map(|base| median(base.iter().zip(&runs).map(|(b, this)| b / this.cost()).collect()));
             let against = counterpart.map(|c| against(c.name, &runs, theirs));
-            rows.push(summarise(runs, paired, against));
+            let mut row = summarise(runs, paired, against);
+            if let Row::Forward(m) = &mut row {
+                m.isa_speedup = speedup;
+            }
+            rows.push(row);
         }
     }
     bar.finish_and_clear();
@@ -806,7 +846,7 @@ fn against(name: &'static str, runs: &[Row], theirs: Vec<Row>) -> Counterpart {
 fn print_table(r: &Report, core: Option<u16>) {
     let pin = core.map_or("unpinned".to_string(), |c| format!("worker on CPU {c}"));
     println!(
-        "vecflow bench: TSC {:.3} GHz, {pin}, {} s window, median and minimum of {} run(s), sFlow rates taking turns",
+        "vecflow bench: TSC {:.3} GHz, {pin}, {} s window, median and minimum of {} run(s), sFlow rates and SIMD variants taking turns",
         r.tsc_hz as f64 / 1e9,
         r.seconds,
         r.runs
@@ -834,6 +874,8 @@ fn print_table(r: &Report, core: Option<u16>) {
                 println!(
                     "{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {min:>8.2} {vpc:>13.1} {drops:>9.3} % {loss:>12}{sampled}"
                 );
+                let speedup = s.isa_speedup.map_or(String::new(), |x| format!(", {x:.2}× the first variant"));
+                println!("  SIMD variant {}{speedup}", s.isa);
                 if let Some(c) = &s.counterpart {
                     let lookup = c.lookup_ratio.map_or(String::new(), |r| format!(", lookup node {r:.2}×"));
                     println!(

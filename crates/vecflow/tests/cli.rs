@@ -202,6 +202,45 @@ fn bench_measures_the_cost_of_a_sample() {
     assert!((rate * cycles / hz - 1.0).abs() < 0.01, "{row}");
 }
 
+/// `--isa` runs every variant given in turn, each row naming its variant, the later ones with
+/// their speedup over the first; the packets each forwards are the same.
+#[test]
+fn bench_runs_simd_variants_in_turn() {
+    let (ok, out, err) = vecflow(&[
+        "bench",
+        "--json",
+        "--scenario",
+        "ip4-lab",
+        "--sflow-rates",
+        "0",
+        "--packets",
+        "4097",
+        "--isa",
+        "scalar,scalar",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let rows = v["scenarios"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r["isa"] == "scalar" && r["packets"] == 4097), "{rows:?}");
+    assert!(rows[0]["isa_speedup"].is_null());
+    assert!(rows[1]["isa_speedup"].as_f64().is_some_and(|x| x > 0.0), "{}", rows[1]);
+}
+
+/// An unknown SIMD variant, in `--isa` or in `VECFLOW_ISA`, is refused naming it.
+#[test]
+fn unknown_simd_variants_are_refused() {
+    let (ok, _, err) = vecflow(&["bench", "--scenario", "ip4-lab", "--isa", "sse9"]);
+    assert!(!ok && err.contains("--isa: VECFLOW_ISA=sse9: not a variant"), "{err}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vecflow"))
+        .args(["bench", "--scenario", "ip4-lab", "--seconds", "0.1"])
+        .env("VECFLOW_ISA", "sse9")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("VECFLOW_ISA=sse9: not a variant"), "{err}");
+}
+
 #[test]
 fn bench_rejects_unknown_scenarios() {
     let (ok, _, err) = vecflow(&["bench", "--scenario", "nope"]);

@@ -6,8 +6,10 @@
 //! unchanged when all are good). The TTL is checked only when forwarding (`ip4-rewrite`), so
 //! packets for this router's own addresses are delivered whatever their TTL.
 
+use crate::buffer::BufferPool;
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
+use crate::isa::Isa;
 use crate::vector::VecHandle;
 use wire::checksum;
 
@@ -48,14 +50,156 @@ pub fn check(ip: &[u8]) -> Result<(), DropReason> {
 /// True for the common packet: no options, within the frame, good checksum.
 /// Branch-free, so a vector of good packets runs straight through.
 #[inline(always)]
-fn fast_ok(ip: &[u8]) -> bool {
+pub fn fast_ok(ip: &[u8]) -> bool {
     let Some(h) = ip.first_chunk::<20>() else { return false };
     let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
     (h[0] == 0x45) & (total >= 20) & (total <= ip.len()) & header_checksum_ok(h)
 }
 
-/// Processes one vector: one branch-free pass when every packet is good, otherwise a second
-/// pass that names each bad packet's reason.
+/// True when every packet of `indices` passes [`fast_ok`], decided by the `isa` variant (the
+/// scalar loop when the pool is too large to gather from).
+pub fn all_fast_ok(isa: Isa, pool: &BufferPool, indices: &[u32]) -> bool {
+    let raw = pool.raw();
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the graph runs a variant only once `Isa::supported` said the CPU has it;
+        // the raw pool is this pool's, whose every slot offset fits an i32.
+        Isa::Avx512 if raw.gatherable() => unsafe { x86::all_fast_ok_avx512(raw, indices) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 if raw.gatherable() => unsafe { x86::all_fast_ok_avx2(raw, indices) },
+        _ => indices.iter().all(|&i| {
+            let l3 = usize::from(pool.meta(i).l3_offset);
+            pool.frame(i).get(l3..).is_some_and(fast_ok)
+        }),
+    }
+}
+
+/// Processes one vector: one branch-free pass when every packet is good (16 or 8 packets at
+/// once with AVX-512 or AVX2), otherwise a second pass that names each bad packet's reason.
 pub fn run(g: &mut Graph, v: VecHandle) {
-    super::validate(g, v, fast_ok, check, DropReason::Truncated, NodeId::Ip4Lookup);
+    let all_ok = all_fast_ok(g.isa, &g.pool, g.vectors[v].indices());
+    super::validated(g, v, all_ok, check, DropReason::Truncated, NodeId::Ip4Lookup);
+}
+
+/// [`fast_ok`] across 16 or 8 packets at once: each packet's metadata words and the five
+/// 32-bit words of its IPv4 header are gathered into one lane each, and the version/IHL byte,
+/// the total length against the bytes present, and the header checksum (summed as
+/// little-endian 16-bit words: a one's-complement sum is all ones in either byte order) are
+/// checked in every lane together.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use crate::buffer::{RawPool, STRIDE};
+    use std::arch::x86_64::*;
+
+    const _: () = assert!(STRIDE == (1 << 11) + (1 << 6), "slot offsets are computed as k << 11 + k << 6");
+
+    /// The AVX-512 pass over `indices` (16 packets a step).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL; `pool` describes a live pool that is
+    /// [`RawPool::gatherable`] and holds every index of `indices`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub unsafe fn all_fast_ok_avx512(pool: RawPool, indices: &[u32]) -> bool {
+        let meta = pool.meta.cast::<u8>();
+        let (ones16, c20, zero) = (_mm512_set1_epi32(0xffff), _mm512_set1_epi32(20), _mm512_setzero_si512());
+        for chunk in indices.chunks(16) {
+            let lanes = ((1u32 << chunk.len()) - 1) as __mmask16;
+            // SAFETY: the masked load reads only the chunk; each metadata gather reads a
+            // word inside entry `i & mask`; each header gather only for lanes with at least
+            // 20 bytes from l3 to the frame end, which lie in the slot (offset + len <= STRIDE).
+            unsafe {
+                let idx = _mm512_maskz_loadu_epi32(lanes, chunk.as_ptr().cast());
+                let k = _mm512_and_si512(idx, _mm512_set1_epi32(pool.mask as i32));
+                let at_meta = _mm512_slli_epi32::<5>(k);
+                let off_len =
+                    _mm512_mask_i32gather_epi32::<1>(zero, lanes, at_meta, meta.add(RawPool::OFFSET_LEN).cast());
+                let err_l3 = _mm512_mask_i32gather_epi32::<1>(zero, lanes, at_meta, meta.add(RawPool::ERROR_L3).cast());
+                let l3 = _mm512_srli_epi32::<16>(err_l3);
+                let present = _mm512_sub_epi32(_mm512_srli_epi32::<16>(off_len), l3);
+                let has20 = _mm512_mask_cmpge_epi32_mask(lanes, present, c20);
+                let slot = _mm512_add_epi32(_mm512_slli_epi32::<11>(k), _mm512_slli_epi32::<6>(k));
+                let at = _mm512_add_epi32(slot, _mm512_add_epi32(_mm512_and_si512(off_len, ones16), l3));
+                let word = |j: usize| _mm512_mask_i32gather_epi32::<1>(zero, has20, at, pool.data.add(4 * j).cast());
+                let w = [word(0), word(1), word(2), word(3), word(4)];
+                let v45 = _mm512_mask_cmpeq_epi32_mask(
+                    has20,
+                    _mm512_and_si512(w[0], _mm512_set1_epi32(0xff)),
+                    _mm512_set1_epi32(0x45),
+                );
+                let total = _mm512_or_si512(
+                    _mm512_srli_epi32::<24>(w[0]),
+                    _mm512_and_si512(_mm512_srli_epi32::<8>(w[0]), _mm512_set1_epi32(0xff00)),
+                );
+                let length_ok =
+                    _mm512_mask_cmpge_epi32_mask(v45, total, c20) & _mm512_mask_cmple_epi32_mask(v45, total, present);
+                let mut sum = zero;
+                for x in w {
+                    sum = _mm512_add_epi32(
+                        sum,
+                        _mm512_add_epi32(_mm512_and_si512(x, ones16), _mm512_srli_epi32::<16>(x)),
+                    );
+                }
+                sum = _mm512_add_epi32(_mm512_and_si512(sum, ones16), _mm512_srli_epi32::<16>(sum));
+                sum = _mm512_add_epi32(_mm512_and_si512(sum, ones16), _mm512_srli_epi32::<16>(sum));
+                if _mm512_mask_cmpeq_epi32_mask(length_ok, sum, ones16) != lanes {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The AVX2 pass over `indices` (8 packets a step).
+    ///
+    /// # Safety
+    /// The CPU has AVX2; otherwise as [`all_fast_ok_avx512`].
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn all_fast_ok_avx2(pool: RawPool, indices: &[u32]) -> bool {
+        let meta = pool.meta.cast::<u8>();
+        let (ones16, c19, zero) = (_mm256_set1_epi32(0xffff), _mm256_set1_epi32(19), _mm256_setzero_si256());
+        let lane_numbers = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for chunk in indices.chunks(8) {
+            let lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(chunk.len() as i32), lane_numbers);
+            // SAFETY: as in `all_fast_ok_avx512`.
+            unsafe {
+                let idx = _mm256_maskload_epi32(chunk.as_ptr().cast(), lanes);
+                let k = _mm256_and_si256(idx, _mm256_set1_epi32(pool.mask as i32));
+                let at_meta = _mm256_slli_epi32::<5>(k);
+                let off_len =
+                    _mm256_mask_i32gather_epi32::<1>(zero, meta.add(RawPool::OFFSET_LEN).cast(), at_meta, lanes);
+                let err_l3 = _mm256_mask_i32gather_epi32::<1>(zero, meta.add(RawPool::ERROR_L3).cast(), at_meta, lanes);
+                let l3 = _mm256_srli_epi32::<16>(err_l3);
+                let present = _mm256_sub_epi32(_mm256_srli_epi32::<16>(off_len), l3);
+                let has20 = _mm256_and_si256(lanes, _mm256_cmpgt_epi32(present, c19));
+                let slot = _mm256_add_epi32(_mm256_slli_epi32::<11>(k), _mm256_slli_epi32::<6>(k));
+                let at = _mm256_add_epi32(slot, _mm256_add_epi32(_mm256_and_si256(off_len, ones16), l3));
+                let word = |j: usize| _mm256_mask_i32gather_epi32::<1>(zero, pool.data.add(4 * j).cast(), at, has20);
+                let w = [word(0), word(1), word(2), word(3), word(4)];
+                let v45 = _mm256_cmpeq_epi32(_mm256_and_si256(w[0], _mm256_set1_epi32(0xff)), _mm256_set1_epi32(0x45));
+                let total = _mm256_or_si256(
+                    _mm256_srli_epi32::<24>(w[0]),
+                    _mm256_and_si256(_mm256_srli_epi32::<8>(w[0]), _mm256_set1_epi32(0xff00)),
+                );
+                let length_ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(total, present), _mm256_cmpgt_epi32(total, c19));
+                let mut sum = zero;
+                for x in w {
+                    sum = _mm256_add_epi32(
+                        sum,
+                        _mm256_add_epi32(_mm256_and_si256(x, ones16), _mm256_srli_epi32::<16>(x)),
+                    );
+                }
+                sum = _mm256_add_epi32(_mm256_and_si256(sum, ones16), _mm256_srli_epi32::<16>(sum));
+                sum = _mm256_add_epi32(_mm256_and_si256(sum, ones16), _mm256_srli_epi32::<16>(sum));
+                let good = _mm256_and_si256(
+                    _mm256_and_si256(has20, v45),
+                    _mm256_and_si256(length_ok, _mm256_cmpeq_epi32(sum, ones16)),
+                );
+                if _mm256_movemask_epi8(good) != _mm256_movemask_epi8(lanes) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
 }

@@ -51,6 +51,19 @@ pub(crate) fn validate(
         let l3 = usize::from(g.pool.meta(i).l3_offset);
         all_ok &= g.pool.frame(i).get(l3..).is_some_and(&fast_ok);
     }
+    validated(g, v, all_ok, check, truncated, next);
+}
+
+/// The end of [`validate`] once the fast pass said whether every packet is good (`all_ok`).
+#[inline(always)]
+pub(crate) fn validated(
+    g: &mut Graph,
+    v: VecHandle,
+    all_ok: bool,
+    check: fn(&[u8]) -> Result<(), DropReason>,
+    truncated: DropReason,
+    next: NodeId,
+) {
     if all_ok {
         g.forward(v, next);
     } else {
