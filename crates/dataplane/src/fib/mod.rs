@@ -202,6 +202,33 @@ impl Fib<Ipv4Addr> {
     pub fn prefetch(&self, addr: u32) {
         self.tbl24.prefetch((addr >> 8) as usize);
     }
+
+    /// The final entry of each address of `dst` (at most a vector's worth, host order) into
+    /// `out` (decode it with [`Leaf::decode`]), for a batch whose tbl24 entries
+    /// [`Fib::prefetch`] asked for: every tbl24 entry first, then, when some point to tbl8
+    /// groups, every tbl8 entry is prefetched before any is read, so their misses overlap.
+    #[inline(always)]
+    pub fn lookup_batch(&self, dst: &[u32], out: &mut [u32]) {
+        assert!(dst.len() <= crate::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
+        let mut going = false;
+        for (e, &d) in out.iter_mut().zip(dst) {
+            *e = self.tbl24.get((d >> 8) as usize).load(Acquire);
+            going |= is_ext(*e);
+        }
+        if going {
+            let at = |e: u32, d: u32| ((e & GROUP) as usize) << 8 | (d & 0xff) as usize;
+            for (&e, &d) in out.iter().zip(dst) {
+                if is_ext(e) {
+                    self.tbl8.prefetch(at(e, d));
+                }
+            }
+            for (e, &d) in out.iter_mut().zip(dst) {
+                if is_ext(*e) {
+                    *e = self.tbl8.get(at(*e, d)).load(Acquire);
+                }
+            }
+        }
+    }
 }
 
 impl Fib<Ipv6Addr> {

@@ -392,7 +392,7 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, rng_seed: proptest::test_runner::RngSeed::Fixed(248), ..ProptestConfig::default() })]
 
         /// Random inserts, replaces and deletes, then lookups (random and at every prefix's
-        /// edges) against the naive oracle.
+        /// edges, one by one and by batch) against the naive oracle.
         #[test]
         fn matches_a_naive_lpm(ops in proptest::collection::vec((arb_route(), any::<bool>()), 1..120), probes in proptest::collection::vec(any::<u32>(), 64)) {
             let mut w = writer(256);
@@ -400,8 +400,15 @@ mod tests {
             let model = apply_ops(&mut w, ops);
             let fib = w.fib().clone();
             let edges = model.keys().map(|&(k, l)| ((k >> 96) as u32, l)).flat_map(|(p, l)| [p, p | !mask(l), p.wrapping_sub(1), (p | !mask(l)).wrapping_add(1)]);
-            for addr in probes.into_iter().map(|x| (10 + x % 4) << 24 | x >> 8).chain(edges) {
-                prop_assert_eq!(fib.lookup(addr), oracle(&model, Ipv4Addr::from(addr).key()), "addr {}", Ipv4Addr::from(addr));
+            let addrs: Vec<u32> = probes.into_iter().map(|x| (10 + x % 4) << 24 | x >> 8).chain(edges).collect();
+            for chunk in addrs.chunks(crate::vector::VECTOR_SIZE) {
+                let mut batch = vec![0u32; chunk.len()];
+                fib.lookup_batch(chunk, &mut batch);
+                for (&addr, &e) in chunk.iter().zip(&batch) {
+                    let want = oracle(&model, Ipv4Addr::from(addr).key());
+                    prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv4Addr::from(addr));
+                    prop_assert_eq!(Leaf::decode(e), want, "batch, addr {}", Ipv4Addr::from(addr));
+                }
             }
             let groups_needed = model.keys().filter(|(_, l)| *l > 24).map(|(k, _)| k >> 104).collect::<std::collections::BTreeSet<_>>().len() as u32;
             prop_assert_eq!(w.tbl8_in_use(), groups_needed, "no tbl8 group leaks");

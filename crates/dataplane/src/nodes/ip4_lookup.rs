@@ -1,12 +1,13 @@
 //! `ip4-lookup`: longest-prefix match of each packet's destination in the FIB.
 //!
-//! The whole vector is looked up in two passes: the first reads every destination and
-//! prefetches its tbl24 entry, the second resolves the entries (a second load for /24s split
-//! into tbl8 groups). The adjacency and the matched prefix length go into the metadata.
+//! The whole vector is looked up in passes: the first reads every destination and prefetches
+//! its tbl24 entry, the next reads the tbl24 entries, and when some /24s are split into tbl8
+//! groups their entries are prefetched and then read ([`crate::fib::Fib::lookup_batch`]). The adjacency and the matched prefix length go into the metadata.
 //! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
 //! address) goes to `ip4-local`; everything else to `ip4-rewrite`.
 
 use crate::errors::DropReason;
+use crate::fib::Leaf;
 use crate::graph::{Graph, NodeId};
 use crate::l3::ADJ_DROP;
 use crate::vector::{VECTOR_SIZE, VecHandle};
@@ -25,15 +26,30 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         *d = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         g.fib.ip4.prefetch(*d);
     }
+    let mut entry = [0u32; VECTOR_SIZE];
+    g.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
     let mut all_routed = true;
-    for (k, &d) in dst[..n].iter().enumerate() {
-        let i = g.vectors[v].indices()[k];
-        let leaf = g.fib.ip4.lookup(d);
-        let (adj, len) = leaf.map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
+    for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
+        let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });
         let m = g.pool.meta_mut(i);
-        m.adj = adj;
-        m.dst_prefix_len = len;
-        match adj {
+        m.adj = leaf.adj;
+        m.dst_prefix_len = leaf.prefix_len;
+        all_routed &= leaf.adj > ADJ_LOCAL;
+    }
+    if all_routed {
+        g.forward(v, NodeId::Ip4Rewrite);
+    } else {
+        split_unrouted(g, v);
+    }
+}
+
+/// Sends each packet of `v` where its adjacency says: no route drops as `no-route` through
+/// `icmp4-error`, our own address to `ip4-local`, the rest to `ip4-rewrite`.
+#[cold]
+fn split_unrouted(g: &mut Graph, v: VecHandle) {
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        match g.pool.meta(i).adj {
             ADJ_DROP => {
                 g.mark_drop(k, i, DropReason::NoRoute);
                 g.nexts[k] = NodeId::Icmp4Error;
@@ -41,7 +57,6 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             ADJ_LOCAL => g.nexts[k] = NodeId::Ip4Local,
             _ => g.nexts[k] = NodeId::Ip4Rewrite,
         }
-        all_routed &= adj > ADJ_LOCAL;
     }
-    if all_routed { g.forward(v, NodeId::Ip4Rewrite) } else { g.split(v) }
+    g.split(v);
 }

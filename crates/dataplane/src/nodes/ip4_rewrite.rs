@@ -90,12 +90,62 @@ fn ttl_expired(g: &Graph, i: u32) -> bool {
     g.ipv4(i).is_some_and(|ip| ip.ttl() <= 1)
 }
 
-/// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
-/// once per vector), never copied per packet.
+/// The plain packets at the start of vector `v`: each one toward a resolved next hop without
+/// out-labels, with a TTL above 1 and within the output MTU, rewritten in place (TTL,
+/// checksum, MACs, output interface). Returns how many it took; the packet after them (if any)
+/// needs [`forward`]'s full treatment. An adjacency is resolved once for a run of packets that
+/// share it, so a vector toward one next hop reads it once.
+#[inline(always)]
+fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
+    let tables = &g.tables;
+    let indices = g.vectors[v].indices();
+    // The adjacency resolved last: its index, output interface, MTU and MACs.
+    let mut cached: Option<(u32, u16, usize, &[u8; 12])> = None;
+    for (k, &i) in indices.iter().enumerate() {
+        let adj = g.pool.meta(i).adj;
+        let (tx_if, mtu, macs) = match cached {
+            Some((a, tx_if, mtu, macs)) if a == adj => (tx_if, mtu, macs),
+            _ => match tables.l3.adjs.get(adj as usize) {
+                Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) if push.is_empty() => {
+                    let mtu = usize::from(tables.get(*tx_if).mtu);
+                    cached = Some((adj, *tx_if, mtu, macs));
+                    (*tx_if, mtu, macs)
+                }
+                _ => return k,
+            },
+        };
+        let l3 = usize::from(g.pool.meta(i).l3_offset);
+        let frame = g.pool.frame_mut(i);
+        // ip4-input guaranteed the 20 header bytes at l3.
+        let Some(ip) = frame.get_mut(l3..l3 + 12) else { return k };
+        let old = u16::from_be_bytes([ip[8], ip[9]]);
+        if old < 0x0200 || usize::from(u16::from_be_bytes([ip[2], ip[3]])) > mtu {
+            return k;
+        }
+        let new = old - 0x0100;
+        let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+        ip[8..10].copy_from_slice(&new.to_be_bytes());
+        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+        frame[..12].copy_from_slice(macs);
+        g.pool.meta_mut(i).tx_if = tx_if;
+    }
+    indices.len()
+}
+
+/// Processes one vector: the plain packets at its start in one tight pass
+/// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
+/// the tables taken once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
+    let plain = plain_prefix(g, v);
+    let n = g.vectors[v].len();
+    if plain == n {
+        g.forward(v, NodeId::InterfaceOutput);
+        return;
+    }
+    g.nexts[..plain].fill(NodeId::InterfaceOutput);
     let tables = g.tables.clone();
     let mut all_ok = true;
-    for k in 0..g.vectors[v].len() {
+    for k in plain..n {
         let i = g.vectors[v].indices()[k];
         let adj = g.pool.meta(i).adj;
         if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3.adjs.get(adj as usize) {
