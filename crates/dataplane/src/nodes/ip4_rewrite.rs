@@ -137,12 +137,10 @@ fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
 /// the tables taken once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let plain = plain_prefix(g, v);
-    let n = g.vectors[v].len();
-    if plain == n {
-        g.forward(v, NodeId::InterfaceOutput);
+    if !super::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
         return;
     }
-    g.nexts[..plain].fill(NodeId::InterfaceOutput);
+    let n = g.vectors[v].len();
     let tables = g.tables.clone();
     let mut all_ok = true;
     for k in plain..n {

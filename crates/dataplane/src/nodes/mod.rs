@@ -54,6 +54,19 @@ pub(crate) fn validate(
     validated(g, v, all_ok, check, truncated, next);
 }
 
+/// For a node whose fast pass took the first `plain` packets of vector `v` for `next`: when
+/// that was all of them, hands the whole vector on and returns false; otherwise marks those
+/// packets for `next` and returns true (the caller takes the rest one by one, then splits).
+#[inline(always)]
+pub(crate) fn rest_after_plain(g: &mut Graph, v: VecHandle, plain: usize, next: NodeId) -> bool {
+    if plain == g.vectors[v].len() {
+        g.forward(v, next);
+        return false;
+    }
+    g.nexts[..plain].fill(next);
+    true
+}
+
 /// The end of [`validate`] once the fast pass said whether every packet is good (`all_ok`).
 #[inline(always)]
 pub(crate) fn validated(

@@ -18,12 +18,52 @@ use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::vector::VecHandle;
 use wire::{EtherType, checksum};
 
-/// Processes one vector. Entries and adjacencies are read in place (through a handle on the
+/// The plain swaps at the start of vector `v`: each one's entry swaps the top label for one
+/// label toward a resolved next hop; done in place. Returns how many it took; the packet after
+/// them (if any) needs the full treatment. An entry is resolved once for a run of packets that
+/// share it.
+#[inline(always)]
+fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
+    let tables = &g.tables;
+    let indices = g.vectors[v].indices();
+    // The entry resolved last: its number, output interface, MACs and out-label.
+    let mut cached: Option<(u16, u16, &[u8; 12], u32)> = None;
+    for (k, &i) in indices.iter().enumerate() {
+        let m = g.pool.meta(i);
+        let (entry, l3) = (m.label_entry, usize::from(m.l3_offset));
+        let (tx_if, macs, label) = match cached {
+            Some((e, tx_if, macs, label)) if e == entry => (tx_if, macs, label),
+            _ => match tables.l3.entry(entry) {
+                Some(LabelEntry::Swap { adj, out }) => match (out.labels(), tables.l3.adjs.get(*adj as usize)) {
+                    (&[label], Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. })) => {
+                        cached = Some((entry, *tx_if, macs, label));
+                        (*tx_if, macs, label)
+                    }
+                    _ => return k,
+                },
+                _ => return k,
+            },
+        };
+        if !swap_one(g.pool.frame_mut(i), l3, label, macs) {
+            return k;
+        }
+        g.pool.meta_mut(i).tx_if = tx_if;
+    }
+    indices.len()
+}
+
+/// Processes one vector: the plain swaps at its start in one tight pass ([`plain_prefix`]),
+/// the rest one by one. Entries and adjacencies are read in place (through a handle on the
 /// tables taken once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
+    let plain = plain_prefix(g, v);
+    if !super::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+        return;
+    }
+    let n = g.vectors[v].len();
     let tables = g.tables.clone();
     let mut all_swapped = true;
-    for k in 0..g.vectors[v].len() {
+    for k in plain..n {
         let i = g.vectors[v].indices()[k];
         let entry = tables.l3.entry(g.pool.meta(i).label_entry);
         if let Some(LabelEntry::Swap { adj, out }) = entry
@@ -70,15 +110,7 @@ fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) ->
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     g.pool.meta_mut(i).tx_if = tx_if;
     if let [label] = out.labels() {
-        // The plain swap, in place: one 4-byte read-modify-write, then the MACs (the ethertype
-        // is already MPLS).
-        let f = g.pool.frame_mut(i);
-        let Some(top) = f.get_mut(l3..l3 + 4) else { return false };
-        let old = u32::from_be_bytes([top[0], top[1], top[2], top[3]]);
-        let new = (label << 12) | (old & 0xf00) | ((old & 0xff) - 1);
-        top.copy_from_slice(&new.to_be_bytes());
-        f[..12].copy_from_slice(macs);
-        return true;
+        return swap_one(g.pool.frame_mut(i), l3, *label, macs);
     }
     let f = g.pool.frame(i);
     let old = u32::from_be_bytes([f[l3], f[l3 + 1], f[l3 + 2], f[l3 + 3]]);
@@ -92,6 +124,19 @@ fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) ->
     }
     f[..12].copy_from_slice(macs);
     f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
+    true
+}
+
+/// The plain swap of frame `f`'s top label (at `l3`) for `label`, in place: one 4-byte
+/// read-modify-write (traffic class and bottom of stack kept, TTL − 1), then the MACs (the
+/// ethertype is already MPLS). False when the frame ends before the label.
+#[inline(always)]
+fn swap_one(f: &mut [u8], l3: usize, label: u32, macs: &[u8; 12]) -> bool {
+    let Some(top) = f.get_mut(l3..l3 + 4) else { return false };
+    let old = u32::from_be_bytes([top[0], top[1], top[2], top[3]]);
+    let new = (label << 12) | (old & 0xf00) | ((old & 0xff) - 1);
+    top.copy_from_slice(&new.to_be_bytes());
+    f[..12].copy_from_slice(macs);
     true
 }
 
