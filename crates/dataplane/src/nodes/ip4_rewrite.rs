@@ -97,39 +97,17 @@ fn ttl_expired(g: &Graph, i: u32) -> bool {
 /// share it, so a vector toward one next hop reads it once.
 #[inline(always)]
 fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
-    let tables = &g.tables;
-    let indices = g.vectors[v].indices();
-    // The adjacency resolved last: its index, output interface, MTU and MACs.
-    let mut cached: Option<(u32, u16, usize, &[u8; 12])> = None;
-    for (k, &i) in indices.iter().enumerate() {
-        let adj = g.pool.meta(i).adj;
-        let (tx_if, mtu, macs) = match cached {
-            Some((a, tx_if, mtu, macs)) if a == adj => (tx_if, mtu, macs),
-            _ => match tables.l3.adjs.get(adj as usize) {
-                Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) if push.is_empty() => {
-                    let mtu = usize::from(tables.get(*tx_if).mtu);
-                    cached = Some((adj, *tx_if, mtu, macs));
-                    (*tx_if, mtu, macs)
-                }
-                _ => return k,
-            },
-        };
-        let l3 = usize::from(g.pool.meta(i).l3_offset);
-        let frame = g.pool.frame_mut(i);
-        // ip4-input guaranteed the 20 header bytes at l3.
-        let Some(ip) = frame.get_mut(l3..l3 + 12) else { return k };
+    super::plain_rewrite_prefix::<12>(g, v, |ip, mtu| {
         let old = u16::from_be_bytes([ip[8], ip[9]]);
         if old < 0x0200 || usize::from(u16::from_be_bytes([ip[2], ip[3]])) > mtu {
-            return k;
+            return false;
         }
         let new = old - 0x0100;
         let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
         ip[8..10].copy_from_slice(&new.to_be_bytes());
         ip[10..12].copy_from_slice(&csum.to_be_bytes());
-        frame[..12].copy_from_slice(macs);
-        g.pool.meta_mut(i).tx_if = tx_if;
-    }
-    indices.len()
+        true
+    })
 }
 
 /// Processes one vector: the plain packets at its start in one tight pass

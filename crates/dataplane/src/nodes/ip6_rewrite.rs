@@ -45,12 +45,34 @@ fn rewrite(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack
     Ok(())
 }
 
-/// Processes one vector. Adjacencies are read in place (through a handle on the tables taken
-/// once per vector), never copied per packet.
+/// The plain packets at the start of vector `v`: each one toward a resolved next hop without
+/// out-labels, with a hop limit above 1 and within the output MTU, rewritten in place (hop
+/// limit, MACs, output interface). Returns how many it took; the packet after them (if any)
+/// needs [`rewrite`]'s full treatment. An adjacency is resolved once for a run of packets that
+/// share it.
+#[inline(always)]
+fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
+    super::plain_rewrite_prefix::<8>(g, v, |ip, mtu| {
+        if ip[7] <= 1 || HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > mtu {
+            return false;
+        }
+        ip[7] -= 1;
+        true
+    })
+}
+
+/// Processes one vector: the plain packets at its start in one tight pass
+/// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
+/// the tables taken once per vector), never copied per packet.
 pub fn run(g: &mut Graph, v: VecHandle) {
+    let plain = plain_prefix(g, v);
+    if !super::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+        return;
+    }
+    let n = g.vectors[v].len();
     let tables = g.tables.clone();
     let mut all_ok = true;
-    for k in 0..g.vectors[v].len() {
+    for k in plain..n {
         let i = g.vectors[v].indices()[k];
         let adj = g.pool.meta(i).adj;
         let result = match tables.l3.adjs.get(adj as usize) {

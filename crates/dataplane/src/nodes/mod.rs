@@ -54,6 +54,72 @@ pub(crate) fn validate(
     validated(g, v, all_ok, check, truncated, next);
 }
 
+/// A resolved next hop without out-labels, as the plain paths of `ip4-rewrite` and
+/// `ip6-rewrite` use it.
+#[derive(Clone, Copy)]
+struct PlainAdj<'t> {
+    /// Its adjacency index.
+    adj: u32,
+    /// The output interface.
+    tx_if: u16,
+    /// The output interface's MTU.
+    mtu: usize,
+    /// The next hop's MAC and the output interface's, as the frame's first 12 bytes.
+    macs: &'t [u8; 12],
+}
+
+/// Adjacency `adj` when it is a plain one (a resolved next hop without out-labels), `cached`
+/// when that is the same adjacency (a run of packets toward one next hop resolves it once).
+#[inline(always)]
+fn plain_adj<'t>(
+    tables: &'t crate::interface::Tables,
+    adj: u32,
+    cached: &mut Option<PlainAdj<'t>>,
+) -> Option<PlainAdj<'t>> {
+    if let Some(c) = *cached
+        && c.adj == adj
+    {
+        return Some(c);
+    }
+    match tables.l3.adjs.get(adj as usize) {
+        Some(crate::l3::Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) if push.is_empty() => {
+            *cached = Some(PlainAdj { adj, tx_if: *tx_if, mtu: usize::from(tables.get(*tx_if).mtu), macs });
+            *cached
+        }
+        _ => None,
+    }
+}
+
+/// The plain packets at the start of vector `v`, for `ip4-rewrite` and `ip6-rewrite`: each one
+/// toward a plain adjacency ([`plain_adj`]) whose first `N` network-header bytes `edit`
+/// accepts and rewrites, given the output MTU (it returns false, the bytes unchanged, for a
+/// packet that needs the full treatment); then the MACs and the output interface are written.
+/// Returns how many it took.
+#[inline(always)]
+pub(crate) fn plain_rewrite_prefix<const N: usize>(
+    g: &mut Graph,
+    v: VecHandle,
+    edit: impl Fn(&mut [u8; N], usize) -> bool,
+) -> usize {
+    let tables = &g.tables;
+    let indices = g.vectors[v].indices();
+    let mut cached = None;
+    for (k, &i) in indices.iter().enumerate() {
+        let Some(PlainAdj { tx_if, mtu, macs, .. }) = plain_adj(tables, g.pool.meta(i).adj, &mut cached) else {
+            return k;
+        };
+        let l3 = usize::from(g.pool.meta(i).l3_offset);
+        let frame = g.pool.frame_mut(i);
+        let Some(ip) = frame.get_mut(l3..l3 + N).and_then(|h| <&mut [u8; N]>::try_from(h).ok()) else { return k };
+        if !edit(ip, mtu) {
+            return k;
+        }
+        frame[..12].copy_from_slice(macs);
+        g.pool.meta_mut(i).tx_if = tx_if;
+    }
+    indices.len()
+}
+
 /// For a node whose fast pass took the first `plain` packets of vector `v` for `next`: when
 /// that was all of them, hands the whole vector on and returns false; otherwise marks those
 /// packets for `next` and returns true (the caller takes the rest one by one, then splits).
