@@ -33,39 +33,39 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
     let ifc = *g.tables.get(port);
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
-    let l3 = matches!(ifc.mode, RxMode::L3);
-    let read_ethertype = l3 || ifc.has_subifs;
-    let (mut valid, mut octets, mut group, mut bcast) = (0u64, 0u64, 0u64, 0u64);
-    let (mut ip4, mut ip6, mut mpls, mut tagged) = (0u64, 0u64, 0u64, 0u64);
-    for &i in g.vectors[v].indices() {
-        let len = g.pool.meta(i).len();
-        let ok = len.wrapping_sub(HEADER_LEN as u16) <= span;
-        valid += u64::from(ok);
-        octets += u64::from(len);
+    let indices = g.vectors[v].indices();
+    // The ethertype as it lies in the frame (no byte swap): every frame is compared with the
+    // first one's, so a uniform vector needs one xor and one or per frame.
+    let raw_ethertype = |i: u32| {
         let line = g.pool.line(i);
-        // Unicast traffic takes one byte load and one well-predicted branch.
-        if ok && line[0] & 1 == 1 {
+        u16::from_ne_bytes([line[12], line[13]])
+    };
+    let first = indices.first().map_or(0, |&i| raw_ethertype(i));
+    let (mut bad_size, mut mixed, mut octets, mut group, mut bcast) = (false, 0u16, 0u64, 0u64, 0u64);
+    for &i in indices {
+        let len = g.pool.meta(i).len();
+        bad_size |= len.wrapping_sub(HEADER_LEN as u16) > span;
+        octets += u64::from(len);
+        mixed |= raw_ethertype(i) ^ first;
+        // Unicast traffic takes one byte load and one well-predicted branch. (Counted for
+        // every frame: when one is missized, the per-packet path counts them all again.)
+        if g.pool.line(i)[0] & 1 == 1 {
             let (_, is_bcast) = cast_bits(g.pool.head_u64(i));
             group += 1;
             bcast += is_bcast;
         }
-        if read_ethertype {
-            let et = u16::from_be_bytes([line[12], line[13]]);
-            ip4 += u64::from(ok && et == EtherType::IPV4);
-            ip6 += u64::from(ok && et == EtherType::IPV6);
-            mpls += u64::from(ok && et == EtherType::MPLS);
-            tagged += u64::from(et == EtherType::VLAN);
-        }
     }
-    let n = g.vectors[v].len() as u64;
+    let n = indices.len() as u64;
+    let all = |ethertype: u16| mixed == 0 && first == ethertype.to_be();
     let next = match ifc.mode {
-        _ if valid != n || !ifc.admin_up || (ifc.has_subifs && tagged > 0) => None,
+        // Tagged frames go one by one, to their sub-interfaces.
+        _ if bad_size || !ifc.admin_up || (ifc.has_subifs && (mixed != 0 || all(EtherType::VLAN))) => None,
         // Interfaces with flow rules classify first (the rules' `normal` goes on from there).
         _ if ifc.classify => Some(NodeId::FlowClassify),
         RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
-        RxMode::L3 if ip4 == n && ifc.ip4 => Some(NodeId::Ip4Input),
-        RxMode::L3 if ip6 == n && ifc.ip6 => Some(NodeId::Ip6Input),
-        RxMode::L3 if mpls == n && ifc.mpls => Some(NodeId::MplsInput),
+        RxMode::L3 if all(EtherType::IPV4) && ifc.ip4 => Some(NodeId::Ip4Input),
+        RxMode::L3 if all(EtherType::IPV6) && ifc.ip6 => Some(NodeId::Ip6Input),
+        RxMode::L3 if all(EtherType::MPLS) && ifc.mpls => Some(NodeId::MplsInput),
         RxMode::L3 => None,
     };
     match next {
@@ -73,7 +73,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             let c = g.counters.interface(port);
             c.rx_packets.add(n);
             c.rx_octets.add(octets);
-            c.rx_unicast.add(valid - group);
+            c.rx_unicast.add(n - group);
             c.rx_multicast.add(group - bcast);
             c.rx_broadcast.add(bcast);
             g.forward(v, node);
