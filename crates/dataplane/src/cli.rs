@@ -55,7 +55,7 @@ impl Registry {
         });
         r.register(Command {
             words: "show runtime",
-            help: "per node per worker: calls, vectors, suspends, clocks/vector, vectors/call",
+            help: "per node per worker: calls, vectors, suspends, clocks/vector, vectors/call, vectors handled in another node's fused pass",
             run: show_runtime,
         });
         r.register(Command {
@@ -407,8 +407,8 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         );
         let _ = writeln!(
             text,
-            "{:<20} {:>14} {:>16} {:>12} {:>12} {:>13}",
-            "Name", "Calls", "Vectors", "Suspends", "Clocks", "Vectors/Call"
+            "{:<20} {:>14} {:>16} {:>12} {:>12} {:>13} {:>16}",
+            "Name", "Calls", "Vectors", "Suspends", "Clocks", "Vectors/Call", "Fused"
         );
         let mut nodes = Vec::new();
         for (n, s) in &w.nodes {
@@ -417,17 +417,18 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
             if s.calls > 0 || s.suspends > 0 {
                 let _ = writeln!(
                     text,
-                    "{:<20} {:>14} {:>16} {:>12} {:>12.2e} {:>13.2}",
+                    "{:<20} {:>14} {:>16} {:>12} {:>12.2e} {:>13.2} {:>16}",
                     n.name(),
                     s.calls,
                     s.vectors,
                     s.suspends,
                     per_vec,
-                    per_call
+                    per_call,
+                    s.fused
                 );
             }
             nodes.push(json!({"name": n.name(), "calls": s.calls, "vectors": s.vectors, "suspends": s.suspends,
-                "clocks": s.clocks, "clocks_per_vector": per_vec, "vectors_per_call": per_call}));
+                "clocks": s.clocks, "clocks_per_vector": per_vec, "vectors_per_call": per_call, "fused": s.fused}));
         }
         workers
             .push(json!({"worker": w.id, "core": w.core, "seconds": secs, "loops": w.looping.loops, "nodes": nodes}));

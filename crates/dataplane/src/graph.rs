@@ -93,6 +93,9 @@ counter_set! {
         suspends,
         /// TSC ticks spent in the node.
         clocks,
+        /// Packets of `vectors` the node handled inside another node's fused pass (e.g.
+        /// `ip4-input` inside `ethernet-input`): their ticks are in that node's `clocks`.
+        fused,
     }
 }
 
@@ -350,6 +353,17 @@ impl Graph {
                 self.pending.push((*node, h));
             }
         }
+    }
+
+    /// Counts a call of `node` on a vector of `n` packets that a fused pass made inside the
+    /// running node (whose ticks include it): the calls and packets show as `node`'s, and how
+    /// many were fused.
+    #[inline]
+    pub fn count_fused(&self, node: NodeId, n: u64) {
+        let c = &self.counters.nodes[node as usize];
+        c.calls.add(1);
+        c.vectors.add(n);
+        c.fused.add(n);
     }
 
     /// Sends packet `k` of the vector being split to `error-drop` with `reason`.

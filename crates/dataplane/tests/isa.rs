@@ -37,6 +37,10 @@ enum Damage {
     Cut(usize),
     /// A VLAN tag in front of the IPv4 header (another l3 offset).
     Tagged,
+    /// Another destination MAC (multicast, broadcast).
+    Dst([u8; 6]),
+    /// Another ethertype.
+    EtherType(u16),
 }
 
 /// An Ethernet/IPv4/UDP frame to port0's MAC of `payload` UDP bytes, damaged.
@@ -63,6 +67,8 @@ fn frame(dst: u8, ttl: u8, payload: usize, damage: &Damage) -> Vec<u8> {
         Damage::Tagged => {
             f.splice(12..12, [0x81, 0x00, 0x00, 0x07]);
         }
+        Damage::Dst(mac) => f[..6].copy_from_slice(&mac),
+        Damage::EtherType(et) => f[12..14].copy_from_slice(&et.to_be_bytes()),
     }
     f
 }
@@ -73,9 +79,28 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
         1 => (0usize..20, any::<u8>(), any::<bool>()).prop_map(|(at, value, fix)| Damage::Byte { at, value, fix }),
         1 => (0usize..80).prop_map(Damage::Cut),
         1 => Just(Damage::Tagged),
+        1 => prop_oneof![Just([0xff; 6]), Just([1, 0, 0x5e, 0, 0, 1]), Just([0xff, 0xff, 0xff, 0xff, 0xff, 0xfe])].prop_map(Damage::Dst),
+        1 => prop_oneof![Just(0x86dd_u16), Just(0x0806), Just(0x0008), any::<u16>()].prop_map(Damage::EtherType),
     ];
     (any::<u8>(), 0u8..4, 0usize..100, damage)
         .prop_map(|(dst, ttl, payload, d)| frame(dst, ttl.max(1) * 60, payload, &d))
+}
+
+/// What the fused `ethernet-input` → `ip4-input` pass must say of `frames` with `max_frame`,
+/// from its definition: every frame sized, untagged IPv4, passing `fast_ok` at offset 14.
+fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<ip4_input::RxTally> {
+    let mut t = ip4_input::RxTally::default();
+    for f in frames {
+        let plain =
+            (14..=usize::from(max_frame)).contains(&f.len()) && f[12..14] == [8, 0] && ip4_input::fast_ok(&f[14..]);
+        if !plain {
+            return None;
+        }
+        t.octets += f.len() as u64;
+        t.group += u64::from(f[0] & 1);
+        t.broadcast += u64::from(f[..6] == [0xff; 6]);
+    }
+    Some(t)
 }
 
 /// The variants to compare with the scalar one: every other one this CPU runs.
@@ -107,6 +132,31 @@ proptest! {
         }
     }
 
+    /// The fused `ethernet-input` → `ip4-input` pass: the scalar code gives its definition's
+    /// answer, and every variant the scalar one's, for every packet alone, every tail of the
+    /// vector and the whole vector, at frame limits around the frames' sizes.
+    #[test]
+    fn fused_pass_agrees_with_its_definition(frames in proptest::collection::vec(arb_frame(), 1..=256), max_frame in 30u16..150) {
+        let mut g = common::graph(YAML).0;
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        let v = g.inject(1, &refs).unwrap();
+        let indices = g.vectors[v].indices().to_vec();
+        let scalar = |ix: &[u32]| ip4_input::plain_frames(Isa::Scalar, &g.pool, ix, max_frame);
+        prop_assert_eq!(scalar(&indices), plain_frames_oracle(&frames, max_frame));
+        for k in 0..indices.len() {
+            prop_assert_eq!(scalar(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);
+        }
+        for isa in simd_variants() {
+            let simd = |ix: &[u32]| ip4_input::plain_frames(isa, &g.pool, ix, max_frame);
+            for k in 0..indices.len() {
+                prop_assert_eq!(simd(&indices[k..=k]), scalar(&indices[k..=k]), "{} packet {}", isa.name(), k);
+            }
+            for from in 0..indices.len().min(17) {
+                prop_assert_eq!(simd(&indices[from..]), scalar(&indices[from..]), "{} from {}", isa.name(), from);
+            }
+        }
+    }
+
     /// The whole graph: the same frames out, byte for byte, and the same drops.
     #[test]
     fn every_variant_forwards_byte_identically(frames in proptest::collection::vec(arb_frame(), 1..=256)) {
@@ -115,7 +165,11 @@ proptest! {
             g.isa = isa;
             let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);
             let drops: Vec<u64> = DropReason::ALL.iter().map(|&r| g.counters.error(1, r).get()).collect();
-            (out, drops)
+            let node = |n: NodeId| {
+                let c = &g.counters.nodes[n as usize];
+                (c.calls.get(), c.vectors.get(), c.fused.get())
+            };
+            (out, drops, common::stats(&g, 1), [NodeId::Ip4Input, NodeId::Ip4Lookup, NodeId::ErrorDrop].map(node))
         };
         let scalar = run(Isa::Scalar);
         for isa in simd_variants() {
@@ -134,5 +188,34 @@ fn good_vectors_pass_in_every_variant() {
     let v = g.inject(1, &refs).unwrap();
     for isa in Isa::available() {
         assert!(ip4_input::all_fast_ok(isa, &g.pool, g.vectors[v].indices()), "{}", isa.name());
+        let fused = ip4_input::plain_frames(isa, &g.pool, g.vectors[v].indices(), 1518);
+        assert_eq!(fused, plain_frames_oracle(&frames, 1518), "{}", isa.name());
+        assert!(fused.is_some(), "{}", isa.name());
+    }
+}
+
+/// A plain IPv4 vector goes from `ethernet-input` straight to `ip4-lookup`, counted as an
+/// `ip4-input` call; while the packet tracer runs, through `ip4-input` itself, so that traces
+/// show each node. Either way the interface counts the same.
+#[test]
+fn the_fused_pass_counts_ip4_input_and_steps_aside_for_the_tracer() {
+    let frames: Vec<Vec<u8>> = (0..100).map(|k| frame(k as u8, 64, k % 50, &Damage::None)).collect();
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    for tracing in [false, true] {
+        let mut g = common::graph(YAML).0;
+        g.trace.active = tracing;
+        let v = g.inject(1, &refs).unwrap();
+        g.dispatch(NodeId::EthernetInput, v);
+        let (next, _) = g.take_pending().unwrap();
+        let c = &g.counters.nodes[NodeId::Ip4Input as usize];
+        let counted = (c.calls.get(), c.vectors.get(), c.fused.get());
+        if tracing {
+            assert_eq!((next, counted), (NodeId::Ip4Input, (0, 0, 0)));
+        } else {
+            assert_eq!((next, counted), (NodeId::Ip4Lookup, (1, 100, 100)));
+        }
+        let s = common::stats(&g, 1);
+        assert_eq!((s.rx_packets, s.rx_unicast), (100, 100), "tracing {tracing}");
+        assert_eq!(s.rx_octets, frames.iter().map(|f| f.len() as u64).sum::<u64>(), "tracing {tracing}");
     }
 }

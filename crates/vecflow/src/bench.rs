@@ -428,6 +428,9 @@ struct NodeCost {
     name: &'static str,
     clocks_per_packet: f64,
     vectors_per_call: f64,
+    /// The share of its packets the node handled inside another node's fused pass, whose
+    /// clocks they are in (e.g. `ip4-input` inside `ethernet-input`).
+    fused_fraction: f64,
     /// Packets the node processed over the whole run (warm-up included), read after the
     /// worker stopped, when every packet has left the graph: they balance exactly along a path.
     run_vectors: u64,
@@ -675,6 +678,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
                 name: id.name(),
                 clocks_per_packet: clocks as f64 / vecs.max(1) as f64,
                 vectors_per_call: vecs as f64 / calls.max(1) as f64,
+                fused_fraction: (y.fused - x.fused) as f64 / vecs.max(1) as f64,
                 run_vectors: node(&end, id).vectors,
             }
         })
@@ -891,7 +895,11 @@ fn print_table(r: &Report, core: Option<u16>) {
                 }
                 for n in &s.nodes {
                     let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
-                    println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call");
+                    let fused = match n.fused_fraction {
+                        0.0 => String::new(),
+                        f => format!("   {:.0} % in a fused pass (its clocks are the previous node's)", f * 100.0),
+                    };
+                    println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call{fused}");
                 }
             }
             Row::Agent(a) => {

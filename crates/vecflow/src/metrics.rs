@@ -126,6 +126,12 @@ pub fn encode(dp: &Dataplane) -> String {
     counters(&mut r, "node_vectors", "Packets a node processed", per_node(|s| s.vectors));
     counters(&mut r, "node_suspends", "Input polls that found nothing to do", per_node(|s| s.suspends));
     counters(&mut r, "node_clocks", "TSC ticks spent in a node", per_node(|s| s.clocks));
+    counters(
+        &mut r,
+        "node_fused",
+        "Packets a node handled inside another node's fused pass (their ticks are that node's)",
+        per_node(|s| s.fused),
+    );
     let hz = Gauge::<i64>::default();
     hz.set(i64::try_from(dataplane::tsc::hz()).unwrap_or(i64::MAX));
     r.register("tsc_hertz", "TSC ticks per second (to turn node clocks into seconds)", hz);
