@@ -6,6 +6,8 @@ mod common;
 use common::{drive, dropped, stats};
 use dataplane::errors::DropReason;
 use dataplane::graph::{Graph, NodeId};
+use dataplane::interface::IfStats;
+use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, checksum};
 
@@ -186,4 +188,96 @@ fn ipv4_on_an_interface_without_addresses_is_ip4_not_enabled() {
     let mut g = graph();
     drive(&mut g, 4, &[frame([16, 0, 0, 1], [48, 0, 0, 5], 64)], NodeId::InterfaceOutput);
     assert_eq!(drops(&g, 4, DropReason::Ip4NotEnabled), 1);
+}
+
+/// port0 receives; eight next hops on `wide` (more than `ip4-rewrite` keeps resolved at once,
+/// so they share its slots), one on `small` (MTU 576), a route with an out-label, one toward
+/// a next hop without a neighbor, and `wide`'s connected hosts (glean, one known).
+const HOPS_YAML: &str = "
+interfaces:
+  port0: {index: 1, mac: '9c:69:b4:61:a1:dc', addresses: [100.64.0.1/31]}
+  wide: {index: 2, mac: '02:fe:00:00:00:02', addresses: [10.2.0.1/24]}
+  small: {index: 3, mac: '02:fe:00:00:00:03', addresses: [10.3.0.1/24], mtu: 576}
+routes:
+  - {prefix: 40.0.0.0/16, via: 10.2.0.10}
+  - {prefix: 41.0.0.0/16, via: 10.2.0.11}
+  - {prefix: 42.0.0.0/16, via: 10.2.0.12}
+  - {prefix: 43.0.0.0/16, via: 10.2.0.13}
+  - {prefix: 44.0.0.0/16, via: 10.2.0.14}
+  - {prefix: 45.0.0.0/16, via: 10.2.0.15}
+  - {prefix: 46.0.0.0/16, via: 10.2.0.16}
+  - {prefix: 47.0.0.0/16, via: 10.2.0.17}
+  - {prefix: 50.0.0.0/16, via: 10.3.0.10}
+  - {prefix: 51.0.0.0/16, via: 10.2.0.10, out-labels: [100]}
+  - {prefix: 52.0.0.0/16, via: 10.2.0.99}
+neighbors:
+  - {interface: wide, address: 10.2.0.10, mac: '02:00:00:00:02:10'}
+  - {interface: wide, address: 10.2.0.11, mac: '02:00:00:00:02:11'}
+  - {interface: wide, address: 10.2.0.12, mac: '02:00:00:00:02:12'}
+  - {interface: wide, address: 10.2.0.13, mac: '02:00:00:00:02:13'}
+  - {interface: wide, address: 10.2.0.14, mac: '02:00:00:00:02:14'}
+  - {interface: wide, address: 10.2.0.15, mac: '02:00:00:00:02:15'}
+  - {interface: wide, address: 10.2.0.16, mac: '02:00:00:00:02:16'}
+  - {interface: wide, address: 10.2.0.17, mac: '02:00:00:00:02:17'}
+  - {interface: small, address: 10.3.0.10, mac: '02:00:00:00:03:10'}
+";
+
+/// A frame to port0 toward `dst` with `ttl`, `payload` UDP bytes and DF as given; mostly
+/// toward the eight `wide` next hops.
+fn arb_routed_frame() -> impl Strategy<Value = Vec<u8>> {
+    let dst = prop_oneof![
+        6 => (40u8..48).prop_map(|a| [a, 0, 0, 1]),
+        1 => prop_oneof![Just([50, 0, 0, 1]), Just([51, 0, 0, 1]), Just([52, 0, 0, 1])],
+        1 => prop_oneof![Just([10, 2, 0, 10]), Just([10, 2, 0, 200])],
+    ];
+    let ttl = prop_oneof![8 => Just(64u8), 1 => Just(1u8), 1 => Just(2u8)];
+    let size = prop_oneof![8 => 0usize..64, 1 => 500usize..700];
+    (dst, ttl, size, any::<bool>()).prop_map(|(dst, ttl, payload, df)| {
+        let mut f = frame([16, 0, 0, 1], dst, ttl);
+        let ip_len = 28 + payload;
+        f.resize(14 + ip_len.max(46), 0);
+        wire::ipv4::write_header(&mut f[14..34], ip_len as u16, ttl, 17, Ipv4Addr::new(16, 0, 0, 1), dst.into());
+        if !df {
+            f[20] = 0;
+            f[24..26].copy_from_slice(&[0, 0]);
+            let c = checksum::checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+        f
+    })
+}
+
+/// What [`routed_outcome`] returns.
+type Outcome = (Vec<(u16, u8, Vec<u8>)>, Vec<u64>, Vec<IfStats>);
+
+/// Everything `frames` received on port0 one vector at a time (`chunk` frames each) come to:
+/// the frames reaching `interface-output` (forwarded, fragments, ICMP errors, ARP requests;
+/// sorted, as vectors split toward several nodes reach it in another order), every drop
+/// counter and each interface's counters.
+fn routed_outcome(frames: &[Vec<u8>], chunk: usize) -> Outcome {
+    let mut g = common::graph(HOPS_YAML).0;
+    let mut out: Vec<_> = frames.chunks(chunk).flat_map(|c| drive(&mut g, 1, c, NodeId::InterfaceOutput)).collect();
+    out.sort();
+    let drops = DropReason::ALL.iter().map(|&r| drops(&g, 1, r)).collect();
+    (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// `ip4-rewrite` treats a vector toward many next hops (its plain pass, its resolved
+    /// adjacencies shared by runs of packets and evicted by others, and the packets it leaves
+    /// to the full treatment) exactly as the same frames one vector each. Vectors stay within
+    /// the ICMP burst, so rate limits do not tell the two apart.
+    #[test]
+    fn a_vector_toward_many_next_hops_is_rewritten_as_its_frames_one_by_one(
+        frames in proptest::collection::vec(
+            (arb_routed_frame(), 1usize..5).prop_map(|(f, n)| vec![f; n]),
+            1..24,
+        ).prop_map(|runs| runs.concat().into_iter().take(64).collect::<Vec<_>>())
+    ) {
+        let whole = routed_outcome(&frames, frames.len());
+        prop_assert_eq!(&whole, &routed_outcome(&frames, 1));
+        prop_assert_eq!(whole.2[0].rx_packets, frames.len() as u64);
+    }
 }

@@ -68,25 +68,36 @@ struct PlainAdj<'t> {
     macs: &'t [u8; 12],
 }
 
-/// Adjacency `adj` when it is a plain one (a resolved next hop without out-labels), `cached`
-/// when that is the same adjacency (a run of packets toward one next hop resolves it once).
+/// How many plain adjacencies [`plain_rewrite_prefix`] keeps resolved at once in a vector
+/// toward several next hops (a power of two): packets spread over a few next hops find theirs
+/// without a branch that mispredicts.
+const PLAIN_ADJ_SLOTS: usize = 4;
+
+/// Adjacency `adj` when it is a plain one: a resolved next hop without out-labels.
 #[inline(always)]
-fn plain_adj<'t>(
-    tables: &'t crate::interface::Tables,
-    adj: u32,
-    cached: &mut Option<PlainAdj<'t>>,
-) -> Option<PlainAdj<'t>> {
-    if let Some(c) = *cached
-        && c.adj == adj
-    {
-        return Some(c);
-    }
+fn plain_adj(tables: &crate::interface::Tables, adj: u32) -> Option<PlainAdj<'_>> {
     match tables.l3.adjs.get(adj as usize) {
-        Some(crate::l3::Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) if push.is_empty() => {
-            *cached = Some(PlainAdj { adj, tx_if: *tx_if, mtu: usize::from(tables.get(*tx_if).mtu), macs });
-            *cached
+        Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) if push.is_empty() => {
+            Some(PlainAdj { adj, tx_if: *tx_if, mtu: usize::from(tables.get(*tx_if).mtu), macs })
         }
         _ => None,
+    }
+}
+
+/// [`plain_adj`] through `cache` (slot `adj % PLAIN_ADJ_SLOTS`).
+#[inline(always)]
+fn cached_plain_adj<'t>(
+    tables: &'t crate::interface::Tables,
+    adj: u32,
+    cache: &mut [Option<PlainAdj<'t>>; PLAIN_ADJ_SLOTS],
+) -> Option<PlainAdj<'t>> {
+    let slot = &mut cache[adj as usize % PLAIN_ADJ_SLOTS];
+    match *slot {
+        Some(c) if c.adj == adj => Some(c),
+        _ => {
+            *slot = plain_adj(tables, adj);
+            *slot
+        }
     }
 }
 
@@ -94,7 +105,8 @@ fn plain_adj<'t>(
 /// toward a plain adjacency ([`plain_adj`]) whose first `N` network-header bytes `edit`
 /// accepts and rewrites, given the output MTU (it returns false, the bytes unchanged, for a
 /// packet that needs the full treatment); then the MACs and the output interface are written.
-/// Returns how many it took.
+/// Returns how many it took. A vector toward one adjacency resolves it once; one toward
+/// several keeps a few resolved at a time ([`PLAIN_ADJ_SLOTS`]).
 #[inline(always)]
 pub(crate) fn plain_rewrite_prefix<const N: usize>(
     g: &mut Graph,
@@ -103,19 +115,41 @@ pub(crate) fn plain_rewrite_prefix<const N: usize>(
 ) -> usize {
     let tables = &g.tables;
     let indices = g.vectors[v].indices();
-    let mut cached = None;
+    let Some(&first) = indices.first() else { return 0 };
+    let Some(one) = plain_adj(tables, g.pool.meta(first).adj) else { return 0 };
+    // Toward the first packet's adjacency, then (from the first packet toward another) any.
+    let same = rewrite_while_plain(&mut g.pool, indices, |adj| (adj == one.adj).then_some(one), &edit);
+    let rest = &indices[same..];
+    match rest.first() {
+        Some(&i) if g.pool.meta(i).adj != one.adj => {
+            let mut cache = [None; PLAIN_ADJ_SLOTS];
+            same + rewrite_while_plain(&mut g.pool, rest, |adj| cached_plain_adj(tables, adj, &mut cache), &edit)
+        }
+        _ => same,
+    }
+}
+
+/// [`plain_rewrite_prefix`]'s loop over the packets in buffers `indices`, each adjacency
+/// resolved by `resolve`.
+#[inline(always)]
+fn rewrite_while_plain<'t, const N: usize>(
+    pool: &mut BufferPool,
+    indices: &[u32],
+    mut resolve: impl FnMut(u32) -> Option<PlainAdj<'t>>,
+    edit: impl Fn(&mut [u8; N], usize) -> bool,
+) -> usize {
     for (k, &i) in indices.iter().enumerate() {
-        let Some(PlainAdj { tx_if, mtu, macs, .. }) = plain_adj(tables, g.pool.meta(i).adj, &mut cached) else {
+        let Some(PlainAdj { tx_if, mtu, macs, .. }) = resolve(pool.meta(i).adj) else {
             return k;
         };
-        let l3 = usize::from(g.pool.meta(i).l3_offset);
-        let frame = g.pool.frame_mut(i);
+        let l3 = usize::from(pool.meta(i).l3_offset);
+        let frame = pool.frame_mut(i);
         let Some(ip) = frame.get_mut(l3..l3 + N).and_then(|h| <&mut [u8; N]>::try_from(h).ok()) else { return k };
         if !edit(ip, mtu) {
             return k;
         }
         frame[..12].copy_from_slice(macs);
-        g.pool.meta_mut(i).tx_if = tx_if;
+        pool.meta_mut(i).tx_if = tx_if;
     }
     indices.len()
 }
