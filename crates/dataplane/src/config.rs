@@ -1019,6 +1019,10 @@ pub struct StreamConfig {
     /// Destination address range (IPv4, or MAC for `l2`).
     #[serde(default = "default_dst_range")]
     pub dst_range: AddrRange,
+    /// Top labels walked from `labels[0]` (template `mpls`): traffic spread over many LSPs.
+    /// Absent = `labels[0]` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_range: Option<AddrRange>,
     /// Packets per second; absent = as fast as the worker can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_pps: Option<u64>,
@@ -1692,8 +1696,11 @@ pub fn is_link_local(a: IpAddr) -> bool {
     matches!(a, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80)
 }
 
+/// The largest MPLS label (20 bits).
+const MAX_LABEL: u32 = (1 << 20) - 1;
+
 fn check_labels(field: &str, labels: &[u32]) -> Result<(), ConfigError> {
-    match labels.iter().find(|&&l| !(16..1 << 20).contains(&l)) {
+    match labels.iter().find(|&&l| !(16..=MAX_LABEL).contains(&l)) {
         Some(l) => Err(invalid(field, l, "labels 16 to 1048575")),
         None if labels.len() > 8 => Err(invalid(field, format!("{} labels", labels.len()), "at most 8 labels")),
         None => Ok(()),
@@ -1749,6 +1756,19 @@ fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
     for (k, r) in [("src-range.count", s.src_range), ("dst-range.count", s.dst_range)] {
         if r.count == 0 {
             return Err(invalid(f(k), r.count, "1 to 4294967295"));
+        }
+    }
+    if let Some(r) = s.label_range {
+        let Some(&top) = s.labels.first() else {
+            return Err(invalid(f("label-range"), "(given)", "a range only with template mpls and its labels"));
+        };
+        let most = MAX_LABEL - top + 1;
+        if !(1..=most).contains(&r.count) {
+            return Err(invalid(
+                f("label-range.count"),
+                r.count,
+                format!("1 to {most} (labels {top} + count - 1 up to {MAX_LABEL})"),
+            ));
         }
     }
     if s.count == Some(0) {

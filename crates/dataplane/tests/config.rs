@@ -85,6 +85,18 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces.p0.generator.streams[0].src-range.count: 0",
         ),
         ("interfaces: {p0: {generator: {streams: [{rate-pps: 0}]}}}", "interfaces.p0.generator.streams[0].rate-pps: 0"),
+        (
+            "interfaces: {p0: {generator: {streams: [{template: mpls, labels: [1048570], label-range: {count: 7}}]}}}",
+            "interfaces.p0.generator.streams[0].label-range.count: 7 is not allowed; allowed: 1 to 6 (labels 1048570 + count - 1 up to 1048575)",
+        ),
+        (
+            "interfaces: {p0: {generator: {streams: [{template: mpls, labels: [16], label-range: {count: 0}}]}}}",
+            "interfaces.p0.generator.streams[0].label-range.count: 0 is not allowed; allowed: 1 to 1048560",
+        ),
+        (
+            "interfaces: {p0: {generator: {streams: [{label-range: {count: 4}}]}}}",
+            "interfaces.p0.generator.streams[0].label-range: (given) is not allowed; allowed: a range only with template mpls and its labels",
+        ),
         ("interfaces: {p0: {generator: {streams: [{count: 0}]}}}", "interfaces.p0.generator.streams[0].count: 0"),
         (
             "interfaces: {p0: {sub-interfaces: {1: {encapsulation: {dot1q: 5000}}}}}",

@@ -1,12 +1,12 @@
 //! IPv4 forwarding node by node: exact output bytes, the malformed corpus with its drop
-//! reasons, and the per-input accounting rule.
+//! reasons, the per-input accounting rule, and vectors toward many next hops rewritten as
+//! their frames one by one.
 
 mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::errors::DropReason;
 use dataplane::graph::{Graph, NodeId};
-use dataplane::interface::IfStats;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, checksum};
@@ -247,37 +247,16 @@ fn arb_routed_frame() -> impl Strategy<Value = Vec<u8>> {
     })
 }
 
-/// What [`routed_outcome`] returns.
-type Outcome = (Vec<(u16, u8, Vec<u8>)>, Vec<u64>, Vec<IfStats>);
-
-/// Everything `frames` received on port0 one vector at a time (`chunk` frames each) come to:
-/// the frames reaching `interface-output` (forwarded, fragments, ICMP errors, ARP requests;
-/// sorted, as vectors split toward several nodes reach it in another order), every drop
-/// counter and each interface's counters.
-fn routed_outcome(frames: &[Vec<u8>], chunk: usize) -> Outcome {
-    let mut g = common::graph(HOPS_YAML).0;
-    let mut out: Vec<_> = frames.chunks(chunk).flat_map(|c| drive(&mut g, 1, c, NodeId::InterfaceOutput)).collect();
-    out.sort();
-    let drops = DropReason::ALL.iter().map(|&r| drops(&g, 1, r)).collect();
-    (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// `ip4-rewrite` treats a vector toward many next hops (its plain pass, its resolved
     /// adjacencies shared by runs of packets and evicted by others, and the packets it leaves
-    /// to the full treatment) exactly as the same frames one vector each. Vectors stay within
-    /// the ICMP burst, so rate limits do not tell the two apart.
+    /// to the full treatment) exactly as the same frames one vector each.
     #[test]
-    fn a_vector_toward_many_next_hops_is_rewritten_as_its_frames_one_by_one(
-        frames in proptest::collection::vec(
-            (arb_routed_frame(), 1usize..5).prop_map(|(f, n)| vec![f; n]),
-            1..24,
-        ).prop_map(|runs| runs.concat().into_iter().take(64).collect::<Vec<_>>())
-    ) {
-        let whole = routed_outcome(&frames, frames.len());
-        prop_assert_eq!(&whole, &routed_outcome(&frames, 1));
+    fn a_vector_toward_many_next_hops_is_rewritten_as_its_frames_one_by_one(frames in common::runs_of(arb_routed_frame())) {
+        let whole = common::outcome(HOPS_YAML, 1, &frames, frames.len(), 3);
+        prop_assert_eq!(&whole, &common::outcome(HOPS_YAML, 1, &frames, 1, 3));
         prop_assert_eq!(whole.2[0].rx_packets, frames.len() as u64);
     }
 }

@@ -1,11 +1,13 @@
 //! MPLS node by node: swap, swap to two labels, pop at the end of the stack, push on IPv4
-//! routes with out-labels (exact bytes, TTLs and checksums), and the malformed corpus.
+//! routes with out-labels (exact bytes, TTLs and checksums), the malformed corpus, and vectors
+//! over many labels switched as their frames one by one.
 
 mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::errors::DropReason;
 use dataplane::graph::{Graph, NodeId};
+use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, MplsLabel, checksum};
 
@@ -193,4 +195,49 @@ fn too_little_headroom_is_a_named_drop() {
     assert_eq!(stats(&g, 2).tx_packets, 1, "the in-place swap went out");
     assert_eq!(dropped(&g, 1), 2);
     assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "no buffer leaked");
+}
+
+/// A label stack of one or two entries (labels with an entry and without, bottom of stack or
+/// not, TTLs that expire) over an IPv4 packet.
+fn arb_labelled_frame() -> impl Strategy<Value = Vec<u8>> {
+    let entry =
+        (prop_oneof![16u32..=20, Just(99)], 0u8..3).prop_map(|(label, ttl)| (label, [1, 2, 64][usize::from(ttl)]));
+    (entry, prop::option::of((16u32..=19, Just(64u8))), any::<bool>()).prop_map(|((l, ttl), under, eos)| {
+        let labels = match under {
+            Some((u, uttl)) => vec![(l, false, ttl), (u, true, uttl)],
+            None => vec![(l, eos, ttl)],
+        };
+        frame(&labels, &ipv4([48, 0, 0, 1], 64))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// `mpls-lookup` (the first label looked up once for the packets that share it, then each
+    /// packet's) and `mpls-rewrite` treat a vector over several labels exactly as its frames
+    /// one vector each.
+    #[test]
+    fn a_vector_over_many_labels_is_switched_as_its_frames_one_by_one(frames in common::runs_of(arb_labelled_frame())) {
+        let whole = common::outcome(YAML, 1, &frames, frames.len(), 2);
+        prop_assert_eq!(&whole, &common::outcome(YAML, 1, &frames, 1, 2));
+        prop_assert_eq!(whole.2[0].rx_packets, frames.len() as u64);
+    }
+}
+
+/// The vector starts the proptest above may rarely draw: a run of one label whose bottom-of-
+/// stack bit changes (a pop, then the same label over another), a label without an entry
+/// first.
+#[test]
+fn a_vector_starting_with_a_run_of_one_label_is_switched_as_its_frames_one_by_one() {
+    let ip = ipv4([48, 0, 0, 1], 64);
+    let vectors = [
+        vec![frame(&[(19, true, 64)], &ip), frame(&[(19, false, 64), (16, true, 64)], &ip)],
+        vec![frame(&[(19, false, 64), (16, true, 64)], &ip), frame(&[(19, true, 64)], &ip)],
+        vec![frame(&[(99, true, 64)], &ip), frame(&[(16, true, 64)], &ip), frame(&[(99, true, 64)], &ip)],
+        vec![frame(&[(16, true, 64)], &ip), frame(&[(16, true, 1)], &ip), frame(&[(17, true, 64)], &ip)],
+    ];
+    for frames in vectors {
+        assert_eq!(common::outcome(YAML, 1, &frames, frames.len(), 2), common::outcome(YAML, 1, &frames, 1, 2));
+    }
 }

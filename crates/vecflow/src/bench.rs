@@ -7,8 +7,8 @@
 
 use anyhow::{Context, bail};
 use dataplane::config::{
-    AddrRange, Config, GeneratorConfig, InterfaceConfig, InterfaceSflow, IpPrefix, RangeMode, Route, StreamConfig,
-    Template, Workers,
+    AddrRange, Config, GeneratorConfig, InterfaceConfig, InterfaceSflow, IpPrefix, LocalLabel, RangeMode, Route,
+    StreamConfig, Template, Workers,
 };
 use dataplane::engine::WorkerRuntime;
 use dataplane::graph::{NodeId, NodeStats};
@@ -100,6 +100,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario { name: "ip6-lab", kind: Kind::Forward(ip6_lab), counterpart: Some("ip4-lab") },
     Scenario { name: "ip6-bgp", kind: Kind::Forward(ip6_bgp), counterpart: Some("ip4-1m") },
     Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap), counterpart: None },
+    Scenario { name: "mpls-core", kind: Kind::Forward(mpls_core), counterpart: None },
     Scenario { name: "agent", kind: Kind::Agent, counterpart: None },
     Scenario { name: "sflow-encode", kind: Kind::Codec(true), counterpart: None },
     Scenario { name: "sflow-decode", kind: Kind::Codec(false), counterpart: None },
@@ -318,6 +319,38 @@ mpls:
 fn mpls_swap(core: Option<u16>) -> Config {
     let mut c = Config::load(MPLS_SWAP).expect("the mpls-swap scenario is valid");
     c.workers.cores = core.into_iter().collect();
+    c
+}
+
+/// Label-switched paths per direction in `mpls-core`.
+const MPLS_CORE_LSPS: u32 = 64;
+
+/// `mpls-swap` as a core router sees it: each port sends over [`MPLS_CORE_LSPS`] paths at once
+/// (top labels 1000.. from port0, 2000.. from port1, drawn at random per packet, seeded), each
+/// label swapped for its own out-label toward the other port.
+fn mpls_core(core: Option<u16>) -> Config {
+    let mut c = mpls_swap(core);
+    for (port, first) in [("port0", 1000), ("port1", 2000)] {
+        let generator = c.interfaces.get_mut(port).and_then(|i| i.generator.as_mut()).expect("generator");
+        for s in &mut generator.streams {
+            s.labels = vec![first];
+            s.label_range = Some(AddrRange { count: MPLS_CORE_LSPS, mode: RangeMode::Random });
+        }
+    }
+    let hops = [("port1", Ipv4Addr::new(100, 64, 1, 0)), ("port0", Ipv4Addr::new(100, 64, 0, 0))];
+    c.mpls.local_labels = [1000, 2000]
+        .into_iter()
+        .zip(hops)
+        .flat_map(|(first, (port, via))| {
+            (0..MPLS_CORE_LSPS).map(move |k| LocalLabel {
+                label: first + k,
+                via: Some(via.into()),
+                interface: Some(port.to_string()),
+                out_labels: vec![first + 10_000 + k],
+                payload: Default::default(),
+            })
+        })
+        .collect();
     c
 }
 

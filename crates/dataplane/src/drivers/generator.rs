@@ -103,6 +103,9 @@ pub struct Stream {
     dst_list: Option<DstList>,
     src: Walk,
     dst: Walk,
+    /// The top label's offset in the frame, its label stack entry and the walk over the
+    /// labels added to it (`label-range`).
+    top_label: Option<(usize, u32, Walk)>,
     rng: u64,
     rate: Option<Rate>,
     /// Packets still to send (`count`); `u64::MAX` for no end.
@@ -130,6 +133,7 @@ impl Stream {
         };
         t[at..at + 2].copy_from_slice(&ethertype.to_be_bytes());
         at += 2;
+        let top_label_at = at;
         for (k, &label) in cfg.labels.iter().enumerate() {
             let e = MplsLabel { label, tc: 0, bos: k + 1 == cfg.labels.len(), ttl: cfg.ttl };
             t[at..at + 4].copy_from_slice(&e.to_u32().to_be_bytes());
@@ -181,6 +185,10 @@ impl Stream {
         let mut dst = Walk { count: dst_count, mode: cfg.dst_range.mode, cur: 0 };
         let mut rng = cfg.seed;
         let dst_list = (!list.is_empty()).then(|| DstList::new(list, &mut dst, &mut rng));
+        let top_label = cfg.label_range.map(|r| {
+            let entry = u32::from_be_bytes(t[top_label_at..top_label_at + 4].try_into().expect("4 bytes"));
+            (top_label_at, entry, Walk { count: r.count, mode: r.mode, cur: 0 })
+        });
         Stream {
             template: t,
             len,
@@ -190,6 +198,7 @@ impl Stream {
             dst_list,
             src: Walk { count: cfg.src_range.count, mode: cfg.src_range.mode, cur: 0 },
             dst,
+            top_label,
             rng,
             rate: cfg.rate_pps.map(|pps| Rate::new(pps, tsc_hz)),
             remaining: cfg.count.unwrap_or(u64::MAX),
@@ -250,6 +259,14 @@ impl Stream {
                 self.fields.write(frame, addrs.src(k), addrs.dst(k));
                 addrs.prefetch_ahead(k);
                 *pool.meta_mut(i) = meta;
+            }
+        }
+        if let Some((at, entry, walk)) = &mut self.top_label {
+            let mut offsets = [0u32; VECTOR_SIZE];
+            walk.fill(&mut offsets[..n], &mut self.rng);
+            for (&i, &o) in bufs.iter().zip(&offsets[..n]) {
+                let label = entry.wrapping_add(o << 12);
+                pool.frame_mut(i)[*at..*at + 4].copy_from_slice(&label.to_be_bytes());
             }
         }
         (n * self.len) as u64
@@ -643,5 +660,28 @@ mod tests {
         macs.dedup();
         assert!(macs.len() > 10, "random walk gives distinct addresses");
         assert_eq!(u16::from_be_bytes([out[0][12], out[0][13]]), L2_ETHERTYPE);
+    }
+
+    #[test]
+    fn label_ranges_walk_the_top_label_and_keep_the_rest_of_the_stack() {
+        let mut cfg = StreamConfig::new(Template::Mpls);
+        cfg.labels = vec![1000, 17];
+        cfg.label_range = Some(AddrRange { count: 3, mode: RangeMode::Increment });
+        let out = frames(&cfg, 5);
+        let top = |f: &Vec<u8>| MplsLabel::parse(&f[14..]).unwrap();
+        let tops: Vec<_> = out.iter().map(top).collect();
+        let want = |label| MplsLabel { label, tc: 0, bos: false, ttl: 64 };
+        assert_eq!(tops, [1000, 1001, 1002, 1000, 1001].map(want));
+        for f in &out {
+            assert_eq!(MplsLabel::parse(&f[18..]).unwrap(), MplsLabel { label: 17, tc: 0, bos: true, ttl: 64 });
+            assert!(Ipv4Packet::new_checked(&f[22..]).unwrap().checksum_ok());
+        }
+
+        cfg.labels = vec![16];
+        cfg.label_range = Some(AddrRange { count: 40, mode: RangeMode::Random });
+        let mut labels: Vec<_> = frames(&cfg, 64).iter().map(top).collect();
+        assert!(labels.iter().all(|l| (16..56).contains(&l.label) && l.bos && l.ttl == 64), "{labels:?}");
+        labels.dedup();
+        assert!(labels.len() > 20, "random walk gives labels in turn: {labels:?}");
     }
 }

@@ -23,31 +23,56 @@ fn verdict(g: &Graph, e: u32) -> (u16, Result<(), DropReason>) {
     (entry, verdict)
 }
 
-/// Processes one vector: one pass that stores each packet's entry (looked up once for a run of
-/// packets with the same label and bottom-of-stack bit) and, when some packet cannot go on, a
-/// second pass that drops it under its reason.
+/// The bits of a label stack entry an entry's verdict depends on: the label and the
+/// bottom-of-stack bit.
+#[inline(always)]
+fn key(e: u32) -> u32 {
+    e >> 8 & !0xe
+}
+
+/// Processes one vector: one pass that stores each packet's entry and, when some packet
+/// cannot go on, a second pass that drops it under its reason. The first packet's label is
+/// looked up once for the packets that share it (and its bottom-of-stack bit); from the first
+/// packet with another (a vector over several paths), each packet's is looked up (a branch on
+/// whether it is the last one looked up would mispredict there).
 pub fn run(g: &mut Graph, v: VecHandle) {
+    let Some(&first) = g.vectors[v].indices().first() else { return };
+    // mpls-input checked the entry is there.
+    let e = top_label(g, first).unwrap_or(0);
+    let (entry, verdict0) = verdict(g, e);
+    let one = (key(e), entry, verdict0.is_ok());
+    let (same, mut all_ok) = store_entries(g, v, 0, |_, e| (key(e) == one.0).then_some((one.1, one.2)));
+    if same < g.vectors[v].len() {
+        let (_, ok) = store_entries(g, v, same, |g, e| {
+            let (entry, verdict) = verdict(g, e);
+            Some((entry, verdict.is_ok()))
+        });
+        all_ok &= ok;
+    }
+    if all_ok { g.forward(v, NodeId::MplsRewrite) } else { drop_the_rest(g, v) }
+}
+
+/// Stores the entry of each packet of vector `v` from `from` on while `lookup` gives it for
+/// the packet's top label (with whether the packet goes on with it). Returns where it
+/// stopped and whether every packet it stored goes on.
+#[inline(always)]
+fn store_entries(
+    g: &mut Graph,
+    v: VecHandle,
+    from: usize,
+    lookup: impl Fn(&Graph, u32) -> Option<(u16, bool)>,
+) -> (usize, bool) {
     let mut all_ok = true;
-    // The label and bottom-of-stack bit looked up last (bits 8–31 of the entry), its verdict.
-    let mut cached: Option<(u32, u16, bool)> = None;
-    for k in 0..g.vectors[v].len() {
+    let n = g.vectors[v].len();
+    for k in from..n {
         let i = g.vectors[v].indices()[k];
-        // mpls-input checked the entry is there.
-        let e = top_label(g, i).unwrap_or(0);
-        let (entry, ok) = match cached {
-            Some((key, entry, ok)) if key == e >> 8 & !0xe => (entry, ok),
-            _ => {
-                let (entry, verdict) = verdict(g, e);
-                cached = Some((e >> 8 & !0xe, entry, verdict.is_ok()));
-                (entry, verdict.is_ok())
-            }
-        };
+        let Some((entry, ok)) = lookup(g, top_label(g, i).unwrap_or(0)) else { return (k, all_ok) };
         if ok {
             g.pool.meta_mut(i).label_entry = entry;
         }
         all_ok &= ok;
     }
-    if all_ok { g.forward(v, NodeId::MplsRewrite) } else { drop_the_rest(g, v) }
+    (n, all_ok)
 }
 
 /// The second pass of [`run`]: each packet to `mpls-rewrite` or dropped under its reason.

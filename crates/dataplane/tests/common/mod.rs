@@ -61,3 +61,28 @@ pub fn dropped(g: &Graph, index: u16) -> u64 {
     let n = dataplane::errors::N_REASONS;
     (0..n).map(|r| g.counters.errors[index as usize * n + r].get()).sum()
 }
+
+/// What frames come to: the frames reaching `interface-output` (forwarded, fragments, ICMP
+/// errors, ARP requests; sorted, as vectors split toward several nodes reach it in another
+/// order), every drop counter of the input and each interface's counters.
+pub type Outcome = (Vec<(u16, u8, Vec<u8>)>, Vec<u64>, Vec<IfStats>);
+
+/// The [`Outcome`] of `frames` received on `port` of the graph of `yaml`, one vector at a
+/// time (`chunk` frames each), with the counters of interfaces 1 to `interfaces`.
+pub fn outcome(yaml: &str, port: u16, frames: &[Vec<u8>], chunk: usize, interfaces: u16) -> Outcome {
+    let mut g = graph(yaml).0;
+    let mut out: Vec<_> = frames.chunks(chunk).flat_map(|c| drive(&mut g, port, c, NodeId::InterfaceOutput)).collect();
+    out.sort();
+    let drops = dataplane::errors::DropReason::ALL.iter().map(|&r| g.counters.error(port, r).get()).collect();
+    (out, drops, (1..=interfaces).map(|i| stats(&g, i)).collect())
+}
+
+/// Up to 64 frames (within the ICMP burst, so rate limits cannot tell a vector from its
+/// frames one vector each) in runs of 1 to 4 copies of one frame of `frame`.
+pub fn runs_of(
+    frame: impl proptest::strategy::Strategy<Value = Vec<u8>>,
+) -> impl proptest::strategy::Strategy<Value = Vec<Vec<u8>>> {
+    use proptest::strategy::Strategy;
+    proptest::collection::vec((frame, 1usize..5).prop_map(|(f, n)| vec![f; n]), 1..24)
+        .prop_map(|runs| runs.concat().into_iter().take(64).collect())
+}
