@@ -1,11 +1,14 @@
 //! IPv6 forwarding node by node: exact output bytes, the malformed corpus with its drop
-//! reasons, what is never forwarded, IPv6 over MPLS, and the per-input accounting rule.
+//! reasons, what is never forwarded, IPv6 over MPLS, the per-input accounting rule, and the
+//! fused `ethernet-input` → `ip6-input` pass against its definition and the two nodes.
 
 mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::errors::DropReason;
 use dataplane::graph::{Graph, NodeId};
+use dataplane::nodes::{ip4_input::RxTally, ip6_input};
+use proptest::prelude::*;
 use std::net::Ipv6Addr;
 use wire::Ipv6Packet;
 
@@ -240,4 +243,99 @@ fn a_mixed_vector_is_split_by_family_and_both_are_forwarded() {
     let v6_out: Vec<_> = out.iter().map(|(tx_if, plen, f)| (*tx_if, *plen, &f[12..14])).collect();
     assert_eq!(v6_out, [(1, 48, &[0x86, 0xdd][..]); 2]);
     assert_eq!(drops(&g, 2, DropReason::Ip4Local), 1, "the IPv4 packet went its own way, to ip4-local");
+}
+
+/// A frame to port0 from 2001:db8:16::/48 to 2001:db8:48::/48 (forwarded when intact), 62 to
+/// 119 bytes, maybe damaged: one byte of its Ethernet or IPv6 header (group MACs, ethertype,
+/// version, payload length, multicast source...), cut short, or sent to `::1`.
+fn arb_ip6_frame() -> impl Strategy<Value = Vec<u8>> {
+    arb_ip6_frame_or_intact(false)
+}
+
+/// [`arb_ip6_frame`], left intact when `intact` (so that whole vectors take the fused pass).
+fn arb_ip6_frame_or_intact(intact: bool) -> impl Strategy<Value = Vec<u8>> {
+    let damage = prop_oneof![
+        6 => Just(None),
+        2 => (0usize..54, any::<u8>()).prop_map(|(at, b)| Some((at, b))),
+        1 => (0usize..80).prop_map(|len| Some((usize::MAX, len as u8))),
+        1 => Just(Some((usize::MAX - 1, 0))),
+    ];
+    (any::<u8>(), 62usize..120, damage.prop_map(move |d| d.filter(|_| !intact))).prop_map(|(host, len, damage)| {
+        let dst =
+            if damage == Some((usize::MAX - 1, 0)) { "::1".to_string() } else { format!("2001:db8:48::{host:x}") };
+        let mut f = frame_len("2001:db8:16::1", &dst, 64, len);
+        match damage {
+            Some((usize::MAX, cut)) => f.truncate(usize::from(cut)),
+            Some((at, b)) if at < 54 => f[at] = b,
+            _ => {}
+        }
+        f
+    })
+}
+
+/// What the fused `ethernet-input` → `ip6-input` pass must say of `frames` with `max_frame`,
+/// from its definition: every frame sized, untagged IPv6, passing `ip6-input`'s checks.
+fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<RxTally> {
+    let mut t = RxTally::default();
+    for f in frames {
+        let sized = (14..=usize::from(max_frame)).contains(&f.len());
+        if !(sized && f[12..14] == [0x86, 0xdd] && ip6_input::check(&f[14..]).is_ok()) {
+            return None;
+        }
+        t.octets += f.len() as u64;
+        t.group += u64::from(f[0] & 1);
+        t.broadcast += u64::from(f[..6] == [0xff; 6]);
+    }
+    Some(t)
+}
+
+/// Everything `frames` received on port0 as one vector come to, with the packet tracer on
+/// (`ethernet-input` and `ip6-input` then run one after the other) or off: the frames sent
+/// (sorted), every drop counter and the interfaces' counters.
+fn fused_outcome(frames: &[Vec<u8>], tracing: bool) -> common::Outcome {
+    let mut g = graph();
+    g.trace.active = tracing;
+    let mut out = drive(&mut g, 1, frames, NodeId::InterfaceOutput);
+    out.sort();
+    let drops = DropReason::ALL.iter().map(|&r| drops(&g, 1, r)).collect();
+    (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The fused pass gives its definition's answer for the whole vector and every packet
+    /// alone, at frame limits around the frames' sizes.
+    #[test]
+    fn fused_ip6_pass_agrees_with_its_definition(
+        frames in proptest::collection::vec(arb_ip6_frame(), 1..=256),
+        max_frame in 30u16..150,
+    ) {
+        let mut g = graph();
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        let v = g.inject(1, &refs).unwrap();
+        let indices = g.vectors[v].indices().to_vec();
+        let fused = |ix: &[u32]| ip6_input::plain_frames(&g.pool, ix, max_frame);
+        prop_assert_eq!(fused(&indices), plain_frames_oracle(&frames, max_frame));
+        for k in 0..indices.len() {
+            prop_assert_eq!(fused(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);
+        }
+    }
+
+    /// A vector through the fused pass (tracer off) and through the two nodes (tracer on)
+    /// comes to the same: frames, drops and counters (half the vectors intact, so fused).
+    #[test]
+    fn fused_ip6_pass_forwards_as_the_two_nodes(
+        frames in any::<bool>().prop_flat_map(|intact| proptest::collection::vec(arb_ip6_frame_or_intact(intact), 1..=64))
+    ) {
+        prop_assert_eq!(fused_outcome(&frames, false), fused_outcome(&frames, true));
+    }
+}
+
+/// A plain IPv6 vector goes from `ethernet-input` straight to `ip6-lookup`, counted as an
+/// `ip6-input` call (its packets as fused); while the packet tracer runs, through `ip6-input`.
+#[test]
+fn the_fused_pass_counts_ip6_input_and_steps_aside_for_the_tracer() {
+    let frames: Vec<Vec<u8>> = (62..162).map(|len| frame_len("2001:db8:16::1", "2001:db8:48::5", 64, len)).collect();
+    common::check_fused_pass(YAML, &frames, NodeId::Ip6Input, NodeId::Ip6Lookup);
 }

@@ -200,22 +200,5 @@ fn good_vectors_pass_in_every_variant() {
 #[test]
 fn the_fused_pass_counts_ip4_input_and_steps_aside_for_the_tracer() {
     let frames: Vec<Vec<u8>> = (0..100).map(|k| frame(k as u8, 64, k % 50, &Damage::None)).collect();
-    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-    for tracing in [false, true] {
-        let mut g = common::graph(YAML).0;
-        g.trace.active = tracing;
-        let v = g.inject(1, &refs).unwrap();
-        g.dispatch(NodeId::EthernetInput, v);
-        let (next, _) = g.take_pending().unwrap();
-        let c = &g.counters.nodes[NodeId::Ip4Input as usize];
-        let counted = (c.calls.get(), c.vectors.get(), c.fused.get());
-        if tracing {
-            assert_eq!((next, counted), (NodeId::Ip4Input, (0, 0, 0)));
-        } else {
-            assert_eq!((next, counted), (NodeId::Ip4Lookup, (1, 100, 100)));
-        }
-        let s = common::stats(&g, 1);
-        assert_eq!((s.rx_packets, s.rx_unicast), (100, 100), "tracing {tracing}");
-        assert_eq!(s.rx_octets, frames.iter().map(|f| f.len() as u64).sum::<u64>(), "tracing {tracing}");
-    }
+    common::check_fused_pass(YAML, &frames, NodeId::Ip4Input, NodeId::Ip4Lookup);
 }

@@ -18,16 +18,18 @@
 //! When every frame is untagged, well-sized and goes the same way (the usual case), the
 //! vector is counted once and handed on unchanged.
 //!
-//! Fused fast path: on an L3 interface with IPv4 (without flow rules), a vector of plain IPv4
+//! Fused fast paths: on an L3 interface with IPv4 (without flow rules), a vector of plain IPv4
 //! frames (well-sized, no options, good checksum) is checked for both this node and
-//! `ip4-input` in one pass and handed straight to `ip4-lookup`. `ip4-input` still counts the
-//! call and its packets (as `fused`, their clocks being this node's); while the packet tracer
-//! runs, the nodes run one after the other so that traces show each one.
+//! `ip4-input` in one pass and handed straight to `ip4-lookup`; likewise a vector of plain
+//! IPv6 frames on an interface with IPv6, for `ip6-input`, to `ip6-lookup`. The input node
+//! still counts the call and its packets (as `fused`, their clocks being this node's); while
+//! the packet tracer runs, the nodes run one after the other so that traces show each one.
 
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
 use crate::interface::{IfRuntime, RxMode, cast_bits};
 use crate::nodes::ip4_input::{self, RxTally};
+use crate::nodes::ip6_input;
 use crate::vector::VecHandle;
 use wire::EtherType;
 use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
@@ -39,7 +41,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         sf.sample(&mut g.pool, &mut g.vectors[v], port, crate::sflow::RX, &g.counters);
     }
     let ifc = *g.tables.get(port);
-    if fused_ip4(g, v, &ifc) {
+    if fused(g, v, &ifc) {
         return;
     }
     let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
@@ -87,27 +89,36 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
 }
 
-/// The fused path to `ip4-input`: on an L3 interface with IPv4, when every frame of vector
-/// `v` is plain IPv4 ([`ip4_input::plain_frames`]), both nodes' work is done in one pass and
-/// the vector goes straight to `ip4-lookup`, counted as an `ip4-input` call. Not while the
-/// packet tracer runs, so that traces show each node. Returns whether it took the vector.
+/// The fused paths to `ip4-input` and `ip6-input`: on an L3 interface with the family of the
+/// vector's first frame, when every frame of vector `v` is a plain packet of that family
+/// ([`ip4_input::plain_frames`], [`ip6_input::plain_frames`]), both nodes' work is done in
+/// one pass and the vector goes straight to the lookup, counted as a call of the input node.
+/// Not while the packet tracer runs, so that traces show each node. Returns whether it took
+/// the vector.
 #[inline(always)]
-fn fused_ip4(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
-    if !(matches!(ifc.mode, RxMode::L3) && ifc.ip4 && ifc.admin_up && !ifc.classify) || g.trace.active {
+fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
+    if !(matches!(ifc.mode, RxMode::L3) && ifc.admin_up && !ifc.classify) || g.trace.active {
         return false;
     }
-    // A vector of other traffic (IPv6, MPLS) is told by its first frame, at the cost of a load.
-    let first = g.vectors[v].indices().first().map(|&i| &g.pool.line(i)[12..14]);
-    if first != Some(&EtherType::IPV4.to_be_bytes()[..]) {
-        return false;
-    }
-    let Some(tally) = ip4_input::plain_frames(g.isa, &g.pool, g.vectors[v].indices(), ifc.max_frame) else {
-        return false;
+    // The family is told by the vector's first frame, at the cost of a load.
+    let Some(&first) = g.vectors[v].indices().first() else { return false };
+    let line = g.pool.line(first);
+    let ethertype = u16::from_be_bytes([line[12], line[13]]);
+    let indices = g.vectors[v].indices();
+    let (tally, input, lookup) = match ethertype {
+        EtherType::IPV4 if ifc.ip4 => {
+            (ip4_input::plain_frames(g.isa, &g.pool, indices, ifc.max_frame), NodeId::Ip4Input, NodeId::Ip4Lookup)
+        }
+        EtherType::IPV6 if ifc.ip6 => {
+            (ip6_input::plain_frames(&g.pool, indices, ifc.max_frame), NodeId::Ip6Input, NodeId::Ip6Lookup)
+        }
+        _ => return false,
     };
-    let n = g.vectors[v].len() as u64;
+    let Some(tally) = tally else { return false };
+    let n = indices.len() as u64;
     count_vector(g, g.vectors[v].port, n, tally);
-    g.count_fused(NodeId::Ip4Input, n);
-    g.forward(v, NodeId::Ip4Lookup);
+    g.count_fused(input, n);
+    g.forward(v, lookup);
     true
 }
 

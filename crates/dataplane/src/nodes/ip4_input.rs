@@ -9,12 +9,10 @@
 use crate::buffer::BufferPool;
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
-use crate::interface::cast_bits;
 use crate::isa::Isa;
 use crate::vector::VecHandle;
 use wire::EtherType;
 use wire::checksum;
-use wire::ethernet::HEADER_LEN;
 
 /// True when the one's-complement sum of the header (checksum included) is all ones. Sums
 /// 32-bit words into 64 bits and folds: the same result as 16-bit words (RFC 1071 §2(B)).
@@ -113,29 +111,9 @@ pub fn plain_frames(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `all_fast_ok`.
         Isa::Avx2 if simd => unsafe { x86::plain_frames_avx2(raw, indices, max_frame)? },
-        _ => {
-            let (mut octets, mut any_group) = (0, false);
-            for &i in indices {
-                let f = pool.frame(i);
-                let sized = (HEADER_LEN..=usize::from(max_frame)).contains(&f.len());
-                if !(sized && f[12..14] == EtherType::IPV4.to_be_bytes() && fast_ok(&f[HEADER_LEN..])) {
-                    return None;
-                }
-                octets += f.len() as u64;
-                any_group |= f[0] & 1 == 1;
-            }
-            (octets, any_group)
-        }
+        _ => super::plain_frames_scalar(pool, indices, max_frame, EtherType::IPV4, fast_ok)?,
     };
-    let mut tally = RxTally { octets, ..RxTally::default() };
-    if any_group {
-        for &i in indices {
-            let (group, broadcast) = cast_bits(pool.head_u64(i));
-            tally.group += group;
-            tally.broadcast += broadcast;
-        }
-    }
-    Some(tally)
+    Some(super::rx_tally(pool, indices, octets, any_group))
 }
 
 /// [`fast_ok`] across 16 or 8 packets at once: each packet's metadata words and the five

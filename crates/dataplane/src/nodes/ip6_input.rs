@@ -7,9 +7,12 @@
 //! unchanged when all are good). The hop limit is checked only when forwarding
 //! (`ip6-rewrite`), so packets for this router's own addresses are delivered whatever it is.
 
+use crate::buffer::BufferPool;
 use crate::errors::DropReason;
 use crate::graph::{Graph, NodeId};
+use crate::nodes::ip4_input::RxTally;
 use crate::vector::VecHandle;
+use wire::EtherType;
 use wire::ipv6::HEADER_LEN;
 
 /// `::1` as a big-endian `u128`.
@@ -42,6 +45,16 @@ fn fast_ok(ip: &[u8]) -> bool {
     let payload = usize::from(u16::from_be_bytes([h[4], h[5]]));
     let dst = u128::from_be_bytes(h[24..40].try_into().expect("16 bytes"));
     (h[0] >> 4 == 6) & (HEADER_LEN + payload <= ip.len()) & (h[8] != 0xff) & (dst != LOOPBACK)
+}
+
+/// The fused `ethernet-input` → `ip6-input` pass, for frames received on an L3 interface with
+/// IPv6 that accepts frames of 14 to `max_frame` bytes: when every frame of `indices` has such
+/// a size, the IPv6 ethertype (no tag) and an IPv6 header at offset 14 that passes
+/// [`fast_ok`], returns what `ethernet-input` counts of them; `None` as soon as one does not
+/// (the nodes then run one after the other). One pass over the frames instead of one per node.
+pub fn plain_frames(pool: &BufferPool, indices: &[u32], max_frame: u16) -> Option<RxTally> {
+    let (octets, any_group) = super::plain_frames_scalar(pool, indices, max_frame, EtherType::IPV6, fast_ok)?;
+    Some(super::rx_tally(pool, indices, octets, any_group))
 }
 
 /// Processes one vector: one branch-free pass when every packet is good, otherwise a second

@@ -54,6 +54,46 @@ pub(crate) fn validate(
     validated(g, v, all_ok, check, truncated, next);
 }
 
+/// The scalar fused `ethernet-input` → `ip4-input`/`ip6-input` pass: when every frame of
+/// `indices` is 14 to `max_frame` bytes long, untagged with `ethertype`, and its network
+/// header (from offset 14) passes `fast_ok`, their bytes and whether any has a group
+/// destination MAC; `None` as soon as one does not.
+#[inline(always)]
+pub(crate) fn plain_frames_scalar(
+    pool: &BufferPool,
+    indices: &[u32],
+    max_frame: u16,
+    ethertype: u16,
+    fast_ok: impl Fn(&[u8]) -> bool,
+) -> Option<(u64, bool)> {
+    let (mut octets, mut any_group) = (0, false);
+    for &i in indices {
+        let f = pool.frame(i);
+        let sized = (wire::ethernet::HEADER_LEN..=usize::from(max_frame)).contains(&f.len());
+        if !(sized && f[12..14] == ethertype.to_be_bytes() && fast_ok(&f[wire::ethernet::HEADER_LEN..])) {
+            return None;
+        }
+        octets += f.len() as u64;
+        any_group |= f[0] & 1 == 1;
+    }
+    Some((octets, any_group))
+}
+
+/// What `ethernet-input` counts of the frames `indices` a fused pass took: `octets` bytes,
+/// and their group and broadcast destinations, looked for only when `any_group`.
+#[inline(always)]
+pub(crate) fn rx_tally(pool: &BufferPool, indices: &[u32], octets: u64, any_group: bool) -> ip4_input::RxTally {
+    let mut tally = ip4_input::RxTally { octets, ..ip4_input::RxTally::default() };
+    if any_group {
+        for &i in indices {
+            let (group, broadcast) = crate::interface::cast_bits(pool.head_u64(i));
+            tally.group += group;
+            tally.broadcast += broadcast;
+        }
+    }
+    tally
+}
+
 /// A resolved next hop without out-labels, as the plain paths of `ip4-rewrite` and
 /// `ip6-rewrite` use it.
 #[derive(Clone, Copy)]

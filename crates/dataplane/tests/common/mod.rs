@@ -86,3 +86,29 @@ pub fn runs_of(
     proptest::collection::vec((frame, 1usize..5).prop_map(|(f, n)| vec![f; n]), 1..24)
         .prop_map(|runs| runs.concat().into_iter().take(64).collect())
 }
+
+/// Checks the fused pass from `ethernet-input` over `input` (`ip4-input` or `ip6-input`) on
+/// 100 plain `frames` received on port 1 of the graph of `yaml`: the vector goes straight to
+/// `lookup`, counted as one call of `input` with its packets fused; while the packet tracer
+/// runs, through `input` itself. Either way port 1 counts the same.
+pub fn check_fused_pass(yaml: &str, frames: &[Vec<u8>], input: NodeId, lookup: NodeId) {
+    assert_eq!(frames.len(), 100);
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    for tracing in [false, true] {
+        let mut g = graph(yaml).0;
+        g.trace.active = tracing;
+        let v = g.inject(1, &refs).unwrap();
+        g.dispatch(NodeId::EthernetInput, v);
+        let (next, _) = g.take_pending().unwrap();
+        let c = &g.counters.nodes[input as usize];
+        let counted = (c.calls.get(), c.vectors.get(), c.fused.get());
+        if tracing {
+            assert_eq!((next, counted), (input, (0, 0, 0)));
+        } else {
+            assert_eq!((next, counted), (lookup, (1, 100, 100)));
+        }
+        let s = stats(&g, 1);
+        assert_eq!((s.rx_packets, s.rx_unicast), (100, 100), "tracing {tracing}");
+        assert_eq!(s.rx_octets, frames.iter().map(|f| f.len() as u64).sum::<u64>(), "tracing {tracing}");
+    }
+}
