@@ -5,7 +5,27 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints its name; the time each took is printed when the next starts and, as a table,
+# when the run ends (also on failure), so a slow step is easy to find.
+step_name= step_start=$SECONDS step_times=()
+end_step() {
+    [ -n "$step_name" ] || return 0
+    local took=$((SECONDS - step_start))
+    step_times+=("$(printf '%5ds  %s' "$took" "$step_name")")
+    printf '    (%ds)\n' "$took"
+}
+step() {
+    end_step
+    step_name=$* step_start=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
+print_step_times() {
+    end_step
+    step_name=
+    printf '\n==> time per step (total %ds)\n' "$SECONDS"
+    printf '%s\n' "${step_times[@]}"
+}
+trap print_step_times EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
