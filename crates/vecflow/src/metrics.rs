@@ -6,7 +6,7 @@
 //! same way an API command does. Every series is prefixed `vecflow_`; counters end in
 //! `_total` and are the daemon's running totals (`clear` commands do not reset them).
 
-use crate::api::server::{Call, Request, ask};
+use crate::api::server::{Call, Request, ask, wake_acceptor};
 use anyhow::Context;
 use dataplane::Dataplane;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -15,10 +15,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -181,10 +182,14 @@ pub fn encode(dp: &Dataplane) -> String {
     out
 }
 
-/// The running HTTP endpoint; stops when dropped.
+/// The running HTTP endpoint. Dropping it stops it at once: the listening socket and a
+/// scrape in progress are shut down, and a scrape waiting for the main thread gets its answer
+/// from [`crate::api::server::refuse_pending`].
 pub struct Exporter {
-    address: SocketAddr,
+    listener: Arc<TcpListener>,
     stop: Arc<AtomicBool>,
+    /// The connection being served, if any (a clone, to shut it down).
+    serving: Arc<Mutex<Option<TcpStream>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -192,32 +197,44 @@ impl Exporter {
     /// Listens on `address`; scrapes are answered by the main thread through `calls`. A busy
     /// address is an error naming `metrics.address`.
     pub fn bind(address: SocketAddr, calls: SyncSender<Call>) -> anyhow::Result<Exporter> {
-        let listener = TcpListener::bind(address).with_context(|| format!("metrics.address: {address}"))?;
+        let listener = Arc::new(TcpListener::bind(address).with_context(|| format!("metrics.address: {address}"))?);
         let address = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
+        let serving = Arc::new(Mutex::new(None));
+        let (l, s, current) = (listener.clone(), stop.clone(), serving.clone());
         let thread = std::thread::Builder::new()
             .name("vecflow-metrics".into())
             .spawn(move || {
-                for stream in listener.incoming() {
+                for stream in l.incoming() {
+                    let Ok(stream) = stream else {
+                        if s.load(Relaxed) {
+                            return;
+                        }
+                        continue;
+                    };
+                    *current.lock().expect("not poisoned") = stream.try_clone().ok();
+                    // Checked after publishing the connection: a drop that ran before it
+                    // found nothing to shut down, but had set the flag.
                     if s.load(Relaxed) {
                         return;
                     }
-                    if let Ok(stream) = stream {
-                        let _ = serve(stream, &calls);
-                    }
+                    let _ = serve(stream, &calls);
+                    *current.lock().expect("not poisoned") = None;
                 }
             })
             .context("starting the metrics thread")?;
         tracing::info!("metrics on http://{address}/metrics");
-        Ok(Exporter { address, stop, thread: Some(thread) })
+        Ok(Exporter { listener, stop, serving, thread: Some(thread) })
     }
 }
 
 impl Drop for Exporter {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
+        wake_acceptor(self.listener.as_raw_fd());
+        if let Some(c) = self.serving.lock().expect("not poisoned").take() {
+            let _ = c.shutdown(Shutdown::Both);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

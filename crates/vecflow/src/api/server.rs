@@ -13,12 +13,13 @@ use super::{API_VERSION, ApiError, CommandReply, MAX_REQUEST, code};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -74,9 +75,16 @@ struct Shared {
     clients: AtomicUsize,
 }
 
-/// The listening API socket; removed when dropped.
+/// The listening API socket. Dropping it stops the acceptor at once and removes the socket
+/// file if it is still the one this server created.
 pub struct Server {
     path: PathBuf,
+    /// The socket file this server created (device, inode), to remove it only if it is still
+    /// ours: an operator or a cleanup job may have removed it, or another daemon bound the
+    /// same path since.
+    file: (u64, u64),
+    /// The listening socket, shared with the acceptor; shut down to wake it from accept(2).
+    listener: Arc<UnixListener>,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
 }
@@ -117,6 +125,8 @@ impl Server {
         let listener = listener.with_context(|| format!("listening on {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .with_context(|| format!("chmod 0600 {}", path.display()))?;
+        let file = file_identity(path).with_context(|| format!("reading back {}", path.display()))?;
+        let listener = Arc::new(listener);
         let commands: Vec<Value> = commands.iter().map(|(w, h)| json!({"words": w, "help": h})).collect();
         let shared = Arc::new(Shared {
             calls,
@@ -124,29 +134,45 @@ impl Server {
             stop: AtomicBool::new(false),
             clients: AtomicUsize::new(0),
         });
-        let s = shared.clone();
+        let (s, l) = (shared.clone(), listener.clone());
         let acceptor = std::thread::Builder::new()
             .name("vecflow-api".into())
-            .spawn(move || accept(listener, s))
+            .spawn(move || accept(&l, s))
             .context("starting the API thread")?;
-        Ok(Server { path: path.to_owned(), shared, acceptor: Some(acceptor) })
+        Ok(Server { path: path.to_owned(), file, listener, shared, acceptor: Some(acceptor) })
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.shared.stop.store(true, Relaxed);
-        // Wake the acceptor out of accept(2).
-        let _ = UnixStream::connect(&self.path);
+        // Wakes the acceptor out of accept(2) whatever became of the socket's path (a connect
+        // to the path, the usual trick, finds nothing once the file is gone). Client threads
+        // see the stop flag within READ_SLICE and are not waited for.
+        wake_acceptor(self.listener.as_raw_fd());
         if let Some(t) = self.acceptor.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        if file_identity(&self.path).is_ok_and(|f| f == self.file) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
-/// The acceptor: a thread per client, up to [`MAX_CLIENTS`].
-fn accept(listener: UnixListener, shared: Arc<Shared>) {
+/// The (device, inode) of the file at `path` (not following a symlink).
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    std::fs::symlink_metadata(path).map(|m| (m.dev(), m.ino()))
+}
+
+/// Makes a thread blocked in accept(2) on the listening socket `fd` return (with an error)
+/// at once, and every later accept fail, by shutting the socket down (Linux).
+pub fn wake_acceptor(fd: RawFd) {
+    // SAFETY: shutdown(2) on a descriptor the caller keeps open; it touches no memory.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+}
+
+/// The acceptor: a thread per client, up to [`MAX_CLIENTS`], until the server stops.
+fn accept(listener: &UnixListener, shared: Arc<Shared>) {
     for stream in listener.incoming() {
         if shared.stop.load(Relaxed) {
             return;
@@ -291,10 +317,24 @@ fn run_on_main_thread(request: Request, shared: &Shared) -> Result<Value, ApiErr
     ask(&shared.calls, request, COMMAND_TIMEOUT).map(|reply| serde_json::to_value(reply).expect("a reply serializes"))
 }
 
+/// Answers every call still waiting for the main thread with "vecflow is stopping", and
+/// closes the queue, so that a client or scrape asking later is told the same at once instead
+/// of waiting for a thread that no longer listens. The main thread calls it when it stops,
+/// before dropping the [`Server`] and the metrics exporter (whose threads may be waiting).
+pub fn refuse_pending(calls: Receiver<Call>) {
+    for call in calls.try_iter() {
+        call.answer(Err(stopping()));
+    }
+}
+
+/// The error of a request the daemon cannot run because it is stopping.
+fn stopping() -> ApiError {
+    ApiError::new(code::SHUTTING_DOWN, "vecflow is stopping")
+}
+
 /// Sends `request` to the main thread through `calls` and waits up to `timeout` for its
 /// answer.
 pub fn ask(calls: &SyncSender<Call>, request: Request, timeout: Duration) -> Result<CommandReply, ApiError> {
-    let stopping = || ApiError::new(code::SHUTTING_DOWN, "vecflow is stopping");
     let (reply, answer) = sync_channel(1);
     calls.send(Call::new(request, reply)).map_err(|_| stopping())?;
     match answer.recv_timeout(timeout) {
@@ -304,5 +344,28 @@ pub fn ask(calls: &SyncSender<Call>, request: Request, timeout: Duration) -> Res
             format!("the request did not finish within {} s", timeout.as_secs()),
         )),
         Err(RecvTimeoutError::Disconnected) => Err(stopping()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call waiting for the main thread when it stops is told "stopping" at once, and so is
+    /// one asked after: neither waits out its timeout.
+    #[test]
+    fn pending_and_later_calls_are_refused_when_the_main_thread_stops() {
+        let (calls, queue) = sync_channel(CALL_QUEUE);
+        let c = calls.clone();
+        let waiting = std::thread::spawn(move || ask(&c, Request::Metrics, Duration::from_secs(60)));
+        // Once the call is in the queue (taken out to know it is there, and put back).
+        calls.send(queue.recv().unwrap()).unwrap();
+        let started = Instant::now();
+        refuse_pending(queue);
+        let answer = waiting.join().unwrap();
+        assert_eq!(answer.unwrap_err().code, code::SHUTTING_DOWN);
+        let later = ask(&calls, Request::Metrics, Duration::from_secs(60));
+        assert_eq!(later.unwrap_err().code, code::SHUTTING_DOWN);
+        assert!(started.elapsed() < Duration::from_secs(30), "answered, not timed out");
     }
 }
