@@ -50,18 +50,17 @@ const MPLS_PATH: &[&str] = &[
 ];
 
 /// A short `bench --json` of the clean forwarding scenarios, sFlow off and at 1:1000 and
-/// 1:100, balances: every packet generated passes each node of its path once and none is
-/// dropped, the window and rate agree, and the samples chosen match the rate.
+/// 1:100, balances: every packet of a fixed count passes each node of its path once and none
+/// is dropped, and the samples chosen match the rate. A count, not a time window, so that how
+/// busy the machine is changes how long the run takes, never what it measures.
 #[test]
 fn bench_json_accounts_for_every_packet_and_sample() {
-    let (seconds, rates) = (0.2, [0u64, 1000, 100]);
+    let (count, rates) = (200_000u64, [0u64, 1000, 100]);
     let (ok, out, err) = vecflow(&[
         "bench",
         "--json",
-        "--seconds",
-        &seconds.to_string(),
-        "--warmup",
-        "0.05",
+        "--packets",
+        &count.to_string(),
         "--scenario",
         "l2xc",
         "--scenario",
@@ -89,17 +88,15 @@ fn bench_json_accounts_for_every_packet_and_sample() {
         let u = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k} in {at}"));
         let f = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} in {at}"));
         let packets = u("packets");
-        assert!(packets > 0, "{at}");
+        assert_eq!(packets, count, "{at}");
 
         // Every packet generated over the run went through each node of the path, exactly once.
         let nodes = s["nodes"].as_array().unwrap();
         let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
         let path = PATHS.iter().find(|p| p.0 == name).unwrap().1;
         assert_eq!(names, path, "the nodes that saw packets ({at})");
-        let generated = nodes[0]["run_vectors"].as_u64().unwrap();
-        assert!(generated >= packets, "the run holds the window ({at})");
         for n in nodes {
-            assert_eq!(n["run_vectors"].as_u64(), Some(generated), "{} ({at})", n["name"]);
+            assert_eq!(n["run_vectors"].as_u64(), Some(count), "{} ({at})", n["name"]);
             // A node whose every packet went through another node's fused pass has no clocks
             // of its own (they are that node's).
             let own = n["clocks_per_packet"].as_f64().unwrap() > 0.0;
@@ -112,14 +109,7 @@ fn bench_json_accounts_for_every_packet_and_sample() {
             0 => assert!(s["loss_paired"].is_null(), "{at}"),
             _ => assert!(f("loss_paired") < 1.0, "{at}"),
         }
-
-        // The rate is the window's packets over the window's clock, and that window is the one
-        // asked for (give or take the scheduling of a busy machine).
-        let window = packets as f64 / (f("mpps") * 1e6);
-        assert!(
-            (seconds / 4.0..seconds * 10.0).contains(&window),
-            "a {window} s window for --seconds {seconds} ({at})"
-        );
+        assert!(f("mpps") > 0.0 && f("cycles_per_packet") > 0.0, "{at}");
         assert!((1.0..=256.0).contains(&f("vectors_per_call")), "{at}");
 
         // The IPv6 path is measured in turn with its IPv4 counterpart, at the same rate.
@@ -337,4 +327,44 @@ fn run_names_the_field_of_a_missing_host_interface_and_exits_non_zero() {
     let (ok, _, err) = vecflow(&["run", "--socket", socket.to_str().unwrap(), "-c", f.to_str().unwrap()]);
     assert!(!ok && err.contains("interfaces.wan0.host-interface: (missing) is not allowed"), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
+
+/// `vecflow check` validates a file offline: the examples pass, a bad value is named with its
+/// field and allowed range, and the exit status says which.
+#[test]
+fn check_validates_a_configuration_without_a_daemon() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    for example in ["examples/lab.yaml", "examples/router.yaml", "examples/ip6.yaml", "contrib/vecflow.yaml"] {
+        let path = format!("{root}/{example}");
+        let (ok, out, err) = vecflow(&["check", "-c", &path]);
+        assert!(ok, "{example}: {err}");
+        assert!(out.starts_with(&format!("{path}: ok (")), "{out}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "interfaces:\n  p0: {mtu: 9999}\n").unwrap();
+    let (ok, out, err) = vecflow(&["check", "-c", bad.to_str().unwrap()]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(err.contains("interfaces.p0.mtu: 9999") && err.contains("allowed"), "{err}");
+    let (ok, _, err) = vecflow(&["check", "-c", dir.path().join("missing.yaml").to_str().unwrap()]);
+    assert!(!ok && err.contains("reading"), "{err}");
+}
+
+/// `vecflow generate` writes a man page per subcommand and completion scripts, from the same
+/// definitions the program parses its options with.
+#[test]
+fn generate_writes_man_pages_and_completions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, _, err) = vecflow(&["generate", "man", dir.path().to_str().unwrap()]);
+    assert!(ok, "{err}");
+    for page in ["vecflow.1", "vecflow-run.1", "vecflow-ctl.1", "vecflow-check.1", "vecflow-collect.1"] {
+        let text = std::fs::read_to_string(dir.path().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH"), "{page} is a man page");
+    }
+    let run = std::fs::read_to_string(dir.path().join("vecflow-run.1")).unwrap();
+    assert!(run.contains("socket"), "vecflow-run.1 describes --socket");
+    let (ok, bash, err) = vecflow(&["generate", "completions", "bash"]);
+    assert!(ok && bash.contains("complete -F") && bash.contains("vecflow"), "{err}");
+    let (ok, zsh, err) = vecflow(&["generate", "completions", "zsh"]);
+    assert!(ok && zsh.starts_with("#compdef vecflow"), "{err}");
 }
