@@ -12,7 +12,8 @@ use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 use rustyline::{Editor, Helper, Highlighter, Hinter, Validator};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Options of `vecflow ctl`.
 #[derive(clap::Args)]
@@ -23,6 +24,11 @@ pub struct Args {
     /// Print the command's JSON instead of its text.
     #[arg(long)]
     json: bool,
+    /// First wait until the daemon answers on its socket, up to SECONDS (30 without a value):
+    /// for scripts and units started right after `vecflow run`. Without a command it only
+    /// waits, and exits 0 once the daemon answers.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true, default_missing_value = "30")]
+    wait: Option<u64>,
     /// The command to run, e.g. `show interface`; none for an interactive console.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -30,7 +36,16 @@ pub struct Args {
 
 /// Runs one command, or the console.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut client = Client::connect(&args.socket)?;
+    let mut client = match args.wait {
+        Some(seconds) => {
+            let client = wait_for_daemon(&args.socket, Duration::from_secs(seconds))?;
+            if args.command.is_empty() {
+                return Ok(());
+            }
+            client
+        }
+        None => Client::connect(&args.socket)?,
+    };
     if args.command.is_empty() {
         return console(client, &args.socket);
     }
@@ -38,6 +53,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let reply = client.command(&line).map_err(explain)?;
     print_reply(&reply, json || args.json);
     Ok(())
+}
+
+/// Connects to the daemon on `socket` once it answers (its `version` method), trying every
+/// 50 ms for up to `timeout`.
+fn wait_for_daemon(socket: &Path, timeout: Duration) -> anyhow::Result<Client> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let attempt = Client::connect(socket).and_then(|mut c| {
+            c.call("version", serde_json::json!({})).map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok(c)
+        });
+        match attempt {
+            Ok(c) => return Ok(c),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(e.context(format!(
+                    "no vecflow answered on {} within {} s",
+                    socket.display(),
+                    timeout.as_secs()
+                )));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 /// The command line without `--json`, and whether it was there.
@@ -111,7 +149,7 @@ impl Completer for Commands {
 }
 
 /// The interactive console.
-fn console(mut client: Client, socket: &std::path::Path) -> anyhow::Result<()> {
+fn console(mut client: Client, socket: &Path) -> anyhow::Result<()> {
     let list = client.call("commands", serde_json::json!({})).map_err(explain)?;
     let list: Vec<(String, String)> = list["commands"]
         .as_array()

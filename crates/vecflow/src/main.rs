@@ -6,28 +6,32 @@
 //! - `vecflow demo` runs the example lab on generator interfaces and shows what flows.
 //! - `vecflow bench` measures cycles per packet of the forwarding paths and the sFlow codec.
 //! - `vecflow collect` receives sFlow and prints it or summarises it with estimates.
+//! - `vecflow check` validates a configuration file offline.
+//! - `vecflow generate` writes the man pages and shell completions (for packages).
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod api;
 mod bench;
+mod check;
 mod classifier_bench;
 mod codec_bench;
 mod collect;
 mod ctl;
 mod declare;
 mod demo;
+mod generate;
 mod metrics;
 mod run;
 mod sample_bench;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Userspace vector packet dataplane with a built-in sFlow v5 agent.
 #[derive(Parser)]
-#[command(version, about)]
-struct Cli {
+#[command(name = "vecflow", version, about)]
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -49,6 +53,10 @@ enum Command {
     Bench(bench::Args),
     /// Receive sFlow (UDP or pcap) and print it, or summarise it with estimates and error bounds.
     Collect(collect::Args),
+    /// Validate a configuration file without a running daemon (as `run` reads it at start).
+    Check(check::Args),
+    /// Write the man pages or a shell's completions (what a package installs).
+    Generate(generate::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +75,8 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Collect(a) => collect::run(a),
+        Command::Check(a) => check::run(a),
+        Command::Generate(a) => generate::run(a, Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,11 +8,12 @@
 //! chores, so a command never races the dataplane's own bookkeeping). Logs go to stderr
 //! through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
 
-use crate::api::server::{CALL_QUEUE, Request, Server};
+use crate::api::server::{CALL_QUEUE, Request, Server, refuse_pending};
 use crate::api::{ApiError, CommandReply, code};
 use crate::metrics::{self, Exporter};
 use anyhow::Context;
 use dataplane::{Config, Dataplane};
+use sd_notify::NotifyState;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -95,6 +96,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         dp.interfaces().len(),
         config.workers.count
     );
+    // systemd (Type=notify) and units ordered after vecflow: ready once the ports are attached
+    // and the API answers. Without NOTIFY_SOCKET this does nothing.
+    let status = format!("forwarding on {} interfaces", dp.interfaces().len());
+    if let Err(e) = sd_notify::notify(&[NotifyState::Ready, NotifyState::Status(&status)]) {
+        tracing::warn!("could not tell systemd vecflow is ready (NOTIFY_SOCKET): {e}");
+    }
     let mut next_refresh = Instant::now() + LINK_REFRESH;
     let mut next_tick = Instant::now() + TICK;
     while !stop.load(Relaxed) {
@@ -126,6 +133,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     tracing::info!("stopping");
+    let _ = sd_notify::notify(&[NotifyState::Stopping]);
+    refuse_pending(calls);
     drop((api, metrics));
     dp.stop().context("stopping the dataplane")?;
     tracing::info!("stopped");

@@ -49,10 +49,15 @@ struct Running {
 impl Running {
     /// Starts `vecflow run` on [`lab`] and waits until its socket answers.
     fn start() -> Running {
+        Running::start_with(lab)
+    }
+
+    /// Starts `vecflow run` on `config(metrics port)` and waits until its socket answers.
+    fn start_with(config: fn(u16) -> String) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run").join("api.sock");
         let metrics_port = free_port();
-        let daemon = spawn_run(dir.path(), &socket, metrics_port);
+        let daemon = spawn_run(dir.path(), &socket, &config(metrics_port));
         let deadline = Instant::now() + Duration::from_secs(10);
         while UnixStream::connect(&socket).is_err() {
             assert!(Instant::now() < deadline, "no API socket at {}", socket.display());
@@ -81,11 +86,10 @@ impl Running {
     }
 }
 
-/// Starts `vecflow run --socket SOCKET` on [`lab`] (metrics on `metrics_port`) written in
-/// `dir`.
-fn spawn_run(dir: &Path, socket: &Path, metrics_port: u16) -> Daemon {
+/// Starts `vecflow run --socket SOCKET` on the configuration `yaml`, written in `dir`.
+fn spawn_run(dir: &Path, socket: &Path, yaml: &str) -> Daemon {
     let config = dir.join("lab.yaml");
-    std::fs::write(&config, lab(metrics_port)).unwrap();
+    std::fs::write(&config, yaml).unwrap();
     Daemon::spawn(
         Command::new(env!("CARGO_BIN_EXE_vecflow"))
             .args(["run", "-c", config.to_str().unwrap(), "--socket", socket.to_str().unwrap()])
@@ -171,7 +175,7 @@ fn ctl_runs_commands_in_text_and_json() {
 fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     let d = Running::start();
     // A second daemon on the same socket does not start, and the first keeps answering.
-    let second = spawn_run(d.dir.path(), &d.socket, d.metrics_port).wait_with_output();
+    let second = spawn_run(d.dir.path(), &d.socket, &lab(d.metrics_port)).wait_with_output();
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && err.contains("another vecflow is running"), "{err}");
     assert!(d.ctl(&["show", "version"]).0);
@@ -180,7 +184,7 @@ fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     // A socket file nobody answers on (a daemon that was killed) is replaced.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    let mut again = spawn_run(dir.path(), &socket, free_port());
+    let mut again = spawn_run(dir.path(), &socket, &lab(free_port()));
     let deadline = Instant::now() + Duration::from_secs(10);
     while UnixStream::connect(&socket).is_err() {
         assert!(Instant::now() < deadline, "the stale socket was not replaced");
@@ -190,7 +194,7 @@ fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     // A path that is not a socket is never removed.
     let file = dir.path().join("not-a-socket");
     std::fs::write(&file, "keep me").unwrap();
-    let out = spawn_run(dir.path(), &file, free_port()).wait_with_output();
+    let out = spawn_run(dir.path(), &file, &lab(free_port())).wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("exists and is not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
@@ -309,7 +313,7 @@ fn metrics_are_served_and_move() {
     assert!(http_get(d.metrics_port, "/other").0.contains("404"));
     // Another daemon cannot take a busy metrics port: the error names the field.
     let dir = tempfile::tempdir().unwrap();
-    let out = spawn_run(dir.path(), &dir.path().join("s.sock"), d.metrics_port).wait_with_output();
+    let out = spawn_run(dir.path(), &dir.path().join("s.sock"), &lab(d.metrics_port)).wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains(&format!("metrics.address: 127.0.0.1:{}", d.metrics_port)), "{err}");
     d.stop();
@@ -484,4 +488,118 @@ fn configuration_changes_apply_all_or_nothing() {
     let (ok, out, _) = plan(false, &changed.to_string());
     assert!(ok && serde_json::from_str::<Value>(&out).unwrap()["commands"] == json!([]), "{out}");
     d.stop();
+}
+
+/// Sends SIGTERM and asserts `vecflow run` exits 0 within a second: the promise of a stop that
+/// always stops, whatever its clients, scrapers, collectors and socket file are doing.
+fn stop_within_a_second(d: &mut Running) {
+    let started = Instant::now();
+    let status = d.daemon.take().unwrap().stop(libc::SIGTERM, Duration::from_secs(1));
+    assert!(status.success(), "vecflow run exit: {status}");
+    eprintln!("stopped in {:?}", started.elapsed());
+}
+
+#[test]
+fn stop_is_prompt_when_the_socket_file_was_removed() {
+    let mut d = Running::start();
+    std::fs::remove_file(&d.socket).unwrap();
+    stop_within_a_second(&mut d);
+}
+
+#[test]
+fn stop_leaves_a_socket_that_is_no_longer_its_own() {
+    let mut d = Running::start();
+    // Another daemon (here a bare listener) took the path over since.
+    std::fs::remove_file(&d.socket).unwrap();
+    let _other = std::os::unix::net::UnixListener::bind(&d.socket).unwrap();
+    stop_within_a_second(&mut d);
+    assert!(d.socket.exists(), "the other daemon's socket must stay");
+}
+
+#[test]
+fn stop_is_prompt_with_a_client_and_a_scraper_holding_their_connections() {
+    // p0 sampled 1:10 and polled every second toward a collector that stopped answering:
+    // nothing listens on its port, every datagram is refused.
+    let mut d = Running::start_with(|port| {
+        lab(port).replace("    l2xc: p1\n", "    l2xc: p1\n    sflow: {}\n")
+            + &format!(
+                "sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0.1, port: {}}}]}}\n",
+                std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+            )
+    });
+    let mut idle = UnixStream::connect(&d.socket).unwrap();
+    let mut half_request = UnixStream::connect(&d.socket).unwrap();
+    half_request.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 1, ").unwrap();
+    let mut scrape = std::net::TcpStream::connect(("127.0.0.1", d.metrics_port)).unwrap();
+    scrape.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let _silent = std::net::TcpStream::connect(("127.0.0.1", d.metrics_port)).unwrap();
+    // Let the refused datagrams and polls happen.
+    std::thread::sleep(Duration::from_millis(1500));
+    stop_within_a_second(&mut d);
+    assert!(!d.socket.exists(), "its own socket is removed");
+    // The held connections were closed, not left hanging.
+    for s in [&mut idle, &mut half_request] {
+        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        assert!(matches!(s.read(&mut [0u8; 64]), Ok(0) | Err(_)), "API connection closed");
+    }
+    scrape.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    assert!(matches!(scrape.read(&mut [0u8; 64]), Ok(0) | Err(_)), "scrape connection closed");
+}
+
+/// `vecflow ctl --wait` started before the daemon returns once it answers, then runs its
+/// command; without a daemon it gives up after its timeout, saying where it waited.
+#[test]
+fn ctl_waits_until_the_daemon_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("api.sock");
+    let waiter = Command::new(env!("CARGO_BIN_EXE_vecflow"))
+        .args(["ctl", "--socket", socket.to_str().unwrap(), "--wait=60", "show", "interface"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let daemon = spawn_run(dir.path(), &socket, &lab(free_port()));
+    let out = waiter.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("p0"), "show interface ran once it answered");
+    assert!(daemon.stop(libc::SIGTERM, Duration::from_secs(10)).success());
+
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_vecflow"))
+        .args(["ctl", "--socket", socket.to_str().unwrap(), "--wait=1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no vecflow answered on") && err.contains("within 1 s"), "{err}");
+    assert!(started.elapsed() >= Duration::from_secs(1), "it waited");
+}
+
+/// Under systemd (`Type=notify`) the daemon says READY=1 once its ports are attached and its
+/// socket answers, and STOPPING=1 when it stops.
+#[test]
+fn the_daemon_tells_systemd_when_it_is_ready_and_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let notify = dir.path().join("notify.sock");
+    let systemd = std::os::unix::net::UnixDatagram::bind(&notify).unwrap();
+    systemd.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let socket = dir.path().join("api.sock");
+    let config = dir.path().join("lab.yaml");
+    std::fs::write(&config, lab(free_port())).unwrap();
+    let daemon = Daemon::spawn(
+        Command::new(env!("CARGO_BIN_EXE_vecflow"))
+            .args(["run", "-c", config.to_str().unwrap(), "--socket", socket.to_str().unwrap()])
+            .env("NOTIFY_SOCKET", &notify)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let mut buf = [0u8; 512];
+    let n = systemd.recv(&mut buf).expect("a notification");
+    let ready = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(ready.lines().any(|l| l == "READY=1"), "{ready}");
+    assert!(ready.contains("STATUS=forwarding on 4 interfaces"), "{ready}");
+    assert!(UnixStream::connect(&socket).is_ok(), "the API answers once ready");
+    assert!(daemon.stop(libc::SIGTERM, Duration::from_secs(10)).success());
+    let n = systemd.recv(&mut buf).expect("a notification");
+    assert_eq!(String::from_utf8_lossy(&buf[..n]).trim(), "STOPPING=1");
 }
