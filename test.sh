@@ -69,6 +69,9 @@ need_apt ip iproute2
 need_apt ping iputils-ping
 need_apt ethtool ethtool
 need_apt iperf3 iperf3
+# The README test: the API example with socat, the package's man pages.
+need_apt socat socat
+need_apt man man-db
 
 # goflow2, the Go sFlow/NetFlow collector, for the interop tests.
 export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"
@@ -113,6 +116,12 @@ fi
 step "flow pipeline: vecflow -> goflow2 -> Kafka -> ClickHouse (contrib/flow-pipeline/test-pipeline.sh)"
 need_apt curl curl
 contrib/flow-pipeline/test-pipeline.sh target/debug/vecflow
+
+step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
+# The release binary is what the README's `cargo run --release` builds and what the blocks
+# find as `vecflow` on their PATH (never an installed one).
+cargo build --release --locked -p vecflow
+scripts/readme-test.py
 
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --release --quiet loom
