@@ -72,6 +72,12 @@ struct Collected {
 /// Runs the config `make` gives for a collector on a port (700 ms) and returns the stopped
 /// dataplane, the flow samples by data source, the datagram sequence numbers and agents.
 fn run(make: impl Fn(u16) -> Config) -> Collected {
+    run_until(make, |_| true)
+}
+
+/// [`run`], but on for as long as it takes `enough` to hold (at least 700 ms): what a test
+/// counts on is waited for, so a busy machine makes the run longer, never the test fail.
+fn run_until(make: impl Fn(u16) -> Config, enough: impl Fn(&Dataplane) -> bool) -> Collected {
     let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
     listener.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -86,6 +92,11 @@ fn run(make: impl Fn(u16) -> Config) -> Collected {
     });
     let mut dp = Dataplane::start(&make(port)).unwrap();
     std::thread::sleep(Duration::from_millis(700));
+    // The deadline only keeps a broken dataplane from hanging the test.
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while !enough(&dp) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     dp.stop().unwrap();
     let datagrams = reader.join().unwrap();
     let mut by_source: BySource = BTreeMap::new();
@@ -302,7 +313,8 @@ flows: ['priority=10,in_port=port0,udp,nw_dst=48.0.0.0/24,actions=drop']
         ))
         .unwrap()
     };
-    let Collected { dp, discards, .. } = run(make);
+    let sent_ten = |dp: &Dataplane| dp.sflow().is_some_and(|(_, totals, _)| totals.discard_samples >= 10);
+    let Collected { dp, discards, .. } = run_until(make, sent_ten);
     let port0 = u32::from(dp.interfaces().iter().find(|i| i.name == "port0").unwrap().index);
     assert!(discards.len() >= 10, "{} discards", discards.len());
     assert!(discards.iter().all(|d| (d.input, d.reason) == (port0, 258)), "every one acl, from port0");
