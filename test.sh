@@ -123,6 +123,35 @@ step "README and docs: every command block as written, links and subcommands (sc
 cargo build --release --locked -p vecflow
 scripts/readme-test.py
 
+step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh)"
+# One short run each, so that a change they depend on (a new column in show runtime) breaks
+# them here rather than silently; the measurements themselves are for the docs, not CI.
+if [ "$(id -u)" = 0 ]; then
+    need_apt trafgen netsniff-ng
+    scripts/compare-peers.sh --seconds 1 --runs 1 --layouts a --json \
+        --only generator-alone,kernel,vecflow-afpacket,vecflow-afxdp >target/compare-peers-smoke.json
+    python3 - target/compare-peers-smoke.json <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["contender"] for r in rows] == ["generator-alone", "kernel", "vecflow-afpacket", "vecflow-afxdp"], rows
+for r in rows:
+    assert r["mpps"] > 0, r
+    if r["contender"].startswith("vecflow"):
+        assert r["clocks_per_packet"].get("ip4-lookup", 0) > 0, r
+        assert all(run["sflow_samples"]["sent"] > 0 for run in r["runs"]), r
+print("compare-peers.sh: " + ", ".join(f'{r["contender"]} {r["mpps"]} Mpps' for r in rows))
+PY
+    scripts/bench-af-packet.sh 1 >target/bench-af-packet-smoke.txt 2>&1 ||
+        { tail -30 target/bench-af-packet-smoke.txt; exit 1; }
+    grep -E '^trafgen sent [1-9][0-9]* in 1 s; vecflow forwarded [1-9]' target/bench-af-packet-smoke.txt ||
+        { echo "bench-af-packet.sh forwarded nothing:"; tail -30 target/bench-af-packet-smoke.txt; exit 1; }
+elif [ "${CI:-}" = true ]; then
+    echo "the script smoke runs need root (network namespaces); with CI=true that is a failure"
+    exit 1
+else
+    echo "SKIP script smoke runs: not root (they need network namespaces)"
+fi
+
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --release --quiet loom
 

@@ -257,15 +257,20 @@ YAML
 vecflow_down() {
     stop "$vf" INT
     stop "$collector"
-    # `show runtime`: Name Calls Vectors Suspends Clocks Vectors/Call; Clocks is per packet
+    # `show runtime`: a row per node under a header naming the columns (Name, ..., Clocks, ...);
+    # Clocks is per packet. Columns are found by name, so a new one breaks nothing.
     clocks=$(awk '/^vecflow# show runtime/ {r=1; next} /^vecflow# / {r=0}
-        r && $1 == "Name" {t=1; next} r && t && NF == 6 {printf "%s%s=%s", s, $1, $5; s=","}
+        r && $1 == "Name" {t=1; nf=NF; for (i = 1; i <= NF; i++) if ($i == "Clocks") c=i; next}
+        r && t && c && NF == nf {printf "%s%s=%s", s, $1, $c; s=","}
         r && NF == 0 {t=0}' "$work/vecflow.out")
-    [ -n "$clocks" ] || { cat "$work/vecflow.log" >&2; echo "no show runtime from vecflow" >&2; return 1; }
-    # `show sflow`: Interface ifIdx rate seen taken sent dropped discards disc-lost, per source
+    [ -n "$clocks" ] || { cat "$work/vecflow.out" "$work/vecflow.log" >&2; echo "no show runtime from vecflow" >&2; return 1; }
+    # `show sflow`: a row per source under Interface ... taken sent dropped ...
     samples=$(awk '/^vecflow# show sflow/ {r=1; next} /^vecflow# / {r=0}
-        r && $1 == "Interface" {t=1; next} r && t && NF == 9 {tk += $5; s += $6; d += $7}
+        r && $1 == "Interface" {t=1; nf=NF; for (i = 1; i <= NF; i++) col[$i]=i; next}
+        r && t && NF == nf {tk += $col["taken"]; s += $col["sent"]; d += $col["dropped"]}
+        r && NF == 0 {t=0}
         END {printf "%d/%d/%d", tk, s, d}' "$work/vecflow.out")
+    [ "$samples" != 0/0/0 ] || { echo "no samples in vecflow's show sflow" >&2; return 1; }
 }
 
 # measure NAME LAYOUT RUN SINK_NS SINK_DEV: one run; appends a line to $work/results:

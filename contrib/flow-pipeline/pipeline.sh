@@ -38,6 +38,9 @@ KAFKA_VERSION=4.1.0 GOFLOW2_VERSION=v2.2.6
 
 say() { printf 'pipeline: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
+# Whatever fails without a die of its own still says what and where, never a silent exit.
+set -E
+trap 'status=$?; say "failed (exit $status) at line $LINENO: $BASH_COMMAND${dir:+ (logs in $dir)}"; exit $status' ERR
 
 # Installs what is missing; Kafka's jars go to ~/.cache/vecflow-flow-pipeline (shared by runs).
 install_missing() {
@@ -169,6 +172,6 @@ status() {
 case $cmd in
     up) up ;;
     down) down ;;
-    status) status ;;
+    status) status || exit $? ;;
     *) echo "usage: $0 up|down|status [--dir DIR] [--sflow-port N] [--kafka-port N] [--clickhouse-port N]" >&2; exit 2 ;;
 esac
