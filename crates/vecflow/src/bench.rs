@@ -669,7 +669,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
             let (a, sa) = (worker0(&dp), sflow_totals(&dp));
             std::thread::sleep(Duration::from_secs_f64(args.seconds));
             let (b, sb) = (worker0(&dp), sflow_totals(&dp));
-            (a, sa, b, sb)
+            (a, sa, b, Some(sb))
         }
         Some(n) => {
             // From the worker's start (nothing counted yet) to the last packet.
@@ -682,8 +682,9 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let b = worker0(&dp);
-            (a, (0, 0, 0), b, sflow_totals(&dp))
+            // The samples' totals once the dataplane has stopped (below): its agent sends all
+            // it holds when it stops, so a run of N packets reports every sample it sent.
+            (a, (0, 0, 0), worker0(&dp), None)
         }
     };
     let (ip4, ip6) = (&dp.fib().ip4, &dp.fib().ip6);
@@ -695,6 +696,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         ip6_bytes_per_route: ((64usize << 20) + ip6.tbl8_in_use() as usize * 1024) as f64 / ip6.len().max(1) as f64,
     };
     dp.stop()?;
+    let sb = sb.unwrap_or_else(|| sflow_totals(&dp));
     let end = worker0(&dp);
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
     let packets = input(&b).vectors - input(&a).vectors;
