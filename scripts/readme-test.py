@@ -7,7 +7,8 @@ Every fenced block whose language is `sh` is a test: its lines run in order in o
 (`set -eo pipefail`), from the repository's root, with `vecflow` on the PATH being the binary
 just built (--vecflow, default target/release/vecflow), never an installed one. As root each
 block runs in a mount namespace of its own with a fresh tmpfs on /run/vecflow, so blocks share
-no API socket and none meets a daemon another left. Files a block leaves at the top of the
+no API socket and none meets a daemon another left; `cargo install` installs into a directory of
+the run's ($CARGO_INSTALL_ROOT), never ~/.cargo/bin. Files a block leaves at the top of the
 repository are removed after it. The block's output must contain what its directive expects.
 
 A directive is an HTML comment on the line just before the opening fence, with words as a
@@ -236,7 +237,14 @@ def run_block(block, bindir, log):
         shutil.copyfile(ROOT / source, ROOT / name)
     before = {p.name for p in ROOT.iterdir()}
     body = block.script()
-    parts = ["set -eo pipefail", f"export PATH={shlex.quote(str(bindir))}:$PATH"]
+    # `cargo install` installs into a directory of the run's, not ~/.cargo/bin: a README test
+    # leaves no binary behind that a later `vecflow` could find.
+    cargo_root = shlex.quote(str(bindir / "cargo-install"))
+    parts = [
+        "set -eo pipefail",
+        f"export PATH={shlex.quote(str(bindir))}:$PATH",
+        f"export CARGO_INSTALL_ROOT={cargo_root}",
+    ]
     if os.geteuid() == 0:
         parts.append("mount -t tmpfs -o mode=0755 vecflow-readme-test /run/vecflow")
     parts += block.setup
