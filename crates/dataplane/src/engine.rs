@@ -616,7 +616,8 @@ impl Dataplane {
                 pcap_out,
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
-                    let seed = 0x5f10_5eed ^ u64::from(id) << 32;
+                    let seed = crate::sflow::worker_seed(sf.seed, id);
+                    tracing::debug!(worker = id, seed, configured = sf.seed.is_some(), "sFlow sampler seed");
                     SflowWorker::new(
                         &sources,
                         &monitored,
@@ -666,6 +667,7 @@ impl Dataplane {
                 drop_budget,
                 refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
                 live: live_sflow.clone(),
+                avoid_cpus: config.workers.cores.clone(),
             };
             let thread = agent::spawn(setup)?;
             dp.sflow =

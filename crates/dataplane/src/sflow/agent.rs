@@ -56,6 +56,9 @@ counter_set! {
         counter_samples,
         /// Discard samples sent.
         discard_samples,
+        /// The most published samples the agent found waiting in one ring (a gauge, not a
+        /// count): how close the rings came to full (`sflow.ring-depth`).
+        ring_high_water,
     }
 }
 
@@ -98,6 +101,9 @@ pub struct AgentSetup {
     pub drop_budget: Arc<super::DropBudget>,
     /// How the discard budget (`drop-limit`) is handed out.
     pub refill: super::Refill,
+    /// CPUs the workers are pinned to: the agent runs on the others it may use (so that it
+    /// never waits behind a polling worker), when there are any.
+    pub avoid_cpus: Vec<u16>,
 }
 
 impl AgentShared {
@@ -137,7 +143,15 @@ pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::
 }
 
 fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
+    if !s.avoid_cpus.is_empty() {
+        match crate::worker::avoid_cpus(&s.avoid_cpus) {
+            Ok(true) => {}
+            Ok(false) => tracing::debug!(cpus = ?s.avoid_cpus, "sFlow agent: no CPU left besides the workers'"),
+            Err(e) => tracing::warn!("sFlow agent: cannot keep off the workers' CPUs: {e}"),
+        }
+    }
     let started = Instant::now();
+    let mut high_water = 0;
     let mut sources = [Source::default(); MAX_INTERFACES];
     let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
     let mut datagram_seq = 0u32;
@@ -158,7 +172,15 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             s.refill.step(since_refill, &s.drop_budget);
         }
         let stopping = s.stop.load(Relaxed);
-        let available: u64 = s.rings.iter().map(Consumer::available).sum();
+        let mut available = 0;
+        for r in &s.rings {
+            let waiting = r.available();
+            available += waiting;
+            if waiting > high_water {
+                high_water = waiting;
+                s.shared.counters.ring_high_water.set(high_water);
+            }
+        }
         // Counter samples that are due go out at once; at stop, every source's final counters.
         let polled = s.polling.due(Instant::now(), stopping && available == 0);
         if !polled.is_empty() {
