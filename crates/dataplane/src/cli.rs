@@ -692,10 +692,11 @@ fn show_sflow(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     );
     let _ = writeln!(
         text,
-        "fullest ring the agent found: {} of {} slots (samples lost to full rings: {})",
+        "fullest ring the agent found: {} of {} slots (samples lost to full rings: {}), longest agent pause {} µs",
         totals.ring_high_water,
         sf.ring_depth,
-        rows.iter().map(|r| r.sampler.ring_full).sum::<u64>()
+        rows.iter().map(|r| r.sampler.ring_full).sum::<u64>(),
+        totals.longest_pause_us
     );
     let _ = writeln!(
         text,

@@ -1,6 +1,6 @@
 //! Where the sFlow agent thread runs: never on a CPU a (polling) worker is pinned to, when the
-//! process may use another one. (A file of its own: the test looks for the one agent thread
-//! of its process.)
+//! process may use another one, and there at `sflow.agent-nice`. (A file of its own: the test
+//! looks for the one agent thread of its process.)
 
 use dataplane::{Config, Dataplane};
 use std::time::Duration;
@@ -17,11 +17,23 @@ fn cpus_of(dir: &std::path::Path) -> Option<Vec<u16>> {
     Some(cpus)
 }
 
+/// The /proc directory of the thread of this process named `name`.
+fn task(name: &str) -> Option<std::path::PathBuf> {
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .find_map(|t| (std::fs::read_to_string(t.path().join("comm")).ok()?.trim_end() == name).then(|| t.path()))
+}
+
 /// The CPUs a thread of this process named `name` may run on.
 fn allowed_cpus(name: &str) -> Option<Vec<u16>> {
-    std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|t| {
-        (std::fs::read_to_string(t.path().join("comm")).ok()?.trim_end() == name).then(|| cpus_of(&t.path()))?
-    })
+    cpus_of(&task(name)?)
+}
+
+/// The nice value of the thread of this process named `name` (field 19 of its stat).
+fn nice(name: &str) -> Option<i32> {
+    let stat = std::fs::read_to_string(task(name)?.join("stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()
 }
 
 #[test]
@@ -43,18 +55,28 @@ interfaces:
     ))
     .unwrap();
     let mut dp = Dataplane::start(&config).unwrap();
-    // The agent sets its affinity first thing when it starts.
-    let mut agent = None;
+    // The agent sets its affinity and nice first thing when it starts, the worker its
+    // affinity.
+    let (mut agent, mut worker) = (None, None);
     for _ in 0..200 {
         agent = allowed_cpus("vecflow-sflow").filter(|c| !c.contains(&worker_cpu));
-        if agent.is_some() {
+        worker = allowed_cpus("vecflow-wk-0").filter(|c| c == &[worker_cpu]);
+        if agent.is_some() && worker.is_some() {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let worker = allowed_cpus("vecflow-wk-0");
+    std::thread::sleep(Duration::from_millis(50));
+    let (agent_nice, own_nice) = (nice("vecflow-sflow"), nice("vecflow-wk-0"));
     dp.stop().unwrap();
-    assert_eq!(worker, Some(vec![worker_cpu]), "the worker is pinned");
+    assert!(worker.is_some(), "the worker is pinned to CPU {worker_cpu}");
     let agent = agent.unwrap_or_else(|| panic!("the agent may still run on CPU {worker_cpu}"));
     assert_eq!(agent, mine[..mine.len() - 1], "the agent runs on every other CPU the process may use");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(agent_nice, Some(-10), "apart from the workers, the agent runs at sflow.agent-nice (default -10)");
+    } else {
+        eprintln!("not root: the agent keeps the process's nice");
+        assert_eq!(agent_nice, own_nice);
+    }
 }

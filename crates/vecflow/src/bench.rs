@@ -60,6 +60,10 @@ pub struct Args {
     /// configuration's default (`sflow.ring-depth`).
     #[arg(long)]
     ring_depth: Option<u32>,
+    /// Nice value of the sFlow agent thread in the forwarding scenarios; default: the
+    /// configuration's default (`sflow.agent-nice`).
+    #[arg(long, allow_hyphen_values = true)]
+    agent_nice: Option<i32>,
     /// SIMD variants the forwarding scenarios run in turn (`scalar`, `avx2`, `avx512`),
     /// comma-separated; each row after the first variant's reports its speedup over it.
     /// Default: the one `VECFLOW_ISA` names, else the best this CPU runs.
@@ -396,6 +400,9 @@ struct Measured {
     ring_high_water: u64,
     /// Slots of the worker's ring.
     ring_depth: u32,
+    /// The longest the agent took to come back to the rings (beyond its sleeps), over the
+    /// whole run, microseconds.
+    agent_longest_pause_us: u64,
     /// The agent thread in the window: seconds on a CPU and seconds runnable but waiting for
     /// one (from /proc schedstat; 0 when unreadable).
     agent_cpu_s: f64,
@@ -543,13 +550,16 @@ impl Collector {
 const SEED: u64 = 38;
 
 /// `config` with sFlow at 1-in-`rate` on every generator interface, exporting to `port`, with
-/// sample rings of `ring_depth` slots (default: the configuration's) and the samplers seeded
-/// with [`SEED`].
-fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: Option<u32>) -> Config {
+/// sample rings of `ring_depth` slots and the agent at `nice` (default: the configuration's)
+/// and the samplers seeded with [`SEED`].
+fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: Option<u32>, nice: Option<i32>) -> Config {
     let mut sf = serde_json::json!({"sampling-rate": rate, "agent-address": "127.0.0.1", "seed": SEED,
         "collectors": [{"address": "127.0.0.1", "port": port}]});
     if let Some(depth) = ring_depth {
         sf["ring-depth"] = depth.into();
+    }
+    if let Some(nice) = nice {
+        sf["agent-nice"] = nice.into();
     }
     config.sflow = Some(serde_json::from_value(sf).expect("sflow section"));
     for i in config.interfaces.values_mut().filter(|i| i.generator.is_some()) {
@@ -570,7 +580,7 @@ fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> 
         Kind::Forward(build) => {
             let collector = (rate > 0).then(Collector::start).transpose()?;
             let config = match &collector {
-                Some(c) => with_sflow(build(core), rate, c.port, args.ring_depth),
+                Some(c) => with_sflow(build(core), rate, c.port, args.ring_depth, args.agent_nice),
                 None => build(core),
             };
             let m = measure_forward(s.name, rate, config, args, hz);
@@ -581,7 +591,7 @@ fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> 
         }
         Kind::Agent => {
             let collector = Collector::start()?;
-            let mut dp = Dataplane::start(&with_sflow(l2xc(core), 1, collector.port, Some(1 << 16)))?;
+            let mut dp = Dataplane::start(&with_sflow(l2xc(core), 1, collector.port, Some(1 << 16), None))?;
             std::thread::sleep(Duration::from_secs_f64(args.warmup));
             let (a, ra, t0) = (sflow_totals(&dp), collector.received(), Instant::now());
             std::thread::sleep(Duration::from_secs_f64(args.seconds));
@@ -665,6 +675,7 @@ pub(crate) fn forward_mpps(
         json: false,
         sflow_rates: vec![0],
         ring_depth: None,
+        agent_nice: None,
         isa: vec![],
     };
     let m = measure_forward(name, 0, config, &args, hz)?;
@@ -720,7 +731,8 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         ip6_groups: ip6.tbl8_in_use(),
         ip6_bytes_per_route: ((64usize << 20) + ip6.tbl8_in_use() as usize * 1024) as f64 / ip6.len().max(1) as f64,
     };
-    let ring_high_water = dp.sflow().map_or(0, |(_, totals, _)| totals.ring_high_water);
+    let (ring_high_water, agent_longest_pause_us) =
+        dp.sflow().map_or((0, 0), |(_, totals, _)| (totals.ring_high_water, totals.longest_pause_us));
     let ring_depth = config.sflow.as_ref().map_or(0, |sf| sf.ring_depth);
     dp.stop()?;
     let end = worker0(&dp);
@@ -766,6 +778,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         samples_dropped: sb.2 - sa.2,
         ring_high_water,
         ring_depth,
+        agent_longest_pause_us,
         agent_cpu_s: agent_time.map_or(0.0, |t| t.0 as f64 / 1e9),
         agent_wait_s: agent_time.map_or(0.0, |t| t.1 as f64 / 1e9),
         agent_capacity_per_s: agent_time.map_or(0.0, |t| (sb.1 - sa.1) as f64 / (t.0.max(1) as f64 / 1e9)),
@@ -910,8 +923,15 @@ fn run_line(m: &Measured, run: u32, seconds: f64) -> String {
         String::new()
     };
     format!(
-        "{} sflow {} run {run}: samples taken {} sent {} dropped {}; ring high water {} of {}{spare}",
-        m.name, m.sflow_rate, m.samples_taken, m.samples_sent, m.samples_dropped, m.ring_high_water, m.ring_depth
+        "{} sflow {} run {run}: samples taken {} sent {} dropped {}; ring high water {} of {}, longest agent pause {:.1} ms{spare}",
+        m.name,
+        m.sflow_rate,
+        m.samples_taken,
+        m.samples_sent,
+        m.samples_dropped,
+        m.ring_high_water,
+        m.ring_depth,
+        m.agent_longest_pause_us as f64 / 1e3
     )
 }
 
