@@ -140,6 +140,9 @@ impl Got {
 fn replay(dir: &Path, rate: u32, seed: Option<u64>) -> Vec<Got> {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    // A 1:1 replay sends its ~130 datagrams in a burst: room for all of them (up to
+    // net.core.rmem_max), should this reader be kept off a CPU meanwhile.
+    let _ = socket2::SockRef::from(&socket).set_recv_buffer_size(4 << 20);
     let port = socket.local_addr().unwrap().port();
     let done = Arc::new(AtomicBool::new(false));
     let finished = done.clone();
@@ -177,9 +180,16 @@ interfaces:
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "vecflow run failed\n{stderr}");
     assert!(stderr.contains("every capture has been replayed"), "{stderr}");
-    let mut flows: Vec<Got> = datagrams
-        .iter()
-        .flat_map(|d| sflow::decode(d).unwrap().samples)
+    let decoded: Vec<sflow::Datagram<'_>> = datagrams.iter().map(|d| sflow::decode(d).unwrap()).collect();
+    let mut seqs: Vec<u32> = decoded.iter().map(|d| d.sequence).collect();
+    seqs.sort_unstable();
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1) && seqs.first().is_none_or(|&s| s == 0),
+        "datagrams missing (the collector socket overflowed?): {seqs:?}"
+    );
+    let mut flows: Vec<Got> = decoded
+        .into_iter()
+        .flat_map(|d| d.samples)
         .filter_map(|s| if let Sample::Flow(f) = s { Some(Got::of(&f)) } else { None })
         .collect();
     flows.sort_by_key(|f| f.sequence);
