@@ -575,50 +575,6 @@ impl Dataplane {
         // Made before the workers start: each worker's sampler sums a sample's pool over all.
         let all_counters: Vec<Arc<WorkerCounters>> =
             (0..config.workers.count).map(|_| Arc::new(WorkerCounters::new())).collect();
-        // The agent starts before the workers: it is draining (at its priority, off their
-        // CPUs) by the time the first sample is taken.
-        if let Some(sf) = &config.sflow {
-            let agent_addr = sf
-                .agent_address
-                .or(config.first_address())
-                .expect("validated: sflow.agent-address or an interface address");
-            let shared = Arc::new(AgentShared::new());
-            let stop = Arc::new(AtomicBool::new(false));
-            let setup = AgentSetup {
-                rings: consumers,
-                workers: all_counters.clone(),
-                fib: dp.fib.fibs(),
-                qsbr: qsbr.register(config.workers.count as usize),
-                agent: agent_addr,
-                sub_agent_id: sf.sub_agent_id,
-                max_datagram: usize::from(sf.max_datagram_size),
-                collectors: sf.collectors.iter().map(|c| SocketAddr::new(c.address, c.port)).collect(),
-                polling: crate::sflow::Polling::new(
-                    sf.polling_interval,
-                    &sources.iter().map(|s| s.0).collect::<Vec<_>>(),
-                    &dp.interfaces,
-                    all_counters.clone(),
-                    dp.links.clone(),
-                    0x9011_5eed,
-                ),
-                shared: shared.clone(),
-                stop: stop.clone(),
-                drop_budget: drop_budget.clone(),
-                refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
-                live: live_sflow.clone(),
-                avoid_cpus: config.workers.cores.clone(),
-                nice: sf.agent_nice,
-            };
-            let thread = agent::spawn(setup)?;
-            dp.sflow = Some(SflowRuntime {
-                sources: sources.clone(),
-                shared,
-                stop,
-                thread: Some(thread),
-                agent: agent_addr,
-                live: live_sflow.clone(),
-            });
-        }
         for id in 0..config.workers.count {
             let mut ports: Vec<RxPort> = dp
                 .interfaces
@@ -681,6 +637,48 @@ impl Dataplane {
                     return Err(e.into());
                 }
             }
+        }
+        if let Some(sf) = &config.sflow {
+            let agent_addr = sf
+                .agent_address
+                .or(config.first_address())
+                .expect("validated: sflow.agent-address or an interface address");
+            let shared = Arc::new(AgentShared::new());
+            let stop = Arc::new(AtomicBool::new(false));
+            let setup = AgentSetup {
+                rings: consumers,
+                workers: all_counters.clone(),
+                fib: dp.fib.fibs(),
+                qsbr: qsbr.register(config.workers.count as usize),
+                agent: agent_addr,
+                sub_agent_id: sf.sub_agent_id,
+                max_datagram: usize::from(sf.max_datagram_size),
+                collectors: sf.collectors.iter().map(|c| SocketAddr::new(c.address, c.port)).collect(),
+                polling: crate::sflow::Polling::new(
+                    sf.polling_interval,
+                    &sources.iter().map(|s| s.0).collect::<Vec<_>>(),
+                    &dp.interfaces,
+                    all_counters.clone(),
+                    dp.links.clone(),
+                    0x9011_5eed,
+                ),
+                shared: shared.clone(),
+                stop: stop.clone(),
+                drop_budget: drop_budget.clone(),
+                refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
+                live: live_sflow.clone(),
+                avoid_cpus: config.workers.cores.clone(),
+                nice: sf.agent_nice,
+            };
+            let thread = agent::spawn(setup)?;
+            dp.sflow = Some(SflowRuntime {
+                sources: sources.clone(),
+                shared,
+                stop,
+                thread: Some(thread),
+                agent: agent_addr,
+                live: live_sflow.clone(),
+            });
         }
         if let Some(core) = config.workers.main_core {
             worker::pin_current_thread(core)?;
