@@ -692,6 +692,14 @@ fn show_sflow(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     );
     let _ = writeln!(
         text,
+        "fullest ring the agent found: {} of {} slots (samples lost to full rings: {}), longest agent pause {} µs",
+        totals.ring_high_water,
+        sf.ring_depth,
+        rows.iter().map(|r| r.sampler.ring_full).sum::<u64>(),
+        totals.longest_pause_us
+    );
+    let _ = writeln!(
+        text,
         "{:<16} {:>6} {:>10} {:>14} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "Interface", "ifIdx", "rate", "seen", "taken", "sent", "dropped", "discards", "disc-lost"
     );

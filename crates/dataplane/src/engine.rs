@@ -616,7 +616,8 @@ impl Dataplane {
                 pcap_out,
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
-                    let seed = 0x5f10_5eed ^ u64::from(id) << 32;
+                    let seed = crate::sflow::worker_seed(sf.seed, id);
+                    tracing::debug!(worker = id, seed, configured = sf.seed.is_some(), "sFlow sampler seed");
                     SflowWorker::new(
                         &sources,
                         &monitored,
@@ -646,7 +647,7 @@ impl Dataplane {
             let stop = Arc::new(AtomicBool::new(false));
             let setup = AgentSetup {
                 rings: consumers,
-                workers: dp.workers.iter().map(|w| w.counters.clone()).collect(),
+                workers: all_counters.clone(),
                 fib: dp.fib.fibs(),
                 qsbr: qsbr.register(config.workers.count as usize),
                 agent: agent_addr,
@@ -657,7 +658,7 @@ impl Dataplane {
                     sf.polling_interval,
                     &sources.iter().map(|s| s.0).collect::<Vec<_>>(),
                     &dp.interfaces,
-                    dp.workers.iter().map(|w| w.counters.clone()).collect(),
+                    all_counters,
                     dp.links.clone(),
                     0x9011_5eed,
                 ),
@@ -666,10 +667,18 @@ impl Dataplane {
                 drop_budget,
                 refill: Refill::new(sf.drop_limit, usize::from(config.workers.count)),
                 live: live_sflow.clone(),
+                avoid_cpus: config.workers.cores.clone(),
+                nice: sf.agent_nice,
             };
             let thread = agent::spawn(setup)?;
-            dp.sflow =
-                Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr, live: live_sflow });
+            dp.sflow = Some(SflowRuntime {
+                sources,
+                shared,
+                stop,
+                thread: Some(thread),
+                agent: agent_addr,
+                live: live_sflow,
+            });
         }
         if let Some(core) = config.workers.main_core {
             worker::pin_current_thread(core)?;

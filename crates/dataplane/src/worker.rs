@@ -137,6 +137,30 @@ pub fn pin_current_thread(core: u16) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Takes CPUs `cpus` out of the calling thread's affinity, when that leaves it at least one;
+/// returns whether it did.
+pub fn avoid_cpus(cpus: &[u16]) -> std::io::Result<bool> {
+    // SAFETY: `cpu_set_t` is plain data and zero is a valid (empty) set; sched_getaffinity and
+    // sched_setaffinity(0, ...) read and write the calling thread's set through a pointer to
+    // one of that size; CPU_CLR and CPU_COUNT stay inside it (CPU numbers below CPU_SETSIZE).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for &c in cpus.iter().filter(|&&c| usize::from(c) < libc::CPU_SETSIZE as usize) {
+            libc::CPU_CLR(usize::from(c), &mut set);
+        }
+        if libc::CPU_COUNT(&set) == 0 {
+            return Ok(false);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(true)
+}
+
 /// Sends the ARP and ND probes the main thread asked for and runs them out; true when there
 /// were any.
 fn send_probes(g: &mut Graph) -> bool {

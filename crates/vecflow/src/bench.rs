@@ -56,6 +56,14 @@ pub struct Args {
     /// sFlow sampling rates each forwarding scenario runs at (0 = sFlow off), comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [0u32, 1_000_000, 10_000, 1_000, 100])]
     sflow_rates: Vec<u32>,
+    /// Slots of the worker's sFlow sample ring in the forwarding scenarios; default: the
+    /// configuration's default (`sflow.ring-depth`).
+    #[arg(long)]
+    ring_depth: Option<u32>,
+    /// Nice value of the sFlow agent thread in the forwarding scenarios; default: the
+    /// configuration's default (`sflow.agent-nice`).
+    #[arg(long, allow_hyphen_values = true)]
+    agent_nice: Option<i32>,
     /// SIMD variants the forwarding scenarios run in turn (`scalar`, `avx2`, `avx512`),
     /// comma-separated; each row after the first variant's reports its speedup over it.
     /// Default: the one `VECFLOW_ISA` names, else the best this CPU runs.
@@ -388,6 +396,20 @@ struct Measured {
     samples_sent: u64,
     /// Samples lost to full rings in the window.
     samples_dropped: u64,
+    /// The most samples the agent found waiting in the worker's ring, over the whole run.
+    ring_high_water: u64,
+    /// Slots of the worker's ring.
+    ring_depth: u32,
+    /// The longest the agent took to come back to the rings (beyond its sleeps), over the
+    /// whole run, microseconds.
+    agent_longest_pause_us: u64,
+    /// The agent thread in the window: seconds on a CPU and seconds runnable but waiting for
+    /// one (from /proc schedstat; 0 when unreadable).
+    agent_cpu_s: f64,
+    agent_wait_s: f64,
+    /// Samples the agent sent per second of its CPU time in the window: what it could take
+    /// with a whole CPU (the row's samples_sent ÷ seconds is what it got).
+    agent_capacity_per_s: f64,
     nodes: Vec<NodeCost>,
 }
 
@@ -440,7 +462,7 @@ struct CodecMeasured {
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 enum Row {
-    Forward(Measured),
+    Forward(Box<Measured>),
     Agent(AgentMeasured),
     Codec(CodecMeasured),
 }
@@ -524,10 +546,21 @@ impl Collector {
     }
 }
 
-/// `config` with sFlow at 1-in-`rate` on every generator interface, exporting to `port`.
-fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: u32) -> Config {
-    let sf = serde_json::json!({"sampling-rate": rate, "ring-depth": ring_depth, "agent-address": "127.0.0.1",
+/// The samplers' seed in every scenario: runs choose the same packets.
+const SEED: u64 = 38;
+
+/// `config` with sFlow at 1-in-`rate` on every generator interface, exporting to `port`, with
+/// sample rings of `ring_depth` slots and the agent at `nice` (default: the configuration's)
+/// and the samplers seeded with [`SEED`].
+fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: Option<u32>, nice: Option<i32>) -> Config {
+    let mut sf = serde_json::json!({"sampling-rate": rate, "agent-address": "127.0.0.1", "seed": SEED,
         "collectors": [{"address": "127.0.0.1", "port": port}]});
+    if let Some(depth) = ring_depth {
+        sf["ring-depth"] = depth.into();
+    }
+    if let Some(nice) = nice {
+        sf["agent-nice"] = nice.into();
+    }
     config.sflow = Some(serde_json::from_value(sf).expect("sflow section"));
     for i in config.interfaces.values_mut().filter(|i| i.generator.is_some()) {
         i.sflow = Some(InterfaceSflow { enable: true, sampling_rate: None, direction: None, drop_monitoring: false });
@@ -547,18 +580,18 @@ fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, hz: u64) -> 
         Kind::Forward(build) => {
             let collector = (rate > 0).then(Collector::start).transpose()?;
             let config = match &collector {
-                Some(c) => with_sflow(build(core), rate, c.port, 4096),
+                Some(c) => with_sflow(build(core), rate, c.port, args.ring_depth, args.agent_nice),
                 None => build(core),
             };
             let m = measure_forward(s.name, rate, config, args, hz);
             if let Some(c) = collector {
                 c.finish();
             }
-            Ok(Row::Forward(m?))
+            Ok(Row::Forward(Box::new(m?)))
         }
         Kind::Agent => {
             let collector = Collector::start()?;
-            let mut dp = Dataplane::start(&with_sflow(l2xc(core), 1, collector.port, 1 << 16))?;
+            let mut dp = Dataplane::start(&with_sflow(l2xc(core), 1, collector.port, Some(1 << 16), None))?;
             std::thread::sleep(Duration::from_secs_f64(args.warmup));
             let (a, ra, t0) = (sflow_totals(&dp), collector.received(), Instant::now());
             std::thread::sleep(Duration::from_secs_f64(args.seconds));
@@ -641,6 +674,8 @@ pub(crate) fn forward_mpps(
         core: None,
         json: false,
         sflow_rates: vec![0],
+        ring_depth: None,
+        agent_nice: None,
         isa: vec![],
     };
     let m = measure_forward(name, 0, config, &args, hz)?;
@@ -663,12 +698,14 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    let mut agent_time = None;
     let (a, sa, b, sb) = match args.packets {
         None => {
             std::thread::sleep(Duration::from_secs_f64(args.warmup));
-            let (a, sa) = (worker0(&dp), sflow_totals(&dp));
+            let (a, sa, ta) = (worker0(&dp), sflow_totals(&dp), agent_schedstat());
             std::thread::sleep(Duration::from_secs_f64(args.seconds));
-            let (b, sb) = (worker0(&dp), sflow_totals(&dp));
+            let (b, sb, tb) = (worker0(&dp), sflow_totals(&dp), agent_schedstat());
+            agent_time = tb.zip(ta).map(|(b, a)| (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)));
             (a, sa, b, Some(sb))
         }
         Some(n) => {
@@ -695,6 +732,9 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         ip6_groups: ip6.tbl8_in_use(),
         ip6_bytes_per_route: ((64usize << 20) + ip6.tbl8_in_use() as usize * 1024) as f64 / ip6.len().max(1) as f64,
     };
+    let (ring_high_water, agent_longest_pause_us) =
+        dp.sflow().map_or((0, 0), |(_, totals, _)| (totals.ring_high_water, totals.longest_pause_us));
+    let ring_depth = config.sflow.as_ref().map_or(0, |sf| sf.ring_depth);
     dp.stop()?;
     let sb = sb.unwrap_or_else(|| sflow_totals(&dp));
     let end = worker0(&dp);
@@ -738,7 +778,27 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         samples_taken: sb.0 - sa.0,
         samples_sent: sb.1 - sa.1,
         samples_dropped: sb.2 - sa.2,
+        ring_high_water,
+        ring_depth,
+        agent_longest_pause_us,
+        agent_cpu_s: agent_time.map_or(0.0, |t| t.0 as f64 / 1e9),
+        agent_wait_s: agent_time.map_or(0.0, |t| t.1 as f64 / 1e9),
+        agent_capacity_per_s: agent_time.map_or(0.0, |t| (sb.1 - sa.1) as f64 / (t.0.max(1) as f64 / 1e9)),
         nodes,
+    })
+}
+
+/// The sFlow agent thread's (`vecflow-sflow`, of this process) nanoseconds on a CPU and
+/// runnable but waiting for one, from /proc/self/task/*/schedstat.
+fn agent_schedstat() -> Option<(u64, u64)> {
+    std::fs::read_dir("/proc/self/task").ok()?.flatten().find_map(|t| {
+        let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+        if comm.trim_end() != "vecflow-sflow" {
+            return None;
+        }
+        let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+        let mut f = stat.split_whitespace().map(|x| x.parse::<u64>().ok());
+        Some((f.next()??, f.next()??))
     })
 }
 
@@ -803,7 +863,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     theirs[k].push(measure(c, rate, &args, core, hz)?);
                 }
                 bar.set_message(format!("{} sflow {rate} run {}", s.name, r + 1));
-                runs[k].push(measure(s, rate, &args, core, hz)?);
+                let row = measure(s, rate, &args, core, hz)?;
+                if let Row::Forward(m) = &row
+                    && rate > 0
+                {
+                    bar.suspend(|| eprintln!("{}", run_line(m, r + 1, args.seconds)));
+                }
+                runs[k].push(row);
                 bar.inc(1);
             }
         }
@@ -841,6 +907,34 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print_table(&report, core);
     }
     Ok(())
+}
+
+/// One sampled run: its samples, how full the ring got and what the agent had to spare.
+fn run_line(m: &Measured, run: u32, seconds: f64) -> String {
+    let got = m.samples_sent as f64 / seconds;
+    let spare = if m.agent_cpu_s > 0.0 {
+        format!(
+            "; agent {:.0} k samples/s on {:.0} % of a CPU (waited {:.0} ms for one): could take {:.0} k/s, {:.1}× what it got",
+            got / 1e3,
+            100.0 * m.agent_cpu_s / seconds,
+            m.agent_wait_s * 1e3,
+            m.agent_capacity_per_s / 1e3,
+            m.agent_capacity_per_s / got.max(1.0)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} sflow {} run {run}: samples taken {} sent {} dropped {}; ring high water {} of {}, longest agent pause {:.1} ms{spare}",
+        m.name,
+        m.sflow_rate,
+        m.samples_taken,
+        m.samples_sent,
+        m.samples_dropped,
+        m.ring_high_water,
+        m.ring_depth,
+        m.agent_longest_pause_us as f64 / 1e3
+    )
 }
 
 /// The median of `v` (the upper one of an even count).

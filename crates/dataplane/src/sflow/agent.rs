@@ -56,6 +56,13 @@ counter_set! {
         counter_samples,
         /// Discard samples sent.
         discard_samples,
+        /// The most published samples the agent found waiting in one ring (a gauge, not a
+        /// count): how close the rings came to full (`sflow.ring-depth`).
+        ring_high_water,
+        /// The longest the agent took to come back to the rings, in microseconds, beyond the
+        /// sleep it asked for (a gauge): how long the scheduler kept it waiting, plus one round
+        /// of work.
+        longest_pause_us,
     }
 }
 
@@ -98,6 +105,12 @@ pub struct AgentSetup {
     pub drop_budget: Arc<super::DropBudget>,
     /// How the discard budget (`drop-limit`) is handed out.
     pub refill: super::Refill,
+    /// CPUs the workers are pinned to: the agent runs on the others it may use (so that it
+    /// never waits behind a polling worker), when there are any.
+    pub avoid_cpus: Vec<u16>,
+    /// The agent thread's nice value (`sflow.agent-nice`), taken when it runs apart from the
+    /// workers (see `avoid_cpus`); 0 leaves it as it is.
+    pub nice: i32,
 }
 
 impl AgentShared {
@@ -137,7 +150,28 @@ pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::
 }
 
 fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
+    let apart = !s.avoid_cpus.is_empty()
+        && match crate::worker::avoid_cpus(&s.avoid_cpus) {
+            Ok(apart) => apart,
+            Err(e) => {
+                tracing::warn!("sFlow agent: cannot keep off the workers' CPUs: {e}");
+                false
+            }
+        };
+    // Weighted above ordinary threads only where that takes nothing from a worker: a busy
+    // agent (1:1 at full rate) sharing CPUs with unpinned workers would slow them.
+    if !apart {
+        tracing::debug!(cpus = ?s.avoid_cpus, "sFlow agent: may run on the workers' CPUs; its nice stays");
+    } else if s.nice != 0 {
+        // SAFETY: gettid and setpriority take and return plain integers; `who` is this thread.
+        let set = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, s.nice) };
+        if set != 0 {
+            let e = std::io::Error::last_os_error();
+            tracing::info!("sFlow agent: cannot set nice {} ({e}); it keeps the process's", s.nice);
+        }
+    }
     let started = Instant::now();
+    let mut high_water = 0;
     let mut sources = [Source::default(); MAX_INTERFACES];
     let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
     let mut datagram_seq = 0u32;
@@ -146,7 +180,15 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let mut next_ring = 0;
     let mut last_refill = Instant::now();
     let mut seen = 0;
+    let (mut last_round, mut asleep, mut longest_pause) = (Instant::now(), Duration::ZERO, Duration::ZERO);
     loop {
+        let now = Instant::now();
+        let pause = now.saturating_duration_since(last_round).saturating_sub(asleep);
+        (last_round, asleep) = (now, Duration::ZERO);
+        if pause > longest_pause {
+            longest_pause = pause;
+            s.shared.counters.longest_pause_us.set(pause.as_micros() as u64);
+        }
         s.qsbr.quiescent();
         if let Some(live) = s.live.changed_since(&mut seen) {
             let ports: Vec<u16> = live.sources.iter().map(|s| s.0).collect();
@@ -158,7 +200,15 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             s.refill.step(since_refill, &s.drop_budget);
         }
         let stopping = s.stop.load(Relaxed);
-        let available: u64 = s.rings.iter().map(Consumer::available).sum();
+        let mut available = 0;
+        for r in &s.rings {
+            let waiting = r.available();
+            available += waiting;
+            if waiting > high_water {
+                high_water = waiting;
+                s.shared.counters.ring_high_water.set(high_water);
+            }
+        }
         // Counter samples that are due go out at once; at stop, every source's final counters.
         let polled = s.polling.due(Instant::now(), stopping && available == 0);
         if !polled.is_empty() {
@@ -172,6 +222,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
                 break;
             }
             std::thread::sleep(IDLE);
+            asleep = IDLE;
             continue;
         }
         let since = *waiting_since.get_or_insert_with(Instant::now);
@@ -179,6 +230,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
         let worth = (s.max_datagram / 200).max(1) as u64;
         if available < worth && since.elapsed() < FLUSH && !stopping {
             std::thread::sleep(IDLE);
+            asleep = IDLE;
             continue;
         }
         let uptime = started.elapsed().as_millis() as u32;

@@ -245,6 +245,13 @@ impl Consumer {
 mod tests {
     use super::*;
 
+    /// The memory cost `sflow.ring-depth` documents: 448 bytes a slot (14 MiB per worker at
+    /// the default 32768 slots).
+    #[test]
+    fn a_slot_is_448_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 448);
+    }
+
     #[test]
     fn full_ring_refuses_and_drained_slots_come_back_in_order() {
         let (mut p, mut c) = Ring::new(4).split();

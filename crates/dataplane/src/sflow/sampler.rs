@@ -34,6 +34,42 @@ pub const RX: u8 = 1;
 /// The transmit stage (`interface-output`).
 pub const TX: u8 = 2;
 
+/// Worker `worker`'s sampler seed: from `configured` (`sflow.seed`, for tests and benchmarks:
+/// the same every run, different per worker) or else fresh from the operating system, so that
+/// every worker of every start of every router draws its own skips.
+pub fn worker_seed(configured: Option<u64>, worker: u16) -> u64 {
+    match configured {
+        Some(seed) => splitmix64(seed ^ u64::from(worker).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        None => os_random_u64(),
+    }
+}
+
+/// 64 random bits from getrandom(2) (the kernel's CSPRNG, which blocks only before it is
+/// first seeded at boot). Should the call fail (a kernel without it, a seccomp filter), the
+/// clock, the process id and an address the loader randomised are mixed instead: still
+/// different per start, if not cryptographically.
+fn os_random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer it is given, which
+    // is ours and that long.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == bytes.len() as isize {
+        return u64::from_ne_bytes(bytes);
+    }
+    tracing::warn!("getrandom failed ({}): sFlow sampler seeded from the clock", std::io::Error::last_os_error());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let local = 0u8;
+    splitmix64(nanos ^ u64::from(std::process::id()) << 32 ^ (&raw const local) as u64)
+}
+
+/// One step of splitmix64: spreads a seed's bits over the whole word.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// A worker's sFlow state: its samplers, PRNG, drop monitor and the producer end of its
 /// sample ring.
 pub struct SflowWorker {
@@ -359,6 +395,17 @@ fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, pu
 mod tests {
     use super::*;
     use crate::sflow::ring::Ring;
+
+    /// A configured seed gives every worker its own seed, the same every time; without one,
+    /// every call (every worker of every start) gets a fresh one.
+    #[test]
+    fn seeds_are_fixed_only_when_configured() {
+        assert_eq!(worker_seed(Some(38), 0), worker_seed(Some(38), 0));
+        assert_ne!(worker_seed(Some(38), 0), worker_seed(Some(38), 1));
+        assert_ne!(worker_seed(Some(38), 0), worker_seed(Some(39), 0));
+        let fresh: std::collections::BTreeSet<u64> = (0..8).map(|_| worker_seed(None, 0)).collect();
+        assert_eq!(fresh.len(), 8, "getrandom gave a repeated seed: {fresh:?}");
+    }
 
     fn worker(rate: u32, seed: u64) -> SflowWorker {
         let peers = vec![Arc::new(WorkerCounters::new())];
