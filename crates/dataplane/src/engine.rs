@@ -671,14 +671,8 @@ impl Dataplane {
                 nice: sf.agent_nice,
             };
             let thread = agent::spawn(setup)?;
-            dp.sflow = Some(SflowRuntime {
-                sources,
-                shared,
-                stop,
-                thread: Some(thread),
-                agent: agent_addr,
-                live: live_sflow,
-            });
+            dp.sflow =
+                Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr, live: live_sflow });
         }
         if let Some(core) = config.workers.main_core {
             worker::pin_current_thread(core)?;
