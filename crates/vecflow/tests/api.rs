@@ -33,11 +33,6 @@ neighbors: [{{interface: p3, address: 10.2.0.2, mac: '02:00:00:00:00:22'}}]
     )
 }
 
-/// A TCP port nobody listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A running daemon and its socket, in a directory of its own.
 struct Running {
     dir: tempfile::TempDir,
@@ -52,13 +47,37 @@ impl Running {
         Running::start_with(lab)
     }
 
-    /// Starts `vecflow run` on `config(metrics port)` and waits until its socket answers.
+    /// Starts `vecflow run` on `config(metrics port)` and waits until it has started. Its
+    /// metrics port is one the kernel picks (port 0), read from the daemon's log: a port
+    /// picked here and freed could be taken by another test before the daemon binds it.
     fn start_with(config: fn(u16) -> String) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run").join("api.sock");
-        let metrics_port = free_port();
-        let daemon = spawn_run(dir.path(), &socket, &config(metrics_port));
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut daemon = spawn_run(dir.path(), &socket, &config(0));
+        let stderr = daemon.child().stderr.take().expect("piped");
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        // Reads the log to its end (so the daemon never blocks on a full pipe), passing on
+        // the metrics port.
+        std::thread::spawn(move || {
+            let mut log = String::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(port) = line
+                    .split_once("metrics on http://127.0.0.1:")
+                    .and_then(|(_, rest)| rest.split('/').next()?.parse::<u16>().ok())
+                {
+                    let _ = port_tx.send(Ok(port));
+                }
+                log.push_str(&line);
+                log.push('\n');
+            }
+            let _ = port_tx.send(Err(log));
+        });
+        let metrics_port = match port_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(Ok(port)) => port,
+            Ok(Err(log)) => panic!("vecflow run ended before serving metrics:\n{log}"),
+            Err(e) => panic!("vecflow run logged no metrics address in 30 s: {e}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
         while UnixStream::connect(&socket).is_err() {
             assert!(Instant::now() < deadline, "no API socket at {}", socket.display());
             std::thread::sleep(Duration::from_millis(20));
@@ -184,7 +203,7 @@ fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     // A socket file nobody answers on (a daemon that was killed) is replaced.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    let mut again = spawn_run(dir.path(), &socket, &lab(free_port()));
+    let mut again = spawn_run(dir.path(), &socket, &lab(0));
     let deadline = Instant::now() + Duration::from_secs(10);
     while UnixStream::connect(&socket).is_err() {
         assert!(Instant::now() < deadline, "the stale socket was not replaced");
@@ -194,7 +213,7 @@ fn the_socket_belongs_to_one_daemon_and_a_stale_one_is_replaced() {
     // A path that is not a socket is never removed.
     let file = dir.path().join("not-a-socket");
     std::fs::write(&file, "keep me").unwrap();
-    let out = spawn_run(dir.path(), &file, &lab(free_port())).wait_with_output();
+    let out = spawn_run(dir.path(), &file, &lab(0)).wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("exists and is not a socket"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
@@ -559,7 +578,7 @@ fn ctl_waits_until_the_daemon_answers() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let daemon = spawn_run(dir.path(), &socket, &lab(free_port()));
+    let daemon = spawn_run(dir.path(), &socket, &lab(0));
     let out = waiter.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("p0"), "show interface ran once it answered");
@@ -585,7 +604,7 @@ fn the_daemon_tells_systemd_when_it_is_ready_and_stopping() {
     systemd.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let socket = dir.path().join("api.sock");
     let config = dir.path().join("lab.yaml");
-    std::fs::write(&config, lab(free_port())).unwrap();
+    std::fs::write(&config, lab(0)).unwrap();
     let daemon = Daemon::spawn(
         Command::new(env!("CARGO_BIN_EXE_vecflow"))
             .args(["run", "-c", config.to_str().unwrap(), "--socket", socket.to_str().unwrap()])
