@@ -121,6 +121,9 @@ step "README and docs: every command block as written, links and subcommands (sc
 # The release binary is what the README's `cargo run --release` builds and what the blocks
 # find as `vecflow` on their PATH (never an installed one).
 cargo build --release --locked -p vecflow
+# cargo-deb for the README's package block, at the version scripts/build-deb.sh pins (the blocks
+# install into a directory of their own, which would leave nothing for the next run).
+need_cargo_tool cargo-deb cargo-deb "$(sed -n 's/^CARGO_DEB_VERSION=//p' scripts/build-deb.sh)"
 scripts/readme-test.py
 
 step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh)"

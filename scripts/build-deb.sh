@@ -14,6 +14,10 @@ if ! cargo deb --version >/dev/null 2>&1; then
     echo "build-deb: installing cargo-deb $CARGO_DEB_VERSION (cargo install)" >&2
     cargo install --locked cargo-deb --version "$CARGO_DEB_VERSION" ||
         { echo "build-deb: could not install cargo-deb $CARGO_DEB_VERSION from crates.io" >&2; exit 1; }
+    # Where cargo install put it, which need not be on the PATH yet.
+    export PATH="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin:$PATH"
+    cargo deb --version >/dev/null 2>&1 ||
+        { echo "build-deb: cargo-deb was installed but cargo deb does not run" >&2; exit 1; }
 fi
 
 cargo build --release --locked -p vecflow
