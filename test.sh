@@ -19,6 +19,15 @@ step() {
     step_name=$* step_start=$SECONDS
     printf '\n==> %s\n' "$*"
 }
+# An installation inside a step: timed as a step of its own, then the step it interrupted goes
+# on (as "… (continued)"), so the table tells install times from test times.
+install_step() {
+    local what=$1 parent=$step_name
+    shift
+    step "installing $what (needed by the tests)"
+    "$@"
+    step "${parent% (continued)} (continued)"
+}
 print_step_times() {
     end_step
     step_name=
@@ -39,20 +48,21 @@ need_apt() {
         echo "not root: cannot install $pkg; the tests that need $cmd will say SKIP"
         return 0
     fi
-    step "installing $pkg (needed by the tests)"
+    install_step "$pkg" apt_install "$pkg"
+}
+apt_install() {
     if [ -z "$apt_updated" ]; then
         apt-get -o DPkg::Lock::Timeout=300 update -qq
         apt_updated=1
     fi
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$pkg" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$1" >/dev/null
 }
 
 # Installs a cargo subcommand from crates.io when it is missing.
 need_cargo_tool() {
     local bin=$1 crate=$2 version=$3
     if ! command -v "$bin" >/dev/null 2>&1; then
-        step "installing $crate $version (needed by the tests)"
-        cargo install --locked "$crate" --version "$version"
+        install_step "$crate $version" cargo install --locked "$crate" --version "$version"
     fi
 }
 
@@ -62,6 +72,7 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "tools the tests need (installed when missing)"
 need_apt tshark tshark
 need_apt sfacctd pmacct
 # The end-to-end tests through network namespaces (root only).
@@ -72,13 +83,23 @@ need_apt iperf3 iperf3
 # The README test: the API example with socat, the package's man pages.
 need_apt socat socat
 need_apt man man-db
+# The flow pipeline test.
+need_apt curl curl
+# trafgen for the smoke runs of compare-peers.sh and bench-af-packet.sh.
+need_apt trafgen netsniff-ng
+# cargo-deb for the README's package block, at the version scripts/build-deb.sh pins (the blocks
+# install into a directory of their own, which would leave nothing for the next run).
+need_cargo_tool cargo-deb cargo-deb "$(sed -n 's/^CARGO_DEB_VERSION=//p' scripts/build-deb.sh)"
+need_cargo_tool cargo-fuzz cargo-fuzz 0.13.2
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+    install_step "Miri (rustup +nightly component add miri rust-src)" rustup +nightly component add miri rust-src
+fi
 
 # goflow2, the Go sFlow/NetFlow collector, for the interop tests.
 export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"
 if ! command -v goflow2 >/dev/null 2>&1; then
     if command -v go >/dev/null 2>&1; then
-        step "installing goflow2 v2.2.6 (needed by the tests)"
-        go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6
+        install_step "goflow2 v2.2.6" go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6
     else
         echo "no Go toolchain: the goflow2 interop test will say SKIP"
     fi
@@ -114,23 +135,18 @@ if [ "$test_status" != 0 ]; then
 fi
 
 step "flow pipeline: vecflow -> goflow2 -> Kafka -> ClickHouse (contrib/flow-pipeline/test-pipeline.sh)"
-need_apt curl curl
 contrib/flow-pipeline/test-pipeline.sh target/debug/vecflow
 
 step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
 # The release binary is what the README's `cargo run --release` builds and what the blocks
 # find as `vecflow` on their PATH (never an installed one).
 cargo build --release --locked -p vecflow
-# cargo-deb for the README's package block, at the version scripts/build-deb.sh pins (the blocks
-# install into a directory of their own, which would leave nothing for the next run).
-need_cargo_tool cargo-deb cargo-deb "$(sed -n 's/^CARGO_DEB_VERSION=//p' scripts/build-deb.sh)"
 scripts/readme-test.py
 
 step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh)"
 # One short run each, so that a change they depend on (a new column in show runtime) breaks
 # them here rather than silently; the measurements themselves are for the docs, not CI.
 if [ "$(id -u)" = 0 ]; then
-    need_apt trafgen netsniff-ng
     scripts/compare-peers.sh --seconds 1 --runs 1 --layouts a --json \
         --only generator-alone,kernel,vecflow-afpacket,vecflow-afxdp >target/compare-peers-smoke.json
     python3 - target/compare-peers-smoke.json <<'PY'
@@ -159,10 +175,6 @@ step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg l
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --release --quiet loom
 
 step "Miri: the unit tests of the modules with unsafe code or lock-free sharing (sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib)"
-if ! cargo +nightly miri --version >/dev/null 2>&1; then
-    step "installing Miri (rustup +nightly component add miri rust-src)"
-    rustup +nightly component add miri rust-src
-fi
 # Isolation is off for the clock the QSBR and FIB tests sleep on. The FIB runs without weak-memory
 # emulation: Miri's store buffers over its 64 MiB table of atomics take hours (its orderings are
 # covered by QSBR's loom model); the data-race and borrow checks stay on.
@@ -186,7 +198,6 @@ fuzz() {
     grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
     grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; exit 1; }
 }
-need_cargo_tool cargo-fuzz cargo-fuzz 0.13.2
 fuzz sflow decode
 fuzz dataplane packets
 fuzz dataplane config "$PWD/examples"
