@@ -24,9 +24,9 @@ pub struct Args {
     /// Print the command's JSON instead of its text.
     #[arg(long)]
     json: bool,
-    /// First wait until the daemon answers on its socket, up to SECONDS (30 without a value):
-    /// for scripts and units started right after `vecflow run`. Without a command it only
-    /// waits, and exits 0 once the daemon answers.
+    /// First wait until the daemon is ready (its ports attached, its commands answered), up to
+    /// SECONDS (30 without a value): for scripts and units started right after `vecflow run`.
+    /// Without a command it only waits, and exits 0 once the daemon is ready.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true, default_missing_value = "30")]
     wait: Option<u64>,
     /// The command to run, e.g. `show interface`; none for an interactive console.
@@ -55,13 +55,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Connects to the daemon on `socket` once it answers (its `version` method), trying every
-/// 50 ms for up to `timeout`.
+/// Connects to the daemon on `socket` once it is ready, trying every 50 ms for up to
+/// `timeout`. Ready means its main thread runs commands (`show version`), which it starts
+/// doing once every port is attached: the socket itself answers earlier, while they are.
 fn wait_for_daemon(socket: &Path, timeout: Duration) -> anyhow::Result<Client> {
     let deadline = Instant::now() + timeout;
     loop {
         let attempt = Client::connect(socket).and_then(|mut c| {
-            c.call("version", serde_json::json!({})).map_err(|e| anyhow::anyhow!("{e}"))?;
+            c.command("show version").map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(c)
         });
         match attempt {
