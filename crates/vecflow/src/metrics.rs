@@ -16,7 +16,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
@@ -231,7 +230,7 @@ impl Exporter {
 impl Drop for Exporter {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        wake_acceptor(self.listener.as_raw_fd());
+        wake_acceptor(&*self.listener);
         if let Some(c) = self.serving.lock().expect("not poisoned").take() {
             let _ = c.shutdown(Shutdown::Both);
         }

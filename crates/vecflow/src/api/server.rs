@@ -13,7 +13,7 @@ use super::{API_VERSION, ApiError, CommandReply, MAX_REQUEST, code};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -149,7 +149,7 @@ impl Drop for Server {
         // Wakes the acceptor out of accept(2) whatever became of the socket's path (a connect
         // to the path, the usual trick, finds nothing once the file is gone). Client threads
         // see the stop flag within READ_SLICE and are not waited for.
-        wake_acceptor(self.listener.as_raw_fd());
+        wake_acceptor(&*self.listener);
         if let Some(t) = self.acceptor.take() {
             let _ = t.join();
         }
@@ -164,11 +164,12 @@ fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     std::fs::symlink_metadata(path).map(|m| (m.dev(), m.ino()))
 }
 
-/// Makes a thread blocked in accept(2) on the listening socket `fd` return (with an error)
-/// at once, and every later accept fail, by shutting the socket down (Linux).
-pub fn wake_acceptor(fd: RawFd) {
-    // SAFETY: shutdown(2) on a descriptor the caller keeps open; it touches no memory.
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+/// Makes a thread blocked in accept(2) on `listener` return (with an error) at once, and every
+/// later accept fail, by shutting the socket down (Linux). Borrowing the socket, not taking a
+/// descriptor number, it can only shut down one the caller holds open.
+pub fn wake_acceptor(listener: &impl AsFd) {
+    // SAFETY: shutdown(2) on a descriptor borrowed for the call, so open; it touches no memory.
+    unsafe { libc::shutdown(listener.as_fd().as_raw_fd(), libc::SHUT_RDWR) };
 }
 
 /// The acceptor: a thread per client, up to [`MAX_CLIENTS`], until the server stops.
