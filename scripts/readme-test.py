@@ -93,11 +93,10 @@ class Block:
                 self.netns = value
             elif key == "setup":
                 self.setup.append(value)
-            elif key in ("append", "file"):
-                sep = "=>" if key == "append" else ":"
-                if sep not in value:
-                    raise SystemExit(f"{self.name}: {key}={value}: expected A{sep}B")
-                getattr(self, key if key == "append" else "files").append(tuple(value.split(sep, 1)))
+            elif key == "append":
+                self.append.append(self.pair(word, "=>"))
+            elif key == "file":
+                self.files.append(self.pair(word, ":"))
             elif key == "drop":
                 self.drop.append(value)
             elif key == "may-fail":
@@ -112,6 +111,13 @@ class Block:
                 self.timeout = int(value)
             else:
                 raise SystemExit(f"{self.name}: unknown directive word '{word}' (see scripts/readme-test.py)")
+
+    def pair(self, word, sep):
+        """(A, B) of a directive word KEY=A{sep}B."""
+        value = word.partition("=")[2]
+        if sep not in value:
+            raise SystemExit(f"{self.name}: {word}: expected A{sep}B")
+        return tuple(value.split(sep, 1))
 
     def script(self):
         """The block as it runs: appended arguments, dropped lines, lines allowed to fail."""
