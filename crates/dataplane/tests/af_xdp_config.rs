@@ -3,7 +3,7 @@
 //! that name the field are in `config.rs` with the others.
 
 use dataplane::config::{Config, PollMode};
-use dataplane::engine::Dataplane;
+use dataplane::control::engine::Dataplane;
 
 #[test]
 fn settings_round_trip_and_place_queues_on_workers() {

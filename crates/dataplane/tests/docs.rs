@@ -1,8 +1,8 @@
 //! The reference docs cannot drift from the code: `docs/config.md` documents exactly the keys
 //! of the configuration model, and `docs/cli.md` exactly the commands of the registry.
 
-use dataplane::cli::Registry;
 use dataplane::config::Config;
+use dataplane::control::cli::Registry;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{drive, dropped, stats};
-use dataplane::errors::DropReason;
-use dataplane::graph::{Graph, NodeId};
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::{Graph, NodeId};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, checksum};

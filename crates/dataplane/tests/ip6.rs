@@ -5,9 +5,10 @@
 mod common;
 
 use common::{drive, dropped, stats};
-use dataplane::errors::DropReason;
-use dataplane::graph::{Graph, NodeId};
-use dataplane::nodes::{ip4_input::RxTally, ip6_input};
+use dataplane::ip4::input::RxTally;
+use dataplane::ip6;
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::{Graph, NodeId};
 use proptest::prelude::*;
 use std::net::Ipv6Addr;
 use wire::Ipv6Packet;
@@ -279,7 +280,7 @@ fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<RxTally> {
     let mut t = RxTally::default();
     for f in frames {
         let sized = (14..=usize::from(max_frame)).contains(&f.len());
-        if !(sized && f[12..14] == [0x86, 0xdd] && ip6_input::check(&f[14..]).is_ok()) {
+        if !(sized && f[12..14] == [0x86, 0xdd] && ip6::input::check(&f[14..]).is_ok()) {
             return None;
         }
         t.octets += f.len() as u64;
@@ -315,7 +316,7 @@ proptest! {
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
         let v = g.inject(1, &refs).unwrap();
         let indices = g.vectors[v].indices().to_vec();
-        let fused = |ix: &[u32]| ip6_input::plain_frames(&g.pool, ix, max_frame);
+        let fused = |ix: &[u32]| ip6::input::plain_frames(&g.pool, ix, max_frame);
         prop_assert_eq!(fused(&indices), plain_frames_oracle(&frames, max_frame));
         for k in 0..indices.len() {
             prop_assert_eq!(fused(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);

@@ -5,10 +5,10 @@
 mod common;
 
 use common::drive;
-use dataplane::errors::DropReason;
-use dataplane::graph::NodeId;
-use dataplane::isa::Isa;
-use dataplane::nodes::ip4_input;
+use dataplane::ip4;
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::NodeId;
+use dataplane::runtime::isa::Isa;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -88,11 +88,11 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
 
 /// What the fused `ethernet-input` → `ip4-input` pass must say of `frames` with `max_frame`,
 /// from its definition: every frame sized, untagged IPv4, passing `fast_ok` at offset 14.
-fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<ip4_input::RxTally> {
-    let mut t = ip4_input::RxTally::default();
+fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<ip4::input::RxTally> {
+    let mut t = ip4::input::RxTally::default();
     for f in frames {
         let plain =
-            (14..=usize::from(max_frame)).contains(&f.len()) && f[12..14] == [8, 0] && ip4_input::fast_ok(&f[14..]);
+            (14..=usize::from(max_frame)).contains(&f.len()) && f[12..14] == [8, 0] && ip4::input::fast_ok(&f[14..]);
         if !plain {
             return None;
         }
@@ -123,11 +123,11 @@ proptest! {
         for isa in simd_variants() {
             for k in 0..indices.len() {
                 let one = &indices[k..=k];
-                prop_assert_eq!(ip4_input::all_fast_ok(isa, &g.pool, one), ip4_input::all_fast_ok(Isa::Scalar, &g.pool, one), "{} packet {}", isa.name(), k);
+                prop_assert_eq!(ip4::input::all_fast_ok(isa, &g.pool, one), ip4::input::all_fast_ok(Isa::Scalar, &g.pool, one), "{} packet {}", isa.name(), k);
             }
             for from in 0..indices.len().min(17) {
                 let tail = &indices[from..];
-                prop_assert_eq!(ip4_input::all_fast_ok(isa, &g.pool, tail), ip4_input::all_fast_ok(Isa::Scalar, &g.pool, tail), "{} from {}", isa.name(), from);
+                prop_assert_eq!(ip4::input::all_fast_ok(isa, &g.pool, tail), ip4::input::all_fast_ok(Isa::Scalar, &g.pool, tail), "{} from {}", isa.name(), from);
             }
         }
     }
@@ -141,13 +141,13 @@ proptest! {
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
         let v = g.inject(1, &refs).unwrap();
         let indices = g.vectors[v].indices().to_vec();
-        let scalar = |ix: &[u32]| ip4_input::plain_frames(Isa::Scalar, &g.pool, ix, max_frame);
+        let scalar = |ix: &[u32]| ip4::input::plain_frames(Isa::Scalar, &g.pool, ix, max_frame);
         prop_assert_eq!(scalar(&indices), plain_frames_oracle(&frames, max_frame));
         for k in 0..indices.len() {
             prop_assert_eq!(scalar(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);
         }
         for isa in simd_variants() {
-            let simd = |ix: &[u32]| ip4_input::plain_frames(isa, &g.pool, ix, max_frame);
+            let simd = |ix: &[u32]| ip4::input::plain_frames(isa, &g.pool, ix, max_frame);
             for k in 0..indices.len() {
                 prop_assert_eq!(simd(&indices[k..=k]), scalar(&indices[k..=k]), "{} packet {}", isa.name(), k);
             }
@@ -187,8 +187,8 @@ fn good_vectors_pass_in_every_variant() {
     let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
     let v = g.inject(1, &refs).unwrap();
     for isa in Isa::available() {
-        assert!(ip4_input::all_fast_ok(isa, &g.pool, g.vectors[v].indices()), "{}", isa.name());
-        let fused = ip4_input::plain_frames(isa, &g.pool, g.vectors[v].indices(), 1518);
+        assert!(ip4::input::all_fast_ok(isa, &g.pool, g.vectors[v].indices()), "{}", isa.name());
+        let fused = ip4::input::plain_frames(isa, &g.pool, g.vectors[v].indices(), 1518);
         assert_eq!(fused, plain_frames_oracle(&frames, 1518), "{}", isa.name());
         assert!(fused.is_some(), "{}", isa.name());
     }

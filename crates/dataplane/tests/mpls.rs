@@ -5,8 +5,8 @@
 mod common;
 
 use common::{drive, dropped, stats};
-use dataplane::errors::DropReason;
-use dataplane::graph::{Graph, NodeId};
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::{Graph, NodeId};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, MplsLabel, checksum};
@@ -188,7 +188,7 @@ fn too_little_headroom_is_a_named_drop() {
     }
     g.forward(v, NodeId::EthernetInput);
     g.run(0);
-    let n = dataplane::errors::N_REASONS;
+    let n = dataplane::runtime::drops::N_REASONS;
     let count = |r: DropReason| g.counters.errors[n + r as usize].get();
     assert_eq!(count(DropReason::Ip4NoHeadroom), 1);
     assert_eq!(count(DropReason::MplsNoHeadroom), 1);

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{drive, stats};
-use dataplane::errors::DropReason;
-use dataplane::graph::{Graph, NodeId};
-use dataplane::punt::{Event, Learn, Punt};
+use dataplane::neighbor::punt::{Event, Learn, Punt};
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::{Graph, NodeId};
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 use wire::icmpv6::{self, NeighborMessage};
@@ -40,7 +40,7 @@ fn a(s: &str) -> Ipv6Addr {
 fn graph() -> (Graph, std::sync::mpsc::Receiver<Event>) {
     let (mut g, _) = common::graph(YAML);
     let (tx, rx) = std::sync::mpsc::sync_channel(64);
-    g.punt = Punt::new(Some(tx), None, dataplane::tsc::hz());
+    g.punt = Punt::new(Some(tx), None, dataplane::runtime::tsc::hz());
     (g, rx)
 }
 
@@ -314,8 +314,8 @@ fn errors_are_rate_limited_per_worker() {
 fn probes_are_unicast_solicitations_and_resolutions_multicast_ones() {
     let (mut g, _) = graph();
     g.pool.settle(); // as a worker does between runs: its free buffers may be taken
-    let probe = dataplane::nodes::ip6_nd::solicit(&mut g, 3, a("fe80::7:8").into(), Some(HOST)).unwrap();
-    let multicast = dataplane::nodes::ip6_nd::solicit(&mut g, 3, a("2001:db8:7::8").into(), None).unwrap();
+    let probe = dataplane::ip6::nd::solicit(&mut g, 3, a("fe80::7:8").into(), Some(HOST)).unwrap();
+    let multicast = dataplane::ip6::nd::solicit(&mut g, 3, a("2001:db8:7::8").into(), None).unwrap();
     let want = [
         (probe, HOST, "fe80::7:8", LAN_LL),
         (multicast, MacAddr([0x33, 0x33, 0xff, 0, 0, 8]), "ff02::1:ff00:8", "2001:db8:7::1"),
@@ -329,6 +329,6 @@ fn probes_are_unicast_solicitations_and_resolutions_multicast_ones() {
         assert_eq!((ns.kind, ns.link_addr), (135, Some(LAN)));
         assert_eq!(icmpv6::checksum(ip.src(), ip.dst(), &f[54..54 + usize::from(ip.payload_len())]), 0);
     }
-    assert!(dataplane::nodes::ip6_nd::solicit(&mut g, 3, "10.0.0.1".parse().unwrap(), None).is_none(), "IPv6 only");
+    assert!(dataplane::ip6::nd::solicit(&mut g, 3, "10.0.0.1".parse().unwrap(), None).is_none(), "IPv6 only");
     assert_eq!(g.counters.punt.nd_solicitations.get(), 2);
 }

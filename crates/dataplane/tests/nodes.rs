@@ -4,9 +4,9 @@
 mod common;
 
 use common::{dropped, receive, stats};
-use dataplane::errors::DropReason;
-use dataplane::graph::{Graph, NodeId};
-use dataplane::vector::VecHandle;
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::vector::VecHandle;
 use proptest::prelude::*;
 
 /// gen0 <-> gen1 cross-connected (MTU 1500), l3 an L3 interface, down0 administratively
@@ -174,7 +174,11 @@ fn mixed_vector_is_split_per_next_node_in_order() {
     let lens: Vec<(NodeId, Vec<usize>)> =
         out.iter().map(|(n, _, f)| (*n, f.iter().map(|x| x.len()).collect())).collect();
     assert_eq!(lens, vec![(NodeId::L2Xconnect, vec![60, 61, 62]), (NodeId::ErrorDrop, vec![5, 3])]);
-    assert_eq!(g.vectors.free_count(), dataplane::vector::VectorPool::CAPACITY - 2, "the source vector was freed");
+    assert_eq!(
+        g.vectors.free_count(),
+        dataplane::runtime::vector::VectorPool::CAPACITY - 2,
+        "the source vector was freed"
+    );
 }
 
 fn arb_frame() -> impl Strategy<Value = (u16, Vec<u8>)> {
@@ -212,7 +216,7 @@ proptest! {
         }
         prop_assert_eq!(tx_total, forwarded_total);
         prop_assert_eq!(g.pool.free_count(), 1024);
-        prop_assert_eq!(g.vectors.free_count(), dataplane::vector::VectorPool::CAPACITY);
+        prop_assert_eq!(g.vectors.free_count(), dataplane::runtime::vector::VectorPool::CAPACITY);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The sFlow agent end to end: a running two-worker dataplane samples a routed port and a
 //! cross-connected port and exports to a UDP socket on 127.0.0.1; every datagram is decoded.
 
-use dataplane::cli::Registry;
+use dataplane::control::cli::Registry;
 use dataplane::{Config, Dataplane};
 use sflow::{CounterRecord, FlowRecord, Interface, Sample};
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! sFlow settings changed while the dataplane runs: the samplers and the agent follow the
 //! new sampling rate, the interfaces turned on and off, and the new polling interval.
 
-use dataplane::cli::Registry;
+use dataplane::control::cli::Registry;
 use dataplane::{Config, Dataplane};
 use sflow::Sample;
 use std::net::UdpSocket;

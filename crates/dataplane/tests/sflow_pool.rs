@@ -7,9 +7,9 @@
 mod common;
 
 use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::graph::{Graph, NodeId, WorkerCounters};
-use dataplane::qsbr::Qsbr;
+use dataplane::control::engine::build_forwarding;
+use dataplane::runtime::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::runtime::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Fate, Ring};
 use dataplane::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
 use std::collections::VecDeque;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use dataplane::graph::NodeId;
+use dataplane::runtime::graph::NodeId;
 use dataplane::sflow::SflowWorker;
 use dataplane::sflow::ring::{Fate, Ring};
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! The packet tracer on the example lab: IPv4, MPLS and L2 cross-connected packets are traced
 //! node by node with each node's decision, and tracing stops at the count asked for.
 
-use dataplane::cli::Registry;
+use dataplane::control::cli::Registry;
 use dataplane::{Config, Dataplane};
 use serde_json::Value;
 use std::time::{Duration, Instant};

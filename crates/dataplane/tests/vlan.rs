@@ -4,8 +4,8 @@
 mod common;
 
 use common::{drive, dropped, stats};
-use dataplane::errors::DropReason;
-use dataplane::graph::{Graph, NodeId};
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::{Graph, NodeId};
 use std::net::Ipv4Addr;
 use wire::Ipv4Packet;
 
@@ -138,7 +138,7 @@ fn no_room_for_the_tag_is_a_named_drop() {
     g.pool.meta_mut(i).rx_if = 2;
     g.forward(v, NodeId::EthernetInput);
     g.run(0);
-    let n = dataplane::errors::N_REASONS;
+    let n = dataplane::runtime::drops::N_REASONS;
     assert_eq!(g.counters.errors[2 * n + DropReason::TagNoHeadroom as usize].get(), 1);
     assert_eq!(dropped(&g, 2), 1);
     assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "no buffer leaked");

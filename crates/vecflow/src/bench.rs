@@ -6,14 +6,15 @@
 //! plus each node's TSC ÷ the packets it processed. `--runs N` repeats and reports the median.
 
 use anyhow::{Context, bail};
+use dataplane::Dataplane;
 use dataplane::config::{
     AddrRange, Config, GeneratorConfig, InterfaceConfig, InterfaceSflow, IpPrefix, LocalLabel, RangeMode, Route,
     StreamConfig, Template, Workers,
 };
-use dataplane::engine::WorkerRuntime;
-use dataplane::graph::{NodeId, NodeStats};
-use dataplane::isa::Isa;
-use dataplane::{Dataplane, tsc};
+use dataplane::control::engine::WorkerRuntime;
+use dataplane::runtime::graph::{NodeId, NodeStats};
+use dataplane::runtime::isa::Isa;
+use dataplane::runtime::tsc;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -248,7 +249,7 @@ const IP6_BGP_PREFIXES: usize = 230_000;
 fn ip6_bgp_table() -> Vec<(u128, u8)> {
     const SPREAD: [u8; 20] = [16, 19, 20, 22, 24, 28, 29, 30, 31, 33, 34, 36, 38, 40, 42, 44, 45, 46, 47, 64];
     let mut rng = 0x6b9d_5eed_u64;
-    let mask = dataplane::fib::key_mask;
+    let mask = dataplane::l3::fib::key_mask;
     // An address in 2000::/4.
     let random = |rng: &mut u64| {
         (0x2u128 << 124) | ((u128::from(splitmix(rng)) << 64 | u128::from(splitmix(rng))) & (u128::MAX >> 4))
@@ -285,8 +286,8 @@ fn ip6_bgp(core: Option<u16>) -> Config {
     let mut rng = 0xd57_5eed_u64;
     let mut destinations = Vec::with_capacity(IP6_BGP_PREFIXES);
     for (k, (prefix, len)) in ip6_bgp_table().into_iter().enumerate() {
-        let host =
-            (u128::from(splitmix(&mut rng)) << 64 | u128::from(splitmix(&mut rng))) & !dataplane::fib::key_mask(len);
+        let host = (u128::from(splitmix(&mut rng)) << 64 | u128::from(splitmix(&mut rng)))
+            & !dataplane::l3::fib::key_mask(len);
         destinations.push(std::net::Ipv6Addr::from(prefix | host));
         let addr = std::net::Ipv6Addr::from(prefix).into();
         c.routes.push(Route { prefix: IpPrefix { addr, len }, via: hops[k % 2], interface: None, out_labels: vec![] });
@@ -629,7 +630,7 @@ pub(crate) fn on_core<T: Send + 'static>(
 ) -> anyhow::Result<T> {
     std::thread::spawn(move || {
         if let Some(c) = core {
-            dataplane::worker::pin_current_thread(c)?;
+            dataplane::datapath::worker::pin_current_thread(c)?;
         }
         Ok(f())
     })
@@ -743,7 +744,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
     if packets == 0 {
         bail!("scenario {name}: no packets in the window");
     }
-    let wall = dataplane::tsc::ticks(a.looping.last_tsc, b.looping.last_tsc);
+    let wall = dataplane::runtime::tsc::ticks(a.looping.last_tsc, b.looping.last_tsc);
     let nodes = NodeId::ALL
         .iter()
         .map(|&id| {
@@ -770,7 +771,7 @@ fn measure_forward(name: &'static str, rate: u32, config: Config, args: &Args, h
         cycles_per_packet_min: wall as f64 / packets as f64,
         loss_paired: None,
         counterpart: None,
-        isa: dataplane::isa::chosen().name(),
+        isa: dataplane::runtime::isa::chosen().name(),
         isa_speedup: None,
         fib,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
@@ -857,7 +858,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut theirs: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
         for r in 0..args.runs {
             for (k, &(isa, rate)) in rates.iter().enumerate() {
-                dataplane::isa::choose(isa);
+                dataplane::runtime::isa::choose(isa);
                 if let Some(c) = counterpart {
                     bar.set_message(format!("{} (paired with {}) sflow {rate} run {}", c.name, s.name, r + 1));
                     theirs[k].push(measure(c, rate, &args, core, hz)?);

@@ -21,7 +21,7 @@
 use anyhow::bail;
 use classifier::cache::{MAX_BATCH, Verdict};
 use classifier::{CacheConfig, Field, FlowKey, MegaflowCache, Rule, RuleMatch, RuleTable};
-use dataplane::tsc;
+use dataplane::runtime::tsc;
 use serde::Serialize;
 
 /// Options of `vecflow bench classifier`.

@@ -6,8 +6,8 @@
 
 use crate::collect::summary::Summary;
 use anyhow::Context;
-use dataplane::cli::Registry;
 use dataplane::config::Collector;
+use dataplane::control::cli::Registry;
 use dataplane::{Config, Dataplane};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;

@@ -106,7 +106,7 @@ pub fn encode(dp: &Dataplane) -> String {
 
     // Graph nodes, per worker.
     let runtime = dp.runtime();
-    let per_node = |f: fn(&dataplane::graph::NodeStats) -> u64| {
+    let per_node = |f: fn(&dataplane::runtime::graph::NodeStats) -> u64| {
         runtime
             .iter()
             .flat_map(move |w| {
@@ -133,7 +133,7 @@ pub fn encode(dp: &Dataplane) -> String {
         per_node(|s| s.fused),
     );
     let hz = Gauge::<i64>::default();
-    hz.set(i64::try_from(dataplane::tsc::hz()).unwrap_or(i64::MAX));
+    hz.set(i64::try_from(dataplane::runtime::tsc::hz()).unwrap_or(i64::MAX));
     r.register("tsc_hertz", "TSC ticks per second (to turn node clocks into seconds)", hz);
 
     // Drops by reason.
@@ -145,7 +145,7 @@ pub fn encode(dp: &Dataplane) -> String {
 
     // sFlow.
     if let Some((_, totals, sources)) = dp.sflow() {
-        let by_source = |f: fn(&dataplane::engine::SflowSourceRow) -> u64| {
+        let by_source = |f: fn(&dataplane::control::engine::SflowSourceRow) -> u64| {
             sources.iter().map(move |s| (InterfaceLabel { interface: s.interface.clone() }, f(s))).collect::<Vec<_>>()
         };
         counters(&mut r, "sflow_samples_taken", "Flow samples taken by the samplers", by_source(|s| s.sampler.taken));

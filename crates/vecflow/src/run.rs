@@ -81,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
-    let registry = dataplane::cli::Registry::with_builtins();
+    let registry = dataplane::control::cli::Registry::with_builtins();
     let (calls_tx, calls) = sync_channel(CALL_QUEUE);
     let commands = registry.commands().iter().map(|c| (c.words, c.help)).collect();
     let api = Server::bind(&args.socket, commands, calls_tx.clone()).context("api socket")?;

@@ -5,14 +5,14 @@
 //! the agent's side (draining the ring) runs between batches, outside the clock.
 
 use anyhow::Context;
-use dataplane::buffer::BufferPool;
 use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::graph::WorkerCounters;
-use dataplane::qsbr::Qsbr;
+use dataplane::control::engine::build_forwarding;
+use dataplane::runtime::buffer::BufferPool;
+use dataplane::runtime::graph::WorkerCounters;
+use dataplane::runtime::qsbr::Qsbr;
+use dataplane::runtime::tsc;
 use dataplane::sflow::ring::Ring;
 use dataplane::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
-use dataplane::tsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

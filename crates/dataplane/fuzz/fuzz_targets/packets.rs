@@ -11,14 +11,14 @@
 #![no_main]
 
 use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::errors::{DropReason, N_REASONS};
-use dataplane::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::control::engine::build_forwarding;
+use dataplane::runtime::drops::{DropReason, N_REASONS};
+use dataplane::runtime::graph::{Graph, NodeId, WorkerCounters};
 use dataplane::interface::{IfStats, Interface};
-use dataplane::qsbr::Qsbr;
+use dataplane::runtime::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Ring};
 use dataplane::sflow::{DropBudget, RX, SflowWorker, TX, WorkerBudget};
-use dataplane::vector::VectorPool;
+use dataplane::runtime::vector::VectorPool;
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -83,7 +83,7 @@ fn state() -> &'static Mutex<State> {
         let peers = vec![graph.counters.clone()];
         // Every drop on every port becomes a discard sample: tokens for all of them.
         let budget = DropBudget::new(1);
-        (0..dataplane::errors::N_REASONS).for_each(|r| budget.grant(0, r, u64::MAX));
+        (0..dataplane::runtime::drops::N_REASONS).for_each(|r| budget.grant(0, r, u64::MAX));
         let budget = WorkerBudget::new(budget, 0);
         graph.sflow = Some(SflowWorker::new(&sources, &ports, budget, 128, 7, producer, peers));
         Mutex::new(State { graph, consumer, interfaces: f.interfaces })

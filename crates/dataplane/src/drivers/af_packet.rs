@@ -24,12 +24,12 @@
 //! refuses (its queue full) are dropped as `tx-error`.
 
 use super::{cvt, get_opt, set_opt};
-use crate::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
 use crate::config::AfPacketConfig;
-use crate::errors::DropReason;
-use crate::graph::Graph;
 use crate::interface::MAX_INTERFACES;
-use crate::vector::{VECTOR_SIZE, VecHandle};
+use crate::runtime::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;

@@ -10,12 +10,12 @@
 //! Tx side, node `generator-tx`: the sink reads every byte of each frame once (folding it into
 //! a digest so the reads cannot be optimised away), counts it and frees the buffer.
 
-use crate::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::config::{RangeMode, StreamConfig, Template};
 use crate::drivers::pace::Rate;
-use crate::graph::Graph;
 use crate::interface::TxRun;
-use crate::vector::{VECTOR_SIZE, VecHandle};
+use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
+use crate::runtime::graph::Graph;
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use wire::{EtherType, MacAddr, checksum, ipv4, ipv6, mpls::MplsLabel, udp};
 
@@ -357,7 +357,7 @@ impl Addrs<'_> {
     #[inline(always)]
     fn prefetch_ahead(&self, k: usize) {
         if let Some((list, ahead)) = self.list {
-            crate::prefetch(&list[ahead[k] as usize]);
+            crate::runtime::prefetch(&list[ahead[k] as usize]);
         }
     }
 }

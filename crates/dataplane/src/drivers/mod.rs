@@ -13,10 +13,10 @@ pub mod host;
 pub mod pace;
 pub mod pcap;
 
-use crate::errors::DropReason;
-use crate::graph::{Graph, NodeId, Outbox};
 use crate::interface::TxRun;
-use crate::vector::{VECTOR_SIZE, VecHandle};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId, Outbox};
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::ops::Range;
 
 /// One rx queue a worker polls.

@@ -1,6 +1,6 @@
 //! Pacing: how many packets an rx input node may emit now to keep a configured rate.
 
-use crate::vector::VECTOR_SIZE;
+use crate::runtime::vector::VECTOR_SIZE;
 
 /// A token bucket on the TSC, releasing at least ~100 µs of packets at a time (a burst is
 /// capped at one vector).

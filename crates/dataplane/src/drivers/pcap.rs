@@ -18,12 +18,12 @@
 //! This driver is for replaying and recording, not for speed: it does file I/O on the worker
 //! (in 4 MiB reads and 1 MiB writes, not a system call per frame).
 
-use crate::buffer::{BufferMeta, DATA_CAPACITY, HEADROOM};
 use crate::drivers::pace::Rate;
-use crate::errors::DropReason;
-use crate::graph::Graph;
 use crate::interface::MAX_INTERFACES;
-use crate::vector::{VECTOR_SIZE, VecHandle};
+use crate::runtime::buffer::{BufferMeta, DATA_CAPACITY, HEADROOM};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
 use pcap_file::pcapng::blocks::Block;
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;

@@ -12,12 +12,12 @@
 
 use super::ring::{Consumer, Fate, Slot};
 use super::send::Sender;
-use crate::counter::Counter;
-use crate::fib::Fibs;
-use crate::graph::WorkerCounters;
 use crate::interface::MAX_INTERFACES;
-use crate::qsbr::QsbrReader;
-use crate::stats::counter_set;
+use crate::l3::fib::Fibs;
+use crate::runtime::counter::Counter;
+use crate::runtime::graph::WorkerCounters;
+use crate::runtime::qsbr::QsbrReader;
+use crate::runtime::stats::counter_set;
 use sflow::{
     CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedMpls,
     ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
@@ -151,7 +151,7 @@ pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::
 
 fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let apart = !s.avoid_cpus.is_empty()
-        && match crate::worker::avoid_cpus(&s.avoid_cpus) {
+        && match crate::datapath::worker::avoid_cpus(&s.avoid_cpus) {
             Ok(apart) => apart,
             Err(e) => {
                 tracing::warn!("sFlow agent: cannot keep off the workers' CPUs: {e}");

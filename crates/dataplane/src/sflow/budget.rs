@@ -11,8 +11,8 @@
 //! demand and spending in its own lines, and reads a grant (written by the agent) only when
 //! its tokens run out: the common drop path touches no line another thread writes.
 
-use crate::counter::CacheAligned;
-use crate::errors::N_REASONS;
+use crate::runtime::counter::CacheAligned;
+use crate::runtime::drops::N_REASONS;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;

@@ -16,4 +16,4 @@ pub struct Settings {
 }
 
 /// The current [`Settings`], published by the main thread.
-pub type LiveSettings = crate::published::Published<Settings>;
+pub type LiveSettings = crate::runtime::published::Published<Settings>;

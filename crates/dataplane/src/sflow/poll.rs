@@ -7,8 +7,8 @@
 //! A port's generic counters include its sub-interfaces' traffic (the IF-MIB view of the
 //! port); each sub-interface also reports its own.
 
-use crate::graph::WorkerCounters;
 use crate::interface::{IfStats, Interface, LinkState, RxMode};
+use crate::runtime::graph::WorkerCounters;
 use sflow::{CounterRecord, CountersSample, DataSource, EthernetCounters, IfCounters, Sample, VlanCounters};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -200,7 +200,7 @@ fn counters(
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::engine::build_interfaces;
+    use crate::control::engine::build_interfaces;
 
     fn links() -> Arc<Vec<LinkState>> {
         Arc::new((0..crate::interface::MAX_INTERFACES).map(|_| LinkState::default()).collect())

@@ -13,9 +13,9 @@
 //! (published, not yet released); both hand the slot to a closure, so no reference to it
 //! outlives the ownership.
 
-use crate::counter::CacheAligned;
 use crate::l3::LabelStack;
-use crate::sync::{Arc, AtomicU64, UnsafeCell};
+use crate::runtime::counter::CacheAligned;
+use crate::runtime::sync::{Arc, AtomicU64, UnsafeCell};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::Ordering::*;
 

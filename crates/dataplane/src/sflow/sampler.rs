@@ -9,12 +9,12 @@
 
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
-use crate::buffer::{BufferPool, NOT_DROPPED};
-use crate::errors::DropClass;
-use crate::graph::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
-use crate::vector::Vector;
+use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
+use crate::runtime::drops::DropClass;
+use crate::runtime::graph::WorkerCounters;
+use crate::runtime::vector::Vector;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -248,7 +248,8 @@ impl SflowWorker {
             s.rate = rate;
         });
         if taken {
-            pool.meta_mut(i).flags |= if stage == RX { crate::trace::SAMPLED_RX } else { crate::trace::SAMPLED_TX };
+            pool.meta_mut(i).flags |=
+                if stage == RX { crate::runtime::trace::SAMPLED_RX } else { crate::runtime::trace::SAMPLED_TX };
             c.taken.add(1)
         } else {
             c.ring_full.add(1)
@@ -264,8 +265,8 @@ impl SflowWorker {
         for &i in v.indices() {
             let m = *pool.meta(i);
             let rx_port = tables.get(m.rx_if).port;
-            let reason =
-                crate::errors::DropReason::from_index(m.error).unwrap_or(crate::errors::DropReason::Unspecified);
+            let reason = crate::runtime::drops::DropReason::from_index(m.error)
+                .unwrap_or(crate::runtime::drops::DropReason::Unspecified);
             if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 && !reason.before_sampling() {
                 counters.sflow(rx_port).dropped.add(1);
             }
@@ -357,7 +358,12 @@ impl SflowWorker {
 /// sampler saw it: as received at [`RX`], as sent at [`TX`]. The stacks are written in place
 /// (returned, they would be copied per sample), and a packet neither label-switched nor
 /// popped leaves the header unread.
-fn label_stacks(s: &mut Slot, tables: &Tables, m: &crate::buffer::BufferMeta, push: LabelStack) -> Option<IpAddr> {
+fn label_stacks(
+    s: &mut Slot,
+    tables: &Tables,
+    m: &crate::runtime::buffer::BufferMeta,
+    push: LabelStack,
+) -> Option<IpAddr> {
     let l3 = &tables.l3;
     let Some(entry) = l3.entry(m.label_entry) else {
         (s.in_labels, s.out_labels) = (LabelStack::EMPTY, push);

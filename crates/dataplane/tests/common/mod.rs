@@ -3,10 +3,10 @@
 #![allow(dead_code)]
 
 use dataplane::config::Config;
-use dataplane::engine::build_forwarding;
-use dataplane::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::control::engine::build_forwarding;
 use dataplane::interface::{IfStats, Interface};
-use dataplane::qsbr::Qsbr;
+use dataplane::runtime::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::runtime::qsbr::Qsbr;
 use std::sync::Arc;
 
 /// A graph with 1024 buffers forwarding with the tables and FIB of `yaml`, and its interfaces.
@@ -58,7 +58,7 @@ pub fn stats(g: &Graph, index: u16) -> IfStats {
 
 /// Frames dropped with input `index`, over all reasons.
 pub fn dropped(g: &Graph, index: u16) -> u64 {
-    let n = dataplane::errors::N_REASONS;
+    let n = dataplane::runtime::drops::N_REASONS;
     (0..n).map(|r| g.counters.errors[index as usize * n + r].get()).sum()
 }
 
@@ -73,7 +73,7 @@ pub fn outcome(yaml: &str, port: u16, frames: &[Vec<u8>], chunk: usize, interfac
     let mut g = graph(yaml).0;
     let mut out: Vec<_> = frames.chunks(chunk).flat_map(|c| drive(&mut g, port, c, NodeId::InterfaceOutput)).collect();
     out.sort();
-    let drops = dataplane::errors::DropReason::ALL.iter().map(|&r| g.counters.error(port, r).get()).collect();
+    let drops = dataplane::runtime::drops::DropReason::ALL.iter().map(|&r| g.counters.error(port, r).get()).collect();
     (out, drops, (1..=interfaces).map(|i| stats(&g, i)).collect())
 }
 

@@ -166,7 +166,7 @@ pub fn reason_name(code: u32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dataplane::errors::DropReason;
+    use dataplane::runtime::drops::DropReason;
 
     #[test]
     fn every_code_vecflow_sends_is_named() {

@@ -25,11 +25,11 @@ pub mod ring;
 pub mod setup;
 pub mod socket;
 
-use crate::buffer::{BufferMeta, BufferPool, STRIDE};
-use crate::errors::DropReason;
-use crate::graph::Graph;
 use crate::interface::MAX_INTERFACES;
-use crate::vector::{VECTOR_SIZE, VecHandle};
+use crate::runtime::buffer::{BufferMeta, BufferPool, STRIDE};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use socket::Xsk;
 use std::os::fd::RawFd;
 

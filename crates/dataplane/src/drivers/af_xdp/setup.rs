@@ -6,11 +6,11 @@
 use super::bpf::{Attachment, XdpMode, XdpProgram};
 use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
 use super::{RX_CAPACITY, RxQueue, XskSockets};
-use crate::buffer::{BufferPool, STRIDE};
 use crate::config::{AfXdpConfig, Config, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::KernelDrops;
 use crate::drivers::host::HostLink;
 use crate::interface::Interface;
+use crate::runtime::buffer::{BufferPool, STRIDE};
 use std::collections::BTreeMap;
 
 /// One worker's share of the AF_XDP interfaces.
@@ -54,16 +54,22 @@ pub struct XdpPorts {
 }
 
 /// An error about field `field` of interface `name`.
-fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> crate::engine::StartError {
-    crate::engine::StartError::Driver { field: format!("interfaces.{name}.{field}"), message: message.to_string() }
+fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> crate::control::engine::StartError {
+    crate::control::engine::StartError::Driver {
+        field: format!("interfaces.{name}.{field}"),
+        message: message.to_string(),
+    }
 }
 
 /// Checks what can be checked before anything is opened, for the `af-xdp` interfaces of
 /// `hosts` (by interface name): that each worker's buffers cover what its sockets lend the
 /// kernel, and that each host interface's MTU lets its frames fit a buffer after the XDP
 /// headroom (the kernel would drop longer ones unseen).
-pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<(), crate::engine::StartError> {
-    check_buffers(config, &crate::engine::build_interfaces(config), hosts)?;
+pub fn preflight(
+    config: &Config,
+    hosts: &BTreeMap<String, HostLink>,
+) -> Result<(), crate::control::engine::StartError> {
+    check_buffers(config, &crate::control::engine::build_interfaces(config), hosts)?;
     for (name, link) in hosts {
         if link.mtu > u32::from(super::MAX_MTU) {
             return Err(field_error(
@@ -90,7 +96,7 @@ pub fn open(
     config: &Config,
     interfaces: &[Interface],
     hosts: BTreeMap<String, HostLink>,
-) -> Result<XdpPorts, crate::engine::StartError> {
+) -> Result<XdpPorts, crate::control::engine::StartError> {
     let workers = config.workers.count;
     let mut out = XdpPorts { workers: Vec::new(), attached: Vec::new(), links: Vec::new() };
     for _ in 0..workers {
@@ -101,7 +107,7 @@ pub fn open(
         let i = interfaces.iter().find(|i| i.name == name).expect("an interface of the config");
         let ic = &config.interfaces[&name];
         let cfg = ic.af_xdp.unwrap_or_default();
-        let host_err = |e: std::io::Error| crate::engine::host_error(&name, &link.name, e);
+        let host_err = |e: std::io::Error| crate::control::engine::host_error(&name, &link.name, e);
         let queues = sockets_of(config, i, &name);
         let program = XdpProgram::load(queues.len() as u32).map_err(host_err)?;
         let mut drops = Vec::new();
@@ -192,7 +198,7 @@ fn check_buffers(
     config: &Config,
     interfaces: &[Interface],
     hosts: &BTreeMap<String, HostLink>,
-) -> Result<(), crate::engine::StartError> {
+) -> Result<(), crate::control::engine::StartError> {
     let mut lent = vec![0u32; usize::from(config.workers.count)];
     for name in hosts.keys() {
         let i = interfaces.iter().find(|i| &i.name == name).expect("an interface of the config");
@@ -205,7 +211,7 @@ fn check_buffers(
     }
     let most = lent.iter().copied().max().unwrap_or(0);
     if config.workers.buffers < most + GRAPH_BUFFERS {
-        return Err(crate::engine::StartError::Driver {
+        return Err(crate::control::engine::StartError::Driver {
             field: "workers.buffers".into(),
             message: format!(
                 "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (twice ring-size for each \

@@ -1,0 +1,3 @@
+//! The worker threads: the loop that polls the drivers and runs vectors through the graph.
+
+pub mod worker;

@@ -1,0 +1,258 @@
+//! Worker threads: each owns its buffers and rx queues and runs vectors to completion.
+//!
+//! The loop polls each of its rx queues once per round; a poll that yields a vector runs it
+//! through the graph right away. A round that yields nothing counts a suspend on the input
+//! node, then waits as its queues' interfaces' `rx-mode` says:
+//! - any queue `polling`: the next round starts at once (the worker owns its core);
+//! - all `interrupt`: it sleeps in `poll(2)` on the queues' sockets until one has frames;
+//! - otherwise (`adaptive` ones): it polls on for [`ADAPTIVE_SPIN_US`] of empty rounds,
+//!   then sleeps as in interrupt mode.
+//!
+//! A sleep lasts at most [`WAIT_MAX_MS`], so the worker still sees its stop flag, table
+//! updates and ARP and ND probes to send; while asleep it is offline for QSBR (never waited for).
+//! Generator and capture queues are always ready: a worker with one sleeps 50 µs after an
+//! empty round (a paced replay). A worker never blocks on a lock, never allocates after
+//! start-up and makes no per-packet system call.
+
+use crate::config::PollMode;
+use crate::drivers::RxPort;
+use crate::drivers::af_packet::TxSockets;
+use crate::drivers::pcap::PcapSinks;
+use crate::interface::Tables;
+use crate::l3::fib::Fibs;
+use crate::neighbor::punt::Punt;
+use crate::runtime::graph::{Graph, NodeId, WorkerCounters};
+use crate::runtime::qsbr::QsbrReader;
+use crate::runtime::snapshot::TableReader;
+use crate::runtime::tsc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long an idle worker with generator or capture queues sleeps between rounds.
+const IDLE_SLEEP: Duration = Duration::from_micros(50);
+/// Empty rounds an `adaptive` worker polls on for before it sleeps, in microseconds.
+pub const ADAPTIVE_SPIN_US: u64 = 200;
+/// The longest sleep in `poll(2)`, in milliseconds.
+pub const WAIT_MAX_MS: i32 = 10;
+
+/// How an idle worker waits before its next round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Starts the next round at once.
+    Spin,
+    /// Sleeps a fixed while (queues without descriptors).
+    Nap,
+    /// Sleeps in `poll(2)` on its queues.
+    Poll,
+}
+
+/// How a worker with `ports` waits after an empty round, when it has been idle long enough
+/// for an `adaptive` queue to sleep (`spun_enough`) or not.
+fn how_to_wait(ports: &[RxPort], tables: &Tables, spun_enough: bool) -> Wait {
+    let (mut adaptive, mut always_ready) = (false, false);
+    for p in ports {
+        match p.waitable().map(|(_, port)| tables.get(port).rx_mode) {
+            Some(PollMode::Polling) => return Wait::Spin,
+            Some(PollMode::Adaptive) => adaptive = true,
+            Some(PollMode::Interrupt) => {}
+            None => always_ready = true,
+        }
+    }
+    if always_ready {
+        Wait::Nap
+    } else if adaptive && !spun_enough {
+        Wait::Spin
+    } else {
+        Wait::Poll
+    }
+}
+
+/// Sleeps until one of `ports` is readable or [`WAIT_MAX_MS`] passed.
+fn sleep_on(ports: &[RxPort]) {
+    let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 64];
+    let mut n = 0;
+    for (fd, _) in ports.iter().filter_map(RxPort::waitable).take(fds.len()) {
+        fds[n].fd = fd;
+        n += 1;
+    }
+    // SAFETY: `fds[..n]` are initialised pollfd entries, writable for the kernel's revents.
+    unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, WAIT_MAX_MS) };
+}
+
+/// Everything a worker starts with.
+pub struct WorkerSetup {
+    /// Worker number, 0-based.
+    pub id: u16,
+    /// CPU to pin to, if any.
+    pub core: Option<u16>,
+    /// Packet buffers to allocate.
+    pub buffers: u32,
+    /// Forwarding tables: the snapshot to start with.
+    pub tables: Arc<Tables>,
+    /// Where newer snapshots come from.
+    pub updates: TableReader,
+    /// Its line to the main thread.
+    pub punt: Punt,
+    /// The IPv4 FIB.
+    pub fib: Fibs,
+    /// Where it announces quiescent states (between vectors); offline when the worker ends,
+    /// also by a panic.
+    pub qsbr: QsbrReader,
+    /// Counters, shared with the main thread.
+    pub counters: Arc<WorkerCounters>,
+    /// The rx queues it polls.
+    pub ports: Vec<RxPort>,
+    /// Its AF_PACKET send sockets.
+    pub tx: TxSockets,
+    /// Its buffer pool, when made before the worker starts (AF_XDP registers it as UMEM);
+    /// `None`: the worker makes its own of `buffers` buffers.
+    pub pool: Option<crate::runtime::buffer::BufferPool>,
+    /// Its AF_XDP sockets (over `pool`).
+    pub xsk: crate::drivers::af_xdp::XskSockets,
+    /// The capture files its pcap interfaces transmit into.
+    pub pcap_out: PcapSinks,
+    /// Set by the main thread to end the loop.
+    pub stop: Arc<AtomicBool>,
+    /// sFlow samplers and ring, when sFlow is on.
+    pub sflow: Option<crate::sflow::SflowWorker>,
+}
+
+/// Pins the calling thread to CPU `core`.
+pub fn pin_current_thread(core: u16) -> std::io::Result<()> {
+    if usize::from(core) >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CPU {core} is not a CPU number")));
+    }
+    // SAFETY: `cpu_set_t` is plain data, zero is a valid (empty) set, and `core` is below
+    // CPU_SETSIZE (checked above), so CPU_SET writes inside it; sched_setaffinity(0, ...)
+    // targets the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core as usize, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Takes CPUs `cpus` out of the calling thread's affinity, when that leaves it at least one;
+/// returns whether it did.
+pub fn avoid_cpus(cpus: &[u16]) -> std::io::Result<bool> {
+    // SAFETY: `cpu_set_t` is plain data and zero is a valid (empty) set; sched_getaffinity and
+    // sched_setaffinity(0, ...) read and write the calling thread's set through a pointer to
+    // one of that size; CPU_CLR and CPU_COUNT stay inside it (CPU numbers below CPU_SETSIZE).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for &c in cpus.iter().filter(|&&c| usize::from(c) < libc::CPU_SETSIZE as usize) {
+            libc::CPU_CLR(usize::from(c), &mut set);
+        }
+        if libc::CPU_COUNT(&set) == 0 {
+            return Ok(false);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(true)
+}
+
+/// Sends the ARP and ND probes the main thread asked for and runs them out; true when there
+/// were any.
+fn send_probes(g: &mut Graph) -> bool {
+    let any = crate::l3::shared::send_probes(g);
+    if any {
+        g.run(tsc::now());
+        if let Some(sf) = &mut g.sflow {
+            sf.publish(&g.pool, &g.tables);
+        }
+    }
+    any
+}
+
+/// Starts a worker thread named `vecflow-wk-N`.
+pub fn spawn(setup: WorkerSetup) -> std::io::Result<JoinHandle<std::io::Result<()>>> {
+    std::thread::Builder::new().name(format!("vecflow-wk-{}", setup.id)).spawn(move || run(setup))
+}
+
+fn run(mut s: WorkerSetup) -> std::io::Result<()> {
+    if let Some(core) = s.core {
+        pin_current_thread(core)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;
+    }
+    let pool = match s.pool.take() {
+        Some(p) => p,
+        None => crate::runtime::buffer::BufferPool::new(s.buffers)?,
+    };
+    let mut g = Graph::with_pool(pool, s.tables, s.fib, s.counters.clone());
+    g.xsk = std::mem::take(&mut s.xsk);
+    g.sflow = s.sflow.take();
+    g.tx = std::mem::take(&mut s.tx);
+    g.pcap_out = std::mem::take(&mut s.pcap_out);
+    g.punt = s.punt;
+    g.trace = crate::runtime::trace::Tracer::new(s.id);
+    let c = &s.counters;
+    c.looping.start_tsc.set(tsc::now());
+    let adaptive_spin = tsc::hz() / 1_000_000 * ADAPTIVE_SPIN_US;
+    let mut idle_since: Option<u64> = None;
+    while !s.stop.load(Relaxed) {
+        s.updates.refresh(&mut g.tables);
+        s.qsbr.quiescent();
+        g.trace.refresh(&c.trace);
+        if let Some(sf) = &mut g.sflow {
+            sf.refresh();
+        }
+        let mut busy = send_probes(&mut g);
+        for port in &mut s.ports {
+            let t0 = tsc::now();
+            let got = port.poll(&mut g, t0);
+            if got.is_none() && g.pending().is_empty() {
+                continue;
+            }
+            let t1 = tsc::now();
+            let input = &c.nodes[port.node() as usize];
+            if let Some(v) = got {
+                input.calls.add(1);
+                input.vectors.add(g.vectors[v].len() as u64);
+                if g.trace.wants(port.node()) {
+                    g.trace.mark_input(&mut g.pool, &g.vectors[v], t1);
+                }
+                g.forward(v, NodeId::EthernetInput);
+            }
+            input.clocks.add(tsc::ticks(t0, t1));
+            g.run(t1);
+            if g.trace.active {
+                g.trace.finish(&c.trace);
+            }
+            if let Some(sf) = &mut g.sflow {
+                sf.publish(&g.pool, &g.tables);
+            }
+            busy = true;
+        }
+        let now = tsc::now();
+        c.looping.loops.add(1);
+        c.looping.last_tsc.set(now);
+        if busy {
+            idle_since = None;
+            continue;
+        }
+        for port in &s.ports {
+            c.nodes[port.node() as usize].suspends.add(1);
+        }
+        let spun_enough = tsc::ticks(*idle_since.get_or_insert(now), now) >= adaptive_spin;
+        match how_to_wait(&s.ports, &g.tables, spun_enough) {
+            Wait::Spin => std::hint::spin_loop(),
+            Wait::Nap => std::thread::sleep(IDLE_SLEEP),
+            Wait::Poll => {
+                s.qsbr.offline();
+                sleep_on(&s.ports);
+            }
+        }
+    }
+    s.qsbr.offline();
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! `ethernet-input`: the first node after a driver's rx.
+//!
+//! It counts what each interface receives (packets, octets, unicast/multicast/broadcast),
+//! checks the length (at least the 14-byte header, at most MTU + 18), and demultiplexes
+//! 802.1Q-tagged frames to the sub-interface of their VLAN id: the tag is removed, the frame's
+//! `rx_if` becomes the sub-interface, which counts it. Then, by the (sub-)interface's mode:
+//! - L2 cross-connect: to `l2-xconnect` (tagged frames that match no sub-interface pass as
+//!   they are);
+//! - L3: IPv4 to `ip4-input` and ARP to `arp-input` when the interface has an IPv4 address
+//!   (else `ip4-not-enabled`, `unknown-ethertype`), IPv6 to `ip6-input` when it has an IPv6
+//!   address (else `ip6-not-enabled`),
+//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
+//!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
+//!
+//! An interface with flow rules sends every frame that passed those checks to `flow-classify`
+//! instead, whose `normal` action dispatches as above.
+//!
+//! When every frame is untagged, well-sized and goes the same way (the usual case), the
+//! vector is counted once and handed on unchanged.
+//!
+//! Fused fast paths: on an L3 interface with IPv4 (without flow rules), a vector of plain IPv4
+//! frames (well-sized, no options, good checksum) is checked for both this node and
+//! `ip4-input` in one pass and handed straight to `ip4-lookup`; likewise a vector of plain
+//! IPv6 frames on an interface with IPv6, for `ip6-input`, to `ip6-lookup`. The input node
+//! still counts the call and its packets (as `fused`, their clocks being this node's); while
+//! the packet tracer runs, the nodes run one after the other so that traces show each one.
+
+use crate::interface::{IfRuntime, RxMode, cast_bits};
+use crate::ip4::input::RxTally;
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::VecHandle;
+use crate::{ip4, ip6};
+use wire::EtherType;
+use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let port = g.vectors[v].port;
+    if let Some(sf) = &mut g.sflow {
+        sf.sample(&mut g.pool, &mut g.vectors[v], port, crate::sflow::RX, &g.counters);
+    }
+    let ifc = *g.tables.get(port);
+    if fused(g, v, &ifc) {
+        return;
+    }
+    let span = ifc.max_frame.wrapping_sub(HEADER_LEN as u16);
+    let indices = g.vectors[v].indices();
+    // The ethertype as it lies in the frame (no byte swap): every frame is compared with the
+    // first one's, so a uniform vector needs one xor and one or per frame.
+    let raw_ethertype = |i: u32| {
+        let line = g.pool.line(i);
+        u16::from_ne_bytes([line[12], line[13]])
+    };
+    let first = indices.first().map_or(0, |&i| raw_ethertype(i));
+    let (mut bad_size, mut mixed, mut octets, mut group, mut bcast) = (false, 0u16, 0u64, 0u64, 0u64);
+    for &i in indices {
+        let len = g.pool.meta(i).len();
+        bad_size |= len.wrapping_sub(HEADER_LEN as u16) > span;
+        octets += u64::from(len);
+        mixed |= raw_ethertype(i) ^ first;
+        // Unicast traffic takes one byte load and one well-predicted branch. (Counted for
+        // every frame: when one is missized, the per-packet path counts them all again.)
+        if g.pool.line(i)[0] & 1 == 1 {
+            let (_, is_bcast) = cast_bits(g.pool.head_u64(i));
+            group += 1;
+            bcast += is_bcast;
+        }
+    }
+    let n = indices.len() as u64;
+    let all = |ethertype: u16| mixed == 0 && first == ethertype.to_be();
+    let next = match ifc.mode {
+        // Tagged frames go one by one, to their sub-interfaces.
+        _ if bad_size || !ifc.admin_up || (ifc.has_subifs && (mixed != 0 || all(EtherType::VLAN))) => None,
+        // Interfaces with flow rules classify first (the rules' `normal` goes on from there).
+        _ if ifc.classify => Some(NodeId::FlowClassify),
+        RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
+        RxMode::L3 if all(EtherType::IPV4) && ifc.ip4 => Some(NodeId::Ip4Input),
+        RxMode::L3 if all(EtherType::IPV6) && ifc.ip6 => Some(NodeId::Ip6Input),
+        RxMode::L3 if all(EtherType::MPLS) && ifc.mpls => Some(NodeId::MplsInput),
+        RxMode::L3 => None,
+    };
+    match next {
+        Some(node) => {
+            count_vector(g, port, n, RxTally { octets, group, broadcast: bcast });
+            g.forward(v, node);
+        }
+        None => classify_each(g, v),
+    }
+}
+
+/// The fused paths to `ip4-input` and `ip6-input`: on an L3 interface with the family of the
+/// vector's first frame, when every frame of vector `v` is a plain packet of that family
+/// ([`ip4_input::plain_frames`], [`ip6_input::plain_frames`]), both nodes' work is done in
+/// one pass and the vector goes straight to the lookup, counted as a call of the input node.
+/// Not while the packet tracer runs, so that traces show each node. Returns whether it took
+/// the vector.
+#[inline(always)]
+fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
+    if !(matches!(ifc.mode, RxMode::L3) && ifc.admin_up && !ifc.classify) || g.trace.active {
+        return false;
+    }
+    // The family is told by the vector's first frame, at the cost of a load.
+    let Some(&first) = g.vectors[v].indices().first() else { return false };
+    let line = g.pool.line(first);
+    let ethertype = u16::from_be_bytes([line[12], line[13]]);
+    let indices = g.vectors[v].indices();
+    let (tally, input, lookup) = match ethertype {
+        EtherType::IPV4 if ifc.ip4 => {
+            (ip4::input::plain_frames(g.isa, &g.pool, indices, ifc.max_frame), NodeId::Ip4Input, NodeId::Ip4Lookup)
+        }
+        EtherType::IPV6 if ifc.ip6 => {
+            (ip6::input::plain_frames(&g.pool, indices, ifc.max_frame), NodeId::Ip6Input, NodeId::Ip6Lookup)
+        }
+        _ => return false,
+    };
+    let Some(tally) = tally else { return false };
+    let n = indices.len() as u64;
+    count_vector(g, g.vectors[v].port, n, tally);
+    g.count_fused(input, n);
+    g.forward(v, lookup);
+    true
+}
+
+/// Counts `n` well-sized frames received on `port`, summed in `tally`.
+#[inline(always)]
+fn count_vector(g: &Graph, port: u16, n: u64, tally: RxTally) {
+    let c = g.counters.interface(port);
+    c.rx_packets.add(n);
+    c.rx_octets.add(tally.octets);
+    c.rx_unicast.add(n - tally.group);
+    c.rx_multicast.add(tally.group - tally.broadcast);
+    c.rx_broadcast.add(tally.broadcast);
+}
+
+/// Counts one received frame on `rx_if`; its destination only when `sized` (a full header,
+/// within the MTU), as the vector path does.
+fn count(g: &Graph, rx_if: u16, len: usize, head: u64, sized: bool) {
+    let c = g.counters.interface(rx_if);
+    c.rx_packets.add(1);
+    c.rx_octets.add(len as u64);
+    if sized {
+        let (is_group, is_bcast) = cast_bits(head);
+        c.rx_unicast.add(1 - is_group);
+        c.rx_multicast.add(is_group - is_bcast);
+        c.rx_broadcast.add(is_bcast);
+    }
+}
+
+/// Where a frame on an interface in `mode` goes, by its (inner) ethertype, without flow rules.
+pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
+    match ifc.mode {
+        RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
+        RxMode::L3 => match ethertype {
+            EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
+            EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
+            EtherType::ARP if ifc.ip4 => Ok(NodeId::ArpInput),
+            EtherType::IPV6 if ifc.ip6 => Ok(NodeId::Ip6Input),
+            EtherType::IPV6 => Err(DropReason::Ip6NotEnabled),
+            EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
+            EtherType::MPLS => Err(DropReason::MplsNotEnabled),
+            EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),
+            _ => Err(DropReason::UnknownEthertype),
+        },
+    }
+}
+
+/// The per-packet path: counts each frame on its (sub-)interface, removes the tag of frames
+/// for sub-interfaces, drops what must be dropped, dispatches the rest, splits the vector.
+#[cold]
+fn classify_each(g: &mut Graph, v: VecHandle) {
+    let port = g.vectors[v].port;
+    let port_ifc = *g.tables.get(port);
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let len = g.pool.frame(i).len();
+        let head = g.pool.head_u64(i);
+        let ethertype = |g: &Graph| {
+            let f = g.pool.frame(i);
+            u16::from_be_bytes([f[12], f[13]])
+        };
+        let sub = if len >= HEADER_LEN + VLAN_TAG_LEN && port_ifc.has_subifs && ethertype(g) == EtherType::VLAN {
+            let f = g.pool.frame(i);
+            let vid = u16::from_be_bytes([f[14], f[15]]) & 0x0fff;
+            g.tables.vlans.get(&(port, vid)).copied()
+        } else {
+            None
+        };
+        let rx_if = sub.unwrap_or(port);
+        count(g, rx_if, len, head, (HEADER_LEN..=port_ifc.max_frame as usize).contains(&len));
+        let ifc = *g.tables.get(rx_if);
+        let next = if !port_ifc.admin_up || !ifc.admin_up {
+            Err(DropReason::InterfaceDown)
+        } else if len < HEADER_LEN {
+            Err(DropReason::TruncatedEthernet)
+        } else if len > port_ifc.max_frame as usize || (sub.is_some() && len - VLAN_TAG_LEN > ifc.max_frame as usize) {
+            Err(DropReason::Oversize)
+        } else {
+            if sub.is_some() {
+                // Remove the tag: the addresses move 4 bytes up and the frame starts there.
+                g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
+                g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
+            }
+            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g)) }
+        };
+        let m = g.pool.meta_mut(i);
+        m.rx_if = rx_if;
+        m.l3_offset = HEADER_LEN as u16;
+        match next {
+            Ok(node) => g.nexts[k] = node,
+            Err(reason) => g.mark_drop(k, i, reason),
+        }
+    }
+    g.split(v);
+}

@@ -1,0 +1,5 @@
+//! Ethernet: `ethernet-input` (frame checks, 802.1Q, dispatch by interface mode and
+//! ethertype) and `l2-xconnect`.
+
+pub mod input;
+pub mod l2_xconnect;

@@ -1,0 +1,32 @@
+//! `error-drop`: the end of every dropped frame. Counts it under its reason (set by the node
+//! that dropped it) per input interface, charges the interface counter the reason maps to
+//! (ifInDiscards, ifInErrors, ifInUnknownProtos on the input interface; ifOutDiscards or
+//! ifOutErrors on the output interface), reports it as an sFlow discard sample when its interface has drop
+//! monitoring on, and frees the buffer.
+
+use crate::runtime::drops::{DropClass, DropReason};
+use crate::runtime::graph::Graph;
+use crate::runtime::vector::VecHandle;
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let c = &g.counters;
+    for &i in g.vectors[v].indices() {
+        let m = g.pool.meta(i);
+        let reason = DropReason::from_index(m.error).unwrap_or(DropReason::Unspecified);
+        c.error(m.rx_if, reason).add(1);
+        match reason.class() {
+            DropClass::InDiscards => c.interface(m.rx_if).in_discards.add(1),
+            DropClass::InErrors => c.interface(m.rx_if).in_errors.add(1),
+            DropClass::InUnknownProtos => c.interface(m.rx_if).in_unknown_protos.add(1),
+            DropClass::OutDiscards => c.interface(m.tx_if).out_discards.add(1),
+            DropClass::OutErrors => c.interface(m.tx_if).out_errors.add(1),
+            DropClass::Punt => {}
+        }
+    }
+    if let Some(sf) = &mut g.sflow {
+        sf.dropped(&g.pool, &g.vectors[v], &g.tables, &g.counters);
+    }
+    g.pool.free(g.vectors[v].indices());
+    g.vectors.free(v);
+}

@@ -1,0 +1,109 @@
+//! `interface-output`: the last node before a driver's tx.
+//!
+//! For each frame it checks the output interface (`tx_if` in the metadata) is up and the frame
+//! fits its MTU (+ the 14-byte Ethernet header, + 4 for a frame that carries a tag: what a
+//! Linux device accepts), counts it as forwarded on its input
+//! interface, tags it with the VLAN id when the output is a sub-interface, runs the output
+//! port's sFlow sampler when it samples transmitted packets, and hands it to the output
+//! interface's driver tx node, which counts what it
+//! sends (see [`crate::interface::TxRun`]). The fast path — every frame of the vector with the
+//! same (input, output) pair, the usual case — reads only the metadata and looks the output
+//! interface up once.
+//!
+//! Drops: `tx-interface-down`, `mtu-exceeded`, `no-headroom` (no room for a sub-interface's
+//! tag).
+
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::VecHandle;
+use wire::EtherType;
+use wire::ethernet::VLAN_TAG_LEN;
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let idx = g.vectors[v].indices();
+    let Some(&first) = idx.first() else {
+        g.vectors.free(v);
+        return;
+    };
+    let m0 = *g.pool.meta(first);
+    let (mut mixed, mut longest) = (false, 0u16);
+    for &i in idx {
+        let m = g.pool.meta(i);
+        mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
+        longest = longest.max(m.len());
+    }
+    let out = *g.tables.get(m0.tx_if);
+    // Untagged frames may carry MTU + 14 bytes; longer ones (tagged, or too big) are
+    // checked frame by frame.
+    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
+        g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
+        if let Some(sf) = &mut g.sflow {
+            sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
+        }
+        g.forward(v, out.tx_node);
+    } else {
+        each_frame(g, v);
+    }
+}
+
+/// The bytes an 802.1Q tag adds to a frame's limit.
+const TAG: u16 = VLAN_TAG_LEN as u16;
+
+/// True when frame `i` carries an 802.1Q or 802.1ad tag.
+fn is_tagged(g: &Graph, i: u32) -> bool {
+    let l = g.pool.line(i);
+    matches!(u16::from_be_bytes([l[12], l[13]]), EtherType::VLAN | EtherType::QINQ)
+}
+
+/// Tags frame `i` with 802.1Q VLAN `vid` (priority 0) for a sub-interface: the addresses move
+/// 4 bytes down into the headroom and the tag goes between them and the ethertype. Returns
+/// false (frame unchanged) when the headroom has no 4 bytes left.
+#[must_use]
+fn push_tag(g: &mut Graph, i: u32, vid: u16) -> bool {
+    let Some(f) = g.pool.grow_head(i, VLAN_TAG_LEN) else { return false };
+    f.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
+    f[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
+    f[14..16].copy_from_slice(&vid.to_be_bytes());
+    true
+}
+
+/// The general path: per-frame output checks, tags for sub-interfaces, split by next node.
+#[cold]
+fn each_frame(g: &mut Graph, v: VecHandle) {
+    let mut first = None;
+    let mut same = true;
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let m = *g.pool.meta(i);
+        let out = *g.tables.get(m.tx_if);
+        let verdict = if out.tx_node == NodeId::ErrorDrop {
+            Err(DropReason::TxInterfaceDown)
+        } else if m.len() > out.max_frame.saturating_sub(if is_tagged(g, i) { 0 } else { TAG }) {
+            Err(DropReason::MtuExceeded)
+        } else if out.vlan != 0 && !push_tag(g, i, out.vlan) {
+            Err(DropReason::TagNoHeadroom)
+        } else {
+            Ok(out.tx_node)
+        };
+        let next = match verdict {
+            Ok(tx_node) => {
+                g.counters.interface(m.rx_if).rx_forwarded.add(1);
+                if let Some(sf) = &mut g.sflow {
+                    sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
+                }
+                tx_node
+            }
+            Err(reason) => {
+                g.pool.meta_mut(i).error = reason as u16;
+                NodeId::ErrorDrop
+            }
+        };
+        g.nexts[k] = next;
+        same &= *first.get_or_insert(next) == next;
+    }
+    match first {
+        Some(next) if same => g.forward(v, next),
+        _ => g.split(v),
+    }
+}

@@ -1,0 +1,65 @@
+//! `arp-input`: ARP on interfaces with IPv4 addresses (RFC 826).
+//!
+//! A request for one of the input interface's own addresses is answered in place: the
+//! buffer becomes the reply and goes back out of that interface through `interface-output`.
+//! The sender of any ARP packet is reported to the main thread, which keeps the neighbor
+//! table ([`crate::neighbor`]): one addressed to us (a request for, or a reply to, one of our
+//! addresses) creates an entry, others only update one; a sender outside the interface's subnets,
+//! `0.0.0.0` (an ARP probe) or with a group MAC is never learned. Everything that is not
+//! answered ends in `error-drop`: `arp-reply` and `arp-not-for-us` are punts (counted, not
+//! charged to the interface as discards), a packet that is not Ethernet/IPv4 ARP is
+//! `arp-malformed`.
+
+use crate::neighbor::punt::{Event, Learn};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::VecHandle;
+use std::net::Ipv4Addr;
+use wire::arp::{self, Arp};
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let m = *g.pool.meta(i);
+        let parsed = g.pool.frame(i).get(usize::from(m.l3_offset)..).map(Arp::parse);
+        let Some(Ok(a)) = parsed else {
+            g.mark_drop(k, i, DropReason::ArpMalformed);
+            continue;
+        };
+        let ours = g.tables.is_own_address(m.rx_if, a.tpa);
+        let on_link = g.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
+        if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
+            let how = if ours { Learn::Confirmed } else { Learn::Overheard };
+            let event = Event::Learned { interface: m.rx_if, address: a.spa.into(), mac: a.sha, how };
+            g.punt.report(event, &g.counters.punt);
+        }
+        if a.op == arp::REQUEST && ours {
+            g.consumed(i);
+            reply(g, i, &a);
+            g.nexts[k] = NodeId::InterfaceOutput;
+        } else {
+            let reason = if a.op == arp::REPLY { DropReason::ArpReply } else { DropReason::ArpNotForUs };
+            g.mark_drop(k, i, reason);
+        }
+    }
+    g.split(v);
+}
+
+/// Turns request `a` in buffer `i` into our reply, sent back out of the interface it came in
+/// on (as a packet this router originates).
+fn reply(g: &mut Graph, i: u32, a: &Arp) {
+    let m = *g.pool.meta(i);
+    let mac = g.tables.get(m.rx_if).mac;
+    let answer = Arp { op: arp::REPLY, sha: mac, spa: a.tpa, tha: a.sha, tpa: a.spa };
+    let l3 = usize::from(m.l3_offset);
+    let f = g.pool.frame_mut(i);
+    let requester: [u8; 6] = f[6..12].try_into().expect("a full Ethernet header");
+    f[..6].copy_from_slice(&requester);
+    f[6..12].copy_from_slice(&mac.0);
+    answer.write(&mut f[l3..l3 + arp::LEN]);
+    let meta = g.pool.meta_mut(i);
+    meta.tx_if = meta.rx_if;
+    meta.rx_if = 0;
+    g.counters.punt.arp_replies.add(1);
+}

@@ -1,0 +1,66 @@
+//! `ip4-local`: packets addressed to one of this router's own addresses, whatever their TTL.
+//!
+//! vecflow has no host stack: it answers ICMP echo requests (the request becomes the reply in
+//! place — addresses swapped, TTL 64 — and is routed back through `ip4-lookup`) and drops
+//! everything else as `ip4-local`; echo requests from a source no ICMP may go to (0/8,
+//! multicast, a subnet broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request
+//! is dropped too). Echo replies share the worker's ICMP rate limit.
+
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::VecHandle;
+use wire::{Ipv4Packet, checksum, icmp, ipv4};
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let now = crate::runtime::tsc::now();
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        if is_echo_request(g, i) && !from_invalid_source(g, i) && g.punt.icmp_allowed(now) {
+            g.consumed(i);
+            echo_reply(g, i);
+            g.counters.punt.icmp_sent.add(1);
+            g.nexts[k] = NodeId::Ip4Lookup;
+        } else {
+            g.mark_drop(k, i, DropReason::Ip4Local);
+        }
+    }
+    g.split(v);
+}
+
+/// True for an unfragmented ICMP echo request with a good checksum.
+fn is_echo_request(g: &Graph, i: u32) -> bool {
+    g.ipv4(i).is_some_and(|ip| {
+        ip.protocol() == ipv4::protocol::ICMP
+            && !ip.is_fragment()
+            && ip.payload().is_some_and(|m| {
+                m.len() >= icmp::HEADER_LEN && m[0] == icmp::ECHO_REQUEST && checksum::checksum(m) == 0
+            })
+    })
+}
+
+/// True when buffer `i`'s source may not be answered (see [`crate::ip4::icmp_error`]).
+fn from_invalid_source(g: &Graph, i: u32) -> bool {
+    g.ipv4(i).is_none_or(|ip| crate::ip4::icmp_error::is_invalid_source(g, ip.src()))
+}
+
+/// Turns the echo request in buffer `i` into its reply, as a packet this router originates.
+fn echo_reply(g: &mut Graph, i: u32) {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    let ip = &mut g.pool.frame_mut(i)[l3..];
+    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let old = u16::from_be_bytes([ip[ihl], ip[ihl + 1]]);
+    let new = u16::from(icmp::ECHO_REPLY) << 8 | (old & 0xff);
+    let csum = checksum::update16(u16::from_be_bytes([ip[ihl + 2], ip[ihl + 3]]), old, new);
+    ip[ihl..ihl + 2].copy_from_slice(&new.to_be_bytes());
+    ip[ihl + 2..ihl + 4].copy_from_slice(&csum.to_be_bytes());
+    let mut h = Ipv4Packet::new_checked(ip).expect("ip4-input checked the header");
+    let (src, dst) = (h.src(), h.dst());
+    h.set_src(dst);
+    h.set_dst(src);
+    h.set_ttl(64);
+    h.fill_checksum();
+    let m = g.pool.meta_mut(i);
+    m.rx_if = 0;
+    m.tx_if = 0;
+}

@@ -1,0 +1,62 @@
+//! `ip4-lookup`: longest-prefix match of each packet's destination in the FIB.
+//!
+//! The whole vector is looked up in passes: the first reads every destination and prefetches
+//! its tbl24 entry, the next reads the tbl24 entries, and when some /24s are split into tbl8
+//! groups their entries are prefetched and then read ([`crate::l3::fib::Fib::lookup_batch`]). The adjacency and the matched prefix length go into the metadata.
+//! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
+//! address) goes to `ip4-local`; everything else to `ip4-rewrite`.
+
+use crate::l3::ADJ_DROP;
+use crate::l3::fib::Leaf;
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
+
+/// Adjacency index of [`crate::l3::Adjacency::Local`].
+const ADJ_LOCAL: u32 = 1;
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let n = g.vectors[v].len();
+    let mut dst = [0u32; VECTOR_SIZE];
+    for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
+        let l3 = usize::from(g.pool.meta(i).l3_offset);
+        // ip4-input guaranteed 20 header bytes at l3.
+        let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
+        *d = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        g.fib.ip4.prefetch(*d);
+    }
+    let mut entry = [0u32; VECTOR_SIZE];
+    g.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
+    let mut all_routed = true;
+    for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
+        let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });
+        let m = g.pool.meta_mut(i);
+        m.adj = leaf.adj;
+        m.dst_prefix_len = leaf.prefix_len;
+        all_routed &= leaf.adj > ADJ_LOCAL;
+    }
+    if all_routed {
+        g.forward(v, NodeId::Ip4Rewrite);
+    } else {
+        split_unrouted(g, v);
+    }
+}
+
+/// Sends each packet of `v` where its adjacency says: no route drops as `no-route` through
+/// `icmp4-error`, our own address to `ip4-local`, the rest to `ip4-rewrite`.
+#[cold]
+fn split_unrouted(g: &mut Graph, v: VecHandle) {
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        match g.pool.meta(i).adj {
+            ADJ_DROP => {
+                g.mark_drop(k, i, DropReason::NoRoute);
+                g.nexts[k] = NodeId::Icmp4Error;
+            }
+            ADJ_LOCAL => g.nexts[k] = NodeId::Ip4Local,
+            _ => g.nexts[k] = NodeId::Ip4Rewrite,
+        }
+    }
+    g.split(v);
+}

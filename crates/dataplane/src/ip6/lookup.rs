@@ -1,0 +1,108 @@
+//! `ip6-lookup`: longest-prefix match of each packet's destination in the IPv6 FIB.
+//!
+//! A walk is one dependent load per level (tbl24, then one per 8 bits beyond /24 of the
+//! longest prefix on its path), so the walks of the whole vector go level by level
+//! ([`crate::l3::fib::Fib::lookup_batch`]): the cache misses of 256 walks overlap instead of
+//! adding up. The adjacency and the matched
+//! prefix length go into the metadata. Adjacency 0 drops as `no-route` through `icmp6-error`,
+//! adjacency 1 (our own address) goes to `ip6-local`; packets to forward are checked for what
+//! is never forwarded (RFC 4291): a multicast destination (`multicast`), a link-local source or
+//! destination (`link-local`), source `::` (`source-unspecified`). Of those, the ones for this
+//! router go to `ip6-local` too: to a link-local address of the input interface, to
+//! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
+
+use crate::l3::ADJ_DROP;
+use crate::l3::fib::Leaf;
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
+use std::net::Ipv6Addr;
+use wire::icmpv6;
+
+/// Adjacency index of [`crate::l3::Adjacency::Local`].
+const ADJ_LOCAL: u32 = 1;
+
+/// True for a link-local address (fe80::/10), as a big-endian `u128`.
+#[inline(always)]
+fn link_local(a: u128) -> bool {
+    a >> 118 == 0x3fa
+}
+
+/// Why a packet from `src` to `dst` (big-endian `u128`s) may not be forwarded whatever the
+/// route, if it may not: a multicast or link-local destination, a link-local or unspecified
+/// source.
+#[inline(always)]
+fn never_forwarded(src: u128, dst: u128) -> Option<DropReason> {
+    if (dst >> 120 == 0xff) | link_local(dst) | link_local(src) | (src == 0) {
+        Some(never_forwarded_reason(src, dst))
+    } else {
+        None
+    }
+}
+
+#[cold]
+fn never_forwarded_reason(src: u128, dst: u128) -> DropReason {
+    if dst >> 120 == 0xff {
+        DropReason::Ip6Multicast
+    } else if link_local(dst) || link_local(src) {
+        DropReason::Ip6LinkLocal
+    } else {
+        DropReason::Ip6SourceUnspecified
+    }
+}
+
+/// True when buffer `i`, to a multicast or link-local `dst`, is for this router: to a
+/// link-local address of its input interface, to all-nodes, all-routers or a solicited-node
+/// group (`ip6-local` checks whose).
+#[cold]
+fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
+    let dst = Ipv6Addr::from(*dst);
+    dst == icmpv6::ALL_NODES
+        || dst == icmpv6::ALL_ROUTERS
+        || icmpv6::is_solicited_node(dst)
+        || g.tables.is_own_address6(g.pool.meta(i).rx_if, dst)
+}
+
+/// Processes one vector.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let n = g.vectors[v].len();
+    let fib = g.fib.ip6.clone();
+    let mut dst = [[0u8; 16]; VECTOR_SIZE];
+    let mut odd = [None; VECTOR_SIZE];
+    for (k, &i) in g.vectors[v].indices().iter().enumerate() {
+        let l3 = usize::from(g.pool.meta(i).l3_offset);
+        // ip6-input guaranteed 40 header bytes at l3.
+        let h: &[u8; 32] = g.pool.frame(i)[l3 + 8..l3 + 40].try_into().expect("32 bytes");
+        let (s, d) = h.split_at(16);
+        dst[k] = d.try_into().expect("16 bytes");
+        fib.prefetch(&dst[k]);
+        odd[k] = never_forwarded(u128::from_be_bytes(s.try_into().expect("16 bytes")), u128::from_be_bytes(dst[k]));
+    }
+    let mut e = [0u32; VECTOR_SIZE];
+    fib.lookup_batch(&dst[..n], &mut e[..n]);
+    let mut all_routed = true;
+    for k in 0..n {
+        let i = g.vectors[v].indices()[k];
+        let (adj, len) = Leaf::decode(e[k]).map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
+        let m = g.pool.meta_mut(i);
+        m.adj = adj;
+        m.dst_prefix_len = len;
+        match (adj, odd[k]) {
+            (ADJ_LOCAL, _) => g.nexts[k] = NodeId::Ip6Local,
+            (_, Some(reason)) => {
+                if for_us(g, i, &dst[k]) {
+                    g.nexts[k] = NodeId::Ip6Local;
+                } else {
+                    g.mark_drop(k, i, reason);
+                }
+            }
+            (ADJ_DROP, None) => {
+                g.mark_drop(k, i, DropReason::Ip6NoRoute);
+                g.nexts[k] = NodeId::Icmp6Error;
+            }
+            (_, None) => g.nexts[k] = NodeId::Ip6Rewrite,
+        }
+        all_routed &= (adj > ADJ_LOCAL) & odd[k].is_none();
+    }
+    if all_routed { g.forward(v, NodeId::Ip6Rewrite) } else { g.split(v) }
+}

@@ -1,0 +1,122 @@
+//! `ip6-rewrite`: turns a routed IPv6 packet into a frame for its next hop.
+//!
+//! First the checks that only forwarding needs: a hop limit of 1 or less drops the packet as
+//! `hop-limit-expired`, and a packet larger than the output interface's MTU (pushed labels
+//! included) as `packet-too-big` (routers never fragment IPv6) — both through `icmp6-error`,
+//! which tells the source. Then, for the packet's
+//! adjacency, it decrements the hop limit (IPv6 has no header checksum), pushes the route's
+//! out-labels if it has any (each with the new hop limit as TTL, the last one bottom of
+//! stack), writes the next hop's MAC as destination and the output interface's MAC as source,
+//! sets the output interface and sends it to `interface-output`. A connected (glean) adjacency
+//! finds the destination's own MAC in the IPv6 neighbor table. Without a MAC the packet goes
+//! to `ip6-nd` (dropped as `no-neighbor` while neighbor discovery resolves it).
+
+use crate::l3::{Adjacency, LabelStack};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::VecHandle;
+use wire::ipv6::HEADER_LEN;
+
+/// Forwards the IPv6 packet in buffer `i` out of `tx_if` with `macs` and `push`: checks its
+/// hop limit and size (one read of the header serves both and the rewrite), then decrements
+/// the hop limit, pushes `push` in front of it and writes the MACs. `Err` names why it could
+/// not be forwarded, the frame then unchanged but for the output interface.
+#[inline(always)]
+fn rewrite(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> Result<(), DropReason> {
+    let mtu = usize::from(g.tables.get(tx_if).mtu);
+    let m = g.pool.meta_mut(i);
+    m.tx_if = tx_if;
+    let l3 = usize::from(m.l3_offset);
+    let ip = &mut g.pool.frame_mut(i)[l3..l3 + 8];
+    let hop_limit = ip[7];
+    if hop_limit <= 1 {
+        return Err(DropReason::HopLimitExpired);
+    }
+    if HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) + 4 * push.labels().len() > mtu {
+        return Err(DropReason::PacketTooBig);
+    }
+    ip[7] = hop_limit - 1;
+    let frame = if push.is_empty() {
+        g.pool.frame_mut(i)
+    } else {
+        crate::l3::shared::push_labels(&mut g.pool, i, push, hop_limit - 1).ok_or(DropReason::Ip6NoHeadroom)?
+    };
+    frame[..12].copy_from_slice(macs);
+    Ok(())
+}
+
+/// The plain packets at the start of vector `v`: each one toward a resolved next hop without
+/// out-labels, with a hop limit above 1 and within the output MTU, rewritten in place (hop
+/// limit, MACs, output interface). Returns how many it took; the packet after them (if any)
+/// needs [`rewrite`]'s full treatment. An adjacency is resolved once for a run of packets that
+/// share it.
+#[inline(always)]
+fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
+    crate::l3::shared::plain_rewrite_prefix::<8>(g, v, |ip, mtu| {
+        if ip[7] <= 1 || HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > mtu {
+            return false;
+        }
+        ip[7] -= 1;
+        true
+    })
+}
+
+/// Processes one vector: the plain packets at its start in one tight pass
+/// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
+/// the tables taken once per vector), never copied per packet.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let plain = plain_prefix(g, v);
+    if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+        return;
+    }
+    let n = g.vectors[v].len();
+    let tables = g.tables.clone();
+    let mut all_ok = true;
+    for k in plain..n {
+        let i = g.vectors[v].indices()[k];
+        let adj = g.pool.meta(i).adj;
+        let result = match tables.l3.adjs.get(adj as usize) {
+            Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) => rewrite(g, i, *tx_if, macs, push),
+            Some(&Adjacency::Glean { tx_if }) => match glean_rewrite(g, i, tx_if) {
+                Some(macs) => rewrite(g, i, tx_if, &macs, &LabelStack::EMPTY),
+                None => no_neighbor(g, i, tx_if),
+            },
+            Some(&Adjacency::Via { tx_if, rewrite: None, .. }) => no_neighbor(g, i, tx_if),
+            // ip6-lookup never sends drop or local adjacencies here.
+            _ => Err(DropReason::Ip6NoRoute),
+        };
+        match result {
+            Ok(()) => g.nexts[k] = NodeId::InterfaceOutput,
+            Err(reason) => {
+                g.mark_drop(k, i, reason);
+                g.nexts[k] = match reason {
+                    DropReason::Ip6NoNeighbor => NodeId::Ip6Nd,
+                    DropReason::Ip6NoHeadroom => NodeId::ErrorDrop,
+                    _ => NodeId::Icmp6Error,
+                };
+                all_ok = false;
+            }
+        }
+    }
+    if all_ok { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+}
+
+/// A next hop without a MAC: the packet leaves from `tx_if` (as the discard sample reports),
+/// dropped as `no-neighbor` unless its hop limit would have dropped it first.
+#[cold]
+fn no_neighbor(g: &mut Graph, i: u32, tx_if: u16) -> Result<(), DropReason> {
+    g.pool.meta_mut(i).tx_if = tx_if;
+    match g.ipv6(i) {
+        Some(ip) if ip.hop_limit() <= 1 => Err(DropReason::HopLimitExpired),
+        _ => Err(DropReason::Ip6NoNeighbor),
+    }
+}
+
+/// The rewrite toward a connected destination: its own MAC from the IPv6 neighbor table and
+/// the output interface's.
+#[cold]
+fn glean_rewrite(g: &Graph, i: u32, tx_if: u16) -> Option<[u8; 12]> {
+    let dst = g.ipv6(i)?.dst();
+    let mac = g.tables.l3.neighbors6.get(&(tx_if, dst))?;
+    Some(crate::l3::shared::macs_toward(g, tx_if, mac.0))
+}

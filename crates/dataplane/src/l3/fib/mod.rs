@@ -1,0 +1,321 @@
+//! The forwarding tables: longest-prefix match for IPv4 and IPv6 in one multibit-trie form.
+//!
+//! Both families use the same layout, DIR-24-8 extended to any depth: `tbl24` holds one
+//! 32-bit entry per value of the address's first 24 bits (64 MiB of address space on
+//! transparent huge pages, touched only where routes are), and `tbl8` holds groups of 256
+//! entries, one group per 8 further bits below an entry that holds longer prefixes. An IPv4
+//! lookup is one load, or two for /24s holding longer prefixes; an IPv6 lookup is one load
+//! plus one per 8 bits beyond /24 of the longest prefix on its path (3 more for a /48). Leaves
+//! are pushed down (every entry holds its best match), so a walk never backtracks.
+//!
+//! Why this design for IPv6 (against poptrie or a tree bitmap, which are 10–30× smaller): a
+//! step is one load with no popcount and no second array, so `ip6-lookup` can interleave the
+//! walks of a whole vector level by level with a prefetch in between, and the same in-place
+//! update scheme as IPv4 carries over unchanged: entries change with atomic stores, a new group
+//! is filled before the store that publishes it, and a group that is no longer needed is reused
+//! only after every worker has passed a vector boundary ([`crate::runtime::qsbr`]). The cost is memory:
+//! a group is 1 KiB, and a prefix needs a group per 8 bits where it shares none with another
+//! (`vecflow bench --scenario ip6-bgp` prints the bytes per prefix of its 230 k-prefix table).
+//!
+//! An entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or `EXT | group`.
+
+mod writer;
+
+pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route, key_mask, mask};
+
+use crate::runtime::hugemem::HugeRegion;
+use std::marker::PhantomData;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering::Acquire};
+
+const EXT: u32 = 1 << 31;
+const VALID: u32 = 1 << 30;
+const ADJ: u32 = (1 << 22) - 1;
+const GROUP: u32 = VALID - 1;
+
+/// Most adjacencies (next hops) a leaf can name, and most tbl8 groups.
+pub const MAX_INDEX: u32 = ADJ;
+
+/// An address family the FIB holds: its addresses as keys aligned to the left of a `u128`.
+pub trait FibAddr: Copy + Ord + std::fmt::Debug + std::fmt::Display + Into<IpAddr> + Send + Sync + 'static {
+    /// Address length in bits.
+    const BITS: u8;
+    /// The address as the top `BITS` bits of a key.
+    fn key(self) -> u128;
+    /// The address of a key (its top `BITS` bits).
+    fn from_key(key: u128) -> Self;
+}
+
+impl FibAddr for Ipv4Addr {
+    const BITS: u8 = 32;
+    fn key(self) -> u128 {
+        u128::from(u32::from(self)) << 96
+    }
+    fn from_key(key: u128) -> Self {
+        Ipv4Addr::from((key >> 96) as u32)
+    }
+}
+
+impl FibAddr for Ipv6Addr {
+    const BITS: u8 = 128;
+    fn key(self) -> u128 {
+        u128::from(self)
+    }
+    fn from_key(key: u128) -> Self {
+        Ipv6Addr::from(key)
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leaf {
+    /// Adjacency (next-hop) index.
+    pub adj: u32,
+    /// Length of the matched prefix.
+    pub prefix_len: u8,
+}
+
+impl Leaf {
+    /// The leaf an entry holds, `None` for no route (an entry of a finished walk is never
+    /// `EXT`).
+    #[inline(always)]
+    pub fn decode(e: u32) -> Option<Leaf> {
+        (e & (VALID | EXT) == VALID).then_some(Leaf { adj: e & ADJ, prefix_len: (e >> 22) as u8 })
+    }
+
+    fn encode(self) -> u32 {
+        VALID | (u32::from(self.prefix_len) << 22) | self.adj
+    }
+}
+
+/// True when entry `e` points to a group of longer prefixes (the walk goes on).
+#[inline(always)]
+pub fn is_ext(e: u32) -> bool {
+    e & EXT != 0
+}
+
+/// An array of atomic entries in an anonymous huge-page mapping, zeroed (= no route).
+///
+/// Its length is a power of two (the mapping is only address space until an entry is
+/// written) and every index is masked to it, as the buffer pool does: any index addresses an
+/// entry of the table, for the price of one `and` instead of a compare and branch on the
+/// lookup path. An index past the entries the table was made for is a logic error that reads
+/// or writes another entry, never memory outside the table.
+struct Entries {
+    mem: HugeRegion,
+    mask: usize,
+}
+
+impl Entries {
+    fn new(len: usize) -> std::io::Result<Self> {
+        let len =
+            len.max(1).checked_next_power_of_two().ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
+        let bytes = len.checked_mul(4).ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
+        Ok(Entries { mem: HugeRegion::new(bytes)?, mask: len - 1 })
+    }
+
+    /// Entry `i` (masked to the table's power-of-two length).
+    #[inline(always)]
+    fn get(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: `i & mask < mask + 1 = len`, and the region holds `len * 4` initialised
+        // (zeroed) bytes (`new`), page-aligned (so 4-aligned), that live as long as `self`.
+        // The pointer comes from the mapping itself (not from a shared reference), so atomic
+        // writes through it are allowed; `AtomicU32` has the size and alignment of `u32`, and
+        // every access to this memory, reads and writes alike, goes through these atomics. One
+        // entry is borrowed, not the whole table, so Miri retags 4 bytes, not 64 MiB, per
+        // access.
+        unsafe { &*self.mem.as_ptr().cast::<AtomicU32>().add(i & self.mask) }
+    }
+
+    /// Starts loading entry `i` into the cache.
+    #[inline(always)]
+    fn prefetch(&self, i: usize) {
+        crate::runtime::prefetch(self.get(i));
+    }
+}
+
+/// The table workers look up in, for addresses `A`. Shared (`Arc`) between the workers and
+/// the [`FibWriter`].
+pub struct Fib<A: FibAddr = Ipv4Addr> {
+    tbl24: Entries,
+    tbl8: Entries,
+    groups: u32,
+    family: PhantomData<A>,
+}
+
+impl<A: FibAddr> Fib<A> {
+    /// An empty table with room for `tbl8_groups` groups of 256 entries.
+    pub fn new(tbl8_groups: u32) -> std::io::Result<Self> {
+        assert!(tbl8_groups <= MAX_INDEX);
+        Ok(Fib {
+            tbl24: Entries::new(1 << 24)?,
+            tbl8: Entries::new(tbl8_groups as usize * 256)?,
+            groups: tbl8_groups,
+            family: PhantomData,
+        })
+    }
+
+    /// Number of tbl8 groups.
+    pub fn tbl8_groups(&self) -> u32 {
+        self.groups
+    }
+
+    /// The tbl24 entry of `key`.
+    #[inline(always)]
+    fn first(&self, key: u128) -> &AtomicU32 {
+        self.tbl24.get((key >> 104) as usize)
+    }
+
+    /// The entry of group `e` (an `EXT` entry) for the 8 bits of `key` after its first `depth`.
+    #[inline(always)]
+    fn below(&self, e: u32, key: u128, depth: u8) -> &AtomicU32 {
+        self.tbl8.get(((e & GROUP) as usize) << 8 | ((key >> (120 - depth)) & 0xff) as usize)
+    }
+
+    /// Longest-prefix match of `addr`, walking every level (the main thread's lookups).
+    pub fn lookup_addr(&self, addr: A) -> Option<Leaf> {
+        let key = addr.key();
+        let mut e = self.first(key).load(Acquire);
+        let mut depth = 24;
+        while is_ext(e) && depth < A::BITS {
+            e = self.below(e, key, depth).load(Acquire);
+            depth += 8;
+        }
+        Leaf::decode(e)
+    }
+}
+
+impl Fib<Ipv4Addr> {
+    /// Longest-prefix match of `addr` (host order).
+    #[inline(always)]
+    pub fn lookup(&self, addr: u32) -> Option<Leaf> {
+        let mut e = self.tbl24.get((addr >> 8) as usize).load(Acquire);
+        if is_ext(e) {
+            e = self.tbl8.get(((e & GROUP) as usize) << 8 | (addr & 0xff) as usize).load(Acquire);
+        }
+        Leaf::decode(e)
+    }
+
+    /// Starts loading the tbl24 entry of `addr` into the cache.
+    #[inline(always)]
+    pub fn prefetch(&self, addr: u32) {
+        self.tbl24.prefetch((addr >> 8) as usize);
+    }
+
+    /// The final entry of each address of `dst` (at most a vector's worth, host order) into
+    /// `out` (decode it with [`Leaf::decode`]), for a batch whose tbl24 entries
+    /// [`Fib::prefetch`] asked for: every tbl24 entry first, then, when some point to tbl8
+    /// groups, every tbl8 entry is prefetched before any is read, so their misses overlap.
+    #[inline(always)]
+    pub fn lookup_batch(&self, dst: &[u32], out: &mut [u32]) {
+        assert!(dst.len() <= crate::runtime::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
+        let mut going = false;
+        for (e, &d) in out.iter_mut().zip(dst) {
+            *e = self.tbl24.get((d >> 8) as usize).load(Acquire);
+            going |= is_ext(*e);
+        }
+        if going {
+            let at = |e: u32, d: u32| ((e & GROUP) as usize) << 8 | (d & 0xff) as usize;
+            for (&e, &d) in out.iter().zip(dst) {
+                if is_ext(e) {
+                    self.tbl8.prefetch(at(e, d));
+                }
+            }
+            for (e, &d) in out.iter_mut().zip(dst) {
+                if is_ext(*e) {
+                    *e = self.tbl8.get(at(*e, d)).load(Acquire);
+                }
+            }
+        }
+    }
+}
+
+impl Fib<Ipv6Addr> {
+    /// Longest-prefix match of `addr` (the address as a big-endian `u128`).
+    #[inline(always)]
+    pub fn lookup(&self, addr: u128) -> Option<Leaf> {
+        self.lookup_addr(Ipv6Addr::from(addr))
+    }
+
+    /// Starts loading the tbl24 entry of `addr` into the cache.
+    #[inline(always)]
+    pub fn prefetch(&self, addr: &[u8; 16]) {
+        self.tbl24.prefetch(index24(addr));
+    }
+
+    /// The final entry of the walk of each address of `dst` (at most a vector's worth) into
+    /// `out` (decode it with [`Leaf::decode`]), for a batch whose tbl24 entries
+    /// [`Fib::prefetch`] asked for. The
+    /// walks go level by level: each pass takes every walk still going one level down and
+    /// prefetches where it goes next, so their cache misses overlap instead of adding up.
+    #[inline(always)]
+    pub fn lookup_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
+        assert!(dst.len() <= crate::runtime::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
+        let mut going = false;
+        for (e, d) in out.iter_mut().zip(dst) {
+            *e = self.tbl24.get(index24(d)).load(Acquire);
+            going |= is_ext(*e);
+        }
+        if going {
+            self.walk(dst, out);
+        }
+    }
+
+    /// Takes the walks at `e` (tbl24 entries of `dst`) down the tbl8 levels until each has
+    /// reached a leaf.
+    fn walk(&self, dst: &[[u8; 16]], e: &mut [u32]) {
+        let mut next = [0usize; crate::runtime::vector::VECTOR_SIZE];
+        let next_index = |e: u32, byte: u8| ((e & GROUP) as usize) << 8 | usize::from(byte);
+        for ((x, d), e) in next.iter_mut().zip(dst).zip(e.iter()) {
+            if is_ext(*e) {
+                *x = next_index(*e, d[3]);
+                self.tbl8.prefetch(*x);
+            }
+        }
+        for byte in 4..16 {
+            let mut going = false;
+            for ((x, d), e) in next.iter_mut().zip(dst).zip(e.iter_mut()) {
+                if is_ext(*e) {
+                    *e = self.tbl8.get(*x).load(Acquire);
+                    if is_ext(*e) {
+                        *x = next_index(*e, d[byte]);
+                        self.tbl8.prefetch(*x);
+                        going = true;
+                    }
+                }
+            }
+            if !going {
+                return;
+            }
+        }
+        // A walk that reached /128 ends at a leaf (the writer never splits an entry there).
+        for (x, e) in next.iter().zip(e.iter_mut()) {
+            if is_ext(*e) {
+                *e = self.tbl8.get(*x).load(Acquire);
+            }
+        }
+    }
+}
+
+/// The tbl24 index of an address: its first three bytes.
+#[inline(always)]
+fn index24(addr: &[u8; 16]) -> usize {
+    usize::from(addr[0]) << 16 | usize::from(addr[1]) << 8 | usize::from(addr[2])
+}
+
+/// Both tables, as a worker holds them.
+#[derive(Clone)]
+pub struct Fibs {
+    /// The IPv4 table.
+    pub ip4: Arc<Fib<Ipv4Addr>>,
+    /// The IPv6 table.
+    pub ip6: Arc<Fib<Ipv6Addr>>,
+}
+
+impl Fibs {
+    /// Two empty tables with room for `ip4_groups` and `ip6_groups` tbl8 groups.
+    pub fn new(ip4_groups: u32, ip6_groups: u32) -> std::io::Result<Self> {
+        Ok(Fibs { ip4: Arc::new(Fib::new(ip4_groups)?), ip6: Arc::new(Fib::new(ip6_groups)?) })
+    }
+}

@@ -1,0 +1,5 @@
+//! MPLS label switching: `mpls-input`, `mpls-lookup` and `mpls-rewrite`.
+
+pub mod input;
+pub mod lookup;
+pub mod rewrite;

@@ -1,0 +1,166 @@
+//! `mpls-rewrite`: carries out the local-label entry chosen by `mpls-lookup`.
+//!
+//! - Swap: the top label is replaced by the entry's out-labels (more than one grows the frame
+//!   into the headroom). Each new label takes the old top label's traffic class and TTL − 1;
+//!   the last one keeps its bottom-of-stack bit. Then the next hop's and the output interface's
+//!   MACs are written and the frame goes to `interface-output` (`no-neighbor` through
+//!   `ip4-arp`, which asks for the MAC, when there is none; `no-headroom` when the frame has
+//!   no room for the extra labels).
+//! - Pop (bottom of stack): the label is removed and the ethertype becomes the entry's payload,
+//!   IPv4 or IPv6. The IPv4 TTL (IPv6 hop limit) is lowered to the label's TTL − 1 if that is
+//!   smaller (uniform TTL model; for IPv4 with an incremental checksum update), and the packet
+//!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
+
+use crate::config::Payload;
+use crate::l3::{Adjacency, LabelEntry, LabelStack};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::vector::VecHandle;
+use wire::{EtherType, checksum};
+
+/// The plain swaps at the start of vector `v`: each one's entry swaps the top label for one
+/// label toward a resolved next hop; done in place. Returns how many it took; the packet after
+/// them (if any) needs the full treatment. An entry is resolved once for a run of packets that
+/// share it.
+#[inline(always)]
+fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
+    let tables = &g.tables;
+    let indices = g.vectors[v].indices();
+    // The entry resolved last: its number, output interface, MACs and out-label.
+    let mut cached: Option<(u16, u16, &[u8; 12], u32)> = None;
+    for (k, &i) in indices.iter().enumerate() {
+        let m = g.pool.meta(i);
+        let (entry, l3) = (m.label_entry, usize::from(m.l3_offset));
+        let (tx_if, macs, label) = match cached {
+            Some((e, tx_if, macs, label)) if e == entry => (tx_if, macs, label),
+            _ => match tables.l3.entry(entry) {
+                Some(LabelEntry::Swap { adj, out }) => match (out.labels(), tables.l3.adjs.get(*adj as usize)) {
+                    (&[label], Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. })) => {
+                        cached = Some((entry, *tx_if, macs, label));
+                        (*tx_if, macs, label)
+                    }
+                    _ => return k,
+                },
+                _ => return k,
+            },
+        };
+        if !swap_one(g.pool.frame_mut(i), l3, label, macs) {
+            return k;
+        }
+        g.pool.meta_mut(i).tx_if = tx_if;
+    }
+    indices.len()
+}
+
+/// Processes one vector: the plain swaps at its start in one tight pass ([`plain_prefix`]),
+/// the rest one by one. Entries and adjacencies are read in place (through a handle on the
+/// tables taken once per vector), never copied per packet.
+pub fn run(g: &mut Graph, v: VecHandle) {
+    let plain = plain_prefix(g, v);
+    if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+        return;
+    }
+    let n = g.vectors[v].len();
+    let tables = g.tables.clone();
+    let mut all_swapped = true;
+    for k in plain..n {
+        let i = g.vectors[v].indices()[k];
+        let entry = tables.l3.entry(g.pool.meta(i).label_entry);
+        if let Some(LabelEntry::Swap { adj, out }) = entry
+            && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3.adjs.get(*adj as usize)
+        {
+            if swap(g, i, *tx_if, macs, out) {
+                g.nexts[k] = NodeId::InterfaceOutput;
+            } else {
+                g.mark_drop(k, i, DropReason::MplsNoHeadroom);
+                all_swapped = false;
+            }
+            continue;
+        }
+        all_swapped = false;
+        match entry {
+            Some(LabelEntry::Swap { adj, .. }) => {
+                let mut resolve = NodeId::Ip4Arp;
+                if let Some(Adjacency::Via { tx_if, next_hop, .. }) = tables.l3.adjs.get(*adj as usize) {
+                    g.pool.meta_mut(i).tx_if = *tx_if;
+                    if next_hop.is_ipv6() {
+                        resolve = NodeId::Ip6Nd;
+                    }
+                }
+                g.mark_drop(k, i, DropReason::MplsNoNeighbor);
+                g.nexts[k] = resolve;
+            }
+            Some(LabelEntry::Pop { payload: Payload::Ip6 }) => {
+                pop(g, i, EtherType::IPV6);
+                g.nexts[k] = NodeId::Ip6Input;
+            }
+            _ => {
+                pop(g, i, EtherType::IPV4);
+                g.nexts[k] = NodeId::Ip4Input;
+            }
+        }
+    }
+    if all_swapped { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+}
+
+/// Replaces the top label of buffer `i` with `out` and writes `macs`; out of `tx_if`. Returns
+/// false, the frame unfit to send, when the headroom cannot hold the extra labels.
+#[must_use]
+fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    g.pool.meta_mut(i).tx_if = tx_if;
+    if let [label] = out.labels() {
+        return swap_one(g.pool.frame_mut(i), l3, *label, macs);
+    }
+    let f = g.pool.frame(i);
+    let old = u32::from_be_bytes([f[l3], f[l3 + 1], f[l3 + 2], f[l3 + 3]]);
+    let keep = (old & 0xe00) | ((old & 0xff) - 1); // traffic class and TTL − 1
+    let n = out.labels().len();
+    // The generator leaves 64 bytes of headroom (7 extra labels); another driver may leave less.
+    let Some(f) = g.pool.grow_head(i, 4 * (n - 1)) else { return false };
+    for (j, &label) in out.labels().iter().enumerate() {
+        let bos = if j + 1 == n { old & 0x100 } else { 0 };
+        f[l3 + 4 * j..l3 + 4 * j + 4].copy_from_slice(&((label << 12) | keep | bos).to_be_bytes());
+    }
+    f[..12].copy_from_slice(macs);
+    f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
+    true
+}
+
+/// The plain swap of frame `f`'s top label (at `l3`) for `label`, in place: one 4-byte
+/// read-modify-write (traffic class and bottom of stack kept, TTL − 1), then the MACs (the
+/// ethertype is already MPLS). False when the frame ends before the label.
+#[inline(always)]
+fn swap_one(f: &mut [u8], l3: usize, label: u32, macs: &[u8; 12]) -> bool {
+    let Some(top) = f.get_mut(l3..l3 + 4) else { return false };
+    let old = u32::from_be_bytes([top[0], top[1], top[2], top[3]]);
+    let new = (label << 12) | (old & 0xf00) | ((old & 0xff) - 1);
+    top.copy_from_slice(&new.to_be_bytes());
+    f[..12].copy_from_slice(macs);
+    true
+}
+
+/// Removes the bottom-of-stack label of buffer `i`, leaving a frame of `ethertype` (IPv4 or
+/// IPv6) for `ip4-input` or `ip6-input`.
+#[cold]
+fn pop(g: &mut Graph, i: u32, ethertype: u16) {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    let f = g.pool.frame_mut(i);
+    let ttl = f[l3 + 3] - 1;
+    f.copy_within(0..12, 4);
+    let f = g.pool.shrink_head(i, 4).expect("the frame holds the label it pops");
+    f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    if ethertype == EtherType::IPV6 {
+        if let Some(ip) = f.get_mut(l3..l3 + 8).filter(|ip| ip[0] >> 4 == 6 && ip[7] > ttl) {
+            ip[7] = ttl; // the hop limit: no header checksum in IPv6
+        }
+        return;
+    }
+    if let Some(ip) = f.get_mut(l3..l3 + 20).filter(|ip| ip[0] >> 4 == 4 && ip[8] > ttl) {
+        let old = u16::from_be_bytes([ip[8], ip[9]]);
+        let new = (u16::from(ttl) << 8) | u16::from(ip[9]);
+        let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+        ip[8] = ttl;
+        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    }
+}

@@ -1,0 +1,466 @@
+//! Per-worker packet buffers: one data region, one dense metadata array, a LIFO free list.
+//!
+//! Packet data lives in slots of [`STRIDE`] bytes — 33 cache lines, deliberately not a power
+//! of two, so that the first line of every packet does not land in the same L1 cache sets.
+//! Each slot starts with [`HEADROOM`] bytes for pushed headers (VLAN tags, MPLS labels).
+//! Metadata (offset, length, interfaces, drop reason) is a separate array of 32-byte entries,
+//! two per cache line. Vectors carry `u32` buffer indices into both.
+//!
+//! Soundness without per-access bounds checks: the pool maps `2^k ≥ capacity` slots and
+//! metadata entries (the ones past `capacity` are never handed out and stay untouched, so
+//! they cost address space only), and every accessor masks the index with `2^k − 1`. So any
+//! `u32` a caller passes addresses memory inside the pool, at the price of one `and`; an
+//! index the pool did not hand out is a logic error, never an access outside it. One
+//! exception to "never undefined behaviour": the AF_XDP driver lends free buffers to the
+//! kernel (fill and tx rings), which writes and reads them meanwhile; the driver never hands
+//! such an index to the graph, but a made-up index that lands on one would race with the
+//! kernel over plain bytes. A frame never
+//! leaves its slot: [`BufferMeta`]'s offset and length are private and every way of setting
+//! them keeps `offset + len <= STRIDE`.
+
+use crate::runtime::hugemem::HugeRegion;
+
+/// Bytes between the starts of two consecutive packet slots (33 × 64).
+pub const STRIDE: usize = 2112;
+/// Bytes reserved in front of the packet for headers pushed on output.
+pub const HEADROOM: usize = 64;
+/// Largest frame a buffer holds (bytes after the headroom).
+pub const DATA_CAPACITY: usize = STRIDE - HEADROOM;
+/// [`BufferMeta::error`] of a packet no node has dropped.
+pub const NOT_DROPPED: u16 = u16::MAX;
+
+/// Per-buffer metadata, kept apart from the packet bytes: 32 bytes, two per cache line.
+///
+/// Invariant (relied on by [`BufferPool::frame`]): `offset + len <= STRIDE`. The two fields
+/// are private; [`BufferMeta::received`], [`BufferPool::grow_head`] and
+/// [`BufferPool::shrink_head`] are the only ways to set them, and each keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(32))]
+pub struct BufferMeta {
+    offset: u16,
+    len: u16,
+    /// Interface the frame arrived on (a sub-interface for tagged frames).
+    pub rx_if: u16,
+    /// Interface chosen for output (0 = not yet decided).
+    pub tx_if: u16,
+    /// Drop reason (a [`crate::runtime::drops::DropReason`] as `u16`) when sent to `error-drop`;
+    /// [`NOT_DROPPED`] otherwise.
+    pub error: u16,
+    /// Bytes from the frame start to the network header. Drivers deliver plain Ethernet, so
+    /// it starts at 14 (the default); nodes that push or pop headers keep it right.
+    pub l3_offset: u16,
+    /// Length of the prefix the destination matched (set by the lookup).
+    pub dst_prefix_len: u8,
+    /// Adjacency (IPv4 next hop) chosen by `ip4-lookup`; 0 when none.
+    pub adj: u32,
+    /// Local-label entry chosen by `mpls-lookup` (index into the label entries + 1); 0 when
+    /// none.
+    pub label_entry: u16,
+    /// Traced and sampled marks ([`crate::runtime::trace::TRACED`] and the others there).
+    pub flags: u8,
+}
+
+impl Default for BufferMeta {
+    fn default() -> Self {
+        Self::received(0, 0)
+    }
+}
+
+impl BufferMeta {
+    /// The metadata of a frame of `len` bytes just received on `rx_if` at the full headroom.
+    /// A `len` above [`DATA_CAPACITY`] is cut to it (the slot holds no more).
+    #[inline(always)]
+    pub fn received(len: usize, rx_if: u16) -> Self {
+        Self::placed(HEADROOM, len, rx_if)
+    }
+
+    /// The metadata of a frame of `len` bytes received on `rx_if` that a driver placed
+    /// `headroom` bytes into its slot. Both are cut to what the slot holds.
+    #[inline(always)]
+    pub fn placed(headroom: usize, len: usize, rx_if: u16) -> Self {
+        let offset = headroom.min(STRIDE);
+        Self {
+            offset: offset as u16,
+            len: len.min(STRIDE - offset) as u16,
+            rx_if,
+            tx_if: 0,
+            error: NOT_DROPPED,
+            l3_offset: wire::ethernet::HEADER_LEN as u16,
+            dst_prefix_len: 0,
+            adj: 0,
+            label_entry: 0,
+            flags: 0,
+        }
+    }
+
+    /// Start of the frame within its slot (bytes of headroom left in front of it).
+    #[inline(always)]
+    pub fn offset(&self) -> u16 {
+        self.offset
+    }
+
+    /// Frame length in bytes (without FCS).
+    #[inline(always)]
+    pub fn len(&self) -> u16 {
+        self.len
+    }
+
+    /// True for an empty frame.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Where a pool's memory is, for SIMD code that gathers fields of many buffers at once: buffer
+/// `i`'s metadata at `meta + (i & mask)` and its slot at `data + (i & mask) * STRIDE`. The
+/// byte offsets of [`BufferMeta`]'s fields it reads are the constants below.
+#[derive(Debug, Clone, Copy)]
+pub struct RawPool {
+    /// The first slot.
+    pub data: *const u8,
+    /// The first metadata entry.
+    pub meta: *const BufferMeta,
+    /// `2^k − 1` with `2^k` slots and metadata entries.
+    pub mask: u32,
+}
+
+impl RawPool {
+    /// Byte offset in [`BufferMeta`] of the 32-bit word holding the frame's offset in its slot
+    /// (low 16 bits) and length (high 16 bits).
+    pub const OFFSET_LEN: usize = 0;
+    /// Byte offset in [`BufferMeta`] of the 32-bit word holding `error` (low 16 bits) and
+    /// `l3_offset` (high 16 bits).
+    pub const ERROR_L3: usize = 8;
+
+    /// True when every slot's byte offset fits an `i32` (the index type of SIMD gathers):
+    /// pools up to 1 GiB.
+    pub fn gatherable(&self) -> bool {
+        (self.mask as usize + 1) * STRIDE <= 1 << 30
+    }
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(BufferMeta, offset) == RawPool::OFFSET_LEN);
+    assert!(std::mem::offset_of!(BufferMeta, len) == RawPool::OFFSET_LEN + 2);
+    assert!(std::mem::offset_of!(BufferMeta, error) == RawPool::ERROR_L3);
+    assert!(std::mem::offset_of!(BufferMeta, l3_offset) == RawPool::ERROR_L3 + 2);
+    assert!(std::mem::size_of::<BufferMeta>() == 32);
+};
+
+/// A worker's buffers. Not shared: only the owning worker touches it.
+pub struct BufferPool {
+    data: HugeRegion,
+    meta: Vec<BufferMeta>,
+    free: Vec<u32>,
+    /// How many entries at the bottom of `free` were already free at the last
+    /// [`BufferPool::settle`] (at most `free.len()` of them still are).
+    settled: usize,
+    capacity: u32,
+    /// `2^k − 1` with `2^k ≥ capacity`: `data` holds `mask + 1` slots and `meta` as many
+    /// entries, so `i & mask` is in bounds for every `u32` `i`.
+    mask: u32,
+}
+
+impl BufferPool {
+    /// Creates `capacity` buffers (at least 1), all free, with their memory touched (faulted
+    /// in) now.
+    pub fn new(capacity: u32) -> std::io::Result<Self> {
+        let capacity = capacity.max(1);
+        let too_big = || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{capacity} buffers"));
+        let mapped = capacity.checked_next_power_of_two().ok_or_else(too_big)?;
+        let mut data = HugeRegion::new((mapped as usize).checked_mul(STRIDE).ok_or_else(too_big)?)?;
+        for page in data.as_mut_slice()[..capacity as usize * STRIDE].chunks_mut(4096) {
+            page[0] = 0;
+        }
+        let meta = vec![BufferMeta::default(); mapped as usize];
+        // Reverse order so that the first allocations get the lowest indices.
+        let free = (0..capacity).rev().collect();
+        Ok(Self { data, meta, free, settled: 0, capacity, mask: mapped - 1 })
+    }
+
+    /// Total buffers in the pool.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// The memory of all slots (start, bytes; slot `i` at `i * STRIDE`), to register with the
+    /// kernel as an AF_XDP UMEM. The kernel then writes received frames into free buffers
+    /// handed to it and reads frames to send from them, never into a buffer the pool has
+    /// handed out to the graph meanwhile (the driver keeps those apart).
+    pub fn umem_region(&self) -> (*mut u8, usize) {
+        (self.data.as_ptr(), self.data.len())
+    }
+
+    /// Where its memory is, for SIMD gathers across buffers.
+    #[inline(always)]
+    pub fn raw(&self) -> RawPool {
+        RawPool { data: self.data.as_ptr(), meta: self.meta.as_ptr(), mask: self.mask }
+    }
+
+    /// Buffers currently free.
+    pub fn free_count(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Takes up to `out.len()` buffers (the most recently freed first, still warm in cache),
+    /// writes their indices into `out` and returns how many it took.
+    #[inline]
+    pub fn alloc(&mut self, out: &mut [u32]) -> usize {
+        let n = out.len().min(self.free.len());
+        let from = self.free.len() - n;
+        out[..n].copy_from_slice(&self.free[from..]);
+        self.free.truncate(from);
+        n
+    }
+
+    /// Marks every buffer free now as settled: [`BufferPool::alloc_settled`] hands out only
+    /// these, never one freed after this call. The graph settles the pool when a run starts,
+    /// so that a packet the worker makes mid-run never reuses a buffer an unpublished sFlow
+    /// sample still describes (samples are completed from their buffers' metadata after the
+    /// run).
+    pub fn settle(&mut self) {
+        self.settled = self.free.len();
+    }
+
+    /// Settled buffers still free.
+    pub fn settled_count(&self) -> usize {
+        self.settled.min(self.free.len())
+    }
+
+    /// Takes one settled buffer (see [`BufferPool::settle`]), or `None` when none is left.
+    /// Cold path: it shifts the entries freed since the pool was settled.
+    pub fn alloc_settled(&mut self) -> Option<u32> {
+        let s = self.settled_count();
+        let i = self.free.remove(s.checked_sub(1)?);
+        self.settled = s - 1;
+        Some(i)
+    }
+
+    /// Returns buffers to the pool.
+    ///
+    /// # Panics
+    /// On an index the pool never handed out, or more frees than buffers (a double free):
+    /// both are bugs in the caller, caught here before they can hand one buffer out twice.
+    #[inline]
+    pub fn free(&mut self, indices: &[u32]) {
+        assert!(self.free.len() + indices.len() <= self.capacity as usize, "buffer double free");
+        let highest = indices.iter().fold(0, |a, &i| a.max(i));
+        assert!(indices.is_empty() || highest < self.capacity, "buffer {highest} is not in the pool");
+        self.free.extend_from_slice(indices);
+    }
+
+    /// Where buffer `i` lives: `i` masked into the mapped range (see the module doc).
+    #[inline(always)]
+    fn at(&self, i: u32) -> usize {
+        (i & self.mask) as usize
+    }
+
+    /// The metadata of buffer `i`.
+    #[inline(always)]
+    pub fn meta(&self, i: u32) -> &BufferMeta {
+        let k = self.at(i);
+        // SAFETY: `k <= mask` and `meta.len() == mask + 1` (set in `new`, never resized).
+        unsafe { self.meta.get_unchecked(k) }
+    }
+
+    /// The metadata of buffer `i`, writable.
+    #[inline(always)]
+    pub fn meta_mut(&mut self, i: u32) -> &mut BufferMeta {
+        let k = self.at(i);
+        // SAFETY: as in `meta`.
+        unsafe { self.meta.get_unchecked_mut(k) }
+    }
+
+    /// The whole slot of buffer `i` (headroom included).
+    #[inline(always)]
+    pub fn slot(&self, i: u32) -> &[u8; STRIDE] {
+        let k = self.at(i);
+        // SAFETY: `k <= mask` and the region holds `(mask + 1) * STRIDE` bytes (set in
+        // `new`), so the STRIDE bytes at `k * STRIDE` are in bounds; `[u8; N]` has alignment
+        // 1; the pointer comes from the mapping itself, and `&self` rules out a writer.
+        unsafe { &*self.data.as_ptr().add(k * STRIDE).cast::<[u8; STRIDE]>() }
+    }
+
+    /// The whole slot of buffer `i`, writable.
+    #[inline(always)]
+    pub fn slot_mut(&mut self, i: u32) -> &mut [u8; STRIDE] {
+        let k = self.at(i);
+        // SAFETY: as in `slot`, and `&mut self` makes the access exclusive.
+        unsafe { &mut *self.data.as_ptr().add(k * STRIDE).cast::<[u8; STRIDE]>() }
+    }
+
+    /// The frame bytes of buffer `i` (`offset .. offset + len`).
+    #[inline(always)]
+    pub fn frame(&self, i: u32) -> &[u8] {
+        let m = self.meta(i);
+        let (o, l) = (m.offset as usize, m.len as usize);
+        // SAFETY: `offset + len <= STRIDE` is `BufferMeta`'s invariant.
+        unsafe { self.slot(i).get_unchecked(o..o + l) }
+    }
+
+    /// The frame bytes of buffer `i`, writable.
+    #[inline(always)]
+    pub fn frame_mut(&mut self, i: u32) -> &mut [u8] {
+        let m = self.meta(i);
+        let (o, l) = (m.offset as usize, m.len as usize);
+        // SAFETY: as in `frame`.
+        unsafe { self.slot_mut(i).get_unchecked_mut(o..o + l) }
+    }
+
+    /// Starts loading the cache line at the start of buffer `i`'s frame (for a driver whose
+    /// frames were written by someone else: the kernel, another core).
+    #[inline(always)]
+    pub fn prefetch_frame(&self, i: u32) {
+        let at = self.at(i) * STRIDE + usize::from(self.meta(i).offset);
+        crate::runtime::prefetch(self.data.as_ptr().wrapping_add(at));
+    }
+
+    /// The 64 bytes starting at the frame (or ending at the slot's end, for a frame that
+    /// starts in the slot's last 64 bytes). Bytes past the frame's length are stale: callers
+    /// look only at the first `len` of them.
+    #[inline(always)]
+    pub fn line(&self, i: u32) -> &[u8; 64] {
+        let o = (self.meta(i).offset as usize).min(STRIDE - 64);
+        self.slot(i)[o..o + 64].try_into().expect("64 bytes")
+    }
+
+    /// The first 8 bytes at the frame start as a big-endian `u64` (the destination MAC in the
+    /// top 48 bits); stale beyond a frame shorter than 8 bytes.
+    #[inline(always)]
+    pub fn head_u64(&self, i: u32) -> u64 {
+        u64::from_be_bytes(self.line(i)[..8].try_into().expect("8 bytes"))
+    }
+
+    /// Makes room for `n` more bytes in front of the frame (from the headroom) and returns
+    /// the new frame, or `None` (frame unchanged) when the headroom is too small.
+    #[inline]
+    pub fn grow_head(&mut self, i: u32, n: usize) -> Option<&mut [u8]> {
+        let m = self.meta_mut(i);
+        let o = usize::from(m.offset).checked_sub(n)?;
+        m.offset = o as u16;
+        m.len += n as u16; // the end does not move, so `offset + len` stays <= STRIDE
+        Some(self.frame_mut(i))
+    }
+
+    /// Drops the first `n` bytes of the frame and returns what is left, or `None` (frame
+    /// unchanged) when the frame is shorter than `n`.
+    #[inline]
+    pub fn shrink_head(&mut self, i: u32, n: usize) -> Option<&mut [u8]> {
+        let m = self.meta_mut(i);
+        let len = usize::from(m.len).checked_sub(n)?;
+        m.offset += n as u16; // the end does not move
+        m.len = len as u16;
+        Some(self.frame_mut(i))
+    }
+
+    /// Copies `bytes` into buffer `i` at the default offset ([`HEADROOM`]) and sets its
+    /// length. Frames longer than [`DATA_CAPACITY`] are cut to it; returns the stored length.
+    pub fn write_frame(&mut self, i: u32, bytes: &[u8]) -> usize {
+        self.write_frame_at(i, HEADROOM, bytes)
+    }
+
+    /// Copies `bytes` into buffer `i` `headroom` bytes into its slot (a driver's placement)
+    /// and sets its length; both are cut to what the slot holds. Returns the stored length.
+    pub fn write_frame_at(&mut self, i: u32, headroom: usize, bytes: &[u8]) -> usize {
+        let m = BufferMeta::placed(headroom, bytes.len(), 0);
+        let (o, n) = (usize::from(m.offset), usize::from(m.len));
+        self.slot_mut(i)[o..o + n].copy_from_slice(&bytes[..n]);
+        *self.meta_mut(i) = m;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_free_lifo_and_exhaustion() {
+        let mut p = BufferPool::new(4).unwrap();
+        let mut out = [0u32; 8];
+        assert_eq!(p.alloc(&mut out[..3]), 3);
+        assert_eq!(&out[..3], &[2, 1, 0]);
+        assert_eq!(p.alloc(&mut out[3..8]), 1);
+        assert_eq!(p.alloc(&mut out[..1]), 0);
+        p.free(&[2]);
+        assert_eq!(p.alloc(&mut out[..1]), 1);
+        assert_eq!(out[0], 2, "the most recently freed buffer comes back first");
+    }
+
+    #[test]
+    fn settled_allocation_never_returns_a_buffer_freed_since() {
+        let mut p = BufferPool::new(4).unwrap();
+        let mut out = [0u32; 2];
+        p.alloc(&mut out); // 0 and 1 in use; 2 and 3 free
+        p.settle();
+        p.free(&[1]);
+        assert_eq!(p.settled_count(), 2);
+        let a = p.alloc_settled().unwrap();
+        let b = p.alloc_settled().unwrap();
+        assert!(a != 1 && b != 1 && a != b);
+        assert_eq!(p.alloc_settled(), None, "buffer 1 was freed after settling");
+        assert_eq!(p.free_count(), 1);
+        let mut one = [0u32; 1];
+        assert_eq!((p.alloc(&mut one), one[0]), (1, 1), "plain allocation may take it");
+    }
+
+    #[test]
+    fn frames_do_not_overlap_and_stride_is_not_power_of_two() {
+        assert!(!STRIDE.is_power_of_two() && STRIDE.is_multiple_of(64));
+        let mut p = BufferPool::new(3).unwrap();
+        let mut ids = [0u32; 3];
+        p.alloc(&mut ids);
+        for &i in &ids {
+            p.write_frame(i, &[i as u8; 100]);
+        }
+        for &i in &ids {
+            assert!(p.frame(i).iter().all(|&b| b == i as u8));
+            assert_eq!(p.frame(i).len(), 100);
+        }
+        assert_eq!(p.write_frame(0, &[0u8; 5000]), DATA_CAPACITY);
+    }
+
+    #[test]
+    fn any_index_stays_inside_the_pool() {
+        let mut p = BufferPool::new(3).unwrap();
+        for i in [3, 4, 1000, u32::MAX] {
+            p.write_frame(i, &[7; 60]);
+            assert_eq!(p.frame(i), &[7; 60][..]);
+            p.meta_mut(i).rx_if = 9;
+        }
+        assert_eq!(p.meta(u32::MAX).rx_if, 9, "indices alias inside the mapped range");
+    }
+
+    #[test]
+    #[should_panic(expected = "is not in the pool")]
+    fn freeing_a_foreign_index_panics() {
+        let mut p = BufferPool::new(4).unwrap();
+        p.alloc(&mut [0; 1]);
+        p.free(&[4]);
+    }
+
+    #[test]
+    #[should_panic(expected = "double free")]
+    fn freeing_more_than_the_capacity_panics() {
+        let mut p = BufferPool::new(4).unwrap();
+        p.free(&[0]);
+    }
+
+    #[test]
+    fn head_room_is_bounded_and_the_frame_end_never_moves() {
+        let mut p = BufferPool::new(1).unwrap();
+        p.write_frame(0, &[1; 100]);
+        assert!(p.grow_head(0, HEADROOM + 1).is_none(), "more than the headroom");
+        assert_eq!(p.grow_head(0, HEADROOM).map(|f| f.len()), Some(100 + HEADROOM));
+        assert!(p.shrink_head(0, 100 + HEADROOM + 1).is_none(), "more than the frame");
+        assert_eq!(p.shrink_head(0, 100 + HEADROOM).map(|f| f.len()), Some(0));
+        let m = p.meta(0);
+        assert_eq!(usize::from(m.offset()) + usize::from(m.len()), HEADROOM + 100);
+        p.write_frame(0, &[2; DATA_CAPACITY + 10]);
+        assert_eq!(usize::from(p.meta(0).offset()) + usize::from(p.meta(0).len()), STRIDE);
+        assert_eq!(p.write_frame_at(0, STRIDE + 5, &[3; 10]), 0, "no room at all");
+        assert_eq!(p.write_frame_at(0, 0, &[4; 10]), 10);
+        assert!(p.grow_head(0, 1).is_none(), "no headroom");
+    }
+}
