@@ -3,9 +3,10 @@
 mod common;
 
 use common::{drive, stats};
+use dataplane::datapath::Graph;
 use dataplane::neighbor::punt::{Event, Learn, Punt};
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::graph::NodeId;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
 use wire::{Ipv4Packet, MacAddr, checksum};
@@ -29,7 +30,7 @@ const HOST: MacAddr = MacAddr([2, 0, 0, 0, 7, 8]);
 fn graph() -> (Graph, std::sync::mpsc::Receiver<Event>) {
     let (mut g, _) = common::graph(YAML);
     let (tx, rx) = std::sync::mpsc::sync_channel(16);
-    g.punt = Punt::new(Some(tx), None, dataplane::runtime::tsc::hz());
+    g.features.punt = Punt::new(Some(tx), None, dataplane::runtime::tsc::hz());
     (g, rx)
 }
 

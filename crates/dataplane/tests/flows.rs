@@ -5,8 +5,9 @@ mod common;
 
 use common::{drive, stats};
 use dataplane::config::Config;
+use dataplane::datapath::Graph;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::graph::NodeId;
 
 /// port0 routes 48/8 to port1; its rules send UDP from 2.0.0.0/9 out of port2, drop TCP port
 /// 22 and let the rest through; port1 has no rules.

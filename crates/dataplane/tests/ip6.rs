@@ -5,10 +5,11 @@
 mod common;
 
 use common::{drive, dropped, stats};
+use dataplane::datapath::Graph;
 use dataplane::ip4::input::RxTally;
 use dataplane::ip6;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;
 use std::net::Ipv6Addr;
 use wire::Ipv6Packet;

@@ -5,8 +5,9 @@
 mod common;
 
 use common::{drive, dropped, stats};
+use dataplane::datapath::Graph;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, MplsLabel, checksum};

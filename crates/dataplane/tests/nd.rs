@@ -5,9 +5,10 @@
 mod common;
 
 use common::{drive, stats};
+use dataplane::datapath::Graph;
 use dataplane::neighbor::punt::{Event, Learn, Punt};
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::graph::NodeId;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 use wire::icmpv6::{self, NeighborMessage};
@@ -40,7 +41,7 @@ fn a(s: &str) -> Ipv6Addr {
 fn graph() -> (Graph, std::sync::mpsc::Receiver<Event>) {
     let (mut g, _) = common::graph(YAML);
     let (tx, rx) = std::sync::mpsc::sync_channel(64);
-    g.punt = Punt::new(Some(tx), None, dataplane::runtime::tsc::hz());
+    g.features.punt = Punt::new(Some(tx), None, dataplane::runtime::tsc::hz());
     (g, rx)
 }
 
@@ -285,9 +286,9 @@ fn errors_follow_rfc_4443_section_2_4_e() {
 #[test]
 fn a_failed_next_hop_gets_address_unreachable_and_misses_solicit_once_a_second() {
     let (mut g, events) = graph();
-    let mut tables = (*g.tables).clone();
+    let mut tables = (*g.features.tables).clone();
     tables.l3.unreachable.insert((3, a("2001:db8:7::9").into()));
-    g.tables = Arc::new(tables);
+    g.features.tables = Arc::new(tables);
     let to = |dst: &str| transit(PORT0, "2001:db8:16::1", dst, 64, 17, &[0; 8]);
     let frames = [to("2001:db8:7::9"), to("2001:db8:7::20"), to("2001:db8:7::20")];
     let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);

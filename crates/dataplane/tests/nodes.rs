@@ -4,8 +4,9 @@
 mod common;
 
 use common::{dropped, receive, stats};
+use dataplane::datapath::Graph;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::{Graph, NodeId};
+use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::vector::VecHandle;
 use proptest::prelude::*;
 

@@ -56,9 +56,10 @@ fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
     let sources = [(1, 1, RX | TX), (2, 1, RX | TX)];
-    g.sflow = Some(SflowWorker::new(&sources, &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 3, producer, peers));
+    g.features.sflow =
+        Some(SflowWorker::new(&sources, &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 3, producer, peers));
     common::receive(&mut g, port, &[f]);
-    g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
+    g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
     let mut out = Vec::new();
     consumer.drain(usize::MAX, |s| {
         assert_eq!(s.fate, Fate::Forwarded);

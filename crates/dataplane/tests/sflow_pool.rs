@@ -8,7 +8,9 @@ mod common;
 
 use dataplane::config::Config;
 use dataplane::control::engine::build_forwarding;
-use dataplane::runtime::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::datapath::Graph;
+use dataplane::datapath::WorkerCounters;
+use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Fate, Ring};
 use dataplane::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
@@ -48,7 +50,8 @@ fn workers(rate: u32, depth: u32) -> Vec<(Graph, Consumer)> {
             let (producer, consumer) = Ring::new(depth).split();
             let bucket = WorkerBudget::new(DropBudget::new(1), 0);
             let peers = counters.to_vec();
-            g.sflow = Some(SflowWorker::new(&[(1, rate, RX)], &[], bucket, 128, 77 + w as u64, producer, peers));
+            g.features.sflow =
+                Some(SflowWorker::new(&[(1, rate, RX)], &[], bucket, 128, 77 + w as u64, producer, peers));
             (g, consumer)
         })
         .collect()
@@ -73,7 +76,7 @@ fn every_sample_carries_the_pool_and_drops_of_its_moment() {
         let v = g.inject(1, &frames).unwrap();
         g.forward(v, NodeId::EthernetInput);
         g.run(0);
-        g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
+        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
         forwarded += (len - len.div_ceil(dropped_every)) as u64;
         let lost: u64 = ws.iter().map(|(g, _)| g.counters.sflow(1).ring_full.get()).sum();
         let now_taken = ws[w].0.counters.sflow(1).taken.get();
@@ -119,7 +122,7 @@ neighbors:
     let (mut g, _) = common::graph(yaml);
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
-    g.sflow =
+    g.features.sflow =
         Some(SflowWorker::new(&[(1, 1, RX)], &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 5, producer, peers));
     let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
     let mut ip = [0u8; 20];
@@ -127,7 +130,7 @@ neighbors:
     f.extend_from_slice(&ip);
     f.resize(60, 0);
     common::receive(&mut g, 1, &[&f]);
-    g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
+    g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
     let mut got = Vec::new();
     consumer.drain(usize::MAX, |s| {
         got.push((s.fate, s.output, s.routed, s.next_hop, s.dst_prefix_len));

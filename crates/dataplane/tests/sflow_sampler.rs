@@ -41,7 +41,8 @@ fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<
     let (producer, mut consumer) = Ring::new(1 << 16).split();
     let bucket = dataplane::sflow::WorkerBudget::new(dataplane::sflow::DropBudget::new(1), 0);
     let peers = vec![g.counters.clone()];
-    g.sflow = Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer, peers));
+    g.features.sflow =
+        Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer, peers));
     let mut traffic = Traffic(seed);
     let (mut truth, mut seen) = (BTreeMap::new(), BTreeMap::new());
     let mut samples = 0;
@@ -57,7 +58,7 @@ fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<
         let v = g.inject(1, &refs).unwrap();
         g.forward(v, NodeId::EthernetInput);
         g.run(0);
-        g.sflow.as_mut().unwrap().publish(&g.pool, &g.tables);
+        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
         consumer.drain(usize::MAX, |s| {
             assert_eq!(s.fate, Fate::Forwarded);
             *seen.entry(s.header[5]).or_insert(0u64) += 1;

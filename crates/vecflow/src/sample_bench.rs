@@ -7,8 +7,8 @@
 use anyhow::Context;
 use dataplane::config::Config;
 use dataplane::control::engine::build_forwarding;
+use dataplane::datapath::WorkerCounters;
 use dataplane::runtime::buffer::BufferPool;
-use dataplane::runtime::graph::WorkerCounters;
 use dataplane::runtime::qsbr::Qsbr;
 use dataplane::runtime::tsc;
 use dataplane::sflow::ring::Ring;

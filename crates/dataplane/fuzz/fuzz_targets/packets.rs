@@ -13,7 +13,9 @@
 use dataplane::config::Config;
 use dataplane::control::engine::build_forwarding;
 use dataplane::runtime::drops::{DropReason, N_REASONS};
-use dataplane::runtime::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::runtime::graph::NodeId;
+use dataplane::datapath::Graph;
+use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
 use dataplane::runtime::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Ring};
@@ -85,7 +87,7 @@ fn state() -> &'static Mutex<State> {
         let budget = DropBudget::new(1);
         (0..dataplane::runtime::drops::N_REASONS).for_each(|r| budget.grant(0, r, u64::MAX));
         let budget = WorkerBudget::new(budget, 0);
-        graph.sflow = Some(SflowWorker::new(&sources, &ports, budget, 128, 7, producer, peers));
+        graph.features.sflow = Some(SflowWorker::new(&sources, &ports, budget, 128, 7, producer, peers));
         Mutex::new(State { graph, consumer, interfaces: f.interfaces })
     })
 }
@@ -196,8 +198,8 @@ fuzz_target!(|data: &[u8]| {
         let v = g.inject(port, &frames).expect("the pool is full between inputs");
         g.forward(v, NodeId::EthernetInput);
         g.run(0);
-        if let Some(sf) = &mut g.sflow {
-            sf.publish(&g.pool, &g.tables);
+        if let Some(sf) = &mut g.features.sflow {
+            sf.publish(&g.pool, &g.features.tables);
         }
         consumer.drain(usize::MAX, |_| true);
         assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "a buffer leaked");

@@ -244,7 +244,7 @@ fn trace_detail(dp: &Dataplane, e: &crate::runtime::trace::TraceEntry, next: Opt
     let m = &e.meta;
     let mut d = match e.node {
         n if NodeId::INPUTS.contains(&n) => {
-            format!("rx on {}, {} bytes: {}", name(m.rx_if), m.len(), crate::runtime::trace::summary(&e.head[..e.len]))
+            format!("rx on {}, {} bytes: {}", name(m.rx_if), m.len(), super::summary::summary(&e.head[..e.len]))
         }
         NodeId::Ip4Lookup | NodeId::Ip6Lookup | NodeId::MplsRewrite | NodeId::Ip4Local if m.adj != 0 => {
             let adj = adjacency(dp, m.adj);
@@ -264,7 +264,7 @@ fn trace_detail(dp: &Dataplane, e: &crate::runtime::trace::TraceEntry, next: Opt
         | NodeId::Icmp4Error
         | NodeId::Icmp6Error
         | NodeId::Ip4Frag => {
-            format!("out {}: {}", name(m.tx_if), crate::runtime::trace::summary(&e.head[..e.len]))
+            format!("out {}: {}", name(m.tx_if), super::summary::summary(&e.head[..e.len]))
         }
         NodeId::GeneratorTx | NodeId::AfPacketTx | NodeId::PcapTx => {
             let refused = m.error != crate::runtime::buffer::NOT_DROPPED;

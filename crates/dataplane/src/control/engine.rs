@@ -2,9 +2,11 @@
 //! validated [`Config`], starts the workers, reads their counters, stops them.
 
 use crate::config::{AdminState, Config, Driver};
+use crate::datapath::WorkerCounters;
 use crate::datapath::worker::{self, WorkerSetup};
 use crate::drivers::af_packet::{RxQueue, TxSockets};
 use crate::drivers::af_xdp::setup::XdpPorts;
+use crate::drivers::generator::GenStats;
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::drivers::host::HostLink;
 use crate::drivers::pcap::{PcapPort, PcapSink, PcapSinks};
@@ -15,11 +17,11 @@ use crate::l3::fib::{FibError, FibWriters, Fibs};
 use crate::neighbor::punt::{Event, Probe, Punt, PuntStats};
 use crate::neighbor::{NeighborRow, Neighbors};
 use crate::runtime::drops::{DropReason, N_REASONS};
-use crate::runtime::graph::SflowStats;
-use crate::runtime::graph::{GenStats, LoopStats, NodeId, NodeStats, WorkerCounters};
+use crate::runtime::graph::{LoopStats, NodeId, NodeStats};
 use crate::runtime::qsbr::Qsbr;
 use crate::runtime::snapshot::TablePublisher;
 use crate::runtime::tsc;
+use crate::sflow::SflowStats;
 use crate::sflow::agent::{self, AgentSetup, AgentShared, AgentStats};
 use crate::sflow::ring::Ring;
 use crate::sflow::{DropBudget, Refill, SflowWorker, WorkerBudget};
@@ -282,7 +284,7 @@ pub struct Dataplane {
     started: Instant,
     config: Config,
     /// Publishes new table snapshots to the workers.
-    publisher: TablePublisher,
+    publisher: TablePublisher<Tables>,
     /// The neighbor table behind the snapshots' neighbors.
     neighbors: Neighbors,
     /// What workers report (ARP learned, resolutions started).
@@ -1011,8 +1013,8 @@ impl Dataplane {
     }
 
     /// What the workers' megaflow caches did, summed.
-    pub fn flow_cache_stats(&self) -> crate::runtime::graph::FlowCacheStats {
-        let mut s = crate::runtime::graph::FlowCacheStats::default();
+    pub fn flow_cache_stats(&self) -> crate::flows::FlowCacheStats {
+        let mut s = crate::flows::FlowCacheStats::default();
         for w in &self.workers {
             w.counters.flow_cache.add_to(&mut s);
         }

@@ -4,3 +4,4 @@
 pub mod change;
 pub mod cli;
 pub mod engine;
+mod summary;

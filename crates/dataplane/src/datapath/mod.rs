@@ -1,3 +1,124 @@
-//! The worker threads: the loop that polls the drivers and runs vectors through the graph.
+//! The worker side above the runtime and the features: the state each feature keeps per
+//! worker ([`Features`]), the `match` that runs a node on a vector (the one place that knows
+//! every node), the worker's counters and the worker threads.
 
+mod counters;
 pub mod worker;
+
+pub use counters::WorkerCounters;
+
+use crate::interface::Tables;
+use crate::l3::fib::Fibs;
+use crate::runtime::buffer::BufferPool;
+use crate::runtime::graph::NodeId;
+use crate::runtime::vector::VecHandle;
+use crate::{drivers, ethernet, flows, interface, ip4, ip6, mpls, neighbor, sflow};
+use std::sync::Arc;
+
+/// One worker's graph, with every feature's state.
+pub type Graph = crate::runtime::graph::Graph<Features>;
+
+/// The state each feature keeps per worker, one field per feature.
+pub struct Features {
+    /// The worker's AF_XDP sockets (their UMEM is the graph's buffer pool; declared first,
+    /// so they close before the pool is unmapped).
+    pub xsk: drivers::af_xdp::XskSockets,
+    /// The worker's AF_PACKET send sockets (none until the worker opens them).
+    pub tx: drivers::af_packet::TxSockets,
+    /// The capture files its pcap interfaces transmit into.
+    pub pcap_out: drivers::pcap::PcapSinks,
+    /// Forwarding tables: interfaces and adjacencies (an immutable snapshot).
+    pub tables: Arc<Tables>,
+    /// The IPv4 and IPv6 FIBs (updated in place by the main thread).
+    pub fib: Fibs,
+    /// sFlow samplers and sample ring, when sFlow is on.
+    pub sflow: Option<sflow::SflowWorker>,
+    /// The worker's megaflow cache for `flow-classify`, made when first needed, and the TSC
+    /// of its last clock tick.
+    pub flow_cache: Option<(classifier::MegaflowCache, u64)>,
+    /// Its line to the main thread and the limits on packets it makes itself.
+    pub punt: neighbor::punt::Punt,
+}
+
+impl crate::runtime::graph::Features for Features {
+    type Counters = WorkerCounters;
+
+    fn dispatch(g: &mut Graph, node: NodeId, v: VecHandle) {
+        match node {
+            NodeId::EthernetInput => ethernet::input::run(g, v),
+            NodeId::L2Xconnect => ethernet::l2_xconnect::run(g, v),
+            NodeId::Ip4Input => ip4::input::run(g, v),
+            NodeId::Ip4Lookup => ip4::lookup::run(g, v),
+            NodeId::Ip4Rewrite => ip4::rewrite::run(g, v),
+            NodeId::MplsInput => mpls::input::run(g, v),
+            NodeId::MplsLookup => mpls::lookup::run(g, v),
+            NodeId::MplsRewrite => mpls::rewrite::run(g, v),
+            NodeId::InterfaceOutput => interface::output::run(g, v),
+            NodeId::Ip4Local => ip4::local::run(g, v),
+            NodeId::Ip4Arp => ip4::arp::run(g, v),
+            NodeId::Ip4Frag => ip4::frag::run(g, v),
+            NodeId::Icmp4Error => ip4::icmp_error::run(g, v),
+            NodeId::ArpInput => ip4::arp_input::run(g, v),
+            NodeId::Ip6Input => ip6::input::run(g, v),
+            NodeId::Ip6Lookup => ip6::lookup::run(g, v),
+            NodeId::Ip6Rewrite => ip6::rewrite::run(g, v),
+            NodeId::FlowClassify => flows::classify::run(g, v),
+            NodeId::Ip6Local => ip6::local::run(g, v),
+            NodeId::Ip6Nd => ip6::nd::run(g, v),
+            NodeId::Icmp6Error => ip6::icmp_error::run(g, v),
+            NodeId::GeneratorTx => drivers::generator::sink(g, v),
+            NodeId::AfPacketTx => drivers::af_packet::tx(g, v),
+            NodeId::AfXdpTx => drivers::af_xdp::tx(g, v),
+            NodeId::PcapTx => drivers::pcap::tx(g, v),
+            NodeId::ErrorDrop => interface::error_drop::run(g, v),
+            NodeId::GeneratorInput | NodeId::AfPacketInput | NodeId::AfXdpInput | NodeId::PcapInput => {
+                unreachable!("input nodes are polled, not queued")
+            }
+        }
+    }
+}
+
+impl Graph {
+    /// A graph with `buffers` packet buffers, forwarding with `tables` and `fib`.
+    pub fn new(buffers: u32, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
+        Ok(Self::with_tables(BufferPool::new(buffers)?, tables, fib, counters))
+    }
+
+    /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
+    pub fn with_tables(pool: BufferPool, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> Self {
+        let features = Features {
+            xsk: Default::default(),
+            tx: Default::default(),
+            pcap_out: Default::default(),
+            tables,
+            fib,
+            sflow: None,
+            flow_cache: None,
+            punt: neighbor::punt::Punt::new(None, None, crate::runtime::tsc::hz()),
+        };
+        Self::with_pool(pool, features, counters)
+    }
+
+    /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
+    /// to hold one. For the nodes' cold paths: hot loops read the fields in place.
+    pub fn ipv4(&self, i: u32) -> Option<wire::Ipv4Packet<&[u8]>> {
+        wire::Ipv4Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
+    }
+
+    /// The IPv6 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
+    /// to hold one. For the nodes' cold paths.
+    pub fn ipv6(&self, i: u32) -> Option<wire::Ipv6Packet<&[u8]>> {
+        wire::Ipv6Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
+    }
+
+    /// Counts the packet in buffer `i` as taken by this router (answered in place): `rx_local`
+    /// of its input interface, and not forwarded for sFlow's sample pool. Call it while the
+    /// buffer's metadata still names the input interface.
+    pub fn consumed(&self, i: u32) {
+        let rx_if = self.pool.meta(i).rx_if;
+        self.counters.interface(rx_if).rx_local.add(1);
+        if let Some(sf) = &self.features.sflow {
+            sf.consumed(self.features.tables.get(rx_if).port, &self.counters);
+        }
+    }
+}

@@ -15,13 +15,15 @@
 //! start-up and makes no per-packet system call.
 
 use crate::config::PollMode;
+use crate::datapath::Graph;
+use crate::datapath::WorkerCounters;
 use crate::drivers::RxPort;
 use crate::drivers::af_packet::TxSockets;
 use crate::drivers::pcap::PcapSinks;
 use crate::interface::Tables;
 use crate::l3::fib::Fibs;
 use crate::neighbor::punt::Punt;
-use crate::runtime::graph::{Graph, NodeId, WorkerCounters};
+use crate::runtime::graph::NodeId;
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::snapshot::TableReader;
 use crate::runtime::tsc;
@@ -92,7 +94,7 @@ pub struct WorkerSetup {
     /// Forwarding tables: the snapshot to start with.
     pub tables: Arc<Tables>,
     /// Where newer snapshots come from.
-    pub updates: TableReader,
+    pub updates: TableReader<Tables>,
     /// Its line to the main thread.
     pub punt: Punt,
     /// The IPv4 FIB.
@@ -167,8 +169,8 @@ fn send_probes(g: &mut Graph) -> bool {
     let any = crate::l3::shared::send_probes(g);
     if any {
         g.run(tsc::now());
-        if let Some(sf) = &mut g.sflow {
-            sf.publish(&g.pool, &g.tables);
+        if let Some(sf) = &mut g.features.sflow {
+            sf.publish(&g.pool, &g.features.tables);
         }
     }
     any
@@ -188,22 +190,22 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         Some(p) => p,
         None => crate::runtime::buffer::BufferPool::new(s.buffers)?,
     };
-    let mut g = Graph::with_pool(pool, s.tables, s.fib, s.counters.clone());
-    g.xsk = std::mem::take(&mut s.xsk);
-    g.sflow = s.sflow.take();
-    g.tx = std::mem::take(&mut s.tx);
-    g.pcap_out = std::mem::take(&mut s.pcap_out);
-    g.punt = s.punt;
+    let mut g = Graph::with_tables(pool, s.tables, s.fib, s.counters.clone());
+    g.features.xsk = std::mem::take(&mut s.xsk);
+    g.features.sflow = s.sflow.take();
+    g.features.tx = std::mem::take(&mut s.tx);
+    g.features.pcap_out = std::mem::take(&mut s.pcap_out);
+    g.features.punt = s.punt;
     g.trace = crate::runtime::trace::Tracer::new(s.id);
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
     let adaptive_spin = tsc::hz() / 1_000_000 * ADAPTIVE_SPIN_US;
     let mut idle_since: Option<u64> = None;
     while !s.stop.load(Relaxed) {
-        s.updates.refresh(&mut g.tables);
+        s.updates.refresh(&mut g.features.tables);
         s.qsbr.quiescent();
         g.trace.refresh(&c.trace);
-        if let Some(sf) = &mut g.sflow {
+        if let Some(sf) = &mut g.features.sflow {
             sf.refresh();
         }
         let mut busy = send_probes(&mut g);
@@ -228,8 +230,8 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             if g.trace.active {
                 g.trace.finish(&c.trace);
             }
-            if let Some(sf) = &mut g.sflow {
-                sf.publish(&g.pool, &g.tables);
+            if let Some(sf) = &mut g.features.sflow {
+                sf.publish(&g.pool, &g.features.tables);
             }
             busy = true;
         }
@@ -244,7 +246,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             c.nodes[port.node() as usize].suspends.add(1);
         }
         let spun_enough = tsc::ticks(*idle_since.get_or_insert(now), now) >= adaptive_spin;
-        match how_to_wait(&s.ports, &g.tables, spun_enough) {
+        match how_to_wait(&s.ports, &g.features.tables, spun_enough) {
             Wait::Spin => std::hint::spin_loop(),
             Wait::Nap => std::thread::sleep(IDLE_SLEEP),
             Wait::Poll => {

@@ -25,10 +25,10 @@
 
 use super::{cvt, get_opt, set_opt};
 use crate::config::AfPacketConfig;
+use crate::datapath::Graph;
 use crate::interface::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::Graph;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -404,9 +404,9 @@ impl TxSockets {
 pub fn tx(g: &mut Graph, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
         let first = run.start;
-        send_run(&mut g.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
+        send_run(&mut g.features.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
     });
-    let refused = g.tx.refused;
+    let refused = g.features.tx.refused;
     super::complete_tx(g, v, &refused, DropReason::TxError, true);
 }
 

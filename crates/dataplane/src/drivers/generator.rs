@@ -11,13 +11,30 @@
 //! a digest so the reads cannot be optimised away), counts it and frees the buffer.
 
 use crate::config::{RangeMode, StreamConfig, Template};
+use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
 use crate::interface::TxRun;
 use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
-use crate::runtime::graph::Graph;
+use crate::runtime::stats::counter_set;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use wire::{EtherType, MacAddr, checksum, ipv4, ipv6, mpls::MplsLabel, udp};
+
+counter_set! {
+    /// One worker's generator and sink totals.
+    GenCounters,
+    /// Generator and sink totals (one worker or summed).
+    GenStats {
+        /// Frames the generator emitted.
+        generated,
+        /// Polls where the buffer pool ran dry, so the generator emitted fewer frames.
+        no_buffer,
+        /// Frames the sink read (their bytes are in the output interfaces' tx counters).
+        sink_packets,
+        /// XOR of every 8-byte word the sink read (proves the reads happen).
+        sink_digest,
+    }
+}
 
 /// Ethertype of `l2` template frames: IEEE 802 local experimental ethertype 1.
 pub const L2_ETHERTYPE: u16 = 0x88b5;

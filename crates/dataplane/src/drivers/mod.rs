@@ -13,9 +13,10 @@ pub mod host;
 pub mod pace;
 pub mod pcap;
 
+use crate::datapath::Graph;
 use crate::interface::TxRun;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId, Outbox};
+use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::ops::Range;
 
@@ -182,8 +183,9 @@ fn for_each_port_run(g: &mut Graph, v: VecHandle, mut send: impl FnMut(&mut Grap
     let mut start = 0;
     while start < n {
         let idx = g.vectors[v].indices();
-        let port = g.tables.get(g.pool.meta(idx[start]).tx_if).port;
-        let end = start + idx[start..].iter().take_while(|&&i| g.tables.get(g.pool.meta(i).tx_if).port == port).count();
+        let port = g.features.tables.get(g.pool.meta(idx[start]).tx_if).port;
+        let end = start
+            + idx[start..].iter().take_while(|&&i| g.features.tables.get(g.pool.meta(i).tx_if).port == port).count();
         send(g, port, start..end);
         start = end;
     }

@@ -18,11 +18,11 @@
 //! This driver is for replaying and recording, not for speed: it does file I/O on the worker
 //! (in 4 MiB reads and 1 MiB writes, not a system call per frame).
 
+use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
 use crate::interface::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferMeta, DATA_CAPACITY, HEADROOM};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::Graph;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
 use pcap_file::pcapng::blocks::Block;
@@ -401,7 +401,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
     let ts = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let mut refused = [false; VECTOR_SIZE];
     super::for_each_port_run(g, v, |g, port, run| {
-        if let Some(Some(sink)) = g.pcap_out.by_port.get(usize::from(port)) {
+        if let Some(Some(sink)) = g.features.pcap_out.by_port.get(usize::from(port)) {
             let mut w = sink.lock();
             for k in run {
                 refused[k] = match &mut *w {

@@ -25,10 +25,11 @@
 //! still counts the call and its packets (as `fused`, their clocks being this node's); while
 //! the packet tracer runs, the nodes run one after the other so that traces show each one.
 
+use crate::datapath::Graph;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
 use crate::ip4::input::RxTally;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use crate::{ip4, ip6};
 use wire::EtherType;
@@ -37,10 +38,10 @@ use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
-    if let Some(sf) = &mut g.sflow {
+    if let Some(sf) = &mut g.features.sflow {
         sf.sample(&mut g.pool, &mut g.vectors[v], port, crate::sflow::RX, &g.counters);
     }
-    let ifc = *g.tables.get(port);
+    let ifc = *g.features.tables.get(port);
     if fused(g, v, &ifc) {
         return;
     }
@@ -170,7 +171,7 @@ pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropRe
 #[cold]
 fn classify_each(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
-    let port_ifc = *g.tables.get(port);
+    let port_ifc = *g.features.tables.get(port);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let len = g.pool.frame(i).len();
@@ -182,13 +183,13 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
         let sub = if len >= HEADER_LEN + VLAN_TAG_LEN && port_ifc.has_subifs && ethertype(g) == EtherType::VLAN {
             let f = g.pool.frame(i);
             let vid = u16::from_be_bytes([f[14], f[15]]) & 0x0fff;
-            g.tables.vlans.get(&(port, vid)).copied()
+            g.features.tables.vlans.get(&(port, vid)).copied()
         } else {
             None
         };
         let rx_if = sub.unwrap_or(port);
         count(g, rx_if, len, head, (HEADER_LEN..=port_ifc.max_frame as usize).contains(&len));
-        let ifc = *g.tables.get(rx_if);
+        let ifc = *g.features.tables.get(rx_if);
         let next = if !port_ifc.admin_up || !ifc.admin_up {
             Err(DropReason::InterfaceDown)
         } else if len < HEADER_LEN {

@@ -2,15 +2,16 @@
 //! cross-connected to, and sends the whole vector to `interface-output`. Frames are not
 //! modified. Drops nothing (`ethernet-input` only sends frames of cross-connected interfaces).
 
+use crate::datapath::Graph;
 use crate::interface::RxMode;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The cross-connect peer of interface `rx_if` (0 when it has none: index 0 is never up, so
 /// `interface-output` then drops the frame as `tx-interface-down` rather than guessing).
 #[inline(always)]
 fn peer(g: &Graph, rx_if: u16) -> u16 {
-    match g.tables.get(rx_if).mode {
+    match g.features.tables.get(rx_if).mode {
         RxMode::L2Xconnect { peer } => peer,
         RxMode::L3 => 0,
     }

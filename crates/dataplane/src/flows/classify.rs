@@ -9,9 +9,10 @@
 //! the node `ethernet-input` would have chosen without rules. Megaflows unused for 10 s expire
 //! (checked every 10 s).
 
+use crate::datapath::Graph;
 use crate::flows::FlowAction;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use classifier::cache::Verdict;
 use classifier::key::{FRAG_ANY, FRAG_LATER};
@@ -26,7 +27,7 @@ fn key_of(g: &Graph, i: u32) -> FlowKey {
     let mut key = FlowKey::default()
         .with(Field::InPort, u64::from(m.rx_if))
         .with(Field::Ethertype, u64::from(ethertype))
-        .with(Field::Vlan, u64::from(g.tables.get(m.rx_if).vlan));
+        .with(Field::Vlan, u64::from(g.features.tables.get(m.rx_if).vlan));
     let Some(ip) = f.get(l3..l3 + 20).filter(|_| ethertype == wire::EtherType::IPV4) else { return key };
     let frag = u16::from_be_bytes([ip[6], ip[7]]);
     let (offset, more) = (frag & 0x1fff, frag & 0x2000 != 0);
@@ -70,7 +71,7 @@ fn age(cache: &mut MegaflowCache, last_tick: &mut u64, now: u64, hz: u64) {
 
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
-    let tables = g.tables.clone();
+    let tables = g.features.tables.clone();
     let flows = &tables.l3.flows;
     let n = g.vectors[v].len();
     let mut keys = [FlowKey::default(); VECTOR_SIZE];
@@ -78,10 +79,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         keys[k] = key_of(g, i);
     }
     let now = crate::runtime::tsc::now();
-    if g.flow_cache.as_ref().is_some_and(|(cache, _)| cache.config() != flows.cache) {
-        g.flow_cache = None;
+    if g.features.flow_cache.as_ref().is_some_and(|(cache, _)| cache.config() != flows.cache) {
+        g.features.flow_cache = None;
     }
-    let (cache, last_tick) = g.flow_cache.get_or_insert_with(|| (MegaflowCache::new(flows.cache), now));
+    let (cache, last_tick) = g.features.flow_cache.get_or_insert_with(|| (MegaflowCache::new(flows.cache), now));
     age(cache, last_tick, now, crate::runtime::tsc::hz());
     let before = cache.stats();
     let mut out = [Verdict::NONE; VECTOR_SIZE];

@@ -11,7 +11,28 @@ pub mod classify;
 
 use crate::config::FlowCacheConfig;
 use crate::interface::Interface;
+use crate::runtime::stats::counter_set;
 use classifier::{Rule, RuleMatch, RuleTable};
+
+counter_set! {
+    /// One worker's megaflow cache counters (`show flow-cache`).
+    FlowCacheCounters,
+    /// Summed over workers.
+    FlowCacheStats {
+        /// Packets classified.
+        lookups,
+        /// Answered by the exact-match cache.
+        emc_hits,
+        /// Answered by the subtable the Cuckoo Distributor predicted.
+        cd_hits,
+        /// Answered by the ranked megaflow search.
+        dpcls_hits,
+        /// Answered by the rule table (a megaflow installed).
+        upcalls,
+        /// Subtables probed for the CD and megaflow hits.
+        subtables_probed,
+    }
+}
 
 /// What a matching rule does with a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 //! ifOutErrors on the output interface), reports it as an sFlow discard sample when its interface has drop
 //! monitoring on, and frees the buffer.
 
+use crate::datapath::Graph;
 use crate::runtime::drops::{DropClass, DropReason};
-use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 
 /// Processes one vector.
@@ -24,8 +24,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             DropClass::Punt => {}
         }
     }
-    if let Some(sf) = &mut g.sflow {
-        sf.dropped(&g.pool, &g.vectors[v], &g.tables, &g.counters);
+    if let Some(sf) = &mut g.features.sflow {
+        sf.dropped(&g.pool, &g.vectors[v], &g.features.tables, &g.counters);
     }
     g.pool.free(g.vectors[v].indices());
     g.vectors.free(v);

@@ -13,8 +13,9 @@
 //! Drops: `tx-interface-down`, `mtu-exceeded`, `no-headroom` (no room for a sub-interface's
 //! tag).
 
+use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::EtherType;
 use wire::ethernet::VLAN_TAG_LEN;
@@ -33,12 +34,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
         longest = longest.max(m.len());
     }
-    let out = *g.tables.get(m0.tx_if);
+    let out = *g.features.tables.get(m0.tx_if);
     // Untagged frames may carry MTU + 14 bytes; longer ones (tagged, or too big) are
     // checked frame by frame.
     if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
-        if let Some(sf) = &mut g.sflow {
+        if let Some(sf) = &mut g.features.sflow {
             sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
         }
         g.forward(v, out.tx_node);
@@ -76,7 +77,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
-        let out = *g.tables.get(m.tx_if);
+        let out = *g.features.tables.get(m.tx_if);
         let verdict = if out.tx_node == NodeId::ErrorDrop {
             Err(DropReason::TxInterfaceDown)
         } else if m.len() > out.max_frame.saturating_sub(if is_tagged(g, i) { 0 } else { TAG }) {
@@ -89,7 +90,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         let next = match verdict {
             Ok(tx_node) => {
                 g.counters.interface(m.rx_if).rx_forwarded.add(1);
-                if let Some(sf) = &mut g.sflow {
+                if let Some(sf) = &mut g.features.sflow {
                     sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
                 }
                 tx_node

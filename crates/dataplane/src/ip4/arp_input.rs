@@ -10,9 +10,10 @@
 //! charged to the interface as discards), a packet that is not Ethernet/IPv4 ARP is
 //! `arp-malformed`.
 
+use crate::datapath::Graph;
 use crate::neighbor::punt::{Event, Learn};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
@@ -27,12 +28,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             g.mark_drop(k, i, DropReason::ArpMalformed);
             continue;
         };
-        let ours = g.tables.is_own_address(m.rx_if, a.tpa);
-        let on_link = g.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
+        let ours = g.features.tables.is_own_address(m.rx_if, a.tpa);
+        let on_link = g.features.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
             let how = if ours { Learn::Confirmed } else { Learn::Overheard };
             let event = Event::Learned { interface: m.rx_if, address: a.spa.into(), mac: a.sha, how };
-            g.punt.report(event, &g.counters.punt);
+            g.features.punt.report(event, &g.counters.punt);
         }
         if a.op == arp::REQUEST && ours {
             g.consumed(i);
@@ -50,7 +51,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// on (as a packet this router originates).
 fn reply(g: &mut Graph, i: u32, a: &Arp) {
     let m = *g.pool.meta(i);
-    let mac = g.tables.get(m.rx_if).mac;
+    let mac = g.features.tables.get(m.rx_if).mac;
     let answer = Arp { op: arp::REPLY, sha: mac, spa: a.tpa, tha: a.sha, tpa: a.spa };
     let l3 = usize::from(m.l3_offset);
     let f = g.pool.frame_mut(i);

@@ -8,9 +8,10 @@
 //! counts as forwarded on its input interface once), the original buffer is freed. A packet that
 //! needs more buffers than are free is dropped whole as `no-buffer`.
 
+use crate::datapath::Graph;
 use crate::runtime::buffer::DATA_CAPACITY;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId, Outbox};
+use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
 
@@ -63,7 +64,8 @@ fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
     let l2 = usize::from(m.l3_offset);
     // Labels pushed in front of the IP header (l2 beyond Ethernet's 14 bytes) count against
     // the MTU; a fragment never outgrows a buffer either.
-    let mtu = usize::from(g.tables.get(m.tx_if).mtu).saturating_sub(l2.saturating_sub(14)).min(DATA_CAPACITY - l2);
+    let mtu =
+        usize::from(g.features.tables.get(m.tx_if).mtu).saturating_sub(l2.saturating_sub(14)).min(DATA_CAPACITY - l2);
     let f = g.pool.frame(i);
     let ip = &f[l2..];
     let ihl = usize::from(ip[0] & 0x0f) * 4;

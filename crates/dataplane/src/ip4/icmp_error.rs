@@ -16,8 +16,9 @@
 //! address, or a packet this router made.
 //! All within the worker's ICMP rate limit (`icmp_limited` counts what it withheld).
 
+use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
@@ -43,11 +44,11 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
         DropReason::NoNeighbor => Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0)),
         DropReason::FragNeeded => {
             // The route's pushed labels take part of the MTU.
-            let labels = match g.tables.l3.adjs.get(m.adj as usize) {
+            let labels = match g.features.tables.l3.adjs.get(m.adj as usize) {
                 Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
-            let mtu = g.tables.get(m.tx_if).mtu.saturating_sub(4 * labels);
+            let mtu = g.features.tables.get(m.tx_if).mtu.saturating_sub(4 * labels);
             Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, u32::from(mtu)))
         }
         _ => None,
@@ -66,7 +67,7 @@ fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
         && g.pool.frame(i)[0] & 1 == 0
         && !dst.is_multicast()
         && dst.octets()[0] < 240
-        && !g.tables.is_subnet_edge(dst)
+        && !g.features.tables.is_subnet_edge(dst)
         && ip.fragment_offset() == 0
         && !about_error
         && !is_invalid_source(g, ip.src())
@@ -76,7 +77,7 @@ fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
 /// multicast, 240/4 (with 255.255.255.255), or a subnet's network or broadcast address.
 pub fn is_invalid_source(g: &Graph, src: Ipv4Addr) -> bool {
     let first = src.octets()[0];
-    first == 0 || first == 127 || first >= 224 || g.tables.is_subnet_edge(src)
+    first == 0 || first == 127 || first >= 224 || g.features.tables.is_subnet_edge(src)
 }
 
 /// Builds the error about buffer `i` in a fresh buffer; `None` when none is free or the input
@@ -88,7 +89,11 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u32) -> Option<u32> {
     let total = usize::from(original.total_len()).min(ip.len());
     let quote = &ip[..total.min(MAX_ERROR - ipv4::HEADER_LEN - icmp::HEADER_LEN)];
     let to = original.src();
-    let from = g.tables.source_toward(m.rx_if, to).or_else(|| g.tables.addresses.first().map(|(_, a)| a.addr))?;
+    let from = g
+        .features
+        .tables
+        .source_toward(m.rx_if, to)
+        .or_else(|| g.features.tables.addresses.first().map(|(_, a)| a.addr))?;
     let mut out = [0u8; 14 + MAX_ERROR];
     out[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
     let len = ipv4::HEADER_LEN + icmp::HEADER_LEN + quote.len();

@@ -6,9 +6,10 @@
 //! unchanged when all are good). The TTL is checked only when forwarding (`ip4-rewrite`), so
 //! packets for this router's own addresses are delivered whatever their TTL.
 
+use crate::datapath::Graph;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::VecHandle;
 use wire::EtherType;

@@ -6,8 +6,9 @@
 //! multicast, a subnet broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request
 //! is dropped too). Echo replies share the worker's ICMP rate limit.
 
+use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::{Ipv4Packet, checksum, icmp, ipv4};
 
@@ -16,7 +17,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        if is_echo_request(g, i) && !from_invalid_source(g, i) && g.punt.icmp_allowed(now) {
+        if is_echo_request(g, i) && !from_invalid_source(g, i) && g.features.punt.icmp_allowed(now) {
             g.consumed(i);
             echo_reply(g, i);
             g.counters.punt.icmp_sent.add(1);

@@ -6,10 +6,11 @@
 //! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
 //! address) goes to `ip4-local`; everything else to `ip4-rewrite`.
 
+use crate::datapath::Graph;
 use crate::l3::ADJ_DROP;
 use crate::l3::fib::Leaf;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 
 /// Adjacency index of [`crate::l3::Adjacency::Local`].
@@ -24,10 +25,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         // ip4-input guaranteed 20 header bytes at l3.
         let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
         *d = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        g.fib.ip4.prefetch(*d);
+        g.features.fib.ip4.prefetch(*d);
     }
     let mut entry = [0u32; VECTOR_SIZE];
-    g.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
+    g.features.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
     let mut all_routed = true;
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
         let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });

@@ -12,9 +12,10 @@
 //! neighbor table. Without a MAC the packet goes to `ip4-arp` (dropped as `no-neighbor`
 //! while ARP resolves it).
 
+use crate::datapath::Graph;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
 
@@ -66,7 +67,7 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) 
 #[inline(always)]
 fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> bool {
     g.pool.meta_mut(i).tx_if = tx_if;
-    match rewrite(g, i, macs, push, g.tables.get(tx_if).mtu) {
+    match rewrite(g, i, macs, push, g.features.tables.get(tx_if).mtu) {
         Verdict::Fits => {
             g.nexts[k] = NodeId::InterfaceOutput;
             true
@@ -119,7 +120,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         return;
     }
     let n = g.vectors[v].len();
-    let tables = g.tables.clone();
+    let tables = g.features.tables.clone();
     let mut all_ok = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
@@ -152,11 +153,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 #[cold]
 fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
     let m = *g.pool.meta(i);
-    match g.tables.l3.adjs.get(m.adj as usize) {
+    match g.features.tables.l3.adjs.get(m.adj as usize) {
         Some(&Adjacency::Glean { tx_if }) => {
             g.pool.meta_mut(i).tx_if = tx_if;
             let dst = g.ipv4(i)?.dst();
-            let mac = g.tables.l3.neighbors.get(&(tx_if, dst))?;
+            let mac = g.features.tables.l3.neighbors.get(&(tx_if, dst))?;
             Some((tx_if, crate::l3::shared::macs_toward(g, tx_if, mac.0)))
         }
         Some(&Adjacency::Via { tx_if, .. }) => {

@@ -20,9 +20,10 @@
 //! (RFC 4443 §3.2, §3.3). All within the worker's ICMP rate limit (`icmp_limited` counts
 //! what it withheld).
 
+use crate::datapath::Graph;
 use crate::l3::Adjacency;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, Ipv6Packet, MacAddr, icmpv6};
@@ -48,11 +49,11 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
         DropReason::Ip6NoRoute => Some((icmpv6::DEST_UNREACHABLE, icmpv6::NO_ROUTE, 0)),
         DropReason::Ip6NoNeighbor => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADDRESS_UNREACHABLE, 0)),
         DropReason::PacketTooBig => {
-            let labels = match g.tables.l3.adjs.get(m.adj as usize) {
+            let labels = match g.features.tables.l3.adjs.get(m.adj as usize) {
                 Some(Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
-            Some((icmpv6::PACKET_TOO_BIG, 0, u32::from(g.tables.get(m.tx_if).mtu.saturating_sub(4 * labels))))
+            Some((icmpv6::PACKET_TOO_BIG, 0, u32::from(g.features.tables.get(m.tx_if).mtu.saturating_sub(4 * labels))))
         }
         _ => None,
     }
@@ -87,7 +88,7 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, param: u32) -> Option<u32> {
     let total = (HEADER_LEN + usize::from(original.payload_len())).min(ip.len());
     let quote = &ip[..total.min(MIN_MTU - HEADER_LEN - icmpv6::HEADER_LEN)];
     let to = original.src();
-    let from = g.tables.global6(m.rx_if)?;
+    let from = g.features.tables.global6(m.rx_if)?;
     let mut out = [0u8; MIN_MTU];
     let len = HEADER_LEN + icmpv6::HEADER_LEN + quote.len();
     let (h, rest) = out[..len].split_at_mut(HEADER_LEN);

@@ -7,10 +7,11 @@
 //! unchanged when all are good). The hop limit is checked only when forwarding
 //! (`ip6-rewrite`), so packets for this router's own addresses are delivered whatever it is.
 
+use crate::datapath::Graph;
 use crate::ip4::input::RxTally;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::EtherType;
 use wire::ipv6::HEADER_LEN;

@@ -11,10 +11,11 @@
 //! router go to `ip6-local` too: to a link-local address of the input interface, to
 //! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
 
+use crate::datapath::Graph;
 use crate::l3::ADJ_DROP;
 use crate::l3::fib::Leaf;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::net::Ipv6Addr;
 use wire::icmpv6;
@@ -60,13 +61,13 @@ fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
     dst == icmpv6::ALL_NODES
         || dst == icmpv6::ALL_ROUTERS
         || icmpv6::is_solicited_node(dst)
-        || g.tables.is_own_address6(g.pool.meta(i).rx_if, dst)
+        || g.features.tables.is_own_address6(g.pool.meta(i).rx_if, dst)
 }
 
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len();
-    let fib = g.fib.ip6.clone();
+    let fib = g.features.fib.ip6.clone();
     let mut dst = [[0u8; 16]; VECTOR_SIZE];
     let mut odd = [None; VECTOR_SIZE];
     for (k, &i) in g.vectors[v].indices().iter().enumerate() {

@@ -8,7 +8,8 @@
 //! packets go to `icmp6-error` for an ICMPv6 address unreachable instead.
 
 use crate::config::Payload;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::datapath::Graph;
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;
 use wire::ipv6::{self, HEADER_LEN};
@@ -30,8 +31,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// not IPv6 or the interface has no IPv6 address.
 pub fn solicit(g: &mut Graph, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
     let IpAddr::V6(target) = target else { return None };
-    let mac = g.tables.get(tx_if).mac;
-    let src = g.tables.source6_toward(tx_if, target)?;
+    let mac = g.features.tables.get(tx_if).mac;
+    let src = g.features.tables.source6_toward(tx_if, target)?;
     let (to, to_mac) = match dst {
         Some(m) => (target, m),
         None => (icmpv6::solicited_node(target), icmpv6::multicast_mac(icmpv6::solicited_node(target))),

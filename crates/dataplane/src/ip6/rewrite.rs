@@ -11,9 +11,10 @@
 //! finds the destination's own MAC in the IPv6 neighbor table. Without a MAC the packet goes
 //! to `ip6-nd` (dropped as `no-neighbor` while neighbor discovery resolves it).
 
+use crate::datapath::Graph;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::HEADER_LEN;
 
@@ -23,7 +24,7 @@ use wire::ipv6::HEADER_LEN;
 /// not be forwarded, the frame then unchanged but for the output interface.
 #[inline(always)]
 fn rewrite(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> Result<(), DropReason> {
-    let mtu = usize::from(g.tables.get(tx_if).mtu);
+    let mtu = usize::from(g.features.tables.get(tx_if).mtu);
     let m = g.pool.meta_mut(i);
     m.tx_if = tx_if;
     let l3 = usize::from(m.l3_offset);
@@ -70,7 +71,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         return;
     }
     let n = g.vectors[v].len();
-    let tables = g.tables.clone();
+    let tables = g.features.tables.clone();
     let mut all_ok = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
@@ -117,6 +118,6 @@ fn no_neighbor(g: &mut Graph, i: u32, tx_if: u16) -> Result<(), DropReason> {
 #[cold]
 fn glean_rewrite(g: &Graph, i: u32, tx_if: u16) -> Option<[u8; 12]> {
     let dst = g.ipv6(i)?.dst();
-    let mac = g.tables.l3.neighbors6.get(&(tx_if, dst))?;
+    let mac = g.features.tables.l3.neighbors6.get(&(tx_if, dst))?;
     Some(crate::l3::shared::macs_toward(g, tx_if, mac.0))
 }

@@ -3,11 +3,12 @@
 //! ARP requests, neighbor solicitations).
 
 use crate::config::Payload;
+use crate::datapath::Graph;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::neighbor::punt::Event;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId, Outbox};
+use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;
 use wire::{EtherType, MacAddr};
@@ -132,7 +133,7 @@ pub(crate) fn plain_rewrite_prefix<const N: usize>(
     v: VecHandle,
     edit: impl Fn(&mut [u8; N], usize) -> bool,
 ) -> usize {
-    let tables = &g.tables;
+    let tables = &g.features.tables;
     let indices = g.vectors[v].indices();
     let Some(&first) = indices.first() else { return 0 };
     let Some(one) = plain_adj(tables, g.pool.meta(first).adj) else { return 0 };
@@ -245,7 +246,7 @@ pub(crate) fn push_labels<'a>(pool: &'a mut BufferPool, i: u32, push: &LabelStac
 pub(crate) fn macs_toward(g: &Graph, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
     let mut r = [0u8; 12];
     r[..6].copy_from_slice(&mac);
-    r[6..].copy_from_slice(&g.tables.get(tx_if).mac.0);
+    r[6..].copy_from_slice(&g.features.tables.get(tx_if).mac.0);
     r
 }
 
@@ -264,7 +265,7 @@ pub(crate) struct Resolver {
 /// packet's own destination.
 fn next_hop(g: &Graph, i: u32) -> Option<IpAddr> {
     let m = g.pool.meta(i);
-    let l3 = &g.tables.l3;
+    let l3 = &g.features.tables.l3;
     let adj = match l3.entry(m.label_entry) {
         Some(LabelEntry::Swap { adj, .. }) => *adj,
         _ => m.adj,
@@ -292,24 +293,24 @@ pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
         let i = g.vectors[v].indices()[k];
         let (tx_if, native) = {
             let m = g.pool.meta(i);
-            let entry = g.tables.l3.entry(m.label_entry);
+            let entry = g.features.tables.l3.entry(m.label_entry);
             (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload } if *payload == r.family)))
         };
         g.nexts[k] = NodeId::ErrorDrop;
         // A subnet's network or broadcast address is nobody's: no ARP for it.
-        let nobody = |g: &Graph, h: IpAddr| matches!(h, IpAddr::V4(a) if g.tables.is_subnet_edge(a));
+        let nobody = |g: &Graph, h: IpAddr| matches!(h, IpAddr::V4(a) if g.features.tables.is_subnet_edge(a));
         let Some(hop) = next_hop(g, i).filter(|&h| !nobody(g, h)) else { continue };
-        if g.tables.l3.unreachable.contains(&(tx_if, hop)) {
+        if g.features.tables.l3.unreachable.contains(&(tx_if, hop)) {
             if native {
                 g.nexts[k] = r.icmp;
             }
             continue;
         }
-        if g.punt.resolve_allowed(tx_if, hop, now)
+        if g.features.punt.resolve_allowed(tx_if, hop, now)
             && let Some(req) = (r.request)(g, tx_if, hop, None)
         {
             requests.push(g, req);
-            g.punt.report(Event::Resolving { interface: tx_if, address: hop }, &g.counters.punt);
+            g.features.punt.report(Event::Resolving { interface: tx_if, address: hop }, &g.counters.punt);
         }
     }
     requests.finish(g);
@@ -321,7 +322,7 @@ pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
 pub(crate) fn send_probes(g: &mut Graph) -> bool {
     let mut out = Outbox::new(NodeId::InterfaceOutput);
     let mut any = false;
-    while let Some(p) = g.punt.next_probe() {
+    while let Some(p) = g.features.punt.next_probe() {
         let made = match p.address {
             IpAddr::V4(_) => crate::ip4::arp::request(g, p.interface, p.address, p.mac),
             IpAddr::V6(_) => crate::ip6::nd::solicit(g, p.interface, p.address, p.mac),
@@ -343,7 +344,7 @@ pub(crate) fn originate(g: &mut Graph, tx_if: u16, dst_mac: MacAddr, ethertype: 
     let mut frame = [0u8; 14 + 1500];
     let len = (14 + l3.len()).max(60); // the Ethernet minimum, zero padded
     frame[..6].copy_from_slice(&dst_mac.0);
-    frame[6..12].copy_from_slice(&g.tables.get(tx_if).mac.0);
+    frame[6..12].copy_from_slice(&g.features.tables.get(tx_if).mac.0);
     frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
     frame[14..14 + l3.len()].copy_from_slice(l3);
     g.pool.write_frame(i, &frame[..len]);
@@ -379,7 +380,7 @@ pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
         if !(e.may_answer)(g, i, kind) {
             continue;
         }
-        match g.punt.icmp_allowed(now).then(|| (e.build)(g, i, kind, code, param)).flatten() {
+        match g.features.punt.icmp_allowed(now).then(|| (e.build)(g, i, kind, code, param)).flatten() {
             Some(b) => {
                 errors.push(g, b);
                 g.counters.punt.icmp_sent.add(1);

@@ -1,8 +1,9 @@
 //! `mpls-input`: checks each MPLS frame has a label stack entry at `l3_offset` and that its
 //! TTL is above 1 (`truncated`, `ttl-expired`), then sends it to `mpls-lookup`.
 
+use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The top label stack entry of buffer `i`, if the frame holds one.

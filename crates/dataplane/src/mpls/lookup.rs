@@ -3,18 +3,19 @@
 //! supported: `pop-not-eos` otherwise); no entry drops as `no-label`. The entry goes into the
 //! metadata's `label_entry`.
 
+use crate::datapath::Graph;
 use crate::l3::LabelEntry;
 use crate::mpls::input::top_label;
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The local-label entry of the top label `e` (a label stack entry) and whether the packet
 /// goes on with it: a swap, or a pop at the bottom of the stack.
 #[inline(always)]
 fn verdict(g: &Graph, e: u32) -> (u16, Result<(), DropReason>) {
-    let entry = g.tables.l3.labels.get(e >> 12);
-    let verdict = match g.tables.l3.entry(entry) {
+    let entry = g.features.tables.l3.labels.get(e >> 12);
+    let verdict = match g.features.tables.l3.entry(entry) {
         Some(LabelEntry::Swap { .. }) => Ok(()),
         Some(LabelEntry::Pop { .. }) if e & 0x100 != 0 => Ok(()),
         Some(LabelEntry::Pop { .. }) => Err(DropReason::PopNotEos),

@@ -12,9 +12,10 @@
 //!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
 
 use crate::config::Payload;
+use crate::datapath::Graph;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{Graph, NodeId};
+use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::{EtherType, checksum};
 
@@ -24,7 +25,7 @@ use wire::{EtherType, checksum};
 /// share it.
 #[inline(always)]
 fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
-    let tables = &g.tables;
+    let tables = &g.features.tables;
     let indices = g.vectors[v].indices();
     // The entry resolved last: its number, output interface, MACs and out-label.
     let mut cached: Option<(u16, u16, &[u8; 12], u32)> = None;
@@ -61,7 +62,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         return;
     }
     let n = g.vectors[v].len();
-    let tables = g.tables.clone();
+    let tables = g.features.tables.clone();
     let mut all_swapped = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];

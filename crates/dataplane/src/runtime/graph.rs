@@ -4,13 +4,15 @@
 //! vector on unchanged ([`Graph::forward`], O(1)); otherwise it writes each packet's next node
 //! into [`Graph::nexts`] and calls [`Graph::split`], which builds one vector per next node.
 //! [`Graph::run`] walks pending vectors depth-first, timing each node call with one TSC read.
+//!
+//! The graph is generic over the features' state ([`Features`]): the runtime knows the closed
+//! list of node ids and the buffers, and calls [`Features::dispatch`] to run a node, so it
+//! knows no protocol. The datapath module above runtime and features fills it in.
 
-use crate::interface::{IfCounters, MAX_INTERFACES, Tables};
-use crate::l3::fib::Fibs;
 use crate::runtime::buffer::BufferPool;
-use crate::runtime::counter::Counter;
-use crate::runtime::drops::{DropReason, N_REASONS};
+use crate::runtime::drops::DropReason;
 use crate::runtime::stats::counter_set;
+use crate::runtime::trace::Tracer;
 use crate::runtime::tsc;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle, VectorPool};
 use std::sync::Arc;
@@ -100,43 +102,6 @@ counter_set! {
 }
 
 counter_set! {
-    /// One worker's generator and sink totals.
-    GenCounters,
-    /// Generator and sink totals (one worker or summed).
-    GenStats {
-        /// Frames the generator emitted.
-        generated,
-        /// Polls where the buffer pool ran dry, so the generator emitted fewer frames.
-        no_buffer,
-        /// Frames the sink read (their bytes are in the output interfaces' tx counters).
-        sink_packets,
-        /// XOR of every 8-byte word the sink read (proves the reads happen).
-        sink_digest,
-    }
-}
-
-counter_set! {
-    /// One worker's sFlow sampler counters for one data source (physical port).
-    SflowCounters,
-    /// sFlow sampler counters of one data source (one worker or summed).
-    SflowStats {
-        /// Packets the sampler saw.
-        seen,
-        /// Packets the receive sampler saw that the graph then dropped: `seen − dropped` is
-        /// the data source's sample pool (forwarded packets) on this worker.
-        dropped,
-        /// Samples copied into the ring.
-        taken,
-        /// Samples lost because the ring was full.
-        ring_full,
-        /// Discard samples copied into the ring.
-        discards,
-        /// Drops not reported because of the rate limit or a full ring.
-        discards_lost,
-    }
-}
-
-counter_set! {
     /// One worker's loop timing.
     LoopCounters,
     /// A worker's loop timing.
@@ -147,92 +112,6 @@ counter_set! {
         last_tsc,
         /// Loop iterations.
         loops,
-    }
-}
-
-counter_set! {
-    /// One worker's megaflow cache counters (`show flow-cache`).
-    FlowCacheCounters,
-    /// Summed over workers.
-    FlowCacheStats {
-        /// Packets classified.
-        lookups,
-        /// Answered by the exact-match cache.
-        emc_hits,
-        /// Answered by the subtable the Cuckoo Distributor predicted.
-        cd_hits,
-        /// Answered by the ranked megaflow search.
-        dpcls_hits,
-        /// Answered by the rule table (a megaflow installed).
-        upcalls,
-        /// Subtables probed for the CD and megaflow hits.
-        subtables_probed,
-    }
-}
-
-/// Everything a worker counts, shared read-only with the main thread.
-pub struct WorkerCounters {
-    /// Per node, indexed by `NodeId as usize`.
-    pub nodes: Vec<NodeCounters>,
-    /// Per interface, indexed by interface index.
-    pub ifs: Vec<IfCounters>,
-    /// Per input interface and drop reason: `errors[if_index * N_REASONS + reason]`.
-    pub errors: Vec<Counter>,
-    /// Generator and sink totals.
-    pub generator: GenCounters,
-    /// sFlow samplers, per data source (physical port index).
-    pub sflow: Vec<SflowCounters>,
-    /// Packets the worker made itself and events it reported.
-    pub punt: crate::neighbor::punt::PuntCounters,
-    /// Packets each flow rule matched, by rule id.
-    pub flow_hits: Vec<Counter>,
-    /// What the worker's megaflow cache did.
-    pub flow_cache: FlowCacheCounters,
-    /// Loop timing.
-    pub looping: LoopCounters,
-    /// Trace requests from the main thread and the traces finished.
-    pub trace: crate::runtime::trace::TraceShared,
-}
-
-impl WorkerCounters {
-    /// All counters at zero.
-    pub fn new() -> Self {
-        Self {
-            nodes: (0..N_NODES).map(|_| NodeCounters::default()).collect(),
-            ifs: (0..MAX_INTERFACES).map(|_| IfCounters::default()).collect(),
-            errors: (0..MAX_INTERFACES * N_REASONS).map(|_| Counter::default()).collect(),
-            generator: GenCounters::default(),
-            sflow: (0..MAX_INTERFACES).map(|_| SflowCounters::default()).collect(),
-            punt: Default::default(),
-            flow_hits: (0..crate::flows::MAX_FLOWS).map(|_| Counter::default()).collect(),
-            flow_cache: FlowCacheCounters::default(),
-            looping: LoopCounters::default(),
-            trace: Default::default(),
-        }
-    }
-
-    /// The drop counter of `(input interface, reason)`.
-    #[inline(always)]
-    pub fn error(&self, rx_if: u16, reason: DropReason) -> &Counter {
-        &self.errors[(rx_if as usize % MAX_INTERFACES) * N_REASONS + reason as usize]
-    }
-
-    /// The sFlow sampler counters of data source `port`.
-    #[inline(always)]
-    pub fn sflow(&self, port: u16) -> &SflowCounters {
-        self.sflow.get(port as usize).unwrap_or(&self.sflow[0])
-    }
-
-    /// The counters of interface `index` (indices beyond the table share slot 0, "unknown").
-    #[inline(always)]
-    pub fn interface(&self, index: u16) -> &IfCounters {
-        self.ifs.get(index as usize).unwrap_or(&self.ifs[0])
-    }
-}
-
-impl Default for WorkerCounters {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -250,7 +129,7 @@ impl Outbox {
     }
 
     /// Adds buffer `i`.
-    pub fn push(&mut self, g: &mut Graph, i: u32) {
+    pub fn push<F: Features>(&mut self, g: &mut Graph<F>, i: u32) {
         let v = *self.v.get_or_insert_with(|| g.vectors.alloc(0));
         g.vectors[v].push(i);
         if g.vectors[v].len() == VECTOR_SIZE {
@@ -260,72 +139,61 @@ impl Outbox {
     }
 
     /// Queues what is left.
-    pub fn finish(self, g: &mut Graph) {
+    pub fn finish<F: Features>(self, g: &mut Graph<F>) {
         if let Some(v) = self.v {
             g.forward(v, self.next);
         }
     }
 }
 
-/// One worker's graph state: its buffers and vectors, the tables it forwards with, and the
-/// queue of vectors waiting for a node.
-pub struct Graph {
-    /// The worker's AF_XDP sockets (their UMEM is `pool`; declared first, so they close
-    /// before the pool is unmapped).
-    pub xsk: crate::drivers::af_xdp::XskSockets,
+/// What the features add to a worker's graph: their per-worker state, their counters, and the
+/// one `match` that runs a node on a vector.
+pub trait Features: Sized {
+    /// Everything a worker counts, shared read-only with the main thread.
+    type Counters: CountsNodes;
+
+    /// Runs node `node` on vector `v`.
+    fn dispatch(g: &mut Graph<Self>, node: NodeId, v: VecHandle);
+}
+
+/// A worker's counters as the runtime sees them: one set per node.
+pub trait CountsNodes {
+    /// The runtime counters of `node`.
+    fn node(&self, node: NodeId) -> &NodeCounters;
+}
+
+/// One worker's graph state: its buffers and vectors, the features' state, and the queue of
+/// vectors waiting for a node.
+pub struct Graph<F: Features> {
+    /// The features' per-worker state (declared first, so AF_XDP sockets close before the
+    /// pool holding their UMEM is unmapped).
+    pub features: F,
     /// The worker's packet buffers.
     pub pool: BufferPool,
     /// The instruction-set variant its SIMD nodes run ([`crate::runtime::isa::chosen`] when made).
     pub isa: crate::runtime::isa::Isa,
-    /// The worker's megaflow cache for `flow-classify`, made when first needed, and the TSC
-    /// of its last clock tick.
-    pub flow_cache: Option<(classifier::MegaflowCache, u64)>,
     /// The worker's vectors.
     pub vectors: VectorPool,
-    /// Forwarding tables (an immutable snapshot).
-    pub tables: Arc<Tables>,
-    /// The IPv4 and IPv6 FIBs (updated in place by the main thread).
-    pub fib: Fibs,
     /// Counters shared with the main thread.
-    pub counters: Arc<WorkerCounters>,
+    pub counters: Arc<F::Counters>,
     /// Scratch: next node per packet of the vector being split.
     pub nexts: [NodeId; VECTOR_SIZE],
-    /// sFlow samplers and sample ring, when sFlow is on.
-    pub sflow: Option<crate::sflow::SflowWorker>,
-    /// The worker's AF_PACKET send sockets (none until the worker opens them).
-    pub tx: crate::drivers::af_packet::TxSockets,
-    /// The capture files its pcap interfaces transmit into.
-    pub pcap_out: crate::drivers::pcap::PcapSinks,
-    /// Its line to the main thread and the limits on packets it makes itself.
-    pub punt: crate::neighbor::punt::Punt,
     /// The packet tracer.
-    pub trace: crate::runtime::trace::Tracer,
+    pub trace: Tracer,
     pending: Vec<(NodeId, VecHandle)>,
 }
 
-impl Graph {
-    /// A graph with `buffers` packet buffers, forwarding with `tables` and `fib`.
-    pub fn new(buffers: u32, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
-        Ok(Self::with_pool(BufferPool::new(buffers)?, tables, fib, counters))
-    }
-
-    /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
-    pub fn with_pool(pool: BufferPool, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> Self {
+impl<F: Features> Graph<F> {
+    /// A graph over buffer pool `pool`, with the features' state `features`.
+    pub fn with_pool(pool: BufferPool, features: F, counters: Arc<F::Counters>) -> Self {
         Self {
-            xsk: Default::default(),
+            features,
             pool,
             isa: crate::runtime::isa::chosen(),
-            flow_cache: None,
             vectors: VectorPool::new(),
-            tables,
-            fib,
             counters,
             nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
-            sflow: None,
-            tx: Default::default(),
-            pcap_out: Default::default(),
             trace: Default::default(),
-            punt: crate::neighbor::punt::Punt::new(None, None, tsc::hz()),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         }
     }
@@ -360,7 +228,7 @@ impl Graph {
     /// many were fused.
     #[inline]
     pub fn count_fused(&self, node: NodeId, n: u64) {
-        let c = &self.counters.nodes[node as usize];
+        let c = self.counters.node(node);
         c.calls.add(1);
         c.vectors.add(n);
         c.fused.add(n);
@@ -384,38 +252,9 @@ impl Graph {
     }
 
     /// Runs node `node` on vector `v` once (no timing). Tests use it to check one node.
+    #[inline(always)]
     pub fn dispatch(&mut self, node: NodeId, v: VecHandle) {
-        match node {
-            NodeId::EthernetInput => crate::ethernet::input::run(self, v),
-            NodeId::L2Xconnect => crate::ethernet::l2_xconnect::run(self, v),
-            NodeId::Ip4Input => crate::ip4::input::run(self, v),
-            NodeId::Ip4Lookup => crate::ip4::lookup::run(self, v),
-            NodeId::Ip4Rewrite => crate::ip4::rewrite::run(self, v),
-            NodeId::MplsInput => crate::mpls::input::run(self, v),
-            NodeId::MplsLookup => crate::mpls::lookup::run(self, v),
-            NodeId::MplsRewrite => crate::mpls::rewrite::run(self, v),
-            NodeId::InterfaceOutput => crate::interface::output::run(self, v),
-            NodeId::Ip4Local => crate::ip4::local::run(self, v),
-            NodeId::Ip4Arp => crate::ip4::arp::run(self, v),
-            NodeId::Ip4Frag => crate::ip4::frag::run(self, v),
-            NodeId::Icmp4Error => crate::ip4::icmp_error::run(self, v),
-            NodeId::ArpInput => crate::ip4::arp_input::run(self, v),
-            NodeId::Ip6Input => crate::ip6::input::run(self, v),
-            NodeId::Ip6Lookup => crate::ip6::lookup::run(self, v),
-            NodeId::Ip6Rewrite => crate::ip6::rewrite::run(self, v),
-            NodeId::FlowClassify => crate::flows::classify::run(self, v),
-            NodeId::Ip6Local => crate::ip6::local::run(self, v),
-            NodeId::Ip6Nd => crate::ip6::nd::run(self, v),
-            NodeId::Icmp6Error => crate::ip6::icmp_error::run(self, v),
-            NodeId::GeneratorTx => crate::drivers::generator::sink(self, v),
-            NodeId::AfPacketTx => crate::drivers::af_packet::tx(self, v),
-            NodeId::AfXdpTx => crate::drivers::af_xdp::tx(self, v),
-            NodeId::PcapTx => crate::drivers::pcap::tx(self, v),
-            NodeId::ErrorDrop => crate::interface::error_drop::run(self, v),
-            NodeId::GeneratorInput | NodeId::AfPacketInput | NodeId::AfXdpInput | NodeId::PcapInput => {
-                unreachable!("input nodes are polled, not queued")
-            }
-        }
+        F::dispatch(self, node, v)
     }
 
     /// Runs every pending vector to completion, charging each node call its TSC ticks.
@@ -432,36 +271,13 @@ impl Graph {
             if self.trace.active {
                 self.trace.after(node, &self.pool, t2);
             }
-            let c = &self.counters.nodes[node as usize];
+            let c = self.counters.node(node);
             c.calls.add(1);
             c.vectors.add(n);
             c.clocks.add(tsc::ticks(t, t2));
             t = t2;
         }
         t
-    }
-
-    /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
-    /// to hold one. For the nodes' cold paths: hot loops read the fields in place.
-    pub fn ipv4(&self, i: u32) -> Option<wire::Ipv4Packet<&[u8]>> {
-        wire::Ipv4Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
-    }
-
-    /// The IPv6 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
-    /// to hold one. For the nodes' cold paths.
-    pub fn ipv6(&self, i: u32) -> Option<wire::Ipv6Packet<&[u8]>> {
-        wire::Ipv6Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
-    }
-
-    /// Counts the packet in buffer `i` as taken by this router (answered in place): `rx_local`
-    /// of its input interface, and not forwarded for sFlow's sample pool. Call it while the
-    /// buffer's metadata still names the input interface.
-    pub fn consumed(&self, i: u32) {
-        let rx_if = self.pool.meta(i).rx_if;
-        self.counters.interface(rx_if).rx_local.add(1);
-        if let Some(sf) = &self.sflow {
-            sf.consumed(self.tables.get(rx_if).port, &self.counters);
-        }
     }
 
     /// A fresh buffer for a packet the worker makes itself (a reply, an ICMP error, an ARP

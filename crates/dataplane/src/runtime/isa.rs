@@ -87,8 +87,8 @@ impl Isa {
 static CHOSEN: AtomicU8 = AtomicU8::new(u8::MAX);
 
 /// The variant new graphs run: the one last [`choose`]n, else the one [`ENV`] asks for (the
-/// best when that is not one this CPU runs: [`crate::control::engine::Dataplane::start`] refuses such a
-/// value before any graph is made).
+/// best when that is not one this CPU runs: starting the dataplane refuses such a value
+/// before any graph is made).
 pub fn chosen() -> Isa {
     match CHOSEN.load(Ordering::Relaxed) {
         u8::MAX => Isa::from_env().unwrap_or_else(|_| Isa::best()),

@@ -1,5 +1,5 @@
-//! Live table updates: the main thread publishes a whole new immutable [`Tables`] snapshot,
-//! and each worker picks it up between vectors.
+//! Live table updates: the main thread publishes a whole new immutable snapshot of a
+//! table (the forwarding tables), and each worker picks it up between vectors.
 //!
 //! A worker checks for a new snapshot once per loop, before announcing its quiescent state
 //! ([`crate::runtime::qsbr`]): one atomic load when nothing changed. It never frees a snapshot: the
@@ -9,38 +9,37 @@
 //! its next check; after the second, every worker has dropped the old one. So a worker never
 //! locks, allocates or deallocates for an update.
 
-use crate::interface::Tables;
 use crate::runtime::qsbr::Qsbr;
 use arc_swap::{ArcSwap, Cache};
 use std::sync::Arc;
 
 /// The main thread's side: publishes snapshots.
-pub struct TablePublisher {
-    current: Arc<ArcSwap<Tables>>,
+pub struct TablePublisher<T> {
+    current: Arc<ArcSwap<T>>,
     qsbr: Arc<Qsbr>,
     /// Unpublished snapshots a worker may still hold.
-    retired: Vec<Arc<Tables>>,
+    retired: Vec<Arc<T>>,
 }
 
-impl TablePublisher {
+impl<T> TablePublisher<T> {
     /// A publisher whose first snapshot is `initial`; `qsbr` knows every reader.
-    pub fn new(initial: Arc<Tables>, qsbr: Arc<Qsbr>) -> Self {
+    pub fn new(initial: Arc<T>, qsbr: Arc<Qsbr>) -> Self {
         TablePublisher { current: Arc::new(ArcSwap::new(initial)), qsbr, retired: Vec::new() }
     }
 
     /// A reader for one worker.
-    pub fn reader(&self) -> TableReader {
+    pub fn reader(&self) -> TableReader<T> {
         TableReader { cache: Cache::new(self.current.clone()) }
     }
 
     /// The snapshot workers forward with now.
-    pub fn current(&self) -> Arc<Tables> {
+    pub fn current(&self) -> Arc<T> {
         self.current.load_full()
     }
 
     /// Publishes `tables`, waits until every running worker has moved to it (two grace
     /// periods: about two worker loops) and frees the old snapshots no one holds any more.
-    pub fn publish(&mut self, tables: Tables) {
+    pub fn publish(&mut self, tables: T) {
         self.retired.push(self.current.swap(Arc::new(tables)));
         self.qsbr.synchronize();
         self.qsbr.synchronize();
@@ -50,15 +49,15 @@ impl TablePublisher {
 }
 
 /// A worker's side: swaps its snapshot for the newest one between vectors.
-pub struct TableReader {
-    cache: Cache<Arc<ArcSwap<Tables>>, Arc<Tables>>,
+pub struct TableReader<T> {
+    cache: Cache<Arc<ArcSwap<T>>, Arc<T>>,
 }
 
-impl TableReader {
+impl<T> TableReader<T> {
     /// Replaces `tables` with the newest snapshot if there is one. Call between vectors,
     /// before announcing a quiescent state.
     #[inline]
-    pub fn refresh(&mut self, tables: &mut Arc<Tables>) {
+    pub fn refresh(&mut self, tables: &mut Arc<T>) {
         let newest = self.cache.load();
         if !Arc::ptr_eq(newest, tables) {
             *tables = newest.clone();
@@ -69,14 +68,13 @@ impl TableReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::l3::L3;
 
     /// A worker thread sees each published snapshot; the publisher's `publish` returns only
     /// after the worker let go of the old one (it holds the only other reference).
     #[test]
     fn workers_pick_up_snapshots_and_the_publisher_frees_the_old_ones() {
         let qsbr = Arc::new(Qsbr::new(1));
-        let first = Arc::new(Tables::new(&[], L3::default()));
+        let first = Arc::new(Vec::<u32>::new());
         let mut publisher = TablePublisher::new(first.clone(), qsbr.clone());
         let mut reader = publisher.reader();
         let mut q = qsbr.register(0);
@@ -88,7 +86,7 @@ mod tests {
             let mut seen = std::collections::BTreeSet::new();
             while !s.load(std::sync::atomic::Ordering::Relaxed) {
                 reader.refresh(&mut tables);
-                seen.insert(tables.l3.adjs.len());
+                seen.insert(tables.len());
                 q.quiescent();
                 let _ = online.send(());
             }
@@ -96,10 +94,8 @@ mod tests {
         });
         is_online.recv().unwrap();
         for n in 1..=3 {
-            let mut l3 = L3::default();
-            l3.adjs = vec![crate::l3::Adjacency::Drop; n];
             let weak = Arc::downgrade(&publisher.current());
-            publisher.publish(Tables::new(&[], l3));
+            publisher.publish(vec![0; n]);
             assert_eq!(weak.strong_count(), 0, "snapshot {} freed by publish", n - 1);
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

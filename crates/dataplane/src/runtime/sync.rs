@@ -1,5 +1,5 @@
-//! The synchronisation primitives of the lock-free modules ([`crate::sflow::ring`],
-//! [`crate::runtime::qsbr`]): the standard library's, or loom's when built with `--cfg loom` so that
+//! The synchronisation primitives of the lock-free modules (the sFlow sample
+//! ring, [`crate::runtime::qsbr`]): the standard library's, or loom's when built with `--cfg loom` so that
 //! the loom models in those modules explore every interleaving of the real code.
 
 #[cfg(loom)]

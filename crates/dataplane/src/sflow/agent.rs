@@ -12,10 +12,10 @@
 
 use super::ring::{Consumer, Fate, Slot};
 use super::send::Sender;
+use crate::datapath::WorkerCounters;
 use crate::interface::MAX_INTERFACES;
 use crate::l3::fib::Fibs;
 use crate::runtime::counter::Counter;
-use crate::runtime::graph::WorkerCounters;
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::stats::counter_set;
 use sflow::{

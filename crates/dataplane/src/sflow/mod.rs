@@ -13,4 +13,4 @@ mod send;
 pub use budget::{DropBudget, REFILL, Refill, WorkerBudget};
 pub use live::{LiveSettings, Settings};
 pub use poll::Polling;
-pub use sampler::{RX, SflowWorker, TX, worker_seed};
+pub use sampler::{RX, SflowCounters, SflowStats, SflowWorker, TX, worker_seed};

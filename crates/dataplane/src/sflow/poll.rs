@@ -7,8 +7,8 @@
 //! A port's generic counters include its sub-interfaces' traffic (the IF-MIB view of the
 //! port); each sub-interface also reports its own.
 
+use crate::datapath::WorkerCounters;
 use crate::interface::{IfStats, Interface, LinkState, RxMode};
-use crate::runtime::graph::WorkerCounters;
 use sflow::{CounterRecord, CountersSample, DataSource, EthernetCounters, IfCounters, Sample, VlanCounters};
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -9,14 +9,36 @@
 
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
+use crate::datapath::WorkerCounters;
 use crate::interface::{MAX_INTERFACES, Tables};
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
 use crate::runtime::drops::DropClass;
-use crate::runtime::graph::WorkerCounters;
+use crate::runtime::stats::counter_set;
 use crate::runtime::vector::Vector;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+
+counter_set! {
+    /// One worker's sFlow sampler counters for one data source (physical port).
+    SflowCounters,
+    /// sFlow sampler counters of one data source (one worker or summed).
+    SflowStats {
+        /// Packets the sampler saw.
+        seen,
+        /// Packets the receive sampler saw that the graph then dropped: `seen − dropped` is
+        /// the data source's sample pool (forwarded packets) on this worker.
+        dropped,
+        /// Samples copied into the ring.
+        taken,
+        /// Samples lost because the ring was full.
+        ring_full,
+        /// Discard samples copied into the ring.
+        discards,
+        /// Drops not reported because of the rate limit or a full ring.
+        discards_lost,
+    }
+}
 
 /// One data source's sampler on one worker.
 #[derive(Debug, Clone, Copy)]

@@ -4,8 +4,10 @@
 
 use dataplane::config::Config;
 use dataplane::control::engine::build_forwarding;
+use dataplane::datapath::Graph;
+use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
-use dataplane::runtime::graph::{Graph, NodeId, WorkerCounters};
+use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
 use std::sync::Arc;
 
