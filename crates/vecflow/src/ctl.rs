@@ -5,9 +5,9 @@
 //! command words, `?` after a prefix lists the matching commands with their help, `quit` or
 //! Ctrl-D leaves. `--json` (anywhere on the line) prints a command's JSON instead of its text.
 
-use crate::api::client::{CallError, Client};
-use crate::api::{CommandReply, DEFAULT_SOCKET};
 use anyhow::Context;
+use api::client::{CallError, Client};
+use api::{CommandReply, DEFAULT_SOCKET};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;

@@ -6,9 +6,9 @@
 //! it all or nothing; it prints the commands it applied. `vecflow ctl show config` prints the
 //! running configuration in the form both take.
 
-use crate::api::DEFAULT_SOCKET;
-use crate::api::client::{CallError, Client};
 use anyhow::Context;
+use api::DEFAULT_SOCKET;
+use api::client::{CallError, Client};
 use std::path::PathBuf;
 
 /// Options of `vecflow plan` and `vecflow apply`.

@@ -11,7 +11,6 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-mod api;
 mod bench;
 mod check;
 mod classifier_bench;

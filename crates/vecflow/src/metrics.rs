@@ -6,8 +6,8 @@
 //! same way an API command does. Every series is prefixed `vecflow_`; counters end in
 //! `_total` and are the daemon's running totals (`clear` commands do not reset them).
 
-use crate::api::server::{Call, Request, ask, wake_acceptor};
 use anyhow::Context;
+use api::server::{Call, Request, ask, wake_acceptor};
 use dataplane::Dataplane;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -183,7 +183,7 @@ pub fn encode(dp: &Dataplane) -> String {
 
 /// The running HTTP endpoint. Dropping it stops it at once: the listening socket and a
 /// scrape in progress are shut down, and a scrape waiting for the main thread gets its answer
-/// from [`crate::api::server::refuse_pending`].
+/// from [`api::server::refuse_pending`].
 pub struct Exporter {
     listener: Arc<TcpListener>,
     stop: Arc<AtomicBool>,

@@ -8,10 +8,10 @@
 //! chores, so a command never races the dataplane's own bookkeeping). Logs go to stderr
 //! through `tracing` (`-v`, `-vv` or `RUST_LOG` for more).
 
-use crate::api::server::{CALL_QUEUE, Request, Server, refuse_pending};
-use crate::api::{ApiError, CommandReply, code};
 use crate::metrics::{self, Exporter};
 use anyhow::Context;
+use api::server::{CALL_QUEUE, Request, Server, refuse_pending};
+use api::{ApiError, CommandReply, code};
 use dataplane::{Config, Dataplane};
 use sd_notify::NotifyState;
 use serde_json::Value;
@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long)]
     show_at_exit: bool,
     /// The API socket `vecflow ctl` talks to (created mode 0600, its directory if missing).
-    #[arg(long, default_value = crate::api::DEFAULT_SOCKET)]
+    #[arg(long, default_value = api::DEFAULT_SOCKET)]
     socket: PathBuf,
 }
 

@@ -9,7 +9,7 @@
 //! whole within [`REQUEST_TIMEOUT`] of its first byte, and a connection idle for
 //! [`IDLE_TIMEOUT`] is closed.
 
-use super::{API_VERSION, ApiError, CommandReply, MAX_REQUEST, code};
+use crate::{API_VERSION, ApiError, CommandReply, MAX_REQUEST, code};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
@@ -290,6 +290,7 @@ fn answer(request: &Value, shared: &Shared) -> Result<Value, ApiError> {
         }
     }
     match method {
+        // This crate's version is the workspace's, which the vecflow binary shares.
         "version" => Ok(json!({"api": API_VERSION, "vecflow": env!("CARGO_PKG_VERSION")})),
         "commands" => Ok(shared.commands.clone()),
         "cli" => {

@@ -1,6 +1,6 @@
 //! The client's side of the API: one connection, requests answered in order.
 
-use super::{API_VERSION, ApiError, CommandReply};
+use crate::{API_VERSION, ApiError, CommandReply};
 use anyhow::{Context, anyhow};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};

@@ -14,6 +14,13 @@
 //! does not speak it answers with [`code::UNSUPPORTED_VERSION`]. Errors are JSON-RPC errors
 //! with a code from [`code`] and a message (for a failed command, the registry's, which names
 //! the bad word or field).
+//!
+//! A crate of its own, apart from the `vecflow` binary that serves and speaks it
+//! ([`server`] in `vecflow run`, [`client`] in `vecflow ctl`, `plan` and `apply`), so that
+//! other programs, integration tests and fuzz targets, can link its types, client and server.
+
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod client;
 pub mod server;
