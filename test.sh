@@ -72,6 +72,9 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "no Rust source file over 800 lines (scripts/check-file-sizes.sh)"
+scripts/check-file-sizes.sh
+
 step "tools the tests need (installed when missing)"
 need_apt tshark tshark
 need_apt sfacctd pmacct

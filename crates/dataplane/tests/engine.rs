@@ -36,7 +36,8 @@ fn lab_forwards_on_two_workers_and_every_packet_is_accounted_for() {
     // The only drops are port5's TTL-1 trickle, there for drop monitoring to report, and
     // (shown as "(local)") the time exceeded errors toward the source without a route back.
     let rows = dp.errors();
-    let (local, others): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r.interface == dataplane::control::engine::LOCAL);
+    let (local, others): (Vec<_>, Vec<_>) =
+        rows.iter().partition(|r| r.interface == dataplane::control::counters::LOCAL);
     assert!(others.len() == 1 && others[0].reason == "ttl-expired" && others[0].interface == "port5", "{rows:?}");
     assert!(local.iter().all(|r| r.reason == "no-route"), "{rows:?}");
     assert_eq!(local.iter().map(|r| r.count).sum::<u64>(), unroutable, "{rows:?}");
@@ -85,7 +86,7 @@ fn show_commands_answer_in_text_and_json() {
     let errs = r.execute(&mut dp, "show errors").unwrap();
     let rows = errs.json["errors"].as_array().unwrap();
     let (local, others): (Vec<_>, Vec<_>) =
-        rows.iter().partition(|e| e["interface"] == dataplane::control::engine::LOCAL);
+        rows.iter().partition(|e| e["interface"] == dataplane::control::counters::LOCAL);
     assert!(
         others.len() == 1 && others[0]["reason"] == "ttl-expired" && others[0]["interface"] == "port5",
         "{}",
@@ -153,7 +154,7 @@ neighbors: [{interface: p1, address: 10.2.0.2, mac: '02:00:00:00:00:22'}]
     }
     dp.stop().unwrap();
     assert_eq!(dropped(&dp, "p0", "ttl-expired"), 100);
-    let local = dropped(&dp, dataplane::control::engine::LOCAL, "no-route");
+    let local = dropped(&dp, dataplane::control::counters::LOCAL, "no-route");
     assert!(local > 0, "ICMP errors toward 9.9.9.9 (no route) dropped as (local): {:?}", dp.errors());
     let text = Registry::with_builtins().execute(&mut dp, "show errors").unwrap().text;
     assert!(text.contains("(local)"), "{text}");

@@ -145,7 +145,7 @@ pub fn encode(dp: &Dataplane) -> String {
 
     // sFlow.
     if let Some((_, totals, sources)) = dp.sflow() {
-        let by_source = |f: fn(&dataplane::control::engine::SflowSourceRow) -> u64| {
+        let by_source = |f: fn(&dataplane::control::counters::SflowSourceRow) -> u64| {
             sources.iter().map(move |s| (InterfaceLabel { interface: s.interface.clone() }, f(s))).collect::<Vec<_>>()
         };
         counters(&mut r, "sflow_samples_taken", "Flow samples taken by the samplers", by_source(|s| s.sampler.taken));

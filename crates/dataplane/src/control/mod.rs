@@ -3,5 +3,7 @@
 
 pub mod change;
 pub mod cli;
+pub mod counters;
 pub mod engine;
+pub(crate) mod ports;
 mod summary;

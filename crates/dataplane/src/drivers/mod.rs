@@ -6,6 +6,10 @@
 //! sits in its buffer (the headroom in front of it); the nodes between never depend on the
 //! driver.
 
+pub mod stream_config;
+
+pub mod config;
+
 pub mod af_packet;
 pub mod af_xdp;
 pub mod generator;

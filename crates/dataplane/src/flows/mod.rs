@@ -7,6 +7,8 @@
 //! rules). Priority 0 to 65535, default 32768 as in Open vSwitch. A rule's id is its place in
 //! the configuration's `flows` list.
 
+pub mod config;
+
 pub mod classify;
 
 use crate::config::FlowCacheConfig;

@@ -1,6 +1,8 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
 //! workers read, and the per-worker counters that sFlow's generic/ethernet records need.
 
+pub mod build;
+pub mod config;
 pub mod error_drop;
 pub mod output;
 

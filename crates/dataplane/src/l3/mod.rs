@@ -2,6 +2,8 @@
 //! destination matched a prefix), the static neighbor table, and the FIB changes that install
 //! interface addresses and routes.
 
+pub mod config;
+
 pub mod fib;
 pub mod shared;
 

@@ -21,6 +21,8 @@
 //! unreachable instead of more requests, until the entry is dropped [`FAILED_HOLD`] later and
 //! resolution starts over.
 
+pub mod config;
+
 pub mod punt;
 
 use crate::neighbor::punt::{Event, Learn, Probe};

@@ -1,6 +1,8 @@
 //! The sFlow agent's dataplane side: samplers folded into the rx stage, per-worker sample
 //! rings, and the agent that drains them into sFlow v5 datagrams.
 
+pub mod config;
+
 pub mod agent;
 mod budget;
 mod header;

@@ -200,7 +200,7 @@ fn counters(
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::control::engine::build_interfaces;
+    use crate::interface::build::build_interfaces;
 
     fn links() -> Arc<Vec<LinkState>> {
         Arc::new((0..crate::interface::MAX_INTERFACES).map(|_| LinkState::default()).collect())

@@ -6,7 +6,7 @@ use super::{AgentMeasured, Args, CodecMeasured, FibSize, Measured, NodeCost, Row
 use anyhow::{Context, bail};
 use dataplane::Dataplane;
 use dataplane::config::{Config, InterfaceSflow};
-use dataplane::control::engine::WorkerRuntime;
+use dataplane::control::counters::WorkerRuntime;
 use dataplane::runtime::graph::{NodeId, NodeStats};
 use std::net::UdpSocket;
 use std::sync::Arc;

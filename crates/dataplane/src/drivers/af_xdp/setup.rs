@@ -69,7 +69,7 @@ pub fn preflight(
     config: &Config,
     hosts: &BTreeMap<String, HostLink>,
 ) -> Result<(), crate::control::engine::StartError> {
-    check_buffers(config, &crate::control::engine::build_interfaces(config), hosts)?;
+    check_buffers(config, &crate::interface::build::build_interfaces(config), hosts)?;
     for (name, link) in hosts {
         if link.mtu > u32::from(super::MAX_MTU) {
             return Err(field_error(
@@ -107,7 +107,7 @@ pub fn open(
         let i = interfaces.iter().find(|i| i.name == name).expect("an interface of the config");
         let ic = &config.interfaces[&name];
         let cfg = ic.af_xdp.unwrap_or_default();
-        let host_err = |e: std::io::Error| crate::control::engine::host_error(&name, &link.name, e);
+        let host_err = |e: std::io::Error| crate::control::ports::host_error(&name, &link.name, e);
         let queues = sockets_of(config, i, &name);
         let program = XdpProgram::load(queues.len() as u32).map_err(host_err)?;
         let mut drops = Vec::new();

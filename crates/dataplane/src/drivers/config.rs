@@ -1,0 +1,281 @@
+//! Each driver's settings (`af-packet`, `af-xdp`, `pcap`) and their checks.
+
+use crate::config::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Where the XDP program of an `af-xdp` interface runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XdpModeConfig {
+    /// Native where the driver has it, else skb.
+    #[default]
+    Auto,
+    /// In the driver (fails where the driver has no XDP).
+    Native,
+    /// Generic XDP, after the kernel built an skb (every driver; slower).
+    Skb,
+}
+
+/// Whether an `af-xdp` interface's frames move without a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZeroCopyConfig {
+    /// Zero-copy where the driver supports it, copy otherwise (veth: copy).
+    #[default]
+    Auto,
+    /// Zero-copy, or fail at start.
+    On,
+    /// Copy.
+    Off,
+}
+
+/// AF_XDP settings of one interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AfXdpConfig {
+    /// Where the XDP program runs: auto, native or skb.
+    #[serde(default)]
+    pub mode: XdpModeConfig,
+    /// auto, on or off. A worker's sockets share one UMEM, which the first of them (in
+    /// interface name order) binds in copy or zero-copy mode for all.
+    #[serde(default)]
+    pub zero_copy: ZeroCopyConfig,
+    /// Device rx queues received from (queues 0 to N−1), 1 to 64; each polled by one worker
+    /// (see `rx-placement`). Every worker also needs a queue of its own to transmit on: the
+    /// device must have at least `queues` plus the number of workers polling none of them.
+    #[serde(default = "default_rx_queues")]
+    pub queues: u16,
+    /// Entries of each of a socket's four rings (rx, tx, fill, completion), a power of two
+    /// from 64 to 16384. Each rx queue lends the kernel up to twice this many of its worker's
+    /// buffers (fill and rx rings), and so does each interface a worker sends on (tx and
+    /// completion rings).
+    #[serde(default = "default_xdp_ring")]
+    pub ring_size: u32,
+}
+
+fn default_xdp_ring() -> u32 {
+    1024
+}
+
+impl Default for AfXdpConfig {
+    fn default() -> Self {
+        AfXdpConfig {
+            mode: XdpModeConfig::Auto,
+            zero_copy: ZeroCopyConfig::Auto,
+            queues: default_rx_queues(),
+            ring_size: default_xdp_ring(),
+        }
+    }
+}
+
+/// How a worker waits for an interface's rx queues when they are empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PollMode {
+    /// Poll without pause: lowest latency, a whole core.
+    #[default]
+    Polling,
+    /// Sleep in poll(2) until a queue has frames: least CPU, a wake-up per burst.
+    Interrupt,
+    /// Poll while traffic flows; sleep in poll(2) once the queues stayed empty a while.
+    Adaptive,
+}
+
+/// Capture-file settings of one interface (driver `pcap`): what it receives and where what it
+/// transmits goes. At least one of `read` and `write`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PcapConfig {
+    /// Capture whose frames the interface receives, in file order: pcap or pcapng (told apart
+    /// by content), Ethernet link type. Without it the interface receives nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<PathBuf>,
+    /// Start `read` again from its first frame when it ends (else the interface receives each
+    /// frame once, and `vecflow run` ends once every such read is done and forwarded).
+    #[serde(default, rename = "loop", skip_serializing_if = "std::ops::Not::not")]
+    pub looping: bool,
+    /// Frames per second `read` is replayed at, 0 to 100000000; 0 (default) = as fast as the
+    /// worker goes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rate_pps: u64,
+    /// File every frame the interface transmits is written to, created or truncated at start:
+    /// pcapng when the name ends in `.pcapng`, else pcap (Ethernet, microsecond timestamps).
+    /// Without it, transmitted frames are counted and discarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<PathBuf>,
+}
+
+/// Highest `pcap.rate-pps`.
+pub const MAX_PCAP_RATE: u64 = 100_000_000;
+
+/// AF_PACKET settings of one interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AfPacketConfig {
+    /// Bytes per rx ring block, a power of two from 4096 to 4194304 (whole frames never
+    /// span blocks).
+    #[serde(default = "default_block_size")]
+    pub block_size: u32,
+    /// Rx ring blocks per queue, 2 to 1024 (default 64: a 16 MiB ring).
+    #[serde(default = "default_blocks")]
+    pub blocks: u32,
+    /// Milliseconds after which the kernel hands over a block that is not full, 1 to 1000:
+    /// the longest a packet waits in the ring at low rates.
+    #[serde(default = "default_block_timeout")]
+    pub block_timeout_ms: u32,
+    /// Rx queues: sockets joined in one PACKET_FANOUT group (flows hashed over them), each
+    /// polled by its own worker, starting at the interface's rx-placement worker. 1 to
+    /// `workers.count`.
+    #[serde(default = "default_rx_queues")]
+    pub rx_queues: u16,
+}
+
+fn default_block_size() -> u32 {
+    1 << 18
+}
+fn default_blocks() -> u32 {
+    64
+}
+fn default_block_timeout() -> u32 {
+    1
+}
+fn default_rx_queues() -> u16 {
+    1
+}
+
+impl Default for AfPacketConfig {
+    fn default() -> Self {
+        AfPacketConfig {
+            block_size: default_block_size(),
+            blocks: default_blocks(),
+            block_timeout_ms: default_block_timeout(),
+            rx_queues: default_rx_queues(),
+        }
+    }
+}
+
+impl Config {
+    /// The driver's own settings: a host interface exactly for `af-packet`, generator streams
+    /// only on the generator, ring sizes in range, each host interface used once.
+    pub(crate) fn validate_driver(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.{k}");
+        match (i.driver, &i.host_interface) {
+            (Driver::AfPacket | Driver::AfXdp, None) => {
+                return Err(invalid(f("host-interface"), "(missing)", "the Linux interface to use, e.g. eth1"));
+            }
+            (Driver::AfPacket | Driver::AfXdp, Some(h)) => {
+                if h.is_empty() || h.len() > 15 || h.contains(['/', ' ', ':']) || h == "." || h == ".." {
+                    return Err(invalid(
+                        f("host-interface"),
+                        h,
+                        "a Linux interface name: 1 to 15 characters, no '/', ':' or space",
+                    ));
+                }
+                if let Some((other, _)) =
+                    self.interfaces.iter().find(|(n, o)| n.as_str() < name && o.host_interface.as_ref() == Some(h))
+                {
+                    return Err(invalid(
+                        f("host-interface"),
+                        h,
+                        format!("a host interface no other interface uses ({other} has it)"),
+                    ));
+                }
+            }
+            (Driver::Generator | Driver::Pcap, Some(h)) => {
+                return Err(invalid(f("host-interface"), h, "only with driver: af-packet or af-xdp"));
+            }
+            (Driver::Generator | Driver::Pcap, None) => {}
+        }
+        self.validate_pcap(name, i)?;
+        if i.driver != Driver::Generator && i.generator.is_some() {
+            return Err(invalid(f("generator"), "streams", "generator streams only with driver: generator"));
+        }
+        if i.rx_mode != PollMode::Polling && !matches!(i.driver, Driver::AfPacket | Driver::AfXdp) {
+            return Err(invalid(f("rx-mode"), "set", "only with driver: af-packet or af-xdp"));
+        }
+        if let Some(a) = &i.af_xdp {
+            if i.driver != Driver::AfXdp {
+                return Err(invalid(f("af-xdp"), "settings", "af-xdp settings only with driver: af-xdp"));
+            }
+            if !a.ring_size.is_power_of_two() || !(64..=16384).contains(&a.ring_size) {
+                return Err(invalid(f("af-xdp.ring-size"), a.ring_size, "a power of two from 64 to 16384"));
+            }
+            if !(1..=64).contains(&a.queues) {
+                return Err(invalid(f("af-xdp.queues"), a.queues, "1 to 64"));
+            }
+        }
+        if let Some(a) = &i.af_packet {
+            if i.driver != Driver::AfPacket {
+                return Err(invalid(f("af-packet"), "settings", "af-packet settings only with driver: af-packet"));
+            }
+            if !a.block_size.is_power_of_two() || !(4096..=1 << 22).contains(&a.block_size) {
+                return Err(invalid(f("af-packet.block-size"), a.block_size, "a power of two from 4096 to 4194304"));
+            }
+            if !(2..=1024).contains(&a.blocks) {
+                return Err(invalid(f("af-packet.blocks"), a.blocks, "2 to 1024"));
+            }
+            if !(1..=1000).contains(&a.block_timeout_ms) {
+                return Err(invalid(f("af-packet.block-timeout-ms"), a.block_timeout_ms, "1 to 1000"));
+            }
+            if !(1..=self.workers.count).contains(&a.rx_queues) {
+                return Err(invalid(
+                    f("af-packet.rx-queues"),
+                    a.rx_queues,
+                    format!("1 to {} (workers.count)", self.workers.count),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Capture files exactly for driver `pcap`: something to read or write, loop and rate only
+    /// with a read, no file written by two interfaces or both read and written.
+    pub(crate) fn validate_pcap(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.pcap{k}");
+        let p = match (i.driver, &i.pcap) {
+            (Driver::Pcap, None) => {
+                return Err(invalid(f(""), "(missing)", "a capture to read and/or write, e.g. {read: in.pcap}"));
+            }
+            (Driver::Pcap, Some(p)) => p,
+            (_, Some(_)) => return Err(invalid(f(""), "settings", "pcap settings only with driver: pcap")),
+            (_, None) => return Ok(()),
+        };
+        if p.read.is_none() && p.write.is_none() {
+            return Err(invalid(f(""), "{}", "read, write or both"));
+        }
+        if p.read.is_none() && (p.looping || p.rate_pps != 0) {
+            return Err(invalid(f(if p.looping { ".loop" } else { ".rate-pps" }), "set", "only with pcap.read"));
+        }
+        if p.rate_pps > MAX_PCAP_RATE {
+            return Err(invalid(f(".rate-pps"), p.rate_pps, format!("0 (as fast as possible) to {MAX_PCAP_RATE}")));
+        }
+        if let Some(w) = &p.write {
+            if w.as_os_str().is_empty() {
+                return Err(invalid(f(".write"), "\"\"", "a file name"));
+            }
+            let writers = self.interfaces.iter().filter_map(|(n, o)| Some((n, o.pcap.as_ref()?)));
+            for (other, o) in writers {
+                if o.read.as_ref() == Some(w) {
+                    return Err(invalid(
+                        f(".write"),
+                        w.display(),
+                        format!("a file no interface reads ({other} reads it)"),
+                    ));
+                }
+                if other.as_str() < name && o.write.as_ref() == Some(w) {
+                    return Err(invalid(
+                        f(".write"),
+                        w.display(),
+                        format!("a file no other interface writes ({other} writes it)"),
+                    ));
+                }
+            }
+        }
+        if p.read.as_ref().is_some_and(|r| r.as_os_str().is_empty()) {
+            return Err(invalid(f(".read"), "\"\"", "a capture file name"));
+        }
+        Ok(())
+    }
+}

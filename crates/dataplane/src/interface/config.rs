@@ -1,0 +1,295 @@
+//! The `interfaces` section: each interface and sub-interface, its driver, MTU, addresses and
+//! rx placement, with their checks.
+
+use crate::config::*;
+use crate::drivers::stream_config::validate_stream;
+use crate::interface::{L2_OVERHEAD, MAX_INTERFACES};
+use crate::runtime::buffer::DATA_CAPACITY;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Administrative state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdminState {
+    /// Forwarding.
+    #[default]
+    Up,
+    /// Everything received or sent is dropped.
+    Down,
+}
+
+/// The driver behind an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The embedded traffic generator and sink.
+    #[default]
+    Generator,
+    /// A Linux interface through AF_PACKET sockets (TPACKET_V3 rx ring, batched tx).
+    AfPacket,
+    /// Capture files: receives the frames of a pcap or pcapng file, writes what it transmits
+    /// to another.
+    Pcap,
+    /// A Linux interface through AF_XDP sockets over the workers' own buffers (an XDP program
+    /// redirects its frames to them).
+    AfXdp,
+}
+
+/// Which workers poll an interface's rx queues.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RxPlacement {
+    /// Worker of the first rx queue, 0-based; further queues go to the next workers
+    /// round-robin. Default: interfaces spread over workers round-robin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u16>,
+    /// Worker of each rx queue in order (queue 0 first), one per queue of `af-packet.rx-queues`
+    /// or `af-xdp.queues`; instead of `worker`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<u16>,
+}
+
+/// One interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct InterfaceConfig {
+    /// Fixed interface index (also the sFlow ifIndex), 1–1023. Default: the lowest free one,
+    /// in name order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u16>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Driver.
+    #[serde(default)]
+    pub driver: Driver,
+    /// The Linux interface behind it (drivers `af-packet`), at most 15 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_interface: Option<String>,
+    /// AF_PACKET ring and queue settings (driver `af-packet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_packet: Option<AfPacketConfig>,
+    /// AF_XDP program, queue and ring settings (driver `af-xdp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_xdp: Option<AfXdpConfig>,
+    /// How the worker waits when the interface's rx queues are empty (drivers `af-packet` and
+    /// `af-xdp`): polling (default), interrupt or adaptive. A worker sleeps only when none of
+    /// its queues is polling.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub rx_mode: PollMode,
+    /// Capture files read and written (driver `pcap`, required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<PcapConfig>,
+    /// MAC address. Default: a locally administered 02:fe:00:00:HH:LL from the index (also
+    /// for `af-packet`: not the host interface's, so the kernel never takes our frames for
+    /// its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<Mac>,
+    /// L3 MTU, 68–2030. Default: the host interface's (`af-packet`), else 1500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    /// Administrative state.
+    #[serde(default)]
+    pub state: AdminState,
+    /// Rx queue placement: which worker polls each rx queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_placement: Option<RxPlacement>,
+    /// Name of the interface every received frame is sent out of (L2 cross-connect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2xc: Option<String>,
+    /// IPv4 and IPv6 addresses with prefix length (IPv4 forwarding is on when there is an
+    /// IPv4 one, IPv6 forwarding when there is an IPv6 one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<IpPrefix>,
+    /// Accept MPLS frames.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mpls: bool,
+    /// 802.1Q sub-interfaces by sub-id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sub_interfaces: BTreeMap<u32, SubInterfaceConfig>,
+    /// Generator streams (driver `generator` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorConfig>,
+    /// sFlow sampling of this interface (its sub-interfaces are sampled with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sflow: Option<InterfaceSflow>,
+}
+
+/// The MTU of an interface that names none and has no host interface to take it from.
+pub const DEFAULT_MTU: u16 = 1500;
+
+impl InterfaceConfig {
+    /// Rx queues of the driver: `af-packet.rx-queues` or `af-xdp.queues`, else 1.
+    pub fn rx_queue_count(&self) -> u16 {
+        match self.driver {
+            Driver::AfPacket => self.af_packet.unwrap_or_default().rx_queues,
+            Driver::AfXdp => self.af_xdp.unwrap_or_default().queues,
+            Driver::Generator | Driver::Pcap => 1,
+        }
+    }
+
+    /// The worker that polls rx queue `q`, when the interface's first queue is on worker
+    /// `first` (see [`RxPlacement`]) and there are `workers` workers.
+    pub fn queue_worker(&self, q: u16, first: u16, workers: u16) -> u16 {
+        match self.rx_placement.as_ref().and_then(|p| p.queues.get(usize::from(q))) {
+            Some(&w) => w,
+            None => ((u32::from(first) + u32::from(q)) % u32::from(workers.max(1))) as u16,
+        }
+    }
+
+    /// The L3 MTU as configured, else [`DEFAULT_MTU`] (the engine takes an `af-packet`
+    /// interface's from the kernel before it gets here).
+    pub fn mtu(&self) -> u16 {
+        self.mtu.unwrap_or(DEFAULT_MTU)
+    }
+}
+
+impl Default for InterfaceConfig {
+    /// A generator interface with every default (up, MTU 1500, no streams).
+    fn default() -> Self {
+        serde_json::from_value(serde_json::json!({})).expect("defaults deserialize")
+    }
+}
+
+/// Largest MTU a buffer can carry.
+pub const MAX_MTU: u16 = DATA_CAPACITY as u16 - L2_OVERHEAD;
+
+/// Tag matching of a sub-interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Encapsulation {
+    /// The 802.1Q VLAN id, 1–4094.
+    pub dot1q: u16,
+}
+
+/// An 802.1Q sub-interface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SubInterfaceConfig {
+    /// The tag it matches.
+    pub encapsulation: Encapsulation,
+    /// L3 MTU; default the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u16>,
+    /// Administrative state.
+    #[serde(default)]
+    pub state: AdminState,
+    /// IPv4 and IPv6 addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<IpPrefix>,
+    /// Accept MPLS frames.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mpls: bool,
+    /// L2 cross-connect target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2xc: Option<String>,
+}
+
+impl Config {
+    pub(crate) fn validate_interface(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.{k}");
+        if name.is_empty() || name.len() > 63 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+        {
+            return Err(invalid(
+                format!("interfaces.{name}"),
+                format!("name '{name}'"),
+                "1–63 characters of a-z A-Z 0-9 - _ . / :",
+            ));
+        }
+        if let Some(x) = i.index
+            && (x == 0 || x as usize >= MAX_INTERFACES)
+        {
+            return Err(invalid(f("index"), x, format!("1 to {}", MAX_INTERFACES - 1)));
+        }
+        if let Some(m) = i.mtu.filter(|m| !(68..=MAX_MTU).contains(m)) {
+            return Err(invalid(f("mtu"), m, format!("68 to {MAX_MTU}")));
+        }
+        let xdp_max = crate::drivers::af_xdp::MAX_MTU;
+        if let Some(m) = i.mtu.filter(|&m| i.driver == Driver::AfXdp && m > xdp_max) {
+            return Err(invalid(
+                f("mtu"),
+                m,
+                format!(
+                    "68 to {xdp_max} with driver af-xdp (a frame must fit a buffer after the kernel's XDP headroom)"
+                ),
+            ));
+        }
+        self.validate_driver(name, i)?;
+        self.validate_placement(name, i)?;
+        if let Some(peer) = &i.l2xc {
+            if !self.has_interface(peer) || peer == name {
+                return Err(invalid(f("l2xc"), peer, "the name of another configured interface"));
+            }
+            if !i.addresses.is_empty() {
+                return Err(invalid(
+                    f("addresses"),
+                    format!("{} addresses", i.addresses.len()),
+                    "none on an L2 cross-connected interface",
+                ));
+            }
+        }
+        for (sub, s) in &i.sub_interfaces {
+            let sf = |k: &str| format!("interfaces.{name}.sub-interfaces.{sub}.{k}");
+            if *sub == 0 {
+                return Err(invalid(format!("interfaces.{name}.sub-interfaces"), sub, "sub-ids from 1"));
+            }
+            if !(1..=4094).contains(&s.encapsulation.dot1q) {
+                return Err(invalid(sf("encapsulation.dot1q"), s.encapsulation.dot1q, "1 to 4094"));
+            }
+            if let Some(m) = s.mtu.filter(|&m| !(68..=i.mtu()).contains(&m)) {
+                return Err(invalid(sf("mtu"), m, format!("68 to the parent's MTU ({})", i.mtu())));
+            }
+            if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.has_interface(p) || **p == format!("{name}.{sub}")) {
+                return Err(invalid(sf("l2xc"), peer, "the name of a configured interface"));
+            }
+            if s.l2xc.is_some() && !s.addresses.is_empty() {
+                return Err(invalid(
+                    sf("addresses"),
+                    format!("{} addresses", s.addresses.len()),
+                    "none on an L2 cross-connected sub-interface",
+                ));
+            }
+        }
+        let dups = i.sub_interfaces.values().map(|s| s.encapsulation.dot1q).collect::<std::collections::BTreeSet<_>>();
+        if dups.len() != i.sub_interfaces.len() {
+            return Err(invalid(
+                format!("interfaces.{name}.sub-interfaces"),
+                "a repeated dot1q tag",
+                "each VLAN id on at most one sub-interface",
+            ));
+        }
+        if let Some(g) = &i.generator {
+            for (k, s) in g.streams.iter().enumerate() {
+                validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rx placement: workers that exist, `worker` or `queues` (one per rx queue), not both.
+    pub(crate) fn validate_placement(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
+        let f = |k: &str| format!("interfaces.{name}.rx-placement.{k}");
+        let Some(p) = &i.rx_placement else { return Ok(()) };
+        let workers = self.workers.count;
+        let range = || format!("0 to {} (workers.count is {workers})", workers - 1);
+        if let Some(w) = p.worker.filter(|&w| w >= workers) {
+            return Err(invalid(f("worker"), w, range()));
+        }
+        if let Some((q, w)) = p.queues.iter().enumerate().find(|&(_, &w)| w >= workers) {
+            return Err(invalid(f(&format!("queues[{q}]")), w, range()));
+        }
+        if p.worker.is_some() && !p.queues.is_empty() {
+            return Err(invalid(f("queues"), "set with worker", "either worker or queues"));
+        }
+        if !p.queues.is_empty() && p.queues.len() != usize::from(i.rx_queue_count()) {
+            return Err(invalid(
+                f("queues"),
+                format!("{} worker(s)", p.queues.len()),
+                format!("one worker per rx queue: {}", i.rx_queue_count()),
+            ));
+        }
+        Ok(())
+    }
+}

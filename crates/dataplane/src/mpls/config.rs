@@ -1,0 +1,65 @@
+//! The `mpls` section: local labels and what they carry.
+
+use crate::config::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// MPLS label switching.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Mpls {
+    /// Incoming labels and what to do with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_labels: Vec<LocalLabel>,
+}
+
+impl Mpls {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.local_labels.is_empty()
+    }
+}
+
+/// One incoming (top) label. With `out-labels`: swap the top label for them and send toward
+/// `via` on `interface`. Without: pop it at the end of the stack and route the packet inside
+/// (IPv4, or IPv6 with `payload: ip6`) by the FIB (`via` and `interface` are then left out).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LocalLabel {
+    /// Incoming label, 16–1048575.
+    pub label: u32,
+    /// Next hop, IPv4 or IPv6 (swap only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<IpAddr>,
+    /// Output interface (swap only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// Labels to send with, outermost first (1–8); empty = pop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_labels: Vec<u32>,
+    /// What a pop finds under the label: `ip4` (the default) or `ip6` (pop only).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub payload: Payload,
+}
+
+/// The packet under a popped label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Payload {
+    /// IPv4, routed by the IPv4 FIB.
+    #[default]
+    Ip4,
+    /// IPv6, routed by the IPv6 FIB.
+    Ip6,
+}
+
+/// The largest MPLS label (20 bits).
+pub(crate) const MAX_LABEL: u32 = (1 << 20) - 1;
+
+pub(crate) fn check_labels(field: &str, labels: &[u32]) -> Result<(), ConfigError> {
+    match labels.iter().find(|&&l| !(16..=MAX_LABEL).contains(&l)) {
+        Some(l) => Err(invalid(field, l, "labels 16 to 1048575")),
+        None if labels.len() > 8 => Err(invalid(field, format!("{} labels", labels.len()), "at most 8 labels")),
+        None => Ok(()),
+    }
+}
