@@ -49,13 +49,8 @@ pub enum StartError {
     #[error("{0}")]
     Isa(String),
     /// A driver could not open what the configuration names.
-    #[error("{field}: {message}")]
-    Driver {
-        /// Dotted path of the field, e.g. `interfaces.wan0.host-interface`.
-        field: String,
-        /// What went wrong, in words.
-        message: String,
-    },
+    #[error(transparent)]
+    Driver(#[from] crate::drivers::PortError),
 }
 
 /// Why a running dataplane refused a new configuration (it then runs on unchanged).
@@ -195,7 +190,11 @@ impl Dataplane {
         let XdpPorts { workers: xdp_workers, attached: xdp_programs, links: xdp_links } = if xdp_hosts.is_empty() {
             XdpPorts::default()
         } else {
-            crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts)?
+            // One buffer pool per worker, each registered as that worker's UMEM.
+            let pools = (0..config.workers.count)
+                .map(|_| crate::runtime::buffer::BufferPool::new(config.workers.buffers))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts, pools)?
         };
         host_links.extend(xdp_links);
         let mut xdp_workers = xdp_workers.into_iter();

@@ -2,6 +2,7 @@
 //! MTUs, and capture files.
 
 use super::engine::StartError;
+use crate::drivers::PortError;
 
 use crate::config::{Config, Driver};
 use crate::drivers::KernelDrops;
@@ -12,11 +13,6 @@ use crate::interface::Interface;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-
-/// A start-up error of interface `name`'s host interface.
-pub(crate) fn host_error(name: &str, host: &str, e: impl std::fmt::Display) -> StartError {
-    StartError::Driver { field: format!("interfaces.{name}.host-interface"), message: format!("{host}: {e}") }
-}
 
 /// The AF_PACKET interfaces of a starting dataplane: what the kernel says of each host
 /// interface, opened before any worker starts so that every problem stops the start-up.
@@ -34,7 +30,7 @@ pub(super) fn read_host_links(config: &Config) -> Result<BTreeMap<String, HostLi
     let mut out = BTreeMap::new();
     for (name, i) in &config.interfaces {
         if let (Driver::AfPacket | Driver::AfXdp, Some(host)) = (i.driver, &i.host_interface) {
-            let link = HostLink::read(host).map_err(|e| host_error(name, host, e))?;
+            let link = HostLink::read(host).map_err(|e| PortError::host(name, host, e))?;
             for warning in link.kernel_conflicts() {
                 tracing::warn!("interfaces.{name}: {warning}");
             }
@@ -96,13 +92,13 @@ pub(super) fn open_host_ports(
         let fanout = (cfg.rx_queues > 1).then(|| (std::process::id() as u16).wrapping_add(i.index));
         let mut stats = Vec::new();
         for q in 0..cfg.rx_queues {
-            let queue =
-                RxQueue::open(i.index, link.ifindex, &cfg, fanout).map_err(|e| host_error(&name, &link.name, e))?;
-            stats.push(KernelDrops::AfPacket(queue.stats_handle().map_err(|e| host_error(&name, &link.name, e))?));
+            let queue = RxQueue::open(i.index, link.ifindex, &cfg, fanout)
+                .map_err(|e| PortError::host(&name, &link.name, e))?;
+            stats.push(KernelDrops::AfPacket(queue.stats_handle().map_err(|e| PortError::host(&name, &link.name, e))?));
             ports.rx[usize::from(config.interfaces[&name].queue_worker(q, i.rx_worker, workers as u16))].push(queue);
         }
         for tx in &mut ports.tx {
-            tx.open(i.index, link.ifindex).map_err(|e| host_error(&name, &link.name, e))?;
+            tx.open(i.index, link.ifindex).map_err(|e| PortError::host(&name, &link.name, e))?;
         }
         tracing::info!(
             "interface {name}: af-packet on {} (ifindex {}), {} rx queue(s), MTU {}, link {}",
@@ -140,7 +136,7 @@ pub(super) fn open_captures(config: &Config, interfaces: &[Interface], tsc_hz: u
     };
     for i in interfaces {
         let Some(p) = config.interfaces.get(&i.name).and_then(|c| c.pcap.as_ref()) else { continue };
-        let error = |field: &str, path: &std::path::Path, e: std::io::Error| StartError::Driver {
+        let error = |field: &str, path: &std::path::Path, e: std::io::Error| PortError {
             field: field.to_owned(),
             message: format!("{}: {e}", path.display()),
         };

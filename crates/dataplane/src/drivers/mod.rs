@@ -24,6 +24,24 @@ use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::ops::Range;
 
+/// A driver could not open or use what the configuration names: the field, and what went
+/// wrong in words (`interfaces.wan0.host-interface: eth9: No such device`).
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct PortError {
+    /// Dotted path of the field, e.g. `interfaces.wan0.host-interface`.
+    pub field: String,
+    /// What went wrong, in words.
+    pub message: String,
+}
+
+impl PortError {
+    /// Host link `host` of interface `name` (its `host-interface`) failed with `e`.
+    pub fn host(name: &str, host: &str, e: impl std::fmt::Display) -> Self {
+        PortError { field: format!("interfaces.{name}.host-interface"), message: format!("{host}: {e}") }
+    }
+}
+
 /// One rx queue a worker polls.
 pub enum RxPort {
     /// A generator interface.

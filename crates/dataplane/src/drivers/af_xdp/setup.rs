@@ -8,6 +8,7 @@ use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
 use super::{RX_CAPACITY, RxQueue, XskSockets};
 use crate::config::{AfXdpConfig, Config, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::KernelDrops;
+use crate::drivers::PortError;
 use crate::drivers::host::HostLink;
 use crate::interface::Interface;
 use crate::runtime::buffer::{BufferPool, STRIDE};
@@ -54,21 +55,15 @@ pub struct XdpPorts {
 }
 
 /// An error about field `field` of interface `name`.
-fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> crate::control::engine::StartError {
-    crate::control::engine::StartError::Driver {
-        field: format!("interfaces.{name}.{field}"),
-        message: message.to_string(),
-    }
+fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> PortError {
+    PortError { field: format!("interfaces.{name}.{field}"), message: message.to_string() }
 }
 
 /// Checks what can be checked before anything is opened, for the `af-xdp` interfaces of
 /// `hosts` (by interface name): that each worker's buffers cover what its sockets lend the
 /// kernel, and that each host interface's MTU lets its frames fit a buffer after the XDP
 /// headroom (the kernel would drop longer ones unseen).
-pub fn preflight(
-    config: &Config,
-    hosts: &BTreeMap<String, HostLink>,
-) -> Result<(), crate::control::engine::StartError> {
+pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
     check_buffers(config, &crate::interface::build::build_interfaces(config), hosts)?;
     for (name, link) in hosts {
         if link.mtu > u32::from(super::MAX_MTU) {
@@ -90,24 +85,24 @@ pub fn preflight(
     Ok(())
 }
 
-/// Opens every `af-xdp` interface of `hosts` (by interface name): a buffer pool per worker
-/// (registered as that worker's UMEM), the sockets, and the XDP program on each interface.
+/// Opens every `af-xdp` interface of `hosts` (by interface name) over `pools`, one buffer pool
+/// per worker (each registered as that worker's UMEM): the sockets, and the XDP program on
+/// each interface.
 pub fn open(
     config: &Config,
     interfaces: &[Interface],
     hosts: BTreeMap<String, HostLink>,
-) -> Result<XdpPorts, crate::control::engine::StartError> {
-    let workers = config.workers.count;
+    pools: Vec<BufferPool>,
+) -> Result<XdpPorts, PortError> {
     let mut out = XdpPorts { workers: Vec::new(), attached: Vec::new(), links: Vec::new() };
-    for _ in 0..workers {
-        let pool = BufferPool::new(config.workers.buffers)?;
+    for pool in pools {
         out.workers.push(WorkerXdp { pool, sockets: XskSockets::default(), rx: Vec::new() });
     }
     for (name, link) in hosts {
         let i = interfaces.iter().find(|i| i.name == name).expect("an interface of the config");
         let ic = &config.interfaces[&name];
         let cfg = ic.af_xdp.unwrap_or_default();
-        let host_err = |e: std::io::Error| crate::control::ports::host_error(&name, &link.name, e);
+        let host_err = |e: std::io::Error| PortError::host(&name, &link.name, e);
         let queues = sockets_of(config, i, &name);
         let program = XdpProgram::load(queues.len() as u32).map_err(host_err)?;
         let mut drops = Vec::new();
@@ -198,7 +193,7 @@ fn check_buffers(
     config: &Config,
     interfaces: &[Interface],
     hosts: &BTreeMap<String, HostLink>,
-) -> Result<(), crate::control::engine::StartError> {
+) -> Result<(), PortError> {
     let mut lent = vec![0u32; usize::from(config.workers.count)];
     for name in hosts.keys() {
         let i = interfaces.iter().find(|i| &i.name == name).expect("an interface of the config");
@@ -211,7 +206,7 @@ fn check_buffers(
     }
     let most = lent.iter().copied().max().unwrap_or(0);
     if config.workers.buffers < most + GRAPH_BUFFERS {
-        return Err(crate::control::engine::StartError::Driver {
+        return Err(PortError {
             field: "workers.buffers".into(),
             message: format!(
                 "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (twice ring-size for each \
