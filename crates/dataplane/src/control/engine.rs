@@ -592,7 +592,7 @@ impl Dataplane {
     /// What [`Dataplane::apply`] of `new` would change, as the commands that would make the
     /// same change one by one; nothing is changed.
     pub fn plan(&self, new: &Config) -> Result<Vec<String>, ApplyError> {
-        Ok(crate::control::change::plan(&self.config, &self.admissible(new)?))
+        Ok(crate::control::plan::plan(&self.config, &self.admissible(new)?))
     }
 }
 

@@ -1,0 +1,152 @@
+//! The plan that turns one configuration into another, written as the commands that would
+//! make the change (`vecflow plan`, `vecflow apply`).
+
+use crate::config::{AdminState, Config, IpPrefix, LocalLabel, Mac, Payload, Route};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// The commands that change interface `name`'s sFlow settings from `a` to `b`.
+fn sflow_plan(
+    name: &str,
+    a: Option<crate::config::InterfaceSflow>,
+    b: Option<crate::config::InterfaceSflow>,
+) -> Vec<String> {
+    let off =
+        crate::config::InterfaceSflow { enable: false, sampling_rate: None, direction: None, drop_monitoring: false };
+    let (a, b) = (a.unwrap_or(off), b.unwrap_or(off));
+    let mut out = Vec::new();
+    if (a.enable, a.sampling_rate, a.direction) != (b.enable, b.sampling_rate, b.direction) {
+        let mut cmd = format!("sflow enable {name}");
+        if !b.enable {
+            cmd += " disable";
+        }
+        if let Some(r) = b.sampling_rate {
+            cmd += &format!(" sampling-rate {r}");
+        }
+        if let Some(d) = b.direction.and_then(|d| serde_json::to_value(d).ok()) {
+            cmd += &format!(" direction {}", d.as_str().unwrap_or_default());
+        }
+        out.push(cmd);
+    }
+    if a.drop_monitoring != b.drop_monitoring {
+        out.push(format!("sflow drop-monitoring {} {name}", if b.drop_monitoring { "enable" } else { "disable" }));
+    }
+    out
+}
+
+/// One interface's (or sub-interface's) live settings, as the plan compares them.
+type LiveSettings = (AdminState, Option<u16>, Vec<IpPrefix>, bool, Option<String>);
+
+/// Every interface's and sub-interface's live settings, by name.
+fn live_settings(c: &Config) -> BTreeMap<String, LiveSettings> {
+    let mut out = BTreeMap::new();
+    for (name, i) in &c.interfaces {
+        out.insert(name.clone(), (i.state, i.mtu, i.addresses.clone(), i.mpls, i.l2xc.clone()));
+        for (id, s) in &i.sub_interfaces {
+            out.insert(format!("{name}.{id}"), (s.state, s.mtu, s.addresses.clone(), s.mpls, s.l2xc.clone()));
+        }
+    }
+    out
+}
+
+/// The commands that turn running configuration `old` into `new` (both validated, `new` not
+/// needing a restart), in an order each could run in.
+pub fn plan(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let (a, b) = (live_settings(old), live_settings(new));
+    // Labels and routes that go away first, then interface changes, then what is added.
+    let labels = |c: &Config| -> BTreeMap<u32, LocalLabel> {
+        c.mpls.local_labels.iter().map(|l| (l.label, l.clone())).collect()
+    };
+    let (la, lb) = (labels(old), labels(new));
+    out.extend(la.keys().filter(|l| !lb.contains_key(l)).map(|l| format!("mpls local-label del {l}")));
+    let routes = |c: &Config| -> BTreeMap<IpPrefix, Route> { c.routes.iter().map(|r| (r.prefix, r.clone())).collect() };
+    let (ra, rb) = (routes(old), routes(new));
+    out.extend(ra.keys().filter(|p| !rb.contains_key(p)).map(|p| format!("ip route del {p}")));
+    let neighbors = |c: &Config| -> BTreeMap<(String, IpAddr), Mac> {
+        c.neighbors.iter().map(|n| ((n.interface.clone(), n.address), n.mac)).collect()
+    };
+    let (na, nb) = (neighbors(old), neighbors(new));
+    out.extend(na.keys().filter(|k| !nb.contains_key(k)).map(|(i, a)| format!("ip neighbor del {i} {a}")));
+    for (name, (state, mtu, addrs, mpls, l2xc)) in &b {
+        let Some((state0, mtu0, addrs0, mpls0, l2xc0)) = a.get(name) else { continue };
+        out.extend(
+            addrs0.iter().filter(|p| !addrs.contains(p)).map(|p| format!("set interface ip address del {name} {p}")),
+        );
+        if mtu != mtu0 {
+            out.push(format!("set interface mtu {name} {}", mtu.unwrap_or(crate::config::DEFAULT_MTU)));
+        }
+        if l2xc != l2xc0 {
+            out.push(match l2xc {
+                Some(peer) => format!("set interface l2 xconnect {name} {peer}"),
+                None => format!("set interface l3 {name}"),
+            });
+        }
+        if mpls != mpls0 {
+            out.push(format!("set interface mpls {name} {}", if *mpls { "enable" } else { "disable" }));
+        }
+        out.extend(
+            addrs.iter().filter(|p| !addrs0.contains(p)).map(|p| format!("set interface ip address {name} {p}")),
+        );
+        if state != state0 {
+            out.push(format!("set interface state {name} {}", if *state == AdminState::Up { "up" } else { "down" }));
+        }
+    }
+    for (name, i) in &new.interfaces {
+        let Some(o) = old.interfaces.get(name) else { continue };
+        if o.description != i.description {
+            out.push(format!("set interface description {name} {}", i.description.as_deref().unwrap_or("")));
+        }
+        if o.rx_mode != i.rx_mode {
+            let mode = serde_json::to_value(i.rx_mode).ok().and_then(|v| v.as_str().map(str::to_string));
+            out.push(format!("set interface rx-mode {name} {}", mode.unwrap_or_default()));
+        }
+        out.extend(sflow_plan(name, o.sflow, i.sflow));
+    }
+    if let (Some(a), Some(b)) = (&old.sflow, &new.sflow) {
+        let direction =
+            |d| serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let changes = [
+            (a.sampling_rate != b.sampling_rate, format!("sflow sampling-rate {}", b.sampling_rate)),
+            (a.polling_interval != b.polling_interval, format!("sflow polling-interval {}", b.polling_interval)),
+            (a.header_bytes != b.header_bytes, format!("sflow header-bytes {}", b.header_bytes)),
+            (a.direction != b.direction, format!("sflow direction {}", direction(b.direction))),
+        ];
+        out.extend(changes.into_iter().filter(|(changed, _)| *changed).map(|(_, c)| c));
+    }
+    for ((i, a), mac) in &nb {
+        if na.get(&(i.clone(), *a)) != Some(mac) {
+            out.push(format!("ip neighbor {i} {a} {}", mac.0));
+        }
+    }
+    for (p, r) in &rb {
+        if ra.get(p) != Some(r) {
+            let mut cmd = format!("ip route add {p} via {}", r.via);
+            if let Some(i) = &r.interface {
+                cmd += &format!(" {i}");
+            }
+            if !r.out_labels.is_empty() {
+                cmd +=
+                    &format!(" out-labels {}", r.out_labels.iter().map(u32::to_string).collect::<Vec<_>>().join(" "));
+            }
+            out.push(cmd);
+        }
+    }
+    for (l, e) in &lb {
+        if la.get(l) != Some(e) {
+            let mut cmd = format!("mpls local-label add {l}");
+            if let (Some(via), Some(i)) = (e.via, &e.interface) {
+                cmd += &format!(" via {via} {i}");
+            }
+            if e.payload == Payload::Ip6 {
+                cmd += " payload ip6";
+            }
+            if !e.out_labels.is_empty() {
+                cmd +=
+                    &format!(" out-labels {}", e.out_labels.iter().map(u32::to_string).collect::<Vec<_>>().join(" "));
+            }
+            out.push(cmd);
+        }
+    }
+    out
+}
