@@ -88,8 +88,8 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
 
 /// What the fused `ethernet-input` → `ip4-input` pass must say of `frames` with `max_frame`,
 /// from its definition: every frame sized, untagged IPv4, passing `fast_ok` at offset 14.
-fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<ip4::input::RxTally> {
-    let mut t = ip4::input::RxTally::default();
+fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::l3::shared::RxTally> {
+    let mut t = dataplane::l3::shared::RxTally::default();
     for f in frames {
         let plain =
             (14..=usize::from(max_frame)).contains(&f.len()) && f[12..14] == [8, 0] && ip4::input::fast_ok(&f[14..]);

@@ -348,7 +348,7 @@ impl Dataplane {
                 Some(SflowRuntime { sources, shared, stop, thread: Some(thread), agent: agent_addr, live: live_sflow });
         }
         if let Some(core) = config.workers.main_core {
-            worker::pin_current_thread(core)?;
+            crate::runtime::cpu::pin_current_thread(core)?;
         }
         dp.started = Instant::now();
         Ok(dp)

@@ -23,10 +23,11 @@ use crate::drivers::pcap::PcapSinks;
 use crate::interface::Tables;
 use crate::l3::fib::Fibs;
 use crate::neighbor::punt::Punt;
-use crate::runtime::graph::NodeId;
+use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::snapshot::TableReader;
 use crate::runtime::tsc;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
@@ -121,52 +122,10 @@ pub struct WorkerSetup {
     pub sflow: Option<crate::sflow::SflowWorker>,
 }
 
-/// Pins the calling thread to CPU `core`.
-pub fn pin_current_thread(core: u16) -> std::io::Result<()> {
-    if usize::from(core) >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("CPU {core} is not a CPU number")));
-    }
-    // SAFETY: `cpu_set_t` is plain data, zero is a valid (empty) set, and `core` is below
-    // CPU_SETSIZE (checked above), so CPU_SET writes inside it; sched_setaffinity(0, ...)
-    // targets the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// Takes CPUs `cpus` out of the calling thread's affinity, when that leaves it at least one;
-/// returns whether it did.
-pub fn avoid_cpus(cpus: &[u16]) -> std::io::Result<bool> {
-    // SAFETY: `cpu_set_t` is plain data and zero is a valid (empty) set; sched_getaffinity and
-    // sched_setaffinity(0, ...) read and write the calling thread's set through a pointer to
-    // one of that size; CPU_CLR and CPU_COUNT stay inside it (CPU numbers below CPU_SETSIZE).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        for &c in cpus.iter().filter(|&&c| usize::from(c) < libc::CPU_SETSIZE as usize) {
-            libc::CPU_CLR(usize::from(c), &mut set);
-        }
-        if libc::CPU_COUNT(&set) == 0 {
-            return Ok(false);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(true)
-}
-
 /// Sends the ARP and ND probes the main thread asked for and runs them out; true when there
 /// were any.
 fn send_probes(g: &mut Graph) -> bool {
-    let any = crate::l3::shared::send_probes(g);
+    let any = queue_probes(g);
     if any {
         g.run(tsc::now());
         if let Some(sf) = &mut g.features.sflow {
@@ -183,7 +142,7 @@ pub fn spawn(setup: WorkerSetup) -> std::io::Result<JoinHandle<std::io::Result<(
 
 fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     if let Some(core) = s.core {
-        pin_current_thread(core)
+        crate::runtime::cpu::pin_current_thread(core)
             .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;
     }
     let pool = match s.pool.take() {
@@ -257,4 +216,23 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     }
     s.qsbr.offline();
     Ok(())
+}
+
+/// Queues the probes the main thread asked for: an ARP request or a neighbor solicitation
+/// each, for `interface-output`. Returns whether there were any.
+fn queue_probes(g: &mut Graph) -> bool {
+    let mut out = Outbox::new(NodeId::InterfaceOutput);
+    let mut any = false;
+    while let Some(p) = g.features.punt.next_probe() {
+        let made = match p.address {
+            IpAddr::V4(_) => crate::ip4::arp::request(g, p.interface, p.address, p.mac),
+            IpAddr::V6(_) => crate::ip6::nd::solicit(g, p.interface, p.address, p.mac),
+        };
+        if let Some(r) = made {
+            out.push(g, r);
+            any = true;
+        }
+    }
+    out.finish(g);
+    any
 }

@@ -27,7 +27,7 @@
 
 use crate::datapath::Graph;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
-use crate::ip4::input::RxTally;
+use crate::l3::shared::RxTally;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;

@@ -7,6 +7,7 @@
 //! packets for this router's own addresses are delivered whatever their TTL.
 
 use crate::datapath::Graph;
+use crate::l3::shared::RxTally;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
@@ -82,17 +83,6 @@ pub fn all_fast_ok(isa: Isa, pool: &BufferPool, indices: &[u32]) -> bool {
 pub fn run(g: &mut Graph, v: VecHandle) {
     let all_ok = all_fast_ok(g.isa, &g.pool, g.vectors[v].indices());
     crate::l3::shared::validated(g, v, all_ok, check, DropReason::Truncated, NodeId::Ip4Lookup);
-}
-
-/// What `ethernet-input` counts of the frames a fused pass took ([`plain_frames`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RxTally {
-    /// Bytes of all frames.
-    pub octets: u64,
-    /// Frames with a group (multicast or broadcast) destination MAC.
-    pub group: u64,
-    /// Frames to the broadcast MAC.
-    pub broadcast: u64,
 }
 
 /// The fused `ethernet-input` → `ip4-input` pass, for frames received on an L3 interface with

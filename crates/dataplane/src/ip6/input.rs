@@ -8,7 +8,7 @@
 //! (`ip6-rewrite`), so packets for this router's own addresses are delivered whatever it is.
 
 use crate::datapath::Graph;
-use crate::ip4::input::RxTally;
+use crate::l3::shared::RxTally;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;

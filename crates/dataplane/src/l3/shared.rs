@@ -59,11 +59,23 @@ pub(crate) fn plain_frames_scalar(
     Some((octets, any_group))
 }
 
+/// What `ethernet-input` counts of the frames a fused pass took (`ip4::input::plain_frames`,
+/// `ip6::input::plain_frames`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxTally {
+    /// Bytes of all frames.
+    pub octets: u64,
+    /// Frames with a group (multicast or broadcast) destination MAC.
+    pub group: u64,
+    /// Frames to the broadcast MAC.
+    pub broadcast: u64,
+}
+
 /// What `ethernet-input` counts of the frames `indices` a fused pass took: `octets` bytes,
 /// and their group and broadcast destinations, looked for only when `any_group`.
 #[inline(always)]
-pub(crate) fn rx_tally(pool: &BufferPool, indices: &[u32], octets: u64, any_group: bool) -> crate::ip4::input::RxTally {
-    let mut tally = crate::ip4::input::RxTally { octets, ..crate::ip4::input::RxTally::default() };
+pub(crate) fn rx_tally(pool: &BufferPool, indices: &[u32], octets: u64, any_group: bool) -> RxTally {
+    let mut tally = RxTally { octets, ..RxTally::default() };
     if any_group {
         for &i in indices {
             let (group, broadcast) = crate::interface::cast_bits(pool.head_u64(i));
@@ -315,25 +327,6 @@ pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
     }
     requests.finish(g);
     g.split(v);
-}
-
-/// Sends the probes the main thread asked for: an ARP request or a neighbor solicitation
-/// each, through `interface-output`. Returns whether any went out.
-pub(crate) fn send_probes(g: &mut Graph) -> bool {
-    let mut out = Outbox::new(NodeId::InterfaceOutput);
-    let mut any = false;
-    while let Some(p) = g.features.punt.next_probe() {
-        let made = match p.address {
-            IpAddr::V4(_) => crate::ip4::arp::request(g, p.interface, p.address, p.mac),
-            IpAddr::V6(_) => crate::ip6::nd::solicit(g, p.interface, p.address, p.mac),
-        };
-        if let Some(r) = made {
-            out.push(g, r);
-            any = true;
-        }
-    }
-    out.finish(g);
-    any
 }
 
 /// Makes a frame this router originates toward `dst_mac` out of interface `tx_if`: the MACs

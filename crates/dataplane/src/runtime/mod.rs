@@ -4,6 +4,7 @@
 
 pub mod buffer;
 pub mod counter;
+pub mod cpu;
 pub mod drops;
 pub mod graph;
 pub mod hugemem;

@@ -151,7 +151,7 @@ pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::
 
 fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
     let apart = !s.avoid_cpus.is_empty()
-        && match crate::datapath::worker::avoid_cpus(&s.avoid_cpus) {
+        && match crate::runtime::cpu::avoid_cpus(&s.avoid_cpus) {
             Ok(apart) => apart,
             Err(e) => {
                 tracing::warn!("sFlow agent: cannot keep off the workers' CPUs: {e}");

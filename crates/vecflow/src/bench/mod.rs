@@ -333,7 +333,7 @@ pub(crate) fn on_core<T: Send + 'static>(
 ) -> anyhow::Result<T> {
     std::thread::spawn(move || {
         if let Some(c) = core {
-            dataplane::datapath::worker::pin_current_thread(c)?;
+            dataplane::runtime::cpu::pin_current_thread(c)?;
         }
         Ok(f())
     })
