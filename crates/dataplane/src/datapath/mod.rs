@@ -20,22 +20,16 @@ pub type Graph = crate::runtime::graph::Graph<Features>;
 
 /// The state each feature keeps per worker, one field per feature.
 pub struct Features {
-    /// The worker's AF_XDP sockets (their UMEM is the graph's buffer pool; declared first,
-    /// so they close before the pool is unmapped).
-    pub xsk: drivers::af_xdp::XskSockets,
-    /// The worker's AF_PACKET send sockets (none until the worker opens them).
-    pub tx: drivers::af_packet::TxSockets,
-    /// The capture files its pcap interfaces transmit into.
-    pub pcap_out: drivers::pcap::PcapSinks,
+    /// The transmit side of its ports: AF_XDP and AF_PACKET sockets, capture files.
+    pub drivers: drivers::WorkerPorts,
     /// Forwarding tables: interfaces and adjacencies (an immutable snapshot).
     pub tables: Arc<Tables>,
     /// The IPv4 and IPv6 FIBs (updated in place by the main thread).
     pub fib: Fibs,
     /// sFlow samplers and sample ring, when sFlow is on.
     pub sflow: Option<sflow::SflowWorker>,
-    /// The worker's megaflow cache for `flow-classify`, made when first needed, and the TSC
-    /// of its last clock tick.
-    pub flow_cache: Option<(classifier::MegaflowCache, u64)>,
+    /// The worker's megaflow cache for `flow-classify`.
+    pub flow_cache: flows::classify::WorkerCache,
     /// Its line to the main thread and the limits on packets it makes itself.
     pub punt: neighbor::punt::Punt,
 }
@@ -87,9 +81,7 @@ impl Graph {
     /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
     pub fn with_tables(pool: BufferPool, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> Self {
         let features = Features {
-            xsk: Default::default(),
-            tx: Default::default(),
-            pcap_out: Default::default(),
+            drivers: Default::default(),
             tables,
             fib,
             sflow: None,

@@ -150,10 +150,10 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         None => crate::runtime::buffer::BufferPool::new(s.buffers)?,
     };
     let mut g = Graph::with_tables(pool, s.tables, s.fib, s.counters.clone());
-    g.features.xsk = std::mem::take(&mut s.xsk);
+    g.features.drivers.xsk = std::mem::take(&mut s.xsk);
     g.features.sflow = s.sflow.take();
-    g.features.tx = std::mem::take(&mut s.tx);
-    g.features.pcap_out = std::mem::take(&mut s.pcap_out);
+    g.features.drivers.tx = std::mem::take(&mut s.tx);
+    g.features.drivers.pcap_out = std::mem::take(&mut s.pcap_out);
     g.features.punt = s.punt;
     g.trace = crate::runtime::trace::Tracer::new(s.id);
     let c = &s.counters;

@@ -404,9 +404,9 @@ impl TxSockets {
 pub fn tx(g: &mut Graph, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
         let first = run.start;
-        send_run(&mut g.features.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
+        send_run(&mut g.features.drivers.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
     });
-    let refused = g.features.tx.refused;
+    let refused = g.features.drivers.tx.refused;
     super::complete_tx(g, v, &refused, DropReason::TxError, true);
 }
 

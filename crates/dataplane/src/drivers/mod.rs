@@ -6,16 +6,14 @@
 //! sits in its buffer (the headroom in front of it); the nodes between never depend on the
 //! driver.
 
-pub mod stream_config;
-
-pub mod config;
-
 pub mod af_packet;
 pub mod af_xdp;
+pub mod config;
 pub mod generator;
 pub mod host;
 pub mod pace;
 pub mod pcap;
+pub mod stream_config;
 
 use crate::datapath::Graph;
 use crate::interface::TxRun;
@@ -23,6 +21,18 @@ use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::ops::Range;
+
+/// The transmit side of every kind of port, as each worker keeps it.
+#[derive(Default)]
+pub struct WorkerPorts {
+    /// The worker's AF_XDP sockets (their UMEM is the graph's buffer pool, so they must close
+    /// before it is unmapped: the graph declares its features before the pool).
+    pub xsk: af_xdp::XskSockets,
+    /// The worker's AF_PACKET send sockets (none until the worker opens them).
+    pub tx: af_packet::TxSockets,
+    /// The capture files its pcap interfaces transmit into.
+    pub pcap_out: pcap::PcapSinks,
+}
 
 /// A driver could not open or use what the configuration names: the field, and what went
 /// wrong in words (`interfaces.wan0.host-interface: eth9: No such device`).

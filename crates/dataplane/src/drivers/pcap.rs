@@ -401,7 +401,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
     let ts = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let mut refused = [false; VECTOR_SIZE];
     super::for_each_port_run(g, v, |g, port, run| {
-        if let Some(Some(sink)) = g.features.pcap_out.by_port.get(usize::from(port)) {
+        if let Some(Some(sink)) = g.features.drivers.pcap_out.by_port.get(usize::from(port)) {
             let mut w = sink.lock();
             for k in run {
                 refused[k] = match &mut *w {

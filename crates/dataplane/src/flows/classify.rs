@@ -18,6 +18,10 @@ use classifier::cache::Verdict;
 use classifier::key::{FRAG_ANY, FRAG_LATER};
 use classifier::{Field, FlowKey, MegaflowCache};
 
+/// A worker's megaflow cache for `flow-classify`, made when first needed, and the TSC of its
+/// last clock tick.
+pub type WorkerCache = Option<(MegaflowCache, u64)>;
+
 /// The classifier key of buffer `i`.
 fn key_of(g: &Graph, i: u32) -> FlowKey {
     let m = g.pool.meta(i);

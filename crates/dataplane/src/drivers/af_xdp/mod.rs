@@ -26,6 +26,7 @@ pub mod setup;
 pub mod socket;
 
 use crate::datapath::{Features, Graph};
+use crate::drivers::WorkerPorts;
 use crate::interface::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferMeta, BufferPool, STRIDE};
 use crate::runtime::drops::DropReason;
@@ -140,7 +141,7 @@ impl RxQueue {
     /// buffers the kernel wrote them to; refills the fill ring and takes back sent buffers.
     /// `None` when nothing arrived.
     pub fn poll(&mut self, g: &mut Graph) -> Option<VecHandle> {
-        let Graph { features: Features { xsk, .. }, pool, vectors, .. } = g;
+        let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, .. }, pool, vectors, .. } = g;
         let x = &mut xsk.socks[usize::from(self.sock)];
         reclaim(x, pool);
         let rx = x.rx.as_mut()?;
@@ -185,7 +186,7 @@ impl RxQueue {
 /// `error-drop` as `tx-ring-full`.
 pub fn tx(g: &mut Graph, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
-        let Graph { features: Features { xsk, .. }, pool, vectors, .. } = g;
+        let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, .. }, pool, vectors, .. } = g;
         let bufs = &vectors[v].indices()[run.clone()];
         let sent = match xsk.tx_of.get(usize::from(port)).copied().filter(|&s| s != NONE) {
             Some(s) => send_run(&mut xsk.socks[usize::from(s)], pool, bufs),
@@ -194,7 +195,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
         xsk.refused[run.start..run.start + sent].fill(false);
         xsk.refused[run.start + sent..run.end].fill(true);
     });
-    let refused = g.features.xsk.refused;
+    let refused = g.features.drivers.xsk.refused;
     super::complete_tx(g, v, &refused, DropReason::TxRingFull, false);
 }
 
