@@ -4,7 +4,9 @@
 //! folder per job:
 //! - [`runtime`]: buffers, vectors, the graph scheduler, counters, QSBR, snapshots, the TSC
 //!   and ISA dispatch; it knows no protocol.
-//! - [`datapath`]: the worker threads, which poll the drivers and run vectors to completion.
+//! - [`datapath`]: each feature's per-worker state, the one `match` that runs a node, the
+//!   workers' counters, and the worker threads, which poll the drivers and run vectors to
+//!   completion.
 //! - The features, each with its nodes: [`ethernet`], [`interface`], [`ip4`], [`ip6`],
 //!   [`mpls`], [`l3`] (adjacencies and the FIB), [`neighbor`], [`flows`], [`sflow`], and
 //!   [`drivers`] (one per kind of port).

@@ -5,17 +5,34 @@
 
 use std::path::Path;
 
-/// Every `crate::NAME` in `text` (also each name of a `crate::{A, B::c}` group), with its line.
+/// Every `crate::NAME` in `text` (also each name of a `crate::{A, B::{c, d}}` group, which may
+/// span lines), with its line.
 fn crate_paths(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        for (at, _) in line.match_indices("crate::") {
-            let rest = &line[at + "crate::".len()..];
-            if let Some(group) = rest.strip_prefix('{') {
-                let inner = group.split('}').next().unwrap_or("");
-                found.extend(inner.split(',').map(|s| (n + 1, first_name(s.trim()))));
-            } else {
-                found.push((n + 1, first_name(rest)));
+    for (at, _) in text.match_indices("crate::") {
+        let line = text[..at].matches('\n').count() + 1;
+        let rest = &text[at + "crate::".len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            found.push((line, first_name(rest)));
+            continue;
+        };
+        // The group's first-level names: what is inside nested braces belongs to them.
+        let (mut depth, mut item) = (0, String::new());
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth > 0 => depth -= 1,
+                '}' | ',' if depth == 0 => {
+                    if !item.trim().is_empty() {
+                        found.push((line, first_name(item.trim())));
+                    }
+                    item.clear();
+                    if c == '}' {
+                        break;
+                    }
+                }
+                _ if depth == 0 => item.push(c),
+                _ => {}
             }
         }
     }
@@ -49,7 +66,8 @@ fn the_runtime_names_no_module_outside_it() {
 
 #[test]
 fn paths_are_found_alone_and_in_groups() {
-    let text = "use crate::runtime::buffer;\nuse crate::{ip4, runtime::tsc};\n/// [`crate::sflow::ring`]";
+    let text = "use crate::runtime::buffer;\nuse crate::{ip4, runtime::tsc};\n/// [`crate::sflow::ring`]\n\
+                use crate::{\n    runtime::{qsbr, tsc},\n    l3::fib,\n};";
     let names: Vec<_> = crate_paths(text).into_iter().map(|(l, n)| format!("{l}:{n}")).collect();
-    assert_eq!(names, ["1:runtime", "2:ip4", "2:runtime", "3:sflow"]);
+    assert_eq!(names, ["1:runtime", "2:ip4", "2:runtime", "3:sflow", "4:runtime", "4:l3"]);
 }

@@ -1,5 +1,6 @@
-//! The dataplane as the main thread sees it: builds interfaces and worker tables from a
-//! validated [`Config`], starts the workers, reads their counters, stops them.
+//! The dataplane as the main thread sees it: from a validated [`Config`] it builds the worker
+//! tables, opens the ports, starts the workers and the sFlow agent; it applies new
+//! configurations, services neighbor events and link state, and stops it all.
 
 use super::counters::Cleared;
 use super::ports::{HostPorts, open_captures, open_host_ports, read_host_links, with_kernel_mtus};

@@ -1,5 +1,7 @@
 //! The main thread's side: [`engine::Dataplane`], the handle that builds and changes the
-//! workers' state, and the command registry (`show`, `set`, `trace`).
+//! workers' state; what the `show` commands read of it ([`counters`]); opening the ports
+//! (`ports`); the command registry, one module of commands per feature ([`cli`]); and the plan
+//! that turns one configuration into another ([`plan`]).
 
 pub mod cli;
 pub mod counters;

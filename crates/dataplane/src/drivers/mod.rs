@@ -5,6 +5,10 @@
 //! interface ([`crate::interface::DriverKind::tx_node`]). The driver decides where a frame
 //! sits in its buffer (the headroom in front of it); the nodes between never depend on the
 //! driver.
+//!
+//! Here too: each worker's transmit side ([`WorkerPorts`]), the error a driver reports when it
+//! cannot open what the configuration names ([`PortError`]), and the drivers' settings
+//! ([`config`], [`stream_config`] for the generator's streams).
 
 pub mod af_packet;
 pub mod af_xdp;

@@ -92,9 +92,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 
 /// The fused paths to `ip4-input` and `ip6-input`: on an L3 interface with the family of the
 /// vector's first frame, when every frame of vector `v` is a plain packet of that family
-/// ([`ip4_input::plain_frames`], [`ip6_input::plain_frames`]), both nodes' work is done in
-/// one pass and the vector goes straight to the lookup, counted as a call of the input node.
-/// Not while the packet tracer runs, so that traces show each node. Returns whether it took
+/// ([`crate::ip4::input::plain_frames`], [`crate::ip6::input::plain_frames`]), both nodes' work is
+/// done in one pass and the vector goes straight to the lookup, counted as a call of the input
+/// node. Not while the packet tracer runs, so that traces show each node. Returns whether it took
 /// the vector.
 #[inline(always)]
 fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {

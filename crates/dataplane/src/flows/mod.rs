@@ -6,10 +6,12 @@
 //! cross-connect), `drop` (dropped as `acl`) or `normal` (on to what the interface does without
 //! rules). Priority 0 to 65535, default 32768 as in Open vSwitch. A rule's id is its place in
 //! the configuration's `flows` list.
-
-pub mod config;
+//!
+//! Beside the rules: [`classify`] (the `flow-classify` node), the workers' megaflow cache
+//! counters, and [`config`] (the `flow-cache` section and the rules' checks).
 
 pub mod classify;
+pub mod config;
 
 use crate::config::FlowCacheConfig;
 use crate::interface::Interface;

@@ -1,8 +1,8 @@
-//! `error-drop`: the end of every dropped frame. Counts it under its reason (set by the node
-//! that dropped it) per input interface, charges the interface counter the reason maps to
-//! (ifInDiscards, ifInErrors, ifInUnknownProtos on the input interface; ifOutDiscards or
-//! ifOutErrors on the output interface), reports it as an sFlow discard sample when its interface has drop
-//! monitoring on, and frees the buffer.
+//! `error-drop`: the end of every dropped frame. Counts it under its reason (set by the node that
+//! dropped it) per input interface, charges the interface counter the reason maps to (ifInDiscards,
+//! ifInErrors, ifInUnknownProtos on the input interface; ifOutDiscards or ifOutErrors on the output
+//! interface), reports it as an sFlow discard sample when its interface has drop monitoring on, and
+//! frees the buffer.
 
 use crate::datapath::Graph;
 use crate::runtime::drops::{DropClass, DropReason};

@@ -1,5 +1,8 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
-//! workers read, and the per-worker counters that sFlow's generic/ethernet records need.
+//! workers read ([`Tables`], the snapshot they forward with), and the per-worker counters that
+//! sFlow's generic/ethernet records need. Beside them: [`build`] (interfaces from the
+//! configuration), [`config`] (the `interfaces` section), and the nodes `interface-output`
+//! ([`output`]) and `error-drop` ([`error_drop`]).
 
 pub mod build;
 pub mod config;

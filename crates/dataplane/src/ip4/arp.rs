@@ -1,12 +1,12 @@
 //! `ip4-arp`: IPv4 packets whose next hop has no MAC yet (and MPLS swaps toward an IPv4 next
 //! hop without one).
 //!
-//! vecflow does not hold such packets (as VPP, unlike Linux): each is dropped as
-//! `no-neighbor`, and an ARP request for its next hop goes out of the output interface —
-//! at most one per next hop per second ([`crate::neighbor::punt::Punt::resolve_allowed`]) — while the
-//! main thread is told a resolution started. A next hop whose resolution already failed gets
-//! no more requests for a while: IPv4 packets toward it go to `icmp4-error` for an ICMP host
-//! unreachable instead. (The same steps as `ip6-nd`: [`crate::l3::shared::resolve_misses`].)
+//! vecflow does not hold such packets (as VPP, unlike Linux): each is dropped as `no-neighbor`, and
+//! an ARP request for its next hop goes out of the output interface — at most one per next hop per
+//! second ([`crate::neighbor::punt::Punt::resolve_allowed`]) — while the main thread is told a
+//! resolution started. A next hop whose resolution already failed gets no more requests for a
+//! while: IPv4 packets toward it go to `icmp4-error` for an ICMP host unreachable instead. (The
+//! same steps as `ip6-nd`: [`crate::l3::shared::resolve_misses`].)
 
 use crate::config::Payload;
 use crate::datapath::Graph;

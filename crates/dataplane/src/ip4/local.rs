@@ -1,10 +1,10 @@
 //! `ip4-local`: packets addressed to one of this router's own addresses, whatever their TTL.
 //!
-//! vecflow has no host stack: it answers ICMP echo requests (the request becomes the reply in
-//! place — addresses swapped, TTL 64 — and is routed back through `ip4-lookup`) and drops
-//! everything else as `ip4-local`; echo requests from a source no ICMP may go to (0/8,
-//! multicast, a subnet broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request
-//! is dropped too). Echo replies share the worker's ICMP rate limit.
+//! vecflow has no host stack: it answers ICMP echo requests (the request becomes the reply in place
+//! — addresses swapped, TTL 64 — and is routed back through `ip4-lookup`) and drops everything else
+//! as `ip4-local`; echo requests from a source no ICMP may go to (0/8, multicast, a subnet
+//! broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request is
+//! dropped too). Echo replies share the worker's ICMP rate limit.
 
 use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;

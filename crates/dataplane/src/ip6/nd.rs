@@ -1,11 +1,11 @@
 //! `ip6-nd`: IPv6 packets whose next hop has no MAC yet (and MPLS swaps toward an IPv6 next
 //! hop without one), and the neighbor solicitations that resolve them (RFC 4861 §7.2.2).
 //!
-//! As `ip4-arp` ([`crate::l3::shared::resolve_misses`]): each packet is dropped as `no-neighbor`, and a
-//! neighbor solicitation for its next hop goes to the next hop's solicited-node multicast
-//! group out of the output interface — at most one per next hop per second — while the main
-//! thread is told a resolution started. Toward a next hop whose resolution failed, IPv6
-//! packets go to `icmp6-error` for an ICMPv6 address unreachable instead.
+//! As `ip4-arp` ([`crate::l3::shared::resolve_misses`]): each packet is dropped as `no-neighbor`,
+//! and a neighbor solicitation for its next hop goes to the next hop's solicited-node multicast
+//! group out of the output interface — at most one per next hop per second — while the main thread
+//! is told a resolution started. Toward a next hop whose resolution failed, IPv6 packets go to
+//! `icmp6-error` for an ICMPv6 address unreachable instead.
 
 use crate::config::Payload;
 use crate::datapath::Graph;

@@ -1,9 +1,10 @@
 //! Layer 3 state built from the configuration: adjacencies (what to do with a packet once its
-//! destination matched a prefix), the static neighbor table, and the FIB changes that install
-//! interface addresses and routes.
+//! destination matched a prefix), label stacks and the label table, the static neighbor table,
+//! and the FIB changes that install interface addresses and routes. Beside it: [`fib`] (the
+//! IPv4 and IPv6 longest-prefix-match tables and their writer), [`shared`] (what the IPv4, IPv6
+//! and MPLS nodes share) and [`config`] (the `fib` and `routes` sections).
 
 pub mod config;
-
 pub mod fib;
 pub mod shared;
 

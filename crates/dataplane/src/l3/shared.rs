@@ -293,11 +293,11 @@ fn next_hop(g: &Graph, i: u32) -> Option<IpAddr> {
     }
 }
 
-/// Packets whose next hop has no MAC: each is dropped (`no-neighbor`; as VPP, no packet is
-/// held) or, toward a next hop whose resolution failed, handed to `r.icmp` (packets of
-/// `r.family` only) for an unreachable. A request goes out for each other next hop, at most
-/// one per next hop per second ([`crate::neighbor::punt::Punt::resolve_allowed`]), and the main thread is
-/// told a resolution started.
+/// Packets whose next hop has no MAC: each is dropped (`no-neighbor`; as VPP, no packet is held)
+/// or, toward a next hop whose resolution failed, handed to `r.icmp` (packets of `r.family` only)
+/// for an unreachable. A request goes out for each other next hop, at most one per next hop per
+/// second ([`crate::neighbor::punt::Punt::resolve_allowed`]), and the main thread is told a
+/// resolution started.
 pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
     let now = crate::runtime::tsc::now();
     let mut requests = Outbox::new(NodeId::InterfaceOutput);

@@ -20,9 +20,11 @@
 //! [`RESOLVE_TIMEOUT`] is `failed`: packets toward it get an ICMP host (ICMPv6 address)
 //! unreachable instead of more requests, until the entry is dropped [`FAILED_HOLD`] later and
 //! resolution starts over.
+//!
+//! Beside the table: [`punt`] (the workers' line to the main thread that carries those events,
+//! and the limits on packets a worker makes) and [`config`] (the `neighbors` section).
 
 pub mod config;
-
 pub mod punt;
 
 use crate::neighbor::punt::{Event, Learn, Probe};

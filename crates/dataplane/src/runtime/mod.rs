@@ -1,6 +1,7 @@
-//! The runtime: buffers, vectors, the graph scheduler, counters, QSBR, snapshots, huge pages,
-//! the TSC and ISA dispatch. It knows the closed list of node ids and the buffer metadata every
-//! node shares, and nothing of any protocol.
+//! The runtime: buffers, vectors, the graph scheduler, counters, drop reasons, QSBR, snapshots,
+//! published values, the packet tracer, huge pages, the TSC, ISA dispatch and CPU placement.
+//! It knows the closed lists of node ids and drop reasons and the buffer metadata every node
+//! shares, and nothing of any protocol, route or sample (`tests/layout.rs` checks its imports).
 
 pub mod buffer;
 pub mod counter;

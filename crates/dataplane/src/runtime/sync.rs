@@ -1,6 +1,6 @@
-//! The synchronisation primitives of the lock-free modules (the sFlow sample
-//! ring, [`crate::runtime::qsbr`]): the standard library's, or loom's when built with `--cfg loom` so that
-//! the loom models in those modules explore every interleaving of the real code.
+//! The synchronisation primitives of the lock-free modules (the sFlow sample ring,
+//! [`crate::runtime::qsbr`]): the standard library's, or loom's when built with `--cfg loom`
+//! so that the loom models in those modules explore every interleaving of the real code.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;

@@ -1,10 +1,11 @@
-//! The sFlow agent's dataplane side: samplers folded into the rx stage, per-worker sample
-//! rings, and the agent that drains them into sFlow v5 datagrams.
-
-pub mod config;
+//! The sFlow agent's dataplane side: samplers folded into `ethernet-input` (rx) and
+//! `interface-output` (tx), per-worker sample rings, the discard budget, counter polling, the
+//! agent thread that drains the rings into sFlow v5 datagrams, the settings that change live,
+//! and the `sflow` section of the configuration.
 
 pub mod agent;
 mod budget;
+pub mod config;
 mod header;
 pub mod live;
 mod poll;

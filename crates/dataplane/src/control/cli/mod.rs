@@ -51,7 +51,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry with the engine's commands: `show runtime`, `show errors`, `show interface`.
+    /// The registry with every command, each feature's module registering its own.
     pub fn with_builtins() -> Self {
         let mut r = Registry { commands: Vec::new() };
         system::register(&mut r);

@@ -8,14 +8,14 @@
 //! plus one per 8 bits beyond /24 of the longest prefix on its path (3 more for a /48). Leaves
 //! are pushed down (every entry holds its best match), so a walk never backtracks.
 //!
-//! Why this design for IPv6 (against poptrie or a tree bitmap, which are 10–30× smaller): a
-//! step is one load with no popcount and no second array, so `ip6-lookup` can interleave the
-//! walks of a whole vector level by level with a prefetch in between, and the same in-place
-//! update scheme as IPv4 carries over unchanged: entries change with atomic stores, a new group
-//! is filled before the store that publishes it, and a group that is no longer needed is reused
-//! only after every worker has passed a vector boundary ([`crate::runtime::qsbr`]). The cost is memory:
-//! a group is 1 KiB, and a prefix needs a group per 8 bits where it shares none with another
-//! (`vecflow bench --scenario ip6-bgp` prints the bytes per prefix of its 230 k-prefix table).
+//! Why this design for IPv6 (against poptrie or a tree bitmap, which are 10–30× smaller): a step is
+//! one load with no popcount and no second array, so `ip6-lookup` can interleave the walks of a
+//! whole vector level by level with a prefetch in between, and the same in-place update scheme as
+//! IPv4 carries over unchanged: entries change with atomic stores, a new group is filled before the
+//! store that publishes it, and a group that is no longer needed is reused only after every worker
+//! has passed a vector boundary ([`crate::runtime::qsbr`]). The cost is memory: a group is 1 KiB,
+//! and a prefix needs a group per 8 bits where it shares none with another (`vecflow bench
+//! --scenario ip6-bgp` prints the bytes per prefix of its 230 k-prefix table).
 //!
 //! An entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or `EXT | group`.
 
