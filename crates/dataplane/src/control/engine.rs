@@ -11,7 +11,7 @@ use crate::drivers::af_xdp::setup::XdpPorts;
 use crate::drivers::generator::{GeneratorPort, Stream};
 use crate::drivers::host::HostLink;
 use crate::drivers::pcap::{PcapSink, PcapSinks};
-use crate::drivers::{KernelDrops, RxPort};
+use crate::drivers::{KernelDrops, RxPort, WorkerPorts};
 use crate::interface::build::build_interfaces;
 use crate::interface::{IfStats, Interface, LinkState, MAX_INTERFACES, Tables};
 use crate::l3::L3;
@@ -284,10 +284,8 @@ impl Dataplane {
                 qsbr: qsbr.register(usize::from(id)),
                 counters: counters.clone(),
                 ports,
-                tx: std::mem::take(&mut host_tx[usize::from(id)]),
                 pool,
-                xsk,
-                pcap_out,
+                drivers: WorkerPorts { xsk, tx: std::mem::take(&mut host_tx[usize::from(id)]), pcap_out },
                 stop: dp.stop.clone(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = crate::sflow::worker_seed(sf.seed, id);

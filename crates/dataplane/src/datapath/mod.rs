@@ -75,11 +75,6 @@ impl crate::runtime::graph::Features for Features {
 impl Graph {
     /// A graph with `buffers` packet buffers, forwarding with `tables` and `fib`.
     pub fn new(buffers: u32, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
-        Ok(Self::with_tables(BufferPool::new(buffers)?, tables, fib, counters))
-    }
-
-    /// A graph over buffer pool `pool`, forwarding with `tables` and `fib`.
-    pub fn with_tables(pool: BufferPool, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> Self {
         let features = Features {
             drivers: Default::default(),
             tables,
@@ -88,7 +83,7 @@ impl Graph {
             flow_cache: None,
             punt: neighbor::punt::Punt::new(None, None, crate::runtime::tsc::hz()),
         };
-        Self::with_pool(pool, features, counters)
+        Ok(Self::with_pool(BufferPool::new(buffers)?, features, counters))
     }
 
     /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short

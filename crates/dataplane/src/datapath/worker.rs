@@ -15,11 +15,9 @@
 //! start-up and makes no per-packet system call.
 
 use crate::config::PollMode;
-use crate::datapath::Graph;
 use crate::datapath::WorkerCounters;
-use crate::drivers::RxPort;
-use crate::drivers::af_packet::TxSockets;
-use crate::drivers::pcap::PcapSinks;
+use crate::datapath::{Features, Graph};
+use crate::drivers::{RxPort, WorkerPorts};
 use crate::interface::Tables;
 use crate::l3::fib::Fibs;
 use crate::neighbor::punt::Punt;
@@ -107,15 +105,12 @@ pub struct WorkerSetup {
     pub counters: Arc<WorkerCounters>,
     /// The rx queues it polls.
     pub ports: Vec<RxPort>,
-    /// Its AF_PACKET send sockets.
-    pub tx: TxSockets,
     /// Its buffer pool, when made before the worker starts (AF_XDP registers it as UMEM);
     /// `None`: the worker makes its own of `buffers` buffers.
     pub pool: Option<crate::runtime::buffer::BufferPool>,
-    /// Its AF_XDP sockets (over `pool`).
-    pub xsk: crate::drivers::af_xdp::XskSockets,
-    /// The capture files its pcap interfaces transmit into.
-    pub pcap_out: PcapSinks,
+    /// The transmit side of its ports: AF_PACKET send sockets, AF_XDP sockets (over `pool`),
+    /// capture files.
+    pub drivers: WorkerPorts,
     /// Set by the main thread to end the loop.
     pub stop: Arc<AtomicBool>,
     /// sFlow samplers and ring, when sFlow is on.
@@ -145,16 +140,13 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         crate::runtime::cpu::pin_current_thread(core)
             .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;
     }
-    let pool = match s.pool.take() {
+    let pool = match s.pool {
         Some(p) => p,
         None => crate::runtime::buffer::BufferPool::new(s.buffers)?,
     };
-    let mut g = Graph::with_tables(pool, s.tables, s.fib, s.counters.clone());
-    g.features.drivers.xsk = std::mem::take(&mut s.xsk);
-    g.features.sflow = s.sflow.take();
-    g.features.drivers.tx = std::mem::take(&mut s.tx);
-    g.features.drivers.pcap_out = std::mem::take(&mut s.pcap_out);
-    g.features.punt = s.punt;
+    let features =
+        Features { drivers: s.drivers, tables: s.tables, fib: s.fib, sflow: s.sflow, flow_cache: None, punt: s.punt };
+    let mut g = Graph::with_pool(pool, features, s.counters.clone());
     g.trace = crate::runtime::trace::Tracer::new(s.id);
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
