@@ -31,7 +31,7 @@ pub use crate::flows::config::FlowCacheConfig;
 pub use crate::interface::config::{
     AdminState, DEFAULT_MTU, Driver, Encapsulation, InterfaceConfig, MAX_MTU, RxPlacement, SubInterfaceConfig,
 };
-pub use crate::l3::config::{FibConfig, Route};
+pub use crate::l3::config::{FibConfig, MAX_PATHS, Route, RoutePath};
 pub use crate::mpls::config::{LocalLabel, Mpls, Payload};
 pub use crate::neighbor::config::Neighbor;
 pub use crate::sflow::config::{Collector, Direction, InterfaceSflow, SflowConfig};
@@ -272,7 +272,6 @@ impl Config {
             return Err(invalid("fib.ip6-groups", self.fib.ip6_groups, format!("1 to {}", crate::l3::fib::MAX_INDEX)));
         }
         let known = |n: &String| self.has_interface(n);
-        let connected = |a: IpAddr| self.addresses().any(|(_, p)| p.contains(a));
         let mut addresses = BTreeMap::new();
         for (owner, a) in self.addresses() {
             if let IpAddr::V6(v6) = a.addr
@@ -305,32 +304,41 @@ impl Config {
                     format!("a prefix no other route has (routes[{first}] has it)"),
                 ));
             }
-            if r.via.is_ipv4() != r.prefix.addr.is_ipv4() {
-                let family = if r.prefix.addr.is_ipv4() { "IPv4" } else { "IPv6" };
-                return Err(invalid(
-                    format!("routes[{k}].via"),
-                    r.via,
-                    format!("an {family} next hop, as the prefix is"),
-                ));
-            }
-            if let Some(n) = r.interface.as_ref().filter(|n| !known(n)) {
-                return Err(invalid(format!("routes[{k}].interface"), n, "the name of a configured interface"));
-            }
-            if r.interface.is_none() && is_link_local(r.via) {
-                return Err(invalid(
-                    format!("routes[{k}].interface"),
-                    "(missing)",
-                    format!("the interface a link-local next hop ({}) is on", r.via),
-                ));
-            }
-            if r.interface.is_none() && !connected(r.via) {
-                return Err(invalid(
-                    format!("routes[{k}].via"),
-                    r.via,
-                    format!(
-                        "an address inside a configured interface's subnet, or name the interface in routes[{k}].interface"
-                    ),
-                ));
+            let paths = match (r.via, r.paths.len()) {
+                (Some(_), 0) => vec![(format!("routes[{k}]"), r.next_hops().remove(0))],
+                (None, 1..=MAX_PATHS) => r
+                    .paths
+                    .iter()
+                    .enumerate()
+                    .map(|(p, path)| (format!("routes[{k}].paths[{p}]"), path.clone()))
+                    .collect(),
+                (Some(_), _) => {
+                    return Err(invalid(format!("routes[{k}].paths"), "(given)", "nothing when via is given"));
+                }
+                (None, 0) => {
+                    return Err(invalid(format!("routes[{k}].via"), "(missing)", "a next hop, or paths"));
+                }
+                (None, n) => {
+                    return Err(invalid(
+                        format!("routes[{k}].paths"),
+                        format!("{n} paths"),
+                        format!("1 to {MAX_PATHS}"),
+                    ));
+                }
+            };
+            let mut seen = BTreeMap::new();
+            for (at, p) in &paths {
+                if let Some(first) = seen.insert((p.via, p.interface.clone()), at) {
+                    return Err(invalid(
+                        format!("{at}.via"),
+                        p.via,
+                        format!("a next hop no other path has ({first} has it)"),
+                    ));
+                }
+                if p.weight == 0 {
+                    return Err(invalid(format!("{at}.weight"), 0, "1 to 255"));
+                }
+                self.check_next_hop(at, r.prefix, p)?;
             }
             check_labels(&format!("routes[{k}].out-labels"), &r.out_labels)?;
         }
@@ -436,6 +444,33 @@ impl Config {
 
     /// Every address with the interface it is on: each interface's own, then its
     /// sub-interfaces', in name order.
+    /// Checks one next hop of a route to `prefix` (`at` names it: `routes[K]` or
+    /// `routes[K].paths[P]`): of the prefix's family, on a named interface or inside a
+    /// connected subnet.
+    pub(crate) fn check_next_hop(&self, at: &str, prefix: IpPrefix, p: &RoutePath) -> Result<(), ConfigError> {
+        if p.via.is_ipv4() != prefix.addr.is_ipv4() {
+            let family = if prefix.addr.is_ipv4() { "IPv4" } else { "IPv6" };
+            return Err(invalid(format!("{at}.via"), p.via, format!("an {family} next hop, as the prefix is")));
+        }
+        match &p.interface {
+            Some(n) if !self.has_interface(n) => {
+                Err(invalid(format!("{at}.interface"), n, "the name of a configured interface"))
+            }
+            Some(_) => Ok(()),
+            None if is_link_local(p.via) => Err(invalid(
+                format!("{at}.interface"),
+                "(missing)",
+                format!("the interface a link-local next hop ({}) is on", p.via),
+            )),
+            None if !self.addresses().any(|(_, a)| a.contains(p.via)) => Err(invalid(
+                format!("{at}.via"),
+                p.via,
+                format!("an address inside a configured interface's subnet, or name the interface in {at}.interface"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn addresses(&self) -> impl Iterator<Item = (Owner<'_>, &IpPrefix)> {
         self.interfaces.iter().flat_map(|(name, i)| {
             let own = i.addresses.iter().map(move |a| (Owner { name, sub: None }, a));

@@ -108,6 +108,15 @@ impl<A: PrefixAddr> Prefix<A> {
 }
 
 impl IpPrefix {
+    /// The network address: the address with its host bits cleared.
+    pub fn masked(&self) -> IpAddr {
+        let mask = crate::l3::fib::key_mask(self.len);
+        match self.addr {
+            IpAddr::V4(a) => IpAddr::V4(<Ipv4Addr as crate::l3::fib::FibAddr>::from_key(a.key().1 & mask)),
+            IpAddr::V6(a) => IpAddr::V6(<Ipv6Addr as crate::l3::fib::FibAddr>::from_key(a.key().1 & mask)),
+        }
+    }
+
     /// The IPv4 prefix, if it is one.
     pub fn v4(&self) -> Option<Ipv4Prefix> {
         match self.addr {

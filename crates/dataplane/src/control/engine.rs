@@ -14,8 +14,10 @@ use crate::drivers::pcap::{PcapSink, PcapSinks};
 use crate::drivers::{KernelDrops, RxPort, WorkerPorts};
 use crate::interface::build::build_interfaces;
 use crate::interface::{IfStats, Interface, LinkState, MAX_INTERFACES, Tables};
-use crate::l3::L3;
-use crate::l3::fib::{FibError, FibWriters, Fibs};
+use crate::l3::fib::{FibError, FibInsert, FibWriters, Fibs};
+use crate::l3::objects::{NextHop, Target};
+use crate::l3::rib::{Rib, RouteChange, RouteError, Source};
+use crate::l3::{L3, LabelStack, Routes};
 use crate::neighbor::Neighbors;
 use crate::neighbor::punt::{Event, Probe, Punt};
 use crate::runtime::qsbr::Qsbr;
@@ -52,6 +54,9 @@ pub enum StartError {
     /// A driver could not open what the configuration names.
     #[error(transparent)]
     Driver(#[from] crate::drivers::PortError),
+    /// A route cannot be one.
+    #[error(transparent)]
+    Route(#[from] RouteError),
 }
 
 /// Why a running dataplane refused a new configuration (it then runs on unchanged).
@@ -70,6 +75,9 @@ pub enum ApplyError {
     /// The FIB refused the new routes (the old ones were put back).
     #[error(transparent)]
     Fib(#[from] FibError),
+    /// A route of the batch cannot be one (nothing was changed).
+    #[error(transparent)]
+    Route(#[from] RouteError),
 }
 
 pub(super) struct WorkerHandle {
@@ -111,8 +119,12 @@ pub struct Dataplane {
     pub(super) replays: Option<Vec<Arc<AtomicBool>>>,
     /// Counter values at the last `clear` commands, which `show` commands count from.
     pub(super) cleared: Cleared,
-    /// Adjacency indices a configuration change retired, free for the next one.
-    pub(super) free_adjs: Vec<u32>,
+    /// Every source's routes and the objects they point at.
+    pub(super) rib: Rib,
+    /// The adjacencies the label table's swaps hold (released when the labels change).
+    pub(super) label_refs: Vec<u32>,
+    /// The host routes of resolved neighbors on connected subnets (source neighbor).
+    pub(super) host_routes: Routes,
     /// Interface counters at the last two link refreshes, for rates.
     pub(super) rate_samples: [Option<(Instant, BTreeMap<u16, IfStats>)>; 2],
 }
@@ -159,17 +171,28 @@ pub struct Forwarding {
     pub tables: Arc<Tables>,
     /// The FIBs with the interface addresses and routes installed.
     pub fib: FibWriters,
+    /// The routes (connected and config) and the objects they point at.
+    pub rib: Rib,
+    /// The adjacencies the label table's swaps hold.
+    pub label_refs: Vec<u32>,
 }
 
 /// Builds interfaces, tables and the FIB of a validated `config`; the FIB's readers announce
 /// quiescent states through `qsbr`.
 pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, StartError> {
     let interfaces = build_interfaces(config);
-    let (l3, inserts) = crate::l3::build(config, &interfaces);
-    let tables = Arc::new(Tables::new(&interfaces, l3));
+    let mut rib = Rib::default();
+    let up = |_: u16, _: IpAddr| true;
+    let (base, label_refs) = crate::l3::build(config, &interfaces, &mut rib.objects, &up);
+    let mut batch = crate::l3::changes(&Routes::new(), &crate::l3::connected(&interfaces), Source::Connected);
+    batch.extend(crate::l3::changes(&Routes::new(), &crate::l3::configured(config, &interfaces), Source::Config));
+    let applied = rib.apply(&batch, &up)?;
     let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups, config.fib.ip6_groups)?, qsbr);
-    fib.apply(&inserts)?;
-    Ok(Forwarding { interfaces, tables, fib })
+    fib.apply(&applied.fib)?;
+    rib.commit(applied);
+    rib.objects.take_changed();
+    let tables = Arc::new(Tables::new(&interfaces, base.with_objects(&rib.objects, &interfaces)));
+    Ok(Forwarding { interfaces, tables, fib, rib, label_refs })
 }
 
 impl Dataplane {
@@ -185,7 +208,7 @@ impl Dataplane {
         config.validate()?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(config.workers.count as usize + 1));
-        let Forwarding { interfaces, tables, fib } = build_forwarding(config, qsbr.clone())?;
+        let Forwarding { interfaces, tables, fib, rib, label_refs } = build_forwarding(config, qsbr.clone())?;
         let HostPorts { links: mut host_links, rx: mut host_rx, tx: mut host_tx } =
             open_host_ports(config, &interfaces, packet_hosts)?;
         let XdpPorts { workers: xdp_workers, attached: xdp_programs, links: xdp_links } = if xdp_hosts.is_empty() {
@@ -239,7 +262,9 @@ impl Dataplane {
             xdp_programs,
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
             cleared: Cleared::default(),
-            free_adjs: Vec::new(),
+            rib,
+            label_refs,
+            host_routes: Routes::new(),
             rate_samples: [None, None],
             pcap_sinks: captures.sinks,
         };
@@ -428,10 +453,121 @@ impl Dataplane {
         &self.fib
     }
 
-    /// Applies a batch of route changes to the running FIB (inserts or replaces with
-    /// `Some(adjacency)`, deletes with `None`), in place and without stopping the workers.
-    pub fn apply_routes(&mut self, changes: &[crate::l3::FibInsert]) -> Result<(), FibError> {
-        self.fib.apply(changes)
+    /// Every source's routes and the adjacencies and load-balance objects they point at.
+    pub fn rib(&self) -> &Rib {
+        &self.rib
+    }
+
+    /// Applies a batch of route changes, each naming its source, all or nothing and without
+    /// stopping the workers: the adjacencies and load-balance objects it makes reach the
+    /// workers' tables first, then the FIB changes; the objects no route uses any more are
+    /// freed once every worker has moved on. Returns when workers forward on the new routes.
+    /// Config-sourced changes do not edit the configuration (its commands do that).
+    pub fn apply_routes(&mut self, batch: &[RouteChange]) -> Result<(), ApplyError> {
+        let live = self.liveness();
+        let applied = self.rib.apply(batch, &live)?;
+        if self.rib.objects.take_changed() {
+            let interfaces = std::mem::take(&mut self.interfaces);
+            self.publish_tables(&interfaces, &self.tables.l3.clone());
+            self.interfaces = interfaces;
+        }
+        if let Err(e) = self.fib.apply(&applied.fib) {
+            let back = self.rib.rollback(applied);
+            self.put_back(&back);
+            return Err(e.into());
+        }
+        self.rib.commit(applied);
+        self.fib.synchronize();
+        self.rib.objects.settle();
+        Ok(())
+    }
+
+    /// Sets (`Some`) or removes (`None`) the configured route to `prefix`: the configuration
+    /// changes and is validated whole, the FIB by one change; nothing else is rebuilt.
+    pub fn set_config_route(
+        &mut self,
+        prefix: crate::config::IpPrefix,
+        route: Option<crate::config::Route>,
+    ) -> Result<(), ApplyError> {
+        let mut new = self.config.clone();
+        let at = new.routes.iter().position(|r| (r.prefix.masked(), r.prefix.len) == (prefix.masked(), prefix.len));
+        match (at, route) {
+            (Some(k), Some(r)) => new.routes[k] = r,
+            (None, Some(r)) => new.routes.push(r),
+            (Some(k), None) => {
+                new.routes.remove(k);
+            }
+            (None, None) => return Ok(()),
+        }
+        new.validate()?;
+        let key = (prefix.masked(), prefix.len);
+        let target = crate::l3::configured(&new, &self.interfaces).remove(&key);
+        self.apply_routes(&[RouteChange { prefix: key.0, len: key.1, source: Source::Config, target }])?;
+        self.config.routes = new.routes;
+        Ok(())
+    }
+
+    /// Whether a next hop takes traffic now: its link is up and its neighbor did not fail to
+    /// resolve.
+    fn liveness(&self) -> impl Fn(u16, IpAddr) -> bool + 'static {
+        let failed = self.neighbors.failed();
+        let up: Vec<bool> = (0..MAX_INTERFACES).map(|i| self.link(i as u16).oper_up.get() != 0).collect();
+        move |tx_if: u16, via: IpAddr| up[usize::from(tx_if) % MAX_INTERFACES] && !failed.contains(&(tx_if, via))
+    }
+
+    /// Publishes the workers' tables: `interfaces`, `base`'s labels and flows, the current
+    /// adjacencies and load-balance objects, the neighbor table's MACs.
+    fn publish_tables(&mut self, interfaces: &[Interface], base: &L3) {
+        let l3 = L3 { adjs: self.rib.objects.adjs().to_vec(), lbs: self.rib.objects.lbs().to_vec(), ..base.clone() }
+            .with_neighbors(interfaces, self.neighbors.macs(), self.neighbors.failed());
+        self.publisher.publish(Tables::new(interfaces, l3));
+        self.tables = self.publisher.current();
+    }
+
+    /// Puts FIB entries back after a refused batch, one by one (a delete of an entry the
+    /// refused batch never made is no error).
+    fn put_back(&mut self, back: &[FibInsert]) {
+        for change in back {
+            match self.fib.apply(std::slice::from_ref(change)) {
+                Ok(()) | Err(FibError::NoSuchRoute(..)) => {}
+                Err(undo) => tracing::error!("putting a route back after a refused change failed too: {undo}"),
+            }
+        }
+    }
+
+    /// Keeps a host route (source neighbor) to every neighbor with a MAC inside a connected
+    /// subnet of its interface, so traffic to connected hosts takes the next-hop path. True
+    /// when it published new tables.
+    fn sync_host_routes(&mut self) -> bool {
+        let on_subnet = |i: u16, a: IpAddr| {
+            self.interfaces
+                .iter()
+                .find(|x| x.index == i)
+                .is_some_and(|x| x.addresses.iter().any(|p| p.contains(a) && p.addr != a))
+        };
+        let want: Routes = self
+            .neighbors
+            .macs()
+            .into_keys()
+            .filter(|&(i, a)| !crate::config::is_link_local(a) && on_subnet(i, a))
+            .map(|(tx_if, via)| {
+                let hop = NextHop { via, tx_if, weight: 1 };
+                (
+                    (via, if via.is_ipv4() { 32 } else { 128 }),
+                    Target::Paths { hops: vec![hop], push: LabelStack::EMPTY },
+                )
+            })
+            .collect();
+        let batch = crate::l3::changes(&self.host_routes, &want, Source::Neighbor);
+        if batch.is_empty() {
+            return false;
+        }
+        let made = batch.iter().any(|c| c.target.is_some());
+        match self.apply_routes(&batch) {
+            Ok(()) => self.host_routes = want,
+            Err(e) => tracing::warn!("host routes of neighbors: {e}"),
+        }
+        made
     }
 
     /// Re-reads what the kernel says of each AF_PACKET interface: link state and speed, and
@@ -455,6 +591,19 @@ impl Dataplane {
                     Err(e) => tracing::warn!("host interface {}: {e}", link.name),
                 }
             }
+        }
+        self.follow_liveness();
+    }
+
+    /// Moves the buckets of load-balance objects whose paths went down or came back, and
+    /// publishes them.
+    fn follow_liveness(&mut self) {
+        let live = self.liveness();
+        if self.rib.objects.set_live(&live) {
+            self.rib.objects.take_changed();
+            let interfaces = std::mem::take(&mut self.interfaces);
+            self.publish_tables(&interfaces, &self.tables.l3.clone());
+            self.interfaces = interfaces;
         }
     }
 
@@ -480,9 +629,14 @@ impl Dataplane {
             }
         }
         if changed || aged {
-            let l3 = self.tables.l3.with_neighbors(&self.interfaces, self.neighbors.macs(), self.neighbors.failed());
-            self.publisher.publish(Tables { l3, ..(*self.tables).clone() });
-            self.tables = self.publisher.current();
+            let live = self.liveness();
+            self.rib.objects.set_live(&live);
+            self.rib.objects.take_changed();
+            if !self.sync_host_routes() {
+                let interfaces = std::mem::take(&mut self.interfaces);
+                self.publish_tables(&interfaces, &self.tables.l3.clone());
+                self.interfaces = interfaces;
+            }
         }
     }
 
@@ -494,59 +648,47 @@ impl Dataplane {
     pub fn apply(&mut self, new: &Config) -> Result<(), ApplyError> {
         let new = self.admissible(new)?;
         let interfaces = build_interfaces(&new);
-        let (l3, inserts) = crate::l3::build(&new, &interfaces);
-        let mut free = self.free_adjs.clone();
-        let crate::l3::Renumbered { l3, inserts, retired } = self.tables.l3.renumbered(l3, inserts, &mut free);
+        let mut batch = crate::l3::changes(
+            &crate::l3::connected(&self.interfaces),
+            &crate::l3::connected(&interfaces),
+            Source::Connected,
+        );
+        batch.extend(crate::l3::changes(
+            &crate::l3::configured(&self.config, &self.interfaces),
+            &crate::l3::configured(&new, &interfaces),
+            Source::Config,
+        ));
         let now = Instant::now();
         let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
         let statics = |c: &Config| -> Vec<(u16, IpAddr, MacAddr)> {
             c.neighbors.iter().map(|n| (index[n.interface.as_str()], n.address, n.mac.0)).collect()
         };
         let old_statics = statics(&self.config);
-        self.neighbors.set_statics(statics(&new), now);
-        let l3 = l3.with_neighbors(&interfaces, self.neighbors.macs(), self.neighbors.failed());
-        // The FIB's content is the configuration's: the difference is what to change.
-        let key = |&(a, l, adj): &crate::l3::FibInsert| {
-            let masked = match a {
-                IpAddr::V4(a) => IpAddr::V4(crate::l3::fib::Route::new(a, l, 0).prefix),
-                IpAddr::V6(a) => IpAddr::V6(crate::l3::fib::Route::new(a, l, 0).prefix),
-            };
-            ((masked, l), adj.unwrap_or(0))
-        };
-        type Routes = BTreeMap<(IpAddr, u8), u32>;
-        let want: Routes = inserts.iter().map(key).collect();
-        let have: Routes = self.fib.routes();
-        let diff = |from: &Routes, to: &Routes| -> Vec<crate::l3::FibInsert> {
-            let gone = from.keys().filter(|k| !to.contains_key(k)).map(|&(p, l)| (p, l, None));
-            let set = to.iter().filter(|(k, a)| from.get(k) != Some(a)).map(|(&(p, l), &a)| (p, l, Some(a)));
-            gone.chain(set).collect()
-        };
-        let old_tables = self.tables.clone();
-        self.publisher.publish(Tables::new(&interfaces, l3));
-        self.tables = self.publisher.current();
-        if let Err(e) = self.fib.apply(&diff(&have, &want)) {
-            let now_have = self.fib.routes();
-            if let Err(undo) = self.fib.apply(&diff(&now_have, &have)) {
-                tracing::error!("putting the routes back after a refused change failed too: {undo}");
+        let live = self.liveness();
+        let (base, label_refs) = crate::l3::build(&new, &interfaces, &mut self.rib.objects, &live);
+        let applied = match self.rib.apply(&batch, &live) {
+            Ok(a) => a,
+            Err(e) => {
+                label_refs.into_iter().for_each(|r| self.rib.objects.release(r));
+                return Err(e.into());
             }
+        };
+        self.neighbors.set_statics(statics(&new), now);
+        let old_tables = self.tables.clone();
+        self.publish_tables(&interfaces, &base);
+        if let Err(e) = self.fib.apply(&applied.fib) {
+            let back = self.rib.rollback(applied);
+            self.put_back(&back);
+            label_refs.into_iter().for_each(|r| self.rib.objects.release(r));
             self.neighbors.set_statics(old_statics, now);
             self.publisher.publish((*old_tables).clone());
             self.tables = self.publisher.current();
             return Err(e.into());
         }
-        // No FIB entry names a retired adjacency any more; once no worker holds a lookup
-        // made before, they become drops, free for the next change.
-        self.fib.synchronize();
-        if !retired.is_empty() {
-            let mut t = (*self.tables).clone();
-            for &r in &retired {
-                t.l3.adjs[r as usize] = crate::l3::Adjacency::Drop;
-            }
-            self.publisher.publish(t);
-            self.tables = self.publisher.current();
-            free.extend(retired);
+        self.rib.commit(applied);
+        for r in std::mem::replace(&mut self.label_refs, label_refs) {
+            self.rib.objects.release(r);
         }
-        self.free_adjs = free;
         for i in &interfaces {
             let link = &self.links[usize::from(i.index)];
             link.admin_up.set(u64::from(i.admin_up));
@@ -564,6 +706,11 @@ impl Dataplane {
             self.cleared.flows = self.flow_hits_total();
         }
         self.config = new;
+        // Subnets may have come or gone: so may host routes. Then no FIB entry names what
+        // this change left unused, and once no worker holds a lookup made before, it is freed.
+        self.sync_host_routes();
+        self.fib.synchronize();
+        self.rib.objects.settle();
         Ok(())
     }
 

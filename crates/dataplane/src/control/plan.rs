@@ -121,9 +121,15 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
     }
     for (p, r) in &rb {
         if ra.get(p) != Some(r) {
-            let mut cmd = format!("ip route add {p} via {}", r.via);
-            if let Some(i) = &r.interface {
-                cmd += &format!(" {i}");
+            let mut cmd = format!("ip route add {p}");
+            for (k, h) in r.next_hops().iter().enumerate() {
+                cmd += &format!(" via {}", h.via);
+                if let Some(i) = &h.interface {
+                    cmd += &format!(" {i}");
+                }
+                if r.paths.get(k).is_some() && h.weight != 1 {
+                    cmd += &format!(" weight {}", h.weight);
+                }
             }
             if !r.out_labels.is_empty() {
                 cmd +=

@@ -3,12 +3,15 @@
 //! The whole vector is looked up in passes: the first reads every destination and prefetches
 //! its tbl24 entry, the next reads the tbl24 entries, and when some /24s are split into tbl8
 //! groups their entries are prefetched and then read ([`crate::l3::fib::Fib::lookup_batch`]). The adjacency and the matched prefix length go into the metadata.
+//! A multipath route's value names a load-balance object: its packets take the adjacency of
+//! their flow's bucket ([`crate::l3::shared::choose_paths`]) before they go on.
 //! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
 //! address) goes to `ip4-local`; everything else to `ip4-rewrite`.
 
 use crate::datapath::Graph;
 use crate::l3::ADJ_DROP;
 use crate::l3::fib::Leaf;
+use crate::l3::multipath::{LB, hash4};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
@@ -30,12 +33,17 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let mut entry = [0u32; VECTOR_SIZE];
     g.features.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
     let mut all_routed = true;
+    let mut multipath = false;
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
         let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });
         let m = g.pool.meta_mut(i);
         m.adj = leaf.adj;
         m.dst_prefix_len = leaf.prefix_len;
         all_routed &= leaf.adj > ADJ_LOCAL;
+        multipath |= leaf.adj & LB != 0;
+    }
+    if multipath {
+        crate::l3::shared::choose_paths(g, v, hash4);
     }
     if all_routed {
         g.forward(v, NodeId::Ip4Rewrite);

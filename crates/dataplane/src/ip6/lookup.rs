@@ -4,7 +4,8 @@
 //! longest prefix on its path), so the walks of the whole vector go level by level
 //! ([`crate::l3::fib::Fib::lookup_batch`]): the cache misses of 256 walks overlap instead of
 //! adding up. The adjacency and the matched
-//! prefix length go into the metadata. Adjacency 0 drops as `no-route` through `icmp6-error`,
+//! prefix length go into the metadata; a multipath route's packets then take the adjacency of
+//! their flow's bucket ([`crate::l3::shared::choose_paths`]). Adjacency 0 drops as `no-route` through `icmp6-error`,
 //! adjacency 1 (our own address) goes to `ip6-local`; packets to forward are checked for what
 //! is never forwarded (RFC 4291): a multicast destination (`multicast`), a link-local source or
 //! destination (`link-local`), source `::` (`source-unspecified`). Of those, the ones for this
@@ -14,6 +15,7 @@
 use crate::datapath::Graph;
 use crate::l3::ADJ_DROP;
 use crate::l3::fib::Leaf;
+use crate::l3::multipath::{LB, hash6};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
@@ -82,6 +84,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let mut e = [0u32; VECTOR_SIZE];
     fib.lookup_batch(&dst[..n], &mut e[..n]);
     let mut all_routed = true;
+    let mut multipath = false;
     for k in 0..n {
         let i = g.vectors[v].indices()[k];
         let (adj, len) = Leaf::decode(e[k]).map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
@@ -104,6 +107,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             (_, None) => g.nexts[k] = NodeId::Ip6Rewrite,
         }
         all_routed &= (adj > ADJ_LOCAL) & odd[k].is_none();
+        multipath |= adj & LB != 0;
+    }
+    // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
+    // adjacency changes.
+    if multipath {
+        crate::l3::shared::choose_paths(g, v, hash6);
     }
     if all_routed { g.forward(v, NodeId::Ip6Rewrite) } else { g.split(v) }
 }

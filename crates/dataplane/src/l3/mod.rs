@@ -1,16 +1,24 @@
-//! Layer 3 state built from the configuration: adjacencies (what to do with a packet once its
-//! destination matched a prefix), label stacks and the label table, the static neighbor table,
-//! and the FIB changes that install interface addresses and routes. Beside it: [`fib`] (the
-//! IPv4 and IPv6 longest-prefix-match tables and their writer), [`shared`] (what the IPv4, IPv6
-//! and MPLS nodes share) and [`config`] (the `fib` and `routes` sections).
+//! Layer 3 state: adjacencies (what to do with a packet once its destination matched a
+//! prefix), label stacks and the label table, the static neighbor table, and the routes the
+//! configuration's interfaces and `routes` give. Beside it: [`fib`] (the IPv4 and IPv6
+//! longest-prefix-match tables and their writer), [`rib`] (every source's routes, and which
+//! the FIB holds), [`objects`] (the adjacencies and load-balance objects routes share),
+//! [`multipath`] (load-balance objects and the flow hash), [`shared`] (what the IPv4, IPv6 and
+//! MPLS nodes share) and [`config`] (the `fib` and `routes` sections).
 
 pub mod config;
 pub mod fib;
+pub mod multipath;
+pub mod objects;
+pub mod rib;
 pub mod shared;
 
 use crate::config::{Config, Payload};
 use crate::interface::Interface;
 pub use crate::l3::fib::FibInsert;
+use crate::l3::multipath::LoadBalance;
+use crate::l3::objects::{Liveness, NextHop, Objects, Target};
+use crate::l3::rib::{RouteChange, Source};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -167,6 +175,8 @@ pub const ADJ_DROP: u32 = 0;
 pub struct L3 {
     /// Adjacencies by index.
     pub adjs: Vec<Adjacency>,
+    /// Load-balance objects by index (FIB values with [`multipath::LB`] set).
+    pub lbs: Vec<Arc<LoadBalance>>,
     /// IPv4 neighbors, static and learned (ARP): (interface, address) → MAC.
     pub neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
     /// IPv6 neighbors, static and learned (ND): (interface, address) → MAC.
@@ -221,6 +231,15 @@ impl L3 {
         l3
     }
 
+    /// These tables with the adjacencies and load-balance objects of `objects`, each next
+    /// hop's rewrite from these tables' neighbors.
+    pub fn with_objects(&self, objects: &Objects, interfaces: &[Interface]) -> L3 {
+        let l3 = L3 { adjs: objects.adjs().to_vec(), lbs: objects.lbs().to_vec(), ..self.clone() };
+        let macs = l3.all_neighbors().map(|(i, a, m)| ((i, a), m)).collect();
+        let unreachable = l3.unreachable.clone();
+        l3.with_neighbors(interfaces, macs, unreachable)
+    }
+
     /// Every neighbor with a MAC, both families: (interface, address, MAC).
     pub fn all_neighbors(&self) -> impl Iterator<Item = (u16, IpAddr, MacAddr)> + '_ {
         let v4 = self.neighbors.iter().map(|(&(i, a), &m)| (i, IpAddr::V4(a), m));
@@ -247,10 +266,13 @@ impl L3 {
     }
 }
 
-/// Builds adjacencies, neighbors and the FIB inserts of a validated configuration.
-pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) {
+/// Builds what the configuration alone decides of the layer 3 tables: the static neighbors,
+/// the label table (a swap takes its adjacency from `objects`; the references are returned, to
+/// release when the labels are replaced) and the flow rules. Adjacencies and load-balance
+/// objects come from `objects` when the tables are published ([`L3::with_objects`]).
+pub fn build(config: &Config, interfaces: &[Interface], objects: &mut Objects, live: Liveness) -> (L3, Vec<u32>) {
     let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
-    let mut l3 = L3 { adjs: vec![Adjacency::Drop, Adjacency::Local], ..L3::default() };
+    let mut l3 = L3::default();
     for n in &config.neighbors {
         let i = index[n.interface.as_str()];
         match n.address {
@@ -258,40 +280,16 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
             IpAddr::V6(a) => l3.neighbors6.insert((i, a), n.mac.0),
         };
     }
-    let mut inserts = Vec::new();
-    let mut via: HashMap<(u16, IpAddr, LabelStack), u32> = HashMap::new();
-    let mut via_adj = |l3: &mut L3, tx_if: u16, next_hop: IpAddr, push: LabelStack| {
-        *via.entry((tx_if, next_hop, push)).or_insert_with(|| {
-            let rewrite = l3.rewrite_to(interfaces, tx_if, next_hop);
-            l3.adjs.push(Adjacency::Via { tx_if, next_hop, rewrite, push });
-            l3.adjs.len() as u32 - 1
-        })
-    };
-    for i in interfaces {
-        let tx_if = i.index;
-        // Link-local addresses are the same prefix on every link: never in the FIB
-        // (`ip6-lookup` finds its own ones per input interface).
-        for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
-            l3.adjs.push(Adjacency::Glean { tx_if });
-            inserts.push((a.addr, a.len, Some(l3.adjs.len() as u32 - 1)));
-            inserts.push((a.addr, if a.addr.is_ipv4() { 32 } else { 128 }, Some(1)));
-        }
-    }
-    for r in &config.routes {
-        let tx_if = match &r.interface {
-            Some(n) => index[n.as_str()],
-            None => connected_interface(interfaces, r.via).expect("validated: via is on a connected subnet"),
-        };
-        let adj = via_adj(&mut l3, tx_if, r.via, LabelStack::new(&r.out_labels));
-        inserts.push((r.prefix.addr, r.prefix.len, Some(adj)));
-    }
     let mut labels = Vec::new();
+    let mut held = Vec::new();
     for l in &config.mpls.local_labels {
         let entry = match (l.via, &l.interface) {
-            (Some(next_hop), Some(n)) => LabelEntry::Swap {
-                adj: via_adj(&mut l3, index[n.as_str()], next_hop, LabelStack::default()),
-                out: LabelStack::new(&l.out_labels),
-            },
+            (Some(via), Some(n)) => {
+                let hop = NextHop { via, tx_if: index[n.as_str()], weight: 1 };
+                let adj = objects.acquire(&Target::Paths { hops: vec![hop], push: LabelStack::EMPTY }, None, live);
+                held.push(adj);
+                LabelEntry::Swap { adj, out: LabelStack::new(&l.out_labels) }
+            }
             _ => LabelEntry::Pop { payload: l.payload },
         };
         l3.label_entries.push(entry);
@@ -300,7 +298,72 @@ pub fn build(config: &Config, interfaces: &[Interface]) -> (L3, Vec<FibInsert>) 
     }
     l3.labels = LabelTable::new(labels);
     l3.flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, interfaces));
-    (l3, inserts)
+    (l3, held)
+}
+
+/// A source's routes: (network, length) → where they go.
+pub type Routes = BTreeMap<(IpAddr, u8), Target>;
+
+/// The routes interface addresses give: each subnet to its interface (glean), each address
+/// to this router (local). Link-local addresses are the same prefix on every link: never in
+/// the FIB (`ip6-lookup` finds its own ones per input interface).
+pub fn connected(interfaces: &[Interface]) -> Routes {
+    let mut out = Routes::new();
+    for i in interfaces {
+        for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
+            out.insert((a.masked(), a.len), Target::Glean { tx_if: i.index });
+        }
+    }
+    for i in interfaces {
+        for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
+            out.insert((a.addr, if a.addr.is_ipv4() { 32 } else { 128 }), Target::Local);
+        }
+    }
+    out
+}
+
+/// The routes of a validated configuration's `routes`, their next hops resolved to
+/// interfaces.
+pub fn configured(config: &Config, interfaces: &[Interface]) -> Routes {
+    let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
+    config
+        .routes
+        .iter()
+        .map(|r| {
+            let hops = r
+                .next_hops()
+                .into_iter()
+                .map(|p| NextHop {
+                    via: p.via,
+                    tx_if: match &p.interface {
+                        Some(n) => index[n.as_str()],
+                        None => {
+                            connected_interface(interfaces, p.via).expect("validated: via is on a connected subnet")
+                        }
+                    },
+                    weight: p.weight,
+                })
+                .collect();
+            ((r.prefix.masked(), r.prefix.len), Target::Paths { hops, push: LabelStack::new(&r.out_labels) })
+        })
+        .collect()
+}
+
+/// The changes of `source` that turn its routes `old` into `new`: removals first.
+pub fn changes(old: &Routes, new: &Routes, source: Source) -> Vec<RouteChange> {
+    let gone = old.keys().filter(|k| !new.contains_key(k)).map(|&(prefix, len)| RouteChange {
+        prefix,
+        len,
+        source,
+        target: None,
+    });
+    let set = new.iter().filter(|(k, t)| old.get(k) != Some(t)).map(|(&(prefix, len), t)| RouteChange {
+        prefix,
+        len,
+        source,
+        target: Some(t.clone()),
+    });
+    gone.chain(set).collect()
 }
 
 /// The interface whose address covers `addr`, the longest prefix first.
@@ -311,77 +374,4 @@ pub fn connected_interface(interfaces: &[Interface], addr: IpAddr) -> Option<u16
         .filter(|(_, a)| a.contains(addr))
         .max_by_key(|(_, a)| a.len)
         .map(|(i, _)| i)
-}
-
-/// What identifies an adjacency from one configuration to the next: everything but the
-/// rewrite, which follows the neighbor table.
-fn adjacency_key(a: &Adjacency) -> (u8, u16, IpAddr, LabelStack) {
-    let none = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
-    match *a {
-        Adjacency::Drop => (0, 0, none, LabelStack::EMPTY),
-        Adjacency::Local => (1, 0, none, LabelStack::EMPTY),
-        Adjacency::Glean { tx_if } => (2, tx_if, none, LabelStack::EMPTY),
-        Adjacency::Via { tx_if, next_hop, push, .. } => (3, tx_if, next_hop, push),
-    }
-}
-
-/// The tables of a changed configuration, numbered so that they can replace running ones
-/// without a moment where a FIB entry names the wrong adjacency (see [`L3::renumbered`]).
-#[derive(Debug)]
-pub struct Renumbered {
-    /// The new tables: every adjacency of the running ones still at its index (those the
-    /// new configuration no longer uses too, until they are retired), the new ones at
-    /// indices that were free.
-    pub l3: L3,
-    /// The new configuration's FIB inserts, in the new numbering.
-    pub inserts: Vec<FibInsert>,
-    /// Indices the new configuration no longer uses: to be turned into drops, and reused
-    /// by a later change, once no FIB entry and no worker points at them.
-    pub retired: Vec<u32>,
-}
-
-impl L3 {
-    /// Renumbers `new` (built by [`build`] from a changed configuration, with its FIB
-    /// `inserts`) against these running tables: an adjacency both have keeps its running
-    /// index, a new one takes an index from `free` (retired by an earlier change) or one past
-    /// the end. The label table is shared with the running one when the labels did not
-    /// change.
-    pub fn renumbered(&self, new: L3, inserts: Vec<FibInsert>, free: &mut Vec<u32>) -> Renumbered {
-        let mut by_key: HashMap<_, Vec<u32>> = HashMap::new();
-        for (i, a) in self.adjs.iter().enumerate().rev() {
-            if i > 1 && !free.contains(&(i as u32)) {
-                by_key.entry(adjacency_key(a)).or_default().push(i as u32);
-            }
-        }
-        let mut adjs = self.adjs.clone();
-        let mut map = vec![0u32; new.adjs.len()];
-        for (k, a) in new.adjs.iter().enumerate() {
-            map[k] = match k {
-                0 | 1 => k as u32,
-                _ => {
-                    let i = by_key.get_mut(&adjacency_key(a)).and_then(Vec::pop).or_else(|| free.pop()).unwrap_or_else(
-                        || {
-                            adjs.push(Adjacency::Drop);
-                            adjs.len() as u32 - 1
-                        },
-                    );
-                    adjs[i as usize] = *a;
-                    i
-                }
-            };
-        }
-        let retired: Vec<u32> = by_key.into_values().flatten().collect();
-        let label_entries: Vec<LabelEntry> = new
-            .label_entries
-            .iter()
-            .map(|e| match *e {
-                LabelEntry::Swap { adj, out } => LabelEntry::Swap { adj: map[adj as usize], out },
-                LabelEntry::Pop { payload } => LabelEntry::Pop { payload },
-            })
-            .collect();
-        let same_labels = new.entry_labels == self.entry_labels;
-        let l3 = L3 { adjs, labels: if same_labels { self.labels.clone() } else { new.labels }, label_entries, ..new };
-        let inserts = inserts.into_iter().map(|(a, l, adj)| (a, l, adj.map(|k| map[k as usize]))).collect();
-        Renumbered { l3, inserts, retired }
-    }
 }

@@ -384,3 +384,21 @@ pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
     errors.finish(g);
     g.forward(v, NodeId::ErrorDrop);
 }
+
+/// Replaces the FIB value of every packet of `v` that matched a multipath route (a
+/// load-balance object, [`crate::l3::multipath::LB`]) with the adjacency its flow's bucket
+/// names: `hash` ([`crate::l3::multipath::hash4`] or [`crate::l3::multipath::hash6`]) reads
+/// the IP header at the packet's layer 3 offset. Nothing is written but the packet's metadata.
+#[inline(never)]
+pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: fn(&[u8]) -> u32) {
+    use crate::l3::multipath::LB;
+    let tables = g.features.tables.clone();
+    for &i in g.vectors[v].indices() {
+        let m = *g.pool.meta(i);
+        if m.adj & LB != 0 {
+            let h = hash(&g.pool.frame(i)[usize::from(m.l3_offset)..]);
+            let adj = tables.l3.lbs.get((m.adj & !LB) as usize).map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h));
+            g.pool.meta_mut(i).adj = adj;
+        }
+    }
+}

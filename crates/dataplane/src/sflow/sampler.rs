@@ -367,11 +367,28 @@ impl SflowWorker {
             s.output = m.tx_if;
             s.in_vlan = tables.get(m.rx_if).vlan;
             s.out_vlan = tables.get(s.output).vlan;
-            s.dst_prefix_len = m.dst_prefix_len;
+            let dst = super::header::ip_addresses(&s.header[..usize::from(s.header_len)]).map(|(_, d)| d);
+            s.dst_prefix_len = reported_prefix_len(tables, m.tx_if, via.filter(|&v| Some(v) == dst), m.dst_prefix_len);
             s.next_hop = via.or(swap_hop).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         });
         self.producer.publish();
     }
+}
+
+/// The destination prefix length a sample reports for a packet that matched `len`: when the
+/// packet went to `host` itself by its host route (a resolved neighbor, source `neighbor`),
+/// the length of the connected subnet it is on, as collectors aggregate destinations by it.
+fn reported_prefix_len(tables: &crate::interface::Tables, tx_if: u16, host: Option<IpAddr>, len: u8) -> u8 {
+    let subnet = match host {
+        Some(IpAddr::V4(h)) if len == 32 => {
+            tables.addresses.iter().find(|(i, a)| *i == tx_if && a.len < 32 && a.contains(h)).map(|(_, a)| a.len)
+        }
+        Some(IpAddr::V6(h)) if len == 128 => {
+            tables.addresses6.iter().find(|(i, a)| *i == tx_if && a.len < 128 && a.contains(h)).map(|(_, a)| a.len)
+        }
+        _ => None,
+    };
+    subnet.unwrap_or(len)
 }
 
 /// Completes slot `s` with the MPLS label stacks its packet was received and sent with, and

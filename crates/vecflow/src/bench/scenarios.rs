@@ -98,12 +98,7 @@ fn ip4_1m(core: Option<u16>) -> Config {
     let mut next = || splitmix(&mut rng);
     let mut seen = std::collections::HashSet::new();
     let hops = [Ipv4Addr::new(100, 64, 0, 0), Ipv4Addr::new(100, 64, 1, 0)];
-    c.routes.push(Route {
-        prefix: "0.0.0.0/0".parse().expect("prefix"),
-        via: hops[1].into(),
-        interface: None,
-        out_labels: vec![],
-    });
+    c.routes.push(Route::via("0.0.0.0/0".parse().expect("prefix"), hops[1].into()));
     while seen.len() < 1_000_000 {
         let r = next();
         let len = match r % 1000 {
@@ -116,12 +111,7 @@ fn ip4_1m(core: Option<u16>) -> Config {
         let prefix = addr & (u32::MAX << (32 - len));
         if seen.insert((prefix, len)) {
             let via = hops[seen.len() % 2].into();
-            c.routes.push(Route {
-                prefix: IpPrefix { addr: Ipv4Addr::from(prefix).into(), len },
-                via,
-                interface: None,
-                out_labels: vec![],
-            });
+            c.routes.push(Route::via(IpPrefix { addr: Ipv4Addr::from(prefix).into(), len }, via));
         }
     }
     for i in c.interfaces.values_mut() {
@@ -213,7 +203,7 @@ fn ip6_bgp(core: Option<u16>) -> Config {
     c.fib.ip6_groups = 1 << 20;
     let hops: [std::net::IpAddr; 2] =
         ["2001:db8:100::2".parse().expect("hop"), "2001:db8:101::2".parse().expect("hop")];
-    c.routes.push(Route { prefix: "::/0".parse().expect("prefix"), via: hops[1], interface: None, out_labels: vec![] });
+    c.routes.push(Route::via("::/0".parse().expect("prefix"), hops[1]));
     let mut rng = 0xd57_5eed_u64;
     let mut destinations = Vec::with_capacity(IP6_BGP_PREFIXES);
     for (k, (prefix, len)) in ip6_bgp_table().into_iter().enumerate() {
@@ -221,7 +211,7 @@ fn ip6_bgp(core: Option<u16>) -> Config {
             & !dataplane::l3::fib::key_mask(len);
         destinations.push(std::net::Ipv6Addr::from(prefix | host));
         let addr = std::net::Ipv6Addr::from(prefix).into();
-        c.routes.push(Route { prefix: IpPrefix { addr, len }, via: hops[k % 2], interface: None, out_labels: vec![] });
+        c.routes.push(Route::via(IpPrefix { addr, len }, hops[k % 2]));
     }
     for i in c.interfaces.values_mut() {
         for s in &mut i.generator.as_mut().expect("generator").streams {

@@ -1,11 +1,13 @@
 //! Routing commands: the IPv4 and IPv6 FIBs with their adjacencies, and static routes.
 
-use super::{Command, Registry, Reply, change, out_labels, words};
-use crate::config::{IpPrefix, Prefix, PrefixAddr};
+use super::{Command, Registry, Reply, out_labels, words};
+use crate::config::{IpPrefix, Prefix, PrefixAddr, RoutePath};
 use crate::control::engine::Dataplane;
 use crate::l3::Adjacency;
 use crate::l3::fib::{FibAddr, FibWriter, Route};
+use crate::l3::multipath::{BUCKETS, LB};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::IpAddr;
 
@@ -13,17 +15,17 @@ use std::net::IpAddr;
 pub(super) fn register(r: &mut Registry) {
     r.register(Command {
         words: "show ip fib",
-        help: "IPv4 routes and their adjacencies; optional prefix (exact) or address (longest match)",
+        help: "IPv4 routes, their sources and adjacencies; optional prefix (exact), address (longest match) or summary",
         run: show_ip_fib,
     });
     r.register(Command {
         words: "show ip6 fib",
-        help: "IPv6 routes and their adjacencies; optional prefix (exact) or address (longest match)",
+        help: "IPv6 routes, their sources and adjacencies; optional prefix (exact), address (longest match) or summary",
         run: show_ip6_fib,
     });
     r.register(Command {
         words: "ip route add",
-        help: "ip route add PREFIX via ADDRESS [IF] [out-labels L ...]",
+        help: "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...]",
         run: route_add,
     });
     r.register(Command { words: "ip route del", help: "ip route del PREFIX", run: route_del });
@@ -51,13 +53,45 @@ pub(super) fn adjacency(dp: &Dataplane, i: u32) -> Adjacency {
     dp.l3().adjs.get(i as usize).copied().unwrap_or(Adjacency::Drop)
 }
 
-/// One `show ip fib` / `show ip6 fib` row.
+/// One `show ip fib` / `show ip6 fib` row: the route's source and where it goes; a
+/// multipath route lists its paths, each with its weight, the buckets its weight's share
+/// rounds to, and the buckets it holds (fewer while it is down).
 fn fib_row<A: FibAddr>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value {
     let prefix = format!("{}/{}", r.prefix, r.len);
-    let adj = adjacency(dp, r.adj);
-    let detail = adjacency_detail(dp, adj);
-    let _ = writeln!(text, "{prefix:<24} {:>6}  {detail}", r.adj);
-    json!({"prefix": prefix, "adjacency_index": r.adj, "adjacency": adj, "detail": detail})
+    let source = dp.rib().installed(r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
+    if r.adj & LB == 0 {
+        let adj = adjacency(dp, r.adj);
+        let detail = adjacency_detail(dp, adj);
+        let _ = writeln!(text, "{prefix:<24} {source:<9} {:>6}  {detail}", r.adj);
+        return json!({"prefix": prefix, "source": source, "adjacency_index": r.adj, "adjacency": adj, "detail": detail});
+    }
+    let Some(lb) = dp.l3().lbs.get((r.adj & !LB) as usize) else {
+        return json!({"prefix": prefix, "source": source, "load_balance": r.adj & !LB});
+    };
+    let _ = writeln!(
+        text,
+        "{prefix:<24} {source:<9} {:>6}  multipath: {} paths over {BUCKETS} buckets",
+        format!("lb{}", r.adj & !LB),
+        lb.paths.len()
+    );
+    let (wanted, held) = (lb.wanted(), lb.counts());
+    let paths: Vec<Value> = lb
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let detail = adjacency_detail(dp, adjacency(dp, p.adj));
+            let state = if lb.live[k] { "up" } else { "down" };
+            let _ = writeln!(
+                text,
+                "{:<42}  weight {:>3} buckets {:>3} (share {:>3}) {state:<4} {detail}",
+                "", p.weight, held[k], wanted[k]
+            );
+            json!({"adjacency_index": p.adj, "weight": p.weight, "buckets": held[k], "share": wanted[k],
+                   "up": lb.live[k], "detail": detail})
+        })
+        .collect();
+    json!({"prefix": prefix, "source": source, "load_balance": r.adj & !LB, "buckets": BUCKETS, "paths": paths})
 }
 
 fn show_ip_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
@@ -78,6 +112,7 @@ fn show_fib<A: FibAddr + PrefixAddr>(
 ) -> Result<Reply, String> {
     let routes: Vec<Route<A>> = match args {
         [] => fib.routes().collect(),
+        ["summary"] => return Ok(fib_summary(dp, fib.routes())),
         [a] if a.contains('/') => {
             let p: Prefix<A> = a.parse()?;
             let want = Route::new(p.addr, p.len, 0);
@@ -91,7 +126,7 @@ fn show_fib<A: FibAddr + PrefixAddr>(
         }
         _ => return Err(format!("{cmd}: at most one prefix or address")),
     };
-    let mut text = format!("{:<24} {:>6}  {}\n", "Prefix", "Adj", "Forwarding");
+    let mut text = format!("{:<24} {:<9} {:>6}  {}\n", "Prefix", "Source", "Adj", "Forwarding");
     let rows: Vec<Value> = routes.iter().map(|r| fib_row(dp, *r, &mut text)).collect();
     let (total, in_use, groups) = (fib.len(), fib.tbl8_in_use(), fib.fib().tbl8_groups());
     let _ = writeln!(text, "{} of {total} routes; tbl8 groups in use {in_use} of {groups}", rows.len());
@@ -101,32 +136,80 @@ fn show_fib<A: FibAddr + PrefixAddr>(
     })
 }
 
+/// Counts of one family's routes by prefix length, by source and by number of paths.
+fn fib_summary<A: FibAddr>(dp: &Dataplane, routes: impl Iterator<Item = Route<A>>) -> Reply {
+    let (mut by_len, mut by_source, mut by_paths) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let mut total = 0usize;
+    for r in routes {
+        total += 1;
+        *by_len.entry(r.len).or_insert(0usize) += 1;
+        let source = dp.rib().installed(r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
+        *by_source.entry(source).or_insert(0usize) += 1;
+        let paths =
+            if r.adj & LB == 0 { 1 } else { dp.l3().lbs.get((r.adj & !LB) as usize).map_or(0, |l| l.paths.len()) };
+        *by_paths.entry(paths).or_insert(0usize) += 1;
+    }
+    let list = |m: Vec<(String, usize)>| m.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+    let text = format!(
+        "{total} routes\nby prefix length: {}\nby source: {}\nby paths: {}\n",
+        list(by_len.iter().map(|(l, n)| (format!("/{l}"), *n)).collect()),
+        list(by_source.iter().map(|(s, n)| (s.to_string(), *n)).collect()),
+        list(by_paths.iter().map(|(p, n)| (format!("{p}-path"), *n)).collect()),
+    );
+    let by_len: BTreeMap<String, usize> = by_len.into_iter().map(|(l, n)| (l.to_string(), n)).collect();
+    let by_paths: BTreeMap<String, usize> = by_paths.into_iter().map(|(p, n)| (p.to_string(), n)).collect();
+    Reply {
+        text,
+        json: json!({"total_routes": total, "by_length": by_len, "by_source": by_source, "by_paths": by_paths}),
+    }
+}
+
 fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let usage = "ip route add PREFIX via ADDRESS [IF] [out-labels L ...]";
+    let usage = "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...]";
     let (args, out) = out_labels(args)?;
-    let (prefix, via, interface) = match args {
-        [p, "via", a] => (p, a, None),
-        [p, "via", a, i] => (p, a, Some(i.to_string())),
-        _ => return Err(format!("usage: {usage}")),
-    };
+    let [prefix, rest @ ..] = args else { return Err(format!("usage: {usage}")) };
     let prefix: IpPrefix = prefix.parse()?;
-    let via: IpAddr = via.parse().map_err(|_| format!("ip route add: '{via}' is not an IP address"))?;
-    change(dp, "ip route add", |c| {
-        let route = crate::config::Route { prefix, via, interface, out_labels: out };
-        match c.routes.iter_mut().find(|r| r.prefix == prefix) {
-            Some(r) => *r = route,
-            None => c.routes.push(route),
+    let mut paths: Vec<RoutePath> = Vec::new();
+    let mut words = rest.iter().peekable();
+    while let Some(&w) = words.next() {
+        match (w, paths.last_mut()) {
+            ("via", _) => {
+                let a = words.next().ok_or_else(|| format!("usage: {usage}"))?;
+                let via: IpAddr = a.parse().map_err(|_| format!("ip route add: '{a}' is not an IP address"))?;
+                paths.push(RoutePath { via, interface: None, weight: 1 });
+            }
+            ("weight", Some(p)) => {
+                let n = words.next().ok_or_else(|| format!("usage: {usage}"))?;
+                p.weight = n
+                    .parse()
+                    .ok()
+                    .filter(|&w| w > 0)
+                    .ok_or_else(|| format!("ip route add: weight '{n}' is not allowed; allowed: 1 to 255"))?;
+            }
+            (i, Some(p)) if p.interface.is_none() && p.weight == 1 => p.interface = Some(i.to_string()),
+            _ => return Err(format!("usage: {usage}")),
         }
-        Ok(())
-    })
+    }
+    let route = match &paths[..] {
+        [] => return Err(format!("usage: {usage}")),
+        [one] if one.weight == 1 => crate::config::Route {
+            via: Some(one.via),
+            interface: one.interface.clone(),
+            ..crate::config::Route::via(prefix, one.via)
+        },
+        _ => crate::config::Route { prefix, via: None, interface: None, paths, out_labels: Vec::new() },
+    };
+    let route = crate::config::Route { out_labels: out, ..route };
+    dp.set_config_route(prefix, Some(route)).map_err(|e| format!("ip route add: {e}"))?;
+    Ok(Reply { text: String::new(), json: json!({"applied": "ip route add"}) })
 }
 
 fn route_del(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let [prefix] = words(args, "ip route del PREFIX")?;
     let prefix: IpPrefix = prefix.parse()?;
-    change(dp, "ip route del", |c| {
-        let before = c.routes.len();
-        c.routes.retain(|r| r.prefix != prefix);
-        if c.routes.len() == before { Err(format!("no route {prefix}")) } else { Ok(()) }
-    })
+    if !dp.config().routes.iter().any(|r| (r.prefix.masked(), r.prefix.len) == (prefix.masked(), prefix.len)) {
+        return Err(format!("ip route del: no route {prefix}"));
+    }
+    dp.set_config_route(prefix, None).map_err(|e| format!("ip route del: {e}"))?;
+    Ok(Reply { text: String::new(), json: json!({"applied": "ip route del"}) })
 }

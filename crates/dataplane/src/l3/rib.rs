@@ -1,0 +1,278 @@
+//! The routes every source gives, and which of them the FIB holds.
+//!
+//! A prefix may have a route from each [`Source`]; the FIB holds the one of the most
+//! preferred source (connected beats config beats kernel beats neighbor). Changes arrive in
+//! batches ([`Rib::apply`]), each change naming its source: the configuration, the kernel (the
+//! Linux control plane) or the neighbor table (a host route for every resolved neighbor). A
+//! batch turns into the FIB changes it implies, and nothing else is rebuilt.
+
+use super::fib::FibInsert;
+use super::objects::{Liveness, Objects, Target};
+use crate::config::MAX_PATHS;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// Where a route came from; at one prefix the FIB holds the first of these that has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// An interface address: its subnet (glean) and the address itself (local).
+    Connected,
+    /// The configuration (`routes`, `ip route add`).
+    Config,
+    /// The kernel's table (the Linux control plane).
+    Kernel,
+    /// A host route to a resolved neighbor on a connected subnet.
+    Neighbor,
+}
+
+impl Source {
+    /// Every source, most preferred first.
+    pub const ALL: [Source; 4] = [Source::Connected, Source::Config, Source::Kernel, Source::Neighbor];
+
+    /// Its name, as `show ip fib` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Connected => "connected",
+            Source::Config => "config",
+            Source::Kernel => "kernel",
+            Source::Neighbor => "neighbor",
+        }
+    }
+}
+
+/// One change of a batch: the route of `source` to `prefix/len` becomes `target`, or goes
+/// (`None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteChange {
+    /// The prefix (host bits are ignored).
+    pub prefix: IpAddr,
+    /// Its length.
+    pub len: u8,
+    /// Whose route it is.
+    pub source: Source,
+    /// Where it goes; `None` removes it.
+    pub target: Option<Target>,
+}
+
+/// Why a batch was refused; nothing of it was applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// A change that cannot be a route.
+    #[error("route {prefix}/{len} ({from}): {why}")]
+    Invalid {
+        /// The prefix.
+        prefix: IpAddr,
+        /// Its length.
+        len: u8,
+        /// Its source's name.
+        from: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// No route from this source.
+const NONE: u32 = u32::MAX;
+
+/// The FIB values a prefix has from each source ([`NONE`] for none), in [`Source::ALL`] order.
+type Candidates = [u32; 4];
+
+/// The best of `c`: its source and value.
+fn best(c: &Candidates) -> Option<(Source, u32)> {
+    Source::ALL.iter().zip(c).find(|(_, v)| **v != NONE).map(|(s, v)| (*s, *v))
+}
+
+/// The masked prefix of `addr/len`.
+fn network(addr: IpAddr, len: u8) -> IpAddr {
+    crate::config::IpPrefix { addr, len }.masked()
+}
+
+/// What a batch changed, to undo it if the FIB refuses it.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The FIB changes it implies, in order.
+    pub fib: Vec<FibInsert>,
+    /// Per change: the key, the source's index, the value before and after.
+    undo: Vec<((IpAddr, u8), usize, u32, u32)>,
+}
+
+/// The routes of every source, the objects they point at, and which route the FIB holds.
+#[derive(Debug, Clone, Default)]
+pub struct Rib {
+    routes: HashMap<(IpAddr, u8), Candidates>,
+    /// The adjacencies and load-balance objects routes point at.
+    pub objects: Objects,
+}
+
+impl Rib {
+    /// Checks every change of `batch`, then applies them in order: returns the FIB changes
+    /// they imply. The references of replaced routes are kept until [`Rib::commit`] (or put
+    /// back by [`Rib::rollback`]).
+    pub fn apply(&mut self, batch: &[RouteChange], live: Liveness) -> Result<Applied, RouteError> {
+        batch.iter().try_for_each(check)?;
+        let mut out = Applied { fib: Vec::with_capacity(batch.len()), undo: Vec::with_capacity(batch.len()) };
+        for c in batch {
+            let key = (network(c.prefix, c.len), c.len);
+            let s = c.source as usize;
+            let slot = self.routes.entry(key).or_insert([NONE; 4]);
+            let before = best(slot);
+            let old = slot[s];
+            let new = match &c.target {
+                Some(t) => self.objects.acquire(t, (old != NONE).then_some(old), live),
+                None => NONE,
+            };
+            slot[s] = new;
+            let after = best(slot);
+            if after.is_none() {
+                self.routes.remove(&key);
+            }
+            if before.map(|b| b.1) != after.map(|a| a.1) {
+                out.fib.push((key.0, key.1, after.map(|a| a.1)));
+            }
+            out.undo.push((key, s, old, new));
+        }
+        Ok(out)
+    }
+
+    /// Makes a batch final: drops the references of the routes it replaced (their objects die
+    /// if nothing else holds them).
+    pub fn commit(&mut self, applied: Applied) {
+        for (_, _, old, _) in applied.undo {
+            if old != NONE {
+                self.objects.release(old);
+            }
+        }
+    }
+
+    /// Undoes a batch the FIB refused: every route is as before, and the FIB changes that put
+    /// its touched prefixes back are returned.
+    pub fn rollback(&mut self, applied: Applied) -> Vec<FibInsert> {
+        let mut touched = Vec::new();
+        for (key, s, old, new) in applied.undo.into_iter().rev() {
+            let slot = self.routes.entry(key).or_insert([NONE; 4]);
+            slot[s] = old;
+            if new != NONE {
+                self.objects.release(new);
+            }
+            if best(slot).is_none() {
+                self.routes.remove(&key);
+            }
+            touched.push(key);
+        }
+        touched.sort();
+        touched.dedup();
+        touched.into_iter().map(|k| (k.0, k.1, self.installed(k.0, k.1).map(|b| b.1))).collect()
+    }
+
+    /// The route the FIB holds for `prefix/len`: its source and FIB value.
+    pub fn installed(&self, prefix: IpAddr, len: u8) -> Option<(Source, u32)> {
+        self.routes.get(&(network(prefix, len), len)).and_then(best)
+    }
+
+    /// The routes `source` has, as (prefix, length, FIB value).
+    pub fn routes_of(&self, source: Source) -> impl Iterator<Item = (IpAddr, u8, u32)> + '_ {
+        self.routes
+            .iter()
+            .filter(move |(_, c)| c[source as usize] != NONE)
+            .map(move |(&(p, l), c)| (p, l, c[source as usize]))
+    }
+
+    /// Number of prefixes with a route.
+    pub fn len(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// True when there is none.
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
+}
+
+/// Checks one change: a prefix length within its family, and next hops of its family, 1 to
+/// [`MAX_PATHS`] of them, weights 1–255.
+fn check(c: &RouteChange) -> Result<(), RouteError> {
+    let invalid = |why: String| RouteError::Invalid { prefix: c.prefix, len: c.len, from: c.source.name(), why };
+    let bits = if c.prefix.is_ipv4() { 32 } else { 128 };
+    if c.len > bits {
+        return Err(invalid(format!("length {} is not 0 to {bits}", c.len)));
+    }
+    if let Some(Target::Paths { hops, .. }) = &c.target {
+        if !(1..=MAX_PATHS).contains(&hops.len()) {
+            return Err(invalid(format!("{} paths, not 1 to {MAX_PATHS}", hops.len())));
+        }
+        if let Some(h) = hops.iter().find(|h| h.via.is_ipv4() != c.prefix.is_ipv4()) {
+            return Err(invalid(format!("next hop {} is not of the prefix's family", h.via)));
+        }
+        if hops.iter().any(|h| h.weight == 0) {
+            return Err(invalid("a weight of 0 (weights are 1 to 255)".into()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::l3::LabelStack;
+    use crate::l3::objects::NextHop;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn to(via: &str) -> Option<Target> {
+        Some(Target::Paths { hops: vec![NextHop { via: ip(via), tx_if: 2, weight: 1 }], push: LabelStack::EMPTY })
+    }
+
+    fn change(p: &str, len: u8, source: Source, target: Option<Target>) -> RouteChange {
+        RouteChange { prefix: ip(p), len, source, target }
+    }
+
+    #[test]
+    fn the_preferred_source_is_installed_and_the_next_takes_over() {
+        let mut rib = Rib::default();
+        let up: Liveness = &|_, _| true;
+        let a = rib.apply(&[change("10.1.0.0", 16, Source::Kernel, to("10.0.0.1"))], up).unwrap();
+        assert_eq!(a.fib.len(), 1);
+        rib.commit(a);
+        let b = rib.apply(&[change("10.1.0.0", 16, Source::Config, to("10.0.0.2"))], up).unwrap();
+        let config = b.fib[0].2.unwrap();
+        rib.commit(b);
+        assert_eq!(rib.installed(ip("10.1.0.0"), 16), Some((Source::Config, config)));
+        let c = rib.apply(&[change("10.1.0.0", 16, Source::Kernel, to("10.0.0.3"))], up).unwrap();
+        assert!(c.fib.is_empty(), "a kernel change under a config route changes nothing in the FIB");
+        rib.commit(c);
+        let d = rib.apply(&[change("10.1.0.0", 16, Source::Config, None)], up).unwrap();
+        assert_eq!(d.fib.len(), 1, "the kernel's route comes back");
+        rib.commit(d);
+        assert_eq!(rib.installed(ip("10.1.0.0"), 16).unwrap().0, Source::Kernel);
+        let e = rib.apply(&[change("10.1.0.0", 16, Source::Kernel, None)], up).unwrap();
+        assert_eq!(e.fib, vec![(ip("10.1.0.0"), 16, None)]);
+        rib.commit(e);
+        rib.objects.settle();
+        assert!(rib.is_empty());
+        assert_eq!(rib.objects.in_use(), (2, 0), "nothing leaked");
+    }
+
+    #[test]
+    fn a_refused_batch_is_checked_first_and_a_rolled_back_one_leaves_nothing() {
+        let mut rib = Rib::default();
+        let up: Liveness = &|_, _| true;
+        let bad =
+            [change("10.1.0.0", 16, Source::Config, to("10.0.0.1")), change("10.2.0.0", 33, Source::Config, None)];
+        assert!(matches!(rib.apply(&bad, up), Err(RouteError::Invalid { len: 33, .. })));
+        assert!(rib.is_empty());
+        let v6 = [change("2001:db8::", 32, Source::Config, to("10.0.0.1"))];
+        assert!(rib.apply(&v6, up).is_err(), "an IPv4 next hop for an IPv6 prefix");
+        let a = rib.apply(&[change("10.1.0.0", 16, Source::Config, to("10.0.0.1"))], up).unwrap();
+        rib.commit(a);
+        let b = rib.apply(&[change("10.1.0.0", 16, Source::Config, to("10.0.0.9"))], up).unwrap();
+        let back = rib.rollback(b);
+        let installed = rib.installed(ip("10.1.0.0"), 16).unwrap().1;
+        assert_eq!(back, vec![(ip("10.1.0.0"), 16, Some(installed))]);
+        rib.objects.settle();
+        assert_eq!(rib.objects.in_use(), (3, 0), "the refused next hop's adjacency is gone");
+    }
+}
