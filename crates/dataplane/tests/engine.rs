@@ -94,7 +94,11 @@ fn show_commands_answer_in_text_and_json() {
     );
     assert!(local.iter().all(|e| e["reason"] == "no-route"), "{}", errs.text);
     let fib = r.execute(&mut dp, "show ip fib").unwrap();
-    assert_eq!(fib.json["total_routes"], 12, "4 routes + 4 connected /31s + 4 local /32s:\n{}", fib.text);
+    assert_eq!(
+        fib.json["total_routes"], 16,
+        "4 routes + 4 connected /31s + 4 local /32s + host routes of the 4 neighbors:\n{}",
+        fib.text
+    );
     let one = r.execute(&mut dp, "show ip fib 48.0.0.77").unwrap();
     assert_eq!(one.json["routes"][0]["prefix"], "48.0.0.0/24");
     assert!(one.text.contains("via 100.64.1.0 out port1 (00:1b:21:06:00:01)"), "{}", one.text);

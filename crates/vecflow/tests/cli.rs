@@ -122,7 +122,10 @@ fn bench_json_accounts_for_every_packet_and_sample() {
                 ratio.is_some_and(|r| r > 0.0) && lookup.is_some_and(|r| r > 0.0) && theirs.is_some_and(|c| c > 0.0),
                 "{at}"
             );
-            assert_eq!(s["fib"]["ip6_routes"], 6, "two routes, two connected /64s, our two addresses ({at})");
+            assert_eq!(
+                s["fib"]["ip6_routes"], 8,
+                "two routes, two connected /64s, our two addresses, the two neighbors' host routes ({at})"
+            );
         } else {
             assert!(c.is_null(), "{at}");
         }

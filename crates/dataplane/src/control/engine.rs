@@ -269,6 +269,7 @@ impl Dataplane {
             pcap_sinks: captures.sinks,
         };
         dp.refresh_links();
+        dp.sync_host_routes();
         // The agent's budget for discard samples.
         let drop_budget = DropBudget::new(usize::from(config.workers.count));
         // Made before the workers start: each worker's sampler sums a sample's pool over all.
@@ -709,6 +710,7 @@ impl Dataplane {
         // Subnets may have come or gone: so may host routes. Then no FIB entry names what
         // this change left unused, and once no worker holds a lookup made before, it is freed.
         self.sync_host_routes();
+        self.follow_liveness();
         self.fib.synchronize();
         self.rib.objects.settle();
         Ok(())

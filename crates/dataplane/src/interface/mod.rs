@@ -350,6 +350,39 @@ pub fn cast_bits(head: u64) -> (u64, u64) {
     ((head >> 56) & 1, u64::from(head >> 16 == 0xffff_ffff_ffff))
 }
 
+/// Frames sent out of a few interfaces, summed per interface over a vector: a vector whose
+/// frames go out of several interfaces at random (a multipath route's) adds to each
+/// interface's counters once per vector, not once per change of interface. The runs are
+/// direct-mapped by interface index, so a frame picks its run without a data-dependent
+/// branch.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TxRuns {
+    runs: [TxRun; 8],
+}
+
+impl TxRuns {
+    /// Adds one frame of `len` bytes out of `tx_if` (see [`TxRun::add_le`]); a run held by
+    /// another interface of the same slot is added to `counters` first.
+    #[inline(always)]
+    pub fn add_le<'c>(&mut self, tx_if: u16, len: u16, head_le: u64, counters: impl Fn(u16) -> &'c IfCounters) {
+        let run = &mut self.runs[usize::from(tx_if) % 8];
+        if run.tx_if != tx_if {
+            let full = std::mem::take(run);
+            full.flush(counters(full.tx_if));
+            run.tx_if = tx_if;
+        }
+        run.add_le(len, head_le);
+    }
+
+    /// Adds every run to its interface's counters and starts over.
+    pub fn flush<'c>(&mut self, counters: impl Fn(u16) -> &'c IfCounters) {
+        for r in &mut self.runs {
+            let run = std::mem::take(r);
+            run.flush(counters(run.tx_if));
+        }
+    }
+}
+
 /// Frames sent out of one interface, summed over a run of frames, for its tx counters.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TxRun {

@@ -28,10 +28,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         return;
     };
     let m0 = *g.pool.meta(first);
-    let (mut mixed, mut longest) = (false, 0u16);
+    let (mut mixed, mut longest, mut one_input) = (false, 0u16, true);
     for &i in idx {
         let m = g.pool.meta(i);
         mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
+        one_input &= m.rx_if == m0.rx_if;
         longest = longest.max(m.len());
     }
     let out = *g.features.tables.get(m0.tx_if);
@@ -43,9 +44,26 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
         }
         g.forward(v, out.tx_node);
+    } else if one_input && g.features.sflow.is_none() && plain_outputs(g, v, out.tx_node) {
+        g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
+        g.forward(v, out.tx_node);
     } else {
         each_frame(g, v);
     }
+}
+
+/// True when every frame of `v` goes out of an interface that is up, untagged and served by
+/// `tx_node`, within its MTU (+14): the frames of a multipath route, spread over several
+/// ports of one driver. Branch-free over the frames, as the outputs interleave at random.
+fn plain_outputs(g: &Graph, v: VecHandle, tx_node: NodeId) -> bool {
+    let tables = &g.features.tables;
+    let mut ok = tx_node != NodeId::ErrorDrop;
+    for &i in g.vectors[v].indices() {
+        let m = g.pool.meta(i);
+        let out = tables.get(m.tx_if);
+        ok &= (out.tx_node == tx_node) & (out.vlan == 0) & (m.len() <= out.max_frame.saturating_sub(TAG));
+    }
+    ok
 }
 
 /// The bytes an 802.1Q tag adds to a frame's limit.
@@ -70,17 +88,27 @@ fn push_tag(g: &mut Graph, i: u32, vid: u16) -> bool {
 }
 
 /// The general path: per-frame output checks, tags for sub-interfaces, split by next node.
+/// The output interface's facts are read once per run of frames toward it, and the frames
+/// forwarded are counted once per run of frames from one input interface.
 #[cold]
 fn each_frame(g: &mut Graph, v: VecHandle) {
     let mut first = None;
     let mut same = true;
+    let mut out = *g.features.tables.get(g.pool.meta(g.vectors[v].indices()[0]).tx_if);
+    let mut out_if = g.pool.meta(g.vectors[v].indices()[0]).tx_if;
+    let (mut rx_if, mut forwarded) = (0u16, 0u64);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
-        let out = *g.features.tables.get(m.tx_if);
+        if m.tx_if != out_if {
+            out_if = m.tx_if;
+            out = *g.features.tables.get(m.tx_if);
+        }
+        // Untagged frames may carry MTU + 14 bytes, tagged ones 4 more.
+        let fits = m.len() <= out.max_frame.saturating_sub(TAG) || (m.len() <= out.max_frame && is_tagged(g, i));
         let verdict = if out.tx_node == NodeId::ErrorDrop {
             Err(DropReason::TxInterfaceDown)
-        } else if m.len() > out.max_frame.saturating_sub(if is_tagged(g, i) { 0 } else { TAG }) {
+        } else if !fits {
             Err(DropReason::MtuExceeded)
         } else if out.vlan != 0 && !push_tag(g, i, out.vlan) {
             Err(DropReason::TagNoHeadroom)
@@ -89,7 +117,11 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         };
         let next = match verdict {
             Ok(tx_node) => {
-                g.counters.interface(m.rx_if).rx_forwarded.add(1);
+                if m.rx_if != rx_if {
+                    g.counters.interface(rx_if).rx_forwarded.add(forwarded);
+                    (rx_if, forwarded) = (m.rx_if, 0);
+                }
+                forwarded += 1;
                 if let Some(sf) = &mut g.features.sflow {
                     sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
                 }
@@ -103,6 +135,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         g.nexts[k] = next;
         same &= *first.get_or_insert(next) == next;
     }
+    g.counters.interface(rx_if).rx_forwarded.add(forwarded);
     match first {
         Some(next) if same => g.forward(v, next),
         _ => g.split(v),

@@ -390,15 +390,22 @@ pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
 /// names: `hash` ([`crate::l3::multipath::hash4`] or [`crate::l3::multipath::hash6`]) reads
 /// the IP header at the packet's layer 3 offset. Nothing is written but the packet's metadata.
 #[inline(never)]
-pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: fn(&[u8]) -> u32) {
-    use crate::l3::multipath::LB;
+pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: impl Fn(&[u8]) -> u32) {
+    use crate::l3::multipath::{LB, LoadBalance};
     let tables = g.features.tables.clone();
+    // Packets of a vector mostly share their route's object: it is looked up once per run.
+    let mut last: (u32, Option<&LoadBalance>) = (u32::MAX, None);
     for &i in g.vectors[v].indices() {
-        let m = *g.pool.meta(i);
-        if m.adj & LB != 0 {
-            let h = hash(&g.pool.frame(i)[usize::from(m.l3_offset)..]);
-            let adj = tables.l3.lbs.get((m.adj & !LB) as usize).map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h));
-            g.pool.meta_mut(i).adj = adj;
+        let (value, l3) = {
+            let m = g.pool.meta(i);
+            (m.adj, usize::from(m.l3_offset))
+        };
+        if value & LB != 0 {
+            if value != last.0 {
+                last = (value, tables.l3.lbs.get((value & !LB) as usize).map(|lb| &**lb));
+            }
+            let h = hash(&g.pool.frame(i)[l3..]);
+            g.pool.meta_mut(i).adj = last.1.map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h));
         }
     }
 }

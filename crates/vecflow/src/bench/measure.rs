@@ -122,6 +122,7 @@ pub(super) fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, h
                 samples_dropped: b.2 - a.2,
             }))
         }
+        Kind::Churn => super::churn::churn(core, args.warmup),
         Kind::SampleCost => {
             let window = Duration::from_secs_f64(args.seconds);
             let (rate, cycles) = on_core(core, move || crate::sample_bench::cost(window, hz))??;

@@ -9,6 +9,7 @@
 //! `--json` prints). `scenarios` has the scenarios and their configurations, `measure` one run
 //! of a scenario, `report` the median rows and the table.
 
+mod churn;
 mod measure;
 mod report;
 mod scenarios;
@@ -175,6 +176,28 @@ struct CodecMeasured {
     cycles_per_sample: f64,
 }
 
+/// What `fib-churn` gave: route changes per second, end to end (from a batch handed to the
+/// dataplane to workers forwarding on it).
+#[derive(Debug, Clone, Serialize)]
+struct ChurnMeasured {
+    name: &'static str,
+    /// A full IPv4 table (1 M routes) from empty, in one batch.
+    ip4_full_per_s: f64,
+    /// A full IPv6 table (230 k routes), in one batch.
+    ip6_full_per_s: f64,
+    /// 10 000 IPv4 withdrawals, in one batch.
+    ip4_withdraw_per_s: f64,
+    /// The same 10 000 announced and withdrawn ten times, a batch each way.
+    ip4_flap_per_s: f64,
+    /// Packets of the forwarding pair (on other routes) dropped meanwhile.
+    forward_lost: u64,
+    /// Packets of the pair forwarded meanwhile.
+    forwarded_meanwhile: u64,
+    /// Routes in the FIBs at the end.
+    ip4_routes: usize,
+    ip6_routes: usize,
+}
+
 /// One row of the report.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -182,6 +205,7 @@ enum Row {
     Forward(Box<Measured>),
     Agent(AgentMeasured),
     Codec(CodecMeasured),
+    Churn(ChurnMeasured),
 }
 
 impl Row {
@@ -191,6 +215,7 @@ impl Row {
             Row::Forward(m) => m.cycles_per_packet,
             Row::Agent(a) => -a.samples_per_s,
             Row::Codec(c) => c.cycles_per_sample,
+            Row::Churn(c) => -c.ip4_full_per_s,
         }
     }
 }

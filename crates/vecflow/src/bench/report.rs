@@ -136,6 +136,21 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
                     a.samples_dropped
                 );
             }
+            Row::Churn(c) => {
+                println!(
+                    "{:<12} route changes/s: IPv4 full table {:.0}, IPv6 full table {:.0}, IPv4 withdrawals {:.0}, \
+                     IPv4 flap {:.0}; the pair forwarded {} packets meanwhile and lost {} ({} IPv4 and {} IPv6 routes)",
+                    c.name,
+                    c.ip4_full_per_s,
+                    c.ip6_full_per_s,
+                    c.ip4_withdraw_per_s,
+                    c.ip4_flap_per_s,
+                    c.forwarded_meanwhile,
+                    c.forward_lost,
+                    c.ip4_routes,
+                    c.ip6_routes
+                );
+            }
             Row::Codec(c) => {
                 let (name, rate, cps) = (c.name, c.samples_per_s / 1e6, c.cycles_per_sample);
                 let what = if name == "sample-cost" {

@@ -30,6 +30,9 @@ pub(super) enum Kind {
     Codec(bool),
     /// One flow sample's cost to the worker: reserve, copy 128 bytes, complete, publish.
     SampleCost,
+    /// Route changes per second, from a batch handed to the dataplane to workers forwarding
+    /// on it, while a forwarding pair on other routes runs.
+    Churn,
 }
 
 /// Every scenario; without `--scenario`, `vecflow bench` runs them all in this order.
@@ -37,8 +40,14 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     Scenario { name: "l2xc", kind: Kind::Forward(l2xc), counterpart: None },
     Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab), counterpart: None },
     Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m), counterpart: None },
+    Scenario { name: "ip4-ecmp2", kind: Kind::Forward(ip4_ecmp2), counterpart: Some("ip4-lab") },
+    Scenario { name: "ip4-ecmp8", kind: Kind::Forward(ip4_ecmp8), counterpart: Some("ip4-lab") },
+    Scenario { name: "ip4-ecmp64", kind: Kind::Forward(ip4_ecmp64), counterpart: Some("ip4-lab") },
+    Scenario { name: "ip4-connected", kind: Kind::Forward(ip4_connected), counterpart: Some("ip4-lab") },
     Scenario { name: "ip6-lab", kind: Kind::Forward(ip6_lab), counterpart: Some("ip4-lab") },
     Scenario { name: "ip6-bgp", kind: Kind::Forward(ip6_bgp), counterpart: Some("ip4-1m") },
+    Scenario { name: "ip6-connected", kind: Kind::Forward(ip6_connected), counterpart: Some("ip6-lab") },
+    Scenario { name: "fib-churn", kind: Kind::Churn, counterpart: None },
     Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap), counterpart: None },
     Scenario { name: "mpls-core", kind: Kind::Forward(mpls_core), counterpart: None },
     Scenario { name: "agent", kind: Kind::Agent, counterpart: None },
@@ -83,10 +92,82 @@ neighbors:
   - {interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}
 ";
 
-fn ip4_lab(core: Option<u16>) -> Config {
+pub(super) fn ip4_lab(core: Option<u16>) -> Config {
     let mut c = Config::load(IP4_LAB).expect("the ip4-lab scenario is valid");
     c.workers.cores = core.into_iter().collect();
     c
+}
+
+/// Four ports with /24s, and `paths` equal paths for 48.0.0.0/24 and for 16.0.0.0/24, dealt
+/// in turn over the four ports (each path a static neighbor). port0 and port1 send 64-byte UDP
+/// from 16.0.0.0/24 to 48.0.0.0/24 and back, sources over 254 addresses and destinations over
+/// 253 (64 262 flows), as fast as the worker can.
+fn ip4_ecmp(core: Option<u16>, paths: usize) -> Config {
+    let mut yaml = String::from("interfaces:\n");
+    for (k, (src, dst)) in [("16.0.0.1", "48.0.0.1"), ("48.0.0.1", "16.0.0.1"), ("", ""), ("", "")].iter().enumerate() {
+        yaml += &format!("  port{k}:\n    mac: 9c:69:b4:61:a1:{:02x}\n    addresses: [100.64.{k}.1/24]\n", 0xdc + k);
+        if !src.is_empty() {
+            yaml += &format!(
+                "    generator: {{streams: [{{src-mac: 00:1b:21:06:00:0{k}, src-ip: {src}, dst-ip: {dst}, \
+                 src-range: {{count: 254}}, dst-range: {{count: 253}}}}]}}\n"
+            );
+        }
+    }
+    let hop = |p: usize| (p % 4, 10 + p / 4);
+    yaml += "routes:\n";
+    for prefix in ["48.0.0.0/24", "16.0.0.0/24"] {
+        let list: Vec<String> = (0..paths).map(|p| format!("{{via: 100.64.{}.{}}}", hop(p).0, hop(p).1)).collect();
+        yaml += &format!("  - {{prefix: {prefix}, paths: [{}]}}\n", list.join(", "));
+    }
+    yaml += "neighbors:\n";
+    for p in 0..paths {
+        let (port, host) = hop(p);
+        yaml += &format!(
+            "  - {{interface: port{port}, address: 100.64.{port}.{host}, mac: 00:1b:21:07:{port:02x}:{host:02x}}}\n"
+        );
+    }
+    let mut c = Config::load(&yaml).expect("the ip4-ecmp scenarios are valid");
+    c.workers.cores = core.into_iter().collect();
+    c
+}
+
+fn ip4_ecmp2(core: Option<u16>) -> Config {
+    ip4_ecmp(core, 2)
+}
+
+fn ip4_ecmp8(core: Option<u16>) -> Config {
+    ip4_ecmp(core, 8)
+}
+
+fn ip4_ecmp64(core: Option<u16>) -> Config {
+    ip4_ecmp(core, 64)
+}
+
+/// `ip4-lab` with its destinations on the ports' own subnets: port0 on 16.0.0.0/23, port1
+/// on 48.0.0.0/23, each of the 254 hosts a neighbor (static here, so the run needs no ARP; a
+/// learned one gets the same host route), so every packet goes to a connected host.
+fn ip4_connected(core: Option<u16>) -> Config {
+    let mut c = ip4_lab(core);
+    c.routes.clear();
+    c.neighbors.clear();
+    for (port, net, mac) in [("port0", 16u8, "00:1b:21:06:00:00"), ("port1", 48, "00:1b:21:06:00:01")] {
+        let i = c.interfaces.get_mut(port).expect("lab port");
+        i.addresses = vec![format!("{net}.0.1.254/23").parse().expect("address")];
+        for host in 1..=254u8 {
+            let address = std::net::IpAddr::V4(Ipv4Addr::new(net, 0, 0, host));
+            c.neighbors.push(neighbor(port, address, mac));
+        }
+    }
+    c
+}
+
+/// A static neighbor.
+fn neighbor(interface: &str, address: std::net::IpAddr, mac: &str) -> dataplane::config::Neighbor {
+    dataplane::config::Neighbor {
+        interface: interface.into(),
+        address,
+        mac: dataplane::config::Mac(mac.parse().expect("mac")),
+    }
 }
 
 /// `ip4-lab` plus 1 000 000 random prefixes with a BGP-like length mix (60 % /24, 20 % /22–/23,
@@ -94,12 +175,28 @@ fn ip4_lab(core: Option<u16>) -> Config {
 /// send to random destinations anywhere in 1.0.0.0–223.255.255.255 (seeded).
 fn ip4_1m(core: Option<u16>) -> Config {
     let mut c = ip4_lab(core);
+    let hops = [Ipv4Addr::new(100, 64, 0, 0), Ipv4Addr::new(100, 64, 1, 0)];
+    c.routes.push(Route::via("0.0.0.0/0".parse().expect("prefix"), hops[1].into()));
+    for (k, (prefix, len)) in ip4_table().into_iter().enumerate() {
+        c.routes.push(Route::via(IpPrefix { addr: Ipv4Addr::from(prefix).into(), len }, hops[(k + 1) % 2].into()));
+    }
+    for i in c.interfaces.values_mut() {
+        for s in &mut i.generator.as_mut().expect("generator").streams {
+            s.dst_ip = Some(Ipv4Addr::new(1, 0, 0, 0).into());
+            s.dst_range = AddrRange { count: 0xde00_0000, mode: RangeMode::Random };
+        }
+    }
+    c
+}
+
+/// The 1 000 000 prefixes of `ip4-1m`, seeded, as (network, length): 60 % /24, 20 % /22–/23,
+/// 19.9 % /16–/21, 0.1 % /8–/15, anywhere in 1.0.0.0–223.255.255.255.
+pub(super) fn ip4_table() -> Vec<(u32, u8)> {
     let mut rng = 0x1d1d_5eed_u64;
     let mut next = || splitmix(&mut rng);
     let mut seen = std::collections::HashSet::new();
-    let hops = [Ipv4Addr::new(100, 64, 0, 0), Ipv4Addr::new(100, 64, 1, 0)];
-    c.routes.push(Route::via("0.0.0.0/0".parse().expect("prefix"), hops[1].into()));
-    while seen.len() < 1_000_000 {
+    let mut table = Vec::with_capacity(1_000_000);
+    while table.len() < 1_000_000 {
         let r = next();
         let len = match r % 1000 {
             0 => 8 + (r >> 10) % 8,
@@ -110,17 +207,10 @@ fn ip4_1m(core: Option<u16>) -> Config {
         let addr = 0x0100_0000 + (r >> 32) as u32 % 0xde00_0000;
         let prefix = addr & (u32::MAX << (32 - len));
         if seen.insert((prefix, len)) {
-            let via = hops[seen.len() % 2].into();
-            c.routes.push(Route::via(IpPrefix { addr: Ipv4Addr::from(prefix).into(), len }, via));
+            table.push((prefix, len));
         }
     }
-    for i in c.interfaces.values_mut() {
-        for s in &mut i.generator.as_mut().expect("generator").streams {
-            s.dst_ip = Some(Ipv4Addr::new(1, 0, 0, 0).into());
-            s.dst_range = AddrRange { count: 0xde00_0000, mode: RangeMode::Random };
-        }
-    }
-    c
+    table
 }
 
 /// splitmix64: the seeded generator of the synthetic routing tables.
@@ -159,6 +249,23 @@ fn ip6_lab(core: Option<u16>) -> Config {
     c
 }
 
+/// `ip6-lab` with its destinations on the ports' own subnets (2001:db8:16::/64 on port0,
+/// 2001:db8:48::/64 on port1), each of the 254 hosts a neighbor, as `ip4-connected`.
+fn ip6_connected(core: Option<u16>) -> Config {
+    let mut c = ip6_lab(core);
+    c.routes.clear();
+    c.neighbors.clear();
+    for (port, net, mac) in [("port0", 0x16u16, "00:1b:21:06:00:00"), ("port1", 0x48, "00:1b:21:06:00:01")] {
+        let i = c.interfaces.get_mut(port).expect("lab port");
+        i.addresses = vec![format!("2001:db8:{net:x}::ffff/64").parse().expect("address")];
+        for host in 1..=254u16 {
+            let address = std::net::IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, net, 0, 0, 0, 0, host));
+            c.neighbors.push(neighbor(port, address, mac));
+        }
+    }
+    c
+}
+
 /// Prefixes in the `ip6-bgp` table.
 const IP6_BGP_PREFIXES: usize = 230_000;
 
@@ -167,7 +274,7 @@ const IP6_BGP_PREFIXES: usize = 230_000;
 /// the IPv6 Internet table) — split over the two next hops. As in the real table, most
 /// prefixes longer than /32 sit inside one of 24 000 /32 allocations (80 %), the rest
 /// anywhere.
-fn ip6_bgp_table() -> Vec<(u128, u8)> {
+pub(super) fn ip6_bgp_table() -> Vec<(u128, u8)> {
     const SPREAD: [u8; 20] = [16, 19, 20, 22, 24, 28, 29, 30, 31, 33, 34, 36, 38, 40, 42, 44, 45, 46, 47, 64];
     let mut rng = 0x6b9d_5eed_u64;
     let mask = dataplane::l3::fib::key_mask;
