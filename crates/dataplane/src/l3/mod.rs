@@ -93,6 +93,19 @@ pub enum Adjacency {
     },
 }
 
+/// A plain adjacency as the rewrite nodes' fast pass reads it; `mtu` 0 for an adjacency
+/// that is not plain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C, align(16))]
+pub struct PlainRewrite {
+    /// Destination and source MAC, as the frame's first 12 bytes.
+    pub macs: [u8; 12],
+    /// Output interface.
+    pub tx_if: u16,
+    /// Its MTU; 0 when the adjacency is not plain.
+    pub mtu: u16,
+}
+
 /// What to do with an MPLS packet whose top label has a local-label entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -177,6 +190,10 @@ pub struct L3 {
     pub adjs: Vec<Adjacency>,
     /// Load-balance objects by index (FIB values with [`multipath::LB`] set).
     pub lbs: Vec<Arc<LoadBalance>>,
+    /// Per adjacency, what the rewrite nodes' fast pass reads of a plain one (a resolved next
+    /// hop without out-labels): 16 bytes in one array, not an enum and the output interface's
+    /// facts. Kept by [`L3::with_neighbors`].
+    pub plain: Vec<PlainRewrite>,
     /// IPv4 neighbors, static and learned (ARP): (interface, address) → MAC.
     pub neighbors: HashMap<(u16, Ipv4Addr), MacAddr>,
     /// IPv6 neighbors, static and learned (ND): (interface, address) → MAC.
@@ -228,6 +245,17 @@ impl L3 {
                 }
             }
         }
+        let mtu = |tx_if: u16| interfaces.iter().find(|i| i.index == tx_if).map_or(0, |i| i.mtu);
+        l3.plain = l3
+            .adjs
+            .iter()
+            .map(|a| match *a {
+                Adjacency::Via { tx_if, rewrite: Some(macs), push, .. } if push.is_empty() => {
+                    PlainRewrite { macs, tx_if, mtu: mtu(tx_if) }
+                }
+                _ => PlainRewrite::default(),
+            })
+            .collect();
         l3
     }
 

@@ -98,31 +98,56 @@ impl LoadBalance {
         self.paths.iter().map(|p| self.buckets.iter().filter(|&&b| b == p.adj).count()).collect()
     }
 
-    /// Takes which paths are live: a path that went down gives its buckets to the paths below
-    /// their share, one that came up takes its share from the paths above theirs; no other
-    /// bucket moves. True when a bucket moved.
+    /// Takes which paths are live: a path that went down gives its buckets to the live paths
+    /// furthest below their share, and no other bucket moves; a path that came up (or holds
+    /// none yet) takes its share from the paths above theirs, and only to it do buckets move.
+    /// With no live path nothing moves. True when a bucket moved.
     pub fn set_live(&mut self, live: Vec<bool>) -> bool {
-        self.live = live;
+        let was = std::mem::replace(&mut self.live, live);
+        if !self.live.iter().any(|&l| l) {
+            return false;
+        }
         let want = self.wanted();
+        let n = self.paths.len();
         let index = |adj: u32| self.paths.iter().position(|p| p.adj == adj);
-        let mut held = vec![0usize; self.paths.len()];
+        let mut held = vec![0usize; n];
         let mut free = Vec::new();
-        for (b, bucket) in self.buckets.iter().enumerate() {
-            match index(*bucket) {
-                Some(k) if held[k] < want[k] => held[k] += 1,
-                _ => free.push(b),
+        for (b, &adj) in self.buckets.iter().enumerate() {
+            match index(adj).filter(|&k| self.live[k]) {
+                Some(k) => held[k] += 1,
+                None => free.push(b),
+            }
+        }
+        // Paths that join: just came up, or hold nothing yet.
+        let joining: Vec<bool> =
+            (0..n).map(|k| self.live[k] && (!was.get(k).copied().unwrap_or(false) || held[k] == 0)).collect();
+        let short: usize = (0..n).filter(|&k| joining[k]).map(|k| want[k].saturating_sub(held[k])).sum();
+        // What joining paths need beyond the free buckets comes from the paths furthest above
+        // their share, their last buckets first.
+        for _ in 0..short.saturating_sub(free.len()) {
+            let Some(k) = (0..n).filter(|&k| !joining[k] && held[k] > want[k]).max_by_key(|&k| held[k] - want[k])
+            else {
+                break;
+            };
+            let b = (0..BUCKETS).rev().find(|&b| self.buckets[b] == self.paths[k].adj && !free.contains(&b));
+            if let Some(b) = b {
+                free.push(b);
+                held[k] -= 1;
             }
         }
         if free.is_empty() {
             return false;
         }
-        // Deal the free buckets out in turn to the paths furthest below their share, so that
-        // each path's buckets are spread over the hash range.
+        free.sort_unstable();
+        // Deal the free buckets out in turn, to joining paths first, then to the live paths
+        // furthest below their share, so that each path's buckets are spread over the hash
+        // range.
         for b in free {
-            let k = (0..self.paths.len())
-                .filter(|&k| held[k] < want[k])
-                .max_by_key(|&k| ((want[k] - held[k]) * BUCKETS / want[k].max(1), std::cmp::Reverse(k)))
-                .expect("the wanted counts add up to BUCKETS");
+            let deficit = |k: usize| (want[k] as i64 - held[k] as i64) * BUCKETS as i64 / want[k].max(1) as i64;
+            let k = (0..n)
+                .filter(|&k| self.live[k])
+                .max_by_key(|&k| (joining[k] && held[k] < want[k], deficit(k), std::cmp::Reverse(k)))
+                .expect("a live path");
             self.buckets[b] = self.paths[k].adj;
             held[k] += 1;
         }
@@ -130,11 +155,18 @@ impl LoadBalance {
     }
 }
 
-/// Mixes two words into a 32-bit hash whose top bits are well spread.
+/// Mixes two words into a 32-bit hash whose top bits are well spread, whichever bits of the
+/// words vary: `b` is spread by a multiply before it meets `a`, then the two go through
+/// MurmurHash3's 64-bit finalizer (each shift folds high bits down before a multiply carries
+/// them up).
 #[inline(always)]
 fn mix(a: u64, b: u64) -> u32 {
-    let x = (a ^ b.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let x = (x ^ (x >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let mut x = a ^ b.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
     (x >> 32) as u32
 }
 
@@ -144,12 +176,31 @@ fn mix(a: u64, b: u64) -> u32 {
 /// be the same on every worker), and which fields count is chosen without a branch.
 #[inline(always)]
 pub fn hash4(ip: &[u8]) -> u32 {
-    let at = |o: usize| u32::from_ne_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
-    let addrs = u64::from(at(12)) << 32 | u64::from(at(16));
-    let proto = ip[9];
+    match ip.first_chunk::<24>() {
+        // No options: the ports follow the fixed header, every read at a fixed offset.
+        Some(h) if h[0] == 0x45 => {
+            let ports = u32::from_ne_bytes([h[20], h[21], h[22], h[23]]);
+            hash4_fields(h[..20].try_into().expect("20 bytes"), ports)
+        }
+        _ => hash4_options(ip),
+    }
+}
+
+/// [`hash4`] of a header with options, or of a frame too short to hold the ports.
+#[cold]
+fn hash4_options(ip: &[u8]) -> u32 {
     let l4 = usize::from(ip[0] & 0x0f) * 4;
-    let fragment = (ip[6] & 0x3f) | ip[7] != 0;
-    let ports = if ip.len() >= l4 + 4 { at(l4) } else { 0 };
+    let ports = ip.get(l4..l4 + 4).map_or(0, |p| u32::from_ne_bytes([p[0], p[1], p[2], p[3]]));
+    hash4_fields(ip[..20].try_into().expect("20 bytes"), ports)
+}
+
+/// The flow hash of fixed header `h` and the 4 bytes of ports after the header (whatever
+/// they are: they count only for TCP and UDP, not fragmented).
+#[inline(always)]
+fn hash4_fields(h: &[u8; 20], ports: u32) -> u32 {
+    let addrs = u64::from_ne_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
+    let proto = h[9];
+    let fragment = (h[6] & 0x3f) | h[7] != 0;
     let with_ports = ((proto == 6) | (proto == 17)) & !fragment;
     mix(addrs, u64::from(proto) << 32 | u64::from(ports & (with_ports as u32).wrapping_neg()))
 }
@@ -260,7 +311,9 @@ mod tests {
             }
             let mut back = after.clone();
             back.set_live(vec![true; weights.len()]);
-            prop_assert_eq!(back.counts(), lb.wanted());
+            for (held, want) in back.counts().into_iter().zip(lb.wanted()) {
+                prop_assert!(held.abs_diff(want) <= 1, "{held} buckets against a share of {want}");
+            }
             for &f in &flows {
                 let (was, now) = (after.pick(hash4(&udp4(f))), back.pick(hash4(&udp4(f))));
                 prop_assert!(now == was || now == lb.paths[d].adj, "flow {} moved between live paths", f);

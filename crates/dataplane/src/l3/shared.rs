@@ -108,12 +108,8 @@ const PLAIN_ADJ_SLOTS: usize = 4;
 /// Adjacency `adj` when it is a plain one: a resolved next hop without out-labels.
 #[inline(always)]
 fn plain_adj(tables: &crate::interface::Tables, adj: u32) -> Option<PlainAdj<'_>> {
-    match tables.l3.adjs.get(adj as usize) {
-        Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) if push.is_empty() => {
-            Some(PlainAdj { adj, tx_if: *tx_if, mtu: usize::from(tables.get(*tx_if).mtu), macs })
-        }
-        _ => None,
-    }
+    let p = tables.l3.plain.get(adj as usize)?;
+    (p.mtu != 0).then_some(PlainAdj { adj, tx_if: p.tx_if, mtu: usize::from(p.mtu), macs: &p.macs })
 }
 
 /// [`plain_adj`] through `cache` (slot `adj % PLAIN_ADJ_SLOTS`).

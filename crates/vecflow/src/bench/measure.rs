@@ -204,6 +204,7 @@ pub(super) fn measure_forward(
         }
     };
     let (ip4, ip6) = (&dp.fib().ip4, &dp.fib().ip6);
+    let spread = path_spread(&dp);
     let fib = FibSize {
         ip4_routes: ip4.len(),
         ip4_groups: ip4.tbl8_in_use(),
@@ -252,6 +253,7 @@ pub(super) fn measure_forward(
         isa: dataplane::runtime::isa::chosen().name(),
         isa_speedup: None,
         fib,
+        spread,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
         drop_fraction: dropped as f64 / packets as f64,
         samples_taken: sb.0 - sa.0,
@@ -278,5 +280,44 @@ fn agent_schedstat() -> Option<(u64, u64)> {
         let stat = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
         let mut f = stat.split_whitespace().map(|x| x.parse::<u64>().ok());
         Some((f.next()??, f.next()??))
+    })
+}
+
+/// How the multipath route to 48.0.0.0/24 (the `ip4-ecmp` scenarios') spreads 65 536 random
+/// UDP flows over its paths, by the dataplane's own flow hash and load-balance object; `None`
+/// when that route has one path.
+fn path_spread(dp: &Dataplane) -> Option<super::PathSpread> {
+    use dataplane::l3::multipath::{LB, hash4};
+    const FLOWS: u32 = 65_536;
+    let leaf = dp.fib().ip4.fib().lookup(u32::from(std::net::Ipv4Addr::new(48, 0, 0, 1)))?;
+    let lb = dp.l3().lbs.get((leaf.adj & !LB) as usize).filter(|_| leaf.adj & LB != 0)?;
+    let mut rng = 0x5eed_ec3d_u64;
+    let mut counts = vec![0u64; lb.paths.len()];
+    for _ in 0..FLOWS {
+        let r = super::scenarios::splitmix(&mut rng);
+        let mut h = [0u8; 24];
+        h[0] = 0x45;
+        h[9] = 17;
+        h[12..16].copy_from_slice(&(0x1000_0000 | (r as u32 & 0x00ff_ffff)).to_be_bytes());
+        h[16..20].copy_from_slice(&(0x3000_0000 | ((r >> 24) as u32 & 0xff)).to_be_bytes());
+        h[20..24].copy_from_slice(&((r >> 32) as u32).to_be_bytes());
+        let adj = lb.pick(hash4(&h));
+        if let Some(k) = lb.paths.iter().position(|p| p.adj == adj) {
+            counts[k] += 1;
+        }
+    }
+    let total: f64 = lb.paths.iter().map(|p| f64::from(p.weight)).sum();
+    let (mut chi2, mut worst) = (0.0f64, 0.0f64);
+    for (p, &n) in lb.paths.iter().zip(&counts) {
+        let expected = f64::from(FLOWS) * f64::from(p.weight) / total;
+        chi2 += (n as f64 - expected).powi(2) / expected;
+        worst = worst.max((n as f64 - expected).abs() / expected);
+    }
+    Some(super::PathSpread {
+        paths: lb.paths.len(),
+        flows: FLOWS,
+        max_share_error: worst,
+        chi2,
+        chi2_df: lb.paths.len() - 1,
     })
 }

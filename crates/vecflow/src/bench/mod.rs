@@ -105,6 +105,8 @@ struct Measured {
     isa_speedup: Option<f64>,
     /// The FIBs' size at the end of the run: routes and tbl8 groups in use per family.
     fib: FibSize,
+    /// How the scenario's multipath route spreads flows, if it has one.
+    spread: Option<PathSpread>,
     vectors_per_call: f64,
     /// Packets that ended in `error-drop` ÷ packets generated.
     drop_fraction: f64,
@@ -155,6 +157,20 @@ struct FibSize {
     ip6_routes: usize,
     ip6_groups: u32,
     ip6_bytes_per_route: f64,
+}
+
+/// How a multipath route spreads 65 536 random flows over its paths (the `ip4-ecmp`
+/// scenarios), by the dataplane's own hash and buckets.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct PathSpread {
+    paths: usize,
+    flows: u32,
+    /// The largest |share − weight's share| ÷ weight's share over the paths.
+    max_share_error: f64,
+    /// Pearson's χ² of the paths' flow counts against their weights' shares.
+    chi2: f64,
+    /// Its degrees of freedom (paths − 1).
+    chi2_df: usize,
 }
 
 /// What the `agent` scenario gave.

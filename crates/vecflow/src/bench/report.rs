@@ -111,6 +111,16 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
                         c.name, c.cycles_per_packet, c.ratio
                     );
                 }
+                if let Some(p) = &s.spread {
+                    println!(
+                        "  {} paths: {} flows, largest share error {:.1} %, χ² {:.1} on {} degrees of freedom",
+                        p.paths,
+                        p.flows,
+                        p.max_share_error * 100.0,
+                        p.chi2,
+                        p.chi2_df
+                    );
+                }
                 if s.fib.ip6_routes > 1000 {
                     println!(
                         "  IPv6 FIB: {} routes, {} tbl8 groups, {:.0} bytes per route",

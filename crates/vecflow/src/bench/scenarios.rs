@@ -214,7 +214,7 @@ pub(super) fn ip4_table() -> Vec<(u32, u8)> {
 }
 
 /// splitmix64: the seeded generator of the synthetic routing tables.
-fn splitmix(state: &mut u64) -> u64 {
+pub(super) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
