@@ -19,7 +19,10 @@
 //!
 //! An entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or `EXT | group`.
 
+mod ip6;
 mod writer;
+
+pub use ip6::{FIRST_BITS, Fib6, Fib6Writer};
 
 pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route, key_mask, mask};
 
