@@ -167,7 +167,7 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     let interfaces = build_interfaces(config);
     let (l3, inserts) = crate::l3::build(config, &interfaces);
     let tables = Arc::new(Tables::new(&interfaces, l3));
-    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups, config.fib.ip6_groups)?, qsbr);
+    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups)?, qsbr);
     fib.apply(&inserts)?;
     Ok(Forwarding { interfaces, tables, fib })
 }

@@ -1,9 +1,9 @@
 //! `ip6-lookup`: longest-prefix match of each packet's destination in the IPv6 FIB.
 //!
-//! A walk is one dependent load per level (tbl24, then one per 8 bits beyond /24 of the
-//! longest prefix on its path), so the walks of the whole vector go level by level
-//! ([`crate::l3::fib::Fib::lookup_batch`]): the cache misses of 256 walks overlap instead of
-//! adding up. The adjacency and the matched
+//! A walk is one dependent load per level (the first level, then one Poptrie node per 6 bits
+//! beyond /18 of the longest prefix on its path, then the leaf), so the walks of the whole
+//! vector go level by level ([`crate::l3::fib::Fib6::lookup_batch`]): the cache misses of 256
+//! walks overlap instead of adding up. The adjacency and the matched
 //! prefix length go into the metadata. Adjacency 0 drops as `no-route` through `icmp6-error`,
 //! adjacency 1 (our own address) goes to `ip6-local`; packets to forward are checked for what
 //! is never forwarded (RFC 4291): a multicast destination (`multicast`), a link-local source or

@@ -102,24 +102,41 @@ fn upto(i: u32) -> u64 {
     (2u64 << i).wrapping_sub(1)
 }
 
-/// Where a walk goes from `node` for index `i`: `Ok(child)` or `Err(leaf)`.
+/// Where a walk goes from a node.
+enum Step {
+    /// To this child node.
+    Child(*const Node),
+    /// To this leaf (of the subtree; 0: no long route covers).
+    Leaf(*const u32),
+    /// The walk is over with this leaf (0: no long route covers).
+    Done(u32),
+}
+
+/// Where the walk of `key` goes from `node`, `depth` bits into the address.
 ///
 /// # Safety
 /// `node` points to a node of a live subtree (published, not yet freed).
 #[inline(always)]
-unsafe fn step(node: *const Node, i: u32) -> Result<*const Node, *const u32> {
+unsafe fn step(node: *const Node, key: u128, depth: u32) -> Step {
     // SAFETY: the caller's; a subtree's nodes are 8-aligned words, never written once
     // published.
     let n = unsafe { node.read() };
+    if n.leaf & 1 != 0 {
+        // A single route: its `child` bits after `depth` are `vector`'s first ones.
+        let bits = ((key << depth) >> 64) as u64;
+        let hit = (bits ^ n.vector) >> (64 - n.child) == 0;
+        return Step::Done(if hit { n.leafvec as u32 } else { (n.leafvec >> 32) as u32 });
+    }
+    let i = index(key, depth);
     let up = upto(i);
     if n.vector & (1 << i) != 0 {
         let off = n.child as usize + NODE * (n.vector & up).count_ones() as usize;
         // The builder set `child` so that this is the child of index i, in the subtree's
         // allocation (`build`).
-        Ok(node.wrapping_byte_add(off))
+        Step::Child(node.wrapping_byte_add(off))
     } else {
         let off = n.leaf as usize + 4 * (n.leafvec & up).count_ones() as usize;
-        Err(node.wrapping_byte_add(off).cast())
+        Step::Leaf(node.wrapping_byte_add(off).cast())
     }
 }
 
@@ -174,13 +191,14 @@ impl Fib6 {
             // SAFETY: `node` is the root of the subtree just loaded (acquire: its contents are
             // visible) or a child of one of its nodes; the subtree is freed only after this
             // reader's next quiescent state (the caller is a QSBR reader or holds the writer).
-            match unsafe { step(node, index(addr, depth)) } {
-                Ok(child) => {
+            match unsafe { step(node, addr, depth) } {
+                Step::Child(child) => {
                     node = child;
                     depth += STRIDE;
                 }
                 // SAFETY: a leaf of the same live subtree.
-                Err(leaf) => return Leaf::decode(self.or_default(unsafe { leaf.read() }, slot)),
+                Step::Leaf(leaf) => return Leaf::decode(self.or_default(unsafe { leaf.read() }, slot)),
+                Step::Done(leaf) => return Leaf::decode(self.or_default(leaf, slot)),
             }
         }
     }
@@ -236,19 +254,21 @@ impl Fib6 {
                 let k = usize::from(going[j]);
                 // SAFETY: `at[j]` is the root or a node of a subtree loaded (acquire) from the
                 // first level in this call, freed only after our next quiescent state.
-                match unsafe { step(at[j], index(u128::from_be_bytes(dst[k]), depth)) } {
-                    Ok(child) => {
+                let key = u128::from_be_bytes(dst[k]);
+                match unsafe { step(at[j], key, depth) } {
+                    Step::Child(child) => {
                         crate::runtime::prefetch(child);
                         at[still] = child;
                         going[still] = k as u8;
                         still += 1;
                     }
-                    Err(l) => {
+                    Step::Leaf(l) => {
                         crate::runtime::prefetch(l);
                         leaf[m] = l;
                         ended[m] = k as u8;
                         m += 1;
                     }
+                    Step::Done(l) => out[k] = self.or_default(l, slot_of(key)),
                 }
             }
             n = still;

@@ -9,7 +9,8 @@ pub(super) type Entry = (u128, u8, u32);
 /// The builder's buffers, kept by the writer and reused from subtree to subtree.
 #[derive(Default)]
 pub(super) struct Builder {
-    /// Nodes so far, with `child` and `leaf` as indices into `nodes` and `leaves`.
+    /// Nodes so far, with `child` the index of the first child and `leaf` twice the index of
+    /// the first leaf (or a single route, tagged by an odd `leaf`).
     nodes: Vec<Node>,
     leaves: Vec<u32>,
 }
@@ -32,7 +33,7 @@ impl Builder {
         self.nodes.clear();
         self.leaves.clear();
         self.nodes.push(Node::default());
-        self.node(0, routes, FIRST_BITS, 0);
+        self.child(0, routes, FIRST_BITS, 0);
         // The block: a header word, the nodes (3 words each), the leaves (2 a word).
         let n = self.nodes.len();
         let words = 1 + 3 * n + self.leaves.len().div_ceil(2);
@@ -40,10 +41,14 @@ impl Builder {
         block.push(words as u64);
         let leaves_at = 8 + NODE * n;
         for (k, node) in self.nodes.iter().enumerate() {
+            if node.leaf & 1 != 0 {
+                block.extend([node.vector, node.leafvec, pair(node.child, node.leaf)]);
+                continue;
+            }
             let here = 8 + NODE * k;
             // Offsets to "rank 0": a popcount of 1 reaches the first child or leaf.
             let child = if node.vector == 0 { 0 } else { NODE * node.child as usize - NODE * k - NODE };
-            let leaf = leaves_at + 4 * node.leaf as usize - here - 4;
+            let leaf = leaves_at + 4 * (node.leaf >> 1) as usize - here - 4;
             let child = u32::try_from(child).expect("a subtree under 4 GiB");
             let leaf = u32::try_from(leaf).expect("a subtree under 4 GiB");
             block.push(node.vector);
@@ -103,14 +108,36 @@ impl Builder {
         let base1 = self.nodes.len();
         let count = vector.count_ones() as usize;
         self.nodes.resize(base1 + count, Node::default());
-        self.nodes[at] = Node { vector, leafvec, child: base1 as u32, leaf: base0 as u32 };
+        self.nodes[at] = Node { vector, leafvec, child: base1 as u32, leaf: (base0 as u32) << 1 };
         let mut c = base1;
         for i in 0..64 {
             if vector & (1 << i) != 0 {
                 let (s, e) = children[i];
-                self.node(c, &routes[s..e], depth + STRIDE, leaf[i]);
+                self.child(c, &routes[s..e], depth + STRIDE, leaf[i]);
                 c += 1;
             }
+        }
+    }
+
+    /// Fills node `at` as [`Builder::node`] does, or, when a single route is longer than
+    /// `depth` and ends within 64 bits of it, as that route alone: its bits after `depth`
+    /// (`vector`, left-aligned), how many (`child`), its leaf and `inherited` (`leafvec`, low
+    /// and high half), tagged by an odd `leaf` (a node's leaf offset is a multiple of 4). A
+    /// walk then ends there, with no further load.
+    fn child(&mut self, at: usize, routes: &[Entry], depth: u32, inherited: u32) {
+        let mut deep = routes.iter().filter(|r| u32::from(r.1) > depth);
+        if let (Some(&(key, len, adj)), None) = (deep.next(), deep.next())
+            && u32::from(len) - depth <= 64
+        {
+            let leaf = Leaf { adj, prefix_len: len }.encode();
+            self.nodes[at] = Node {
+                vector: ((key << depth) >> 64) as u64,
+                leafvec: u64::from(leaf) | u64::from(inherited) << 32,
+                child: u32::from(len) - depth,
+                leaf: 1,
+            };
+        } else {
+            self.node(at, routes, depth, inherited);
         }
     }
 }

@@ -350,3 +350,49 @@ fn build_rate() {
         w.bytes() as f64 / w.len() as f64
     );
 }
+
+/// Lookup speed at the scale of `ip6-bgp`: one address in each prefix, in random order, by
+/// batches of a vector (run in release:
+/// `cargo test --release -p dataplane --lib ip6::tests::lookup_rate -- --ignored --nocapture`).
+#[test]
+#[ignore = "a timing, for release builds"]
+fn lookup_rate() {
+    let table = bgp_like_table(std::env::var("ROUTES").ok().and_then(|r| r.parse().ok()).unwrap_or(230_000));
+    let mut w = writer();
+    let changes: Vec<_> =
+        table.iter().enumerate().map(|(k, &(p, l))| (Ipv6Addr::from(p), l, Some(k as u32 % 1000 + 2))).collect();
+    w.apply(&changes).unwrap();
+    let mut rng = 0xd57_5eed_u128;
+    let mut dst: Vec<[u8; 16]> = table
+        .iter()
+        .map(|&(p, l)| {
+            rng = rng.wrapping_mul(0x2360_ed05_1fc6_5da4_4385_df64_9fcc_f645).wrapping_add(1);
+            (p | rng & !key_mask(l)).to_be_bytes()
+        })
+        .collect();
+    for i in (1..dst.len()).rev() {
+        rng = rng.wrapping_mul(0x2360_ed05_1fc6_5da4_4385_df64_9fcc_f645).wrapping_add(1);
+        dst.swap(i, (rng >> 64) as usize % (i + 1));
+    }
+    let fib = w.fib().clone();
+    let mut out = [0u32; VECTOR_SIZE];
+    let mut sum = 0u64;
+    let t = std::time::Instant::now();
+    let rounds = 4_600_000 / dst.len();
+    for _ in 0..rounds {
+        for chunk in dst.chunks(VECTOR_SIZE) {
+            for d in chunk {
+                fib.prefetch(d);
+            }
+            fib.lookup_batch(chunk, &mut out[..chunk.len()]);
+            sum += u64::from(out[0]);
+        }
+    }
+    let batch = t.elapsed().as_secs_f64() * 1e9 / (rounds * dst.len()) as f64;
+    let t = std::time::Instant::now();
+    for d in &dst {
+        sum += fib.lookup(u128::from_be_bytes(*d)).map_or(0, |l| u64::from(l.adj));
+    }
+    let scalar = t.elapsed().as_secs_f64() * 1e9 / dst.len() as f64;
+    println!("batch {batch:.1} ns/lookup, scalar {scalar:.1} ns/lookup ({sum}); {} bytes/route", w.bytes() / w.len());
+}
