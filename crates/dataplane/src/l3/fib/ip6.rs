@@ -242,7 +242,7 @@ impl Fib6 {
                 *o = (e.addr() >> 1) as u32;
             } else {
                 at[n] = root(e);
-                crate::runtime::prefetch(at[n]);
+                prefetch_node(at[n]);
                 going[n] = k as u8;
                 n += 1;
             }
@@ -257,7 +257,7 @@ impl Fib6 {
                 let key = u128::from_be_bytes(dst[k]);
                 match unsafe { step(at[j], key, depth) } {
                     Step::Child(child) => {
-                        crate::runtime::prefetch(child);
+                        prefetch_node(child);
                         at[still] = child;
                         going[still] = k as u8;
                         still += 1;
@@ -280,6 +280,14 @@ impl Fib6 {
             out[k] = self.or_default(unsafe { l.read() }, slot_of(u128::from_be_bytes(dst[k])));
         }
     }
+}
+
+/// Starts loading a node into the cache: both lines when it straddles two (a quarter of the
+/// nodes do, at 24 bytes each), so that reading it never waits for a second miss.
+#[inline(always)]
+fn prefetch_node(node: *const Node) {
+    crate::runtime::prefetch(node);
+    crate::runtime::prefetch(node.wrapping_byte_add(NODE - 1));
 }
 
 /// The root node of the subtree a first-level entry (tagged) points to: one word past its

@@ -394,5 +394,33 @@ fn lookup_rate() {
         sum += fib.lookup(u128::from_be_bytes(*d)).map_or(0, |l| u64::from(l.adj));
     }
     let scalar = t.elapsed().as_secs_f64() * 1e9 / dst.len() as f64;
+    // Nodes each walk visits (the first level aside), and how many end on a separate leaf.
+    let (mut hist, mut on_leaf) = ([0usize; 21], 0);
+    for d in &dst {
+        let key = u128::from_be_bytes(*d);
+        let e = fib.first(slot_of(key)).load(Ordering::Acquire);
+        let mut visited = 0;
+        if e.addr() & 1 == 1 {
+            let mut node = root(e);
+            let mut depth = FIRST_BITS;
+            loop {
+                visited += 1;
+                // SAFETY: a live subtree (the writer is here, idle).
+                match unsafe { step(node, key, depth) } {
+                    Step::Child(c) => {
+                        node = c;
+                        depth += STRIDE;
+                    }
+                    Step::Leaf(_) => {
+                        on_leaf += 1;
+                        break;
+                    }
+                    Step::Done(_) => break,
+                }
+            }
+        }
+        hist[visited.min(20)] += 1;
+    }
+    println!("walks by nodes visited: {hist:?}; {on_leaf} end on a separate leaf");
     println!("batch {batch:.1} ns/lookup, scalar {scalar:.1} ns/lookup ({sum}); {} bytes/route", w.bytes() / w.len());
 }
