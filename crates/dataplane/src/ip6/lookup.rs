@@ -99,14 +99,14 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// and to its drop otherwise, no route to `icmp6-error`, the rest to `ip6-rewrite`.
 #[cold]
 fn split(g: &mut Graph, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
-    for k in 0..g.vectors[v].len() {
+    for (k, d) in dst.iter().enumerate().take(g.vectors[v].len()) {
         let i = g.vectors[v].indices()[k];
         let l3 = usize::from(g.pool.meta(i).l3_offset);
         let s: [u8; 16] = g.pool.frame(i)[l3 + 8..l3 + 24].try_into().expect("16 bytes");
-        match (g.pool.meta(i).adj, never_forwarded(u128::from_be_bytes(s), u128::from_be_bytes(dst[k]))) {
+        match (g.pool.meta(i).adj, never_forwarded(u128::from_be_bytes(s), u128::from_be_bytes(*d))) {
             (ADJ_LOCAL, _) => g.nexts[k] = NodeId::Ip6Local,
             (_, Some(reason)) => {
-                if for_us(g, i, &dst[k]) {
+                if for_us(g, i, d) {
                     g.nexts[k] = NodeId::Ip6Local;
                 } else {
                     g.mark_drop(k, i, reason);

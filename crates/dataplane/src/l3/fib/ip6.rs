@@ -252,9 +252,9 @@ impl Fib6 {
             let mut still = 0;
             for j in 0..n {
                 let k = usize::from(going[j]);
+                let key = u128::from_be_bytes(dst[k]);
                 // SAFETY: `at[j]` is the root or a node of a subtree loaded (acquire) from the
                 // first level in this call, freed only after our next quiescent state.
-                let key = u128::from_be_bytes(dst[k]);
                 match unsafe { step(at[j], key, depth) } {
                     Step::Child(child) => {
                         prefetch_node(child);

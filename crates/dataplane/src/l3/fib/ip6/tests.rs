@@ -70,7 +70,10 @@ fn arb_route6() -> impl Strategy<Value = (u128, u8, u32)> {
 /// Applies batches of random inserts, replaces and deletes to `w` and returns the routes
 /// that should be left. `((key, len, adj), delete)` inserts `key/len` or, with `delete`,
 /// removes a route already there (the one `adj` picks).
-fn apply_batches(w: &mut Fib6Writer, batches: Vec<Vec<((u128, u8, u32), bool)>>) -> BTreeMap<(u128, u8), u32> {
+/// A change the tests draw: a route, and whether it is a delete instead.
+type Op = ((u128, u8, u32), bool);
+
+fn apply_batches(w: &mut Fib6Writer, batches: Vec<Vec<Op>>) -> BTreeMap<(u128, u8), u32> {
     let mut model = BTreeMap::new();
     for ops in batches {
         let mut batch = Vec::new();
