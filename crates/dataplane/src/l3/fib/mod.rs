@@ -11,7 +11,7 @@
 //! address family (their keys are left-aligned `u128`s), but only IPv4 uses them.
 //!
 //! IPv6 uses [`Fib6`] (module `ip6`): an 18-bit direct-pointing first level over immutable
-//! Poptrie subtrees rebuilt copy-on-write per batch, about 150 bytes per route of a
+//! Poptrie subtrees rebuilt copy-on-write per batch, about 120 bytes per route of a
 //! full table against the 1.6 KiB a DIR-24-8 extended to 128 bits took (see its module doc).
 //!
 //! An IPv4 entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or
