@@ -270,7 +270,6 @@ fn ipv6_errors_name_the_field_the_value_and_what_is_allowed() {
             ),
             "mpls.local-labels[0].payload: ip6 is not allowed; allowed: only for a pop",
         ),
-        ("fib: {ip6-groups: 0}".to_string(), "fib.ip6-groups: 0 is not allowed; allowed: 1 to 4194303"),
         (
             "interfaces: {g: {generator: {streams: [{template: ipv6-udp, frame-size: 78, src-ip: 16.0.0.1}]}}}"
                 .to_string(),

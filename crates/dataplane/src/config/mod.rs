@@ -268,9 +268,6 @@ impl Config {
         if !(1..=1 << 20).contains(&self.fib.tbl8_groups) {
             return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
         }
-        if !(1..=crate::l3::fib::MAX_INDEX).contains(&self.fib.ip6_groups) {
-            return Err(invalid("fib.ip6-groups", self.fib.ip6_groups, format!("1 to {}", crate::l3::fib::MAX_INDEX)));
-        }
         let known = |n: &String| self.has_interface(n);
         let mut addresses = BTreeMap::new();
         for (owner, a) in self.addresses() {

@@ -187,7 +187,7 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     let mut batch = crate::l3::changes(&Routes::new(), &crate::l3::connected(&interfaces), Source::Connected);
     batch.extend(crate::l3::changes(&Routes::new(), &crate::l3::configured(config, &interfaces), Source::Config));
     let applied = rib.apply(&batch, &up)?;
-    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups, config.fib.ip6_groups)?, qsbr);
+    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups)?, qsbr);
     fib.apply(&applied.fib)?;
     rib.commit(applied);
     rib.objects.take_changed();

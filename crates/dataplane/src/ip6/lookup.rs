@@ -1,9 +1,9 @@
 //! `ip6-lookup`: longest-prefix match of each packet's destination in the IPv6 FIB.
 //!
-//! A walk is one dependent load per level (tbl24, then one per 8 bits beyond /24 of the
-//! longest prefix on its path), so the walks of the whole vector go level by level
-//! ([`crate::l3::fib::Fib::lookup_batch`]): the cache misses of 256 walks overlap instead of
-//! adding up. The adjacency and the matched
+//! A walk is one dependent load per level (the first level, then one Poptrie node per 6 bits
+//! beyond /18 of the longest prefix on its path, then the leaf), so the walks of the whole
+//! vector go level by level ([`crate::l3::fib::Fib6::lookup_batch`]): the cache misses of 256
+//! walks overlap instead of adding up. The adjacency and the matched
 //! prefix length go into the metadata; a multipath route's packets then take the adjacency of
 //! their flow's bucket ([`crate::l3::shared::choose_paths`]). Adjacency 0 drops as `no-route` through `icmp6-error`,
 //! adjacency 1 (our own address) goes to `ip6-local`; packets to forward are checked for what
@@ -66,35 +66,55 @@ fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
         || g.features.tables.is_own_address6(g.pool.meta(i).rx_if, dst)
 }
 
-/// Processes one vector.
+/// Processes one vector. The common case (every packet routed, none of them to check further)
+/// costs a header read, a lookup and two metadata stores per packet; the rest is in
+/// [`split`], which looks at each packet again.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len();
     let fib = g.features.fib.ip6.clone();
     let mut dst = [[0u8; 16]; VECTOR_SIZE];
-    let mut odd = [None; VECTOR_SIZE];
-    for (k, &i) in g.vectors[v].indices().iter().enumerate() {
+    let mut odd = false;
+    for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
         let l3 = usize::from(g.pool.meta(i).l3_offset);
         // ip6-input guaranteed 40 header bytes at l3.
         let h: &[u8; 32] = g.pool.frame(i)[l3 + 8..l3 + 40].try_into().expect("32 bytes");
-        let (s, d) = h.split_at(16);
-        dst[k] = d.try_into().expect("16 bytes");
-        fib.prefetch(&dst[k]);
-        odd[k] = never_forwarded(u128::from_be_bytes(s.try_into().expect("16 bytes")), u128::from_be_bytes(dst[k]));
+        let (s, dd) = h.split_at(16);
+        *d = dd.try_into().expect("16 bytes");
+        fib.prefetch(d);
+        odd |= never_forwarded(u128::from_be_bytes(s.try_into().expect("16 bytes")), u128::from_be_bytes(*d)).is_some();
     }
     let mut e = [0u32; VECTOR_SIZE];
     fib.lookup_batch(&dst[..n], &mut e[..n]);
-    let mut all_routed = true;
-    let mut multipath = false;
-    for k in 0..n {
-        let i = g.vectors[v].indices()[k];
-        let (adj, len) = Leaf::decode(e[k]).map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
+    let (mut all_routed, mut multipath) = (!odd, false);
+    for (&e, &i) in e[..n].iter().zip(g.vectors[v].indices()) {
+        let (adj, len) = Leaf::decode(e).map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
         let m = g.pool.meta_mut(i);
         m.adj = adj;
         m.dst_prefix_len = len;
-        match (adj, odd[k]) {
+        all_routed &= adj > ADJ_LOCAL;
+        multipath |= adj & LB != 0;
+    }
+    // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
+    // adjacency changes.
+    if multipath {
+        crate::l3::shared::choose_paths(g, v, hash6);
+    }
+    if all_routed { g.forward(v, NodeId::Ip6Rewrite) } else { split(g, v, &dst) }
+}
+
+/// Sends each packet of `v` (destinations `dst`, adjacencies in the metadata) where it goes:
+/// our own address to `ip6-local`, what is never forwarded to `ip6-local` when it is for us
+/// and to its drop otherwise, no route to `icmp6-error`, the rest to `ip6-rewrite`.
+#[cold]
+fn split(g: &mut Graph, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
+    for (k, d) in dst.iter().enumerate().take(g.vectors[v].len()) {
+        let i = g.vectors[v].indices()[k];
+        let l3 = usize::from(g.pool.meta(i).l3_offset);
+        let s: [u8; 16] = g.pool.frame(i)[l3 + 8..l3 + 24].try_into().expect("16 bytes");
+        match (g.pool.meta(i).adj, never_forwarded(u128::from_be_bytes(s), u128::from_be_bytes(*d))) {
             (ADJ_LOCAL, _) => g.nexts[k] = NodeId::Ip6Local,
             (_, Some(reason)) => {
-                if for_us(g, i, &dst[k]) {
+                if for_us(g, i, d) {
                     g.nexts[k] = NodeId::Ip6Local;
                 } else {
                     g.mark_drop(k, i, reason);
@@ -106,13 +126,6 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             }
             (_, None) => g.nexts[k] = NodeId::Ip6Rewrite,
         }
-        all_routed &= (adj > ADJ_LOCAL) & odd[k].is_none();
-        multipath |= adj & LB != 0;
     }
-    // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
-    // adjacency changes.
-    if multipath {
-        crate::l3::shared::choose_paths(g, v, hash6);
-    }
-    if all_routed { g.forward(v, NodeId::Ip6Rewrite) } else { g.split(v) }
+    g.split(v);
 }

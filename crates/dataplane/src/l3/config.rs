@@ -5,32 +5,22 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
-/// FIB sizing.
+/// FIB sizing (the IPv6 table needs none: it grows with its routes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct FibConfig {
     /// IPv4: groups of 256 entries for /24s holding longer prefixes (1 KiB each), 1–1048576.
     #[serde(default = "default_tbl8_groups")]
     pub tbl8_groups: u32,
-    /// IPv6: groups of 256 entries, one per 8 bits of a prefix beyond /24 that it shares
-    /// with no other (1 KiB each; the synthetic full table of 230 k prefixes of `vecflow
-    /// bench --scenario ip6-bgp` takes about 310 000), 1–4194303. Memory is taken only as
-    /// groups are used.
-    #[serde(default = "default_ip6_groups")]
-    pub ip6_groups: u32,
 }
 
 fn default_tbl8_groups() -> u32 {
     4096
 }
 
-fn default_ip6_groups() -> u32 {
-    65536
-}
-
 impl Default for FibConfig {
     fn default() -> Self {
-        FibConfig { tbl8_groups: default_tbl8_groups(), ip6_groups: default_ip6_groups() }
+        FibConfig { tbl8_groups: default_tbl8_groups() }
     }
 }
 

@@ -502,7 +502,7 @@ mod tests {
             (100, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24);
         (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
         let src = Source { pool: 1234, drops: 5, ..Source::default() };
-        let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1, 1).unwrap()) else { panic!("a flow sample") };
+        let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1).unwrap()) else { panic!("a flow sample") };
         assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
         assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {
             src_vlan: 100,
@@ -526,7 +526,7 @@ mod tests {
         (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
         (slot.next_hop, slot.routed) = (Ipv4Addr::new(100, 64, 0, 0).into(), false);
         (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
-        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1, 1).unwrap()) else { panic!() };
+        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1).unwrap()) else { panic!() };
         let mpls = FlowRecord::Mpls(ExtendedMpls {
             next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
             in_stack: vec![18, 77],

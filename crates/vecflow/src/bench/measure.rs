@@ -209,8 +209,7 @@ pub(super) fn measure_forward(
         ip4_routes: ip4.len(),
         ip4_groups: ip4.tbl8_in_use(),
         ip6_routes: ip6.len(),
-        ip6_groups: ip6.tbl8_in_use(),
-        ip6_bytes_per_route: ((64usize << 20) + ip6.tbl8_in_use() as usize * 1024) as f64 / ip6.len().max(1) as f64,
+        ip6_bytes_per_route: ip6.bytes() as f64 / ip6.len().max(1) as f64,
     };
     let (ring_high_water, agent_longest_pause_us) =
         dp.sflow().map_or((0, 0), |(_, totals, _)| (totals.ring_high_water, totals.longest_pause_us));

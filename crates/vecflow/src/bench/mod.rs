@@ -103,7 +103,8 @@ struct Measured {
     /// With several `--isa`: the median over the runs of the first variant's cycles/packet ÷
     /// this one's, each run paired with the first variant's run at the same sFlow rate.
     isa_speedup: Option<f64>,
-    /// The FIBs' size at the end of the run: routes and tbl8 groups in use per family.
+    /// The FIBs' size at the end of the run: routes per family, IPv4 tbl8 groups in use and
+    /// IPv6 bytes per route.
     fib: FibSize,
     /// How the scenario's multipath route spreads flows, if it has one.
     spread: Option<PathSpread>,
@@ -148,14 +149,14 @@ struct Counterpart {
     lookup_ratio: Option<f64>,
 }
 
-/// Routes and tbl8 groups of both FIBs, and the bytes each route costs (tbl24's 64 MiB of
-/// address space and the groups in use, over the routes).
+/// Routes of both FIBs, the IPv4 tbl8 groups in use, and the bytes each IPv6 route costs (the
+/// bytes the IPv6 table and its writer allocated, [`dataplane::l3::fib::Fib6Writer::bytes`],
+/// over the routes).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 struct FibSize {
     ip4_routes: usize,
     ip4_groups: u32,
     ip6_routes: usize,
-    ip6_groups: u32,
     ip6_bytes_per_route: f64,
 }
 

@@ -123,8 +123,8 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
                 }
                 if s.fib.ip6_routes > 1000 {
                     println!(
-                        "  IPv6 FIB: {} routes, {} tbl8 groups, {:.0} bytes per route",
-                        s.fib.ip6_routes, s.fib.ip6_groups, s.fib.ip6_bytes_per_route
+                        "  IPv6 FIB: {} routes, {:.0} bytes per route",
+                        s.fib.ip6_routes, s.fib.ip6_bytes_per_route
                     );
                 }
                 for n in &s.nodes {

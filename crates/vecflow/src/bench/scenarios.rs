@@ -307,7 +307,6 @@ pub(super) fn ip6_bgp_table() -> Vec<(u128, u8)> {
 /// send to one address in each prefix (its host bits random), in random order (seeded).
 fn ip6_bgp(core: Option<u16>) -> Config {
     let mut c = ip6_lab(core);
-    c.fib.ip6_groups = 1 << 20;
     let hops: [std::net::IpAddr; 2] =
         ["2001:db8:100::2".parse().expect("hop"), "2001:db8:101::2".parse().expect("hop")];
     c.routes.push(Route::via("::/0".parse().expect("prefix"), hops[1]));

@@ -4,12 +4,12 @@ use super::{Command, Registry, Reply, out_labels, words};
 use crate::config::{IpPrefix, Prefix, PrefixAddr, RoutePath};
 use crate::control::engine::Dataplane;
 use crate::l3::Adjacency;
-use crate::l3::fib::{FibAddr, FibWriter, Route};
+use crate::l3::fib::{Fib6Writer, FibAddr, FibWriter, Leaf, Route};
 use crate::l3::multipath::{BUCKETS, LB};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Adds these commands to `r`.
 pub(super) fn register(r: &mut Registry) {
@@ -102,38 +102,86 @@ fn show_ip6_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     show_fib(dp, &dp.fib().ip6, "show ip6 fib", args)
 }
 
+/// What `show ip fib` and `show ip6 fib` need of a family's table.
+trait ShownFib<A: FibAddr> {
+    /// Every route, ordered.
+    fn all(&self) -> Box<dyn Iterator<Item = Route<A>> + '_>;
+    /// The longest match of `addr`.
+    fn longest(&self, addr: A) -> Option<Leaf>;
+    /// Number of routes.
+    fn count(&self) -> usize;
+    /// The table's memory use, as the end of the summary line and as JSON fields.
+    fn usage(&self) -> (String, serde_json::Map<String, Value>);
+}
+
+impl ShownFib<Ipv4Addr> for FibWriter<Ipv4Addr> {
+    fn all(&self) -> Box<dyn Iterator<Item = Route<Ipv4Addr>> + '_> {
+        Box::new(self.routes())
+    }
+    fn longest(&self, addr: Ipv4Addr) -> Option<Leaf> {
+        self.fib().lookup_addr(addr)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn usage(&self) -> (String, serde_json::Map<String, Value>) {
+        let (in_use, groups) = (self.tbl8_in_use(), self.fib().tbl8_groups());
+        let json = json!({"tbl8_in_use": in_use, "tbl8_groups": groups});
+        (format!("tbl8 groups in use {in_use} of {groups}"), json.as_object().cloned().unwrap_or_default())
+    }
+}
+
+impl ShownFib<Ipv6Addr> for Fib6Writer {
+    fn all(&self) -> Box<dyn Iterator<Item = Route<Ipv6Addr>> + '_> {
+        Box::new(self.routes())
+    }
+    fn longest(&self, addr: Ipv6Addr) -> Option<Leaf> {
+        self.fib().lookup_addr(addr)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn usage(&self) -> (String, serde_json::Map<String, Value>) {
+        let bytes = self.bytes();
+        let per_route = bytes as f64 / self.len().max(1) as f64;
+        let json = json!({"bytes": bytes, "bytes_per_route": per_route});
+        (format!("{bytes} bytes, {per_route:.0} per route"), json.as_object().cloned().unwrap_or_default())
+    }
+}
+
 /// The routes of one family's table: all, one prefix (exact) or the longest match of an
-/// address, with the table's use of tbl8 groups.
+/// address, with the table's memory use (IPv4: tbl8 groups; IPv6: bytes).
 fn show_fib<A: FibAddr + PrefixAddr>(
     dp: &Dataplane,
-    fib: &FibWriter<A>,
+    fib: &impl ShownFib<A>,
     cmd: &str,
     args: &[&str],
 ) -> Result<Reply, String> {
     let routes: Vec<Route<A>> = match args {
-        [] => fib.routes().collect(),
-        ["summary"] => return Ok(fib_summary(dp, fib.routes())),
+        [] => fib.all().collect(),
+        ["summary"] => return Ok(fib_summary(dp, fib.all())),
         [a] if a.contains('/') => {
             let p: Prefix<A> = a.parse()?;
             let want = Route::new(p.addr, p.len, 0);
-            fib.routes().filter(|r| (r.prefix, r.len) == (want.prefix, want.len)).collect()
+            fib.all().filter(|r| (r.prefix, r.len) == (want.prefix, want.len)).collect()
         }
         [a] => {
             let addr: A =
                 a.parse().map_err(|_| format!("{cmd}: '{a}' is neither a prefix ({}) nor an address", A::FORM))?;
-            let want = fib.fib().lookup_addr(addr).map(|l| Route::new(addr, l.prefix_len, l.adj));
-            fib.routes().filter(|r| want.is_some_and(|w| (r.prefix, r.len) == (w.prefix, w.len))).collect()
+            let want = fib.longest(addr).map(|l| Route::new(addr, l.prefix_len, l.adj));
+            fib.all().filter(|r| want.is_some_and(|w| (r.prefix, r.len) == (w.prefix, w.len))).collect()
         }
         _ => return Err(format!("{cmd}: at most one prefix or address")),
     };
     let mut text = format!("{:<24} {:<9} {:>6}  {}\n", "Prefix", "Source", "Adj", "Forwarding");
     let rows: Vec<Value> = routes.iter().map(|r| fib_row(dp, *r, &mut text)).collect();
-    let (total, in_use, groups) = (fib.len(), fib.tbl8_in_use(), fib.fib().tbl8_groups());
-    let _ = writeln!(text, "{} of {total} routes; tbl8 groups in use {in_use} of {groups}", rows.len());
-    Ok(Reply {
-        text,
-        json: json!({"routes": rows, "total_routes": total, "tbl8_in_use": in_use, "tbl8_groups": groups}),
-    })
+    let (total, (usage, fields)) = (fib.count(), fib.usage());
+    let _ = writeln!(text, "{} of {total} routes; {usage}", rows.len());
+    let mut json = json!({"routes": rows, "total_routes": total});
+    if let Some(o) = json.as_object_mut() {
+        o.extend(fields);
+    }
+    Ok(Reply { text, json })
 }
 
 /// Counts of one family's routes by prefix length, by source and by number of paths.

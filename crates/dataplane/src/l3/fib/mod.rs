@@ -1,25 +1,26 @@
-//! The forwarding tables: longest-prefix match for IPv4 and IPv6 in one multibit-trie form.
+//! The forwarding tables: longest-prefix match for IPv4 (DIR-24-8) and IPv6 (a Poptrie).
 //!
-//! Both families use the same layout, DIR-24-8 extended to any depth: `tbl24` holds one
-//! 32-bit entry per value of the address's first 24 bits (64 MiB of address space on
-//! transparent huge pages, touched only where routes are), and `tbl8` holds groups of 256
-//! entries, one group per 8 further bits below an entry that holds longer prefixes. An IPv4
-//! lookup is one load, or two for /24s holding longer prefixes; an IPv6 lookup is one load
-//! plus one per 8 bits beyond /24 of the longest prefix on its path (3 more for a /48). Leaves
-//! are pushed down (every entry holds its best match), so a walk never backtracks.
+//! IPv4 uses DIR-24-8: `tbl24` holds one 32-bit entry per value of the address's first 24
+//! bits (64 MiB of address space on transparent huge pages, touched only where routes are),
+//! and `tbl8` holds groups of 256 entries, one group below each /24 that holds longer
+//! prefixes. A lookup is one load, or two for /24s holding longer prefixes. Leaves are pushed
+//! down (every entry holds its best match), so a walk never backtracks. Entries change in place
+//! with atomic stores, a new group is filled before the store that publishes it, and a group
+//! that is no longer needed is reused only after every worker has passed a vector boundary
+//! ([`crate::runtime::qsbr`]). The `Fib<A>` and `FibWriter<A>` types stay generic over the
+//! address family (their keys are left-aligned `u128`s), but only IPv4 uses them.
 //!
-//! Why this design for IPv6 (against poptrie or a tree bitmap, which are 10–30× smaller): a step is
-//! one load with no popcount and no second array, so `ip6-lookup` can interleave the walks of a
-//! whole vector level by level with a prefetch in between, and the same in-place update scheme as
-//! IPv4 carries over unchanged: entries change with atomic stores, a new group is filled before the
-//! store that publishes it, and a group that is no longer needed is reused only after every worker
-//! has passed a vector boundary ([`crate::runtime::qsbr`]). The cost is memory: a group is 1 KiB,
-//! and a prefix needs a group per 8 bits where it shares none with another (`vecflow bench
-//! --scenario ip6-bgp` prints the bytes per prefix of its 230 k-prefix table).
+//! IPv6 uses [`Fib6`] (module `ip6`): an 18-bit direct-pointing first level over immutable
+//! Poptrie subtrees rebuilt copy-on-write per batch, about 120 bytes per route of a
+//! full table against the 1.6 KiB a DIR-24-8 extended to 128 bits took (see its module doc).
 //!
-//! An entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or `EXT | group`.
+//! An IPv4 entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or
+//! `EXT | group`; IPv6 leaves use the same leaf encoding.
 
+mod ip6;
 mod writer;
+
+pub use ip6::{FIRST_BITS, Fib6, Fib6Writer};
 
 pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route, key_mask, mask};
 
@@ -231,91 +232,18 @@ impl Fib<Ipv4Addr> {
     }
 }
 
-impl Fib<Ipv6Addr> {
-    /// Longest-prefix match of `addr` (the address as a big-endian `u128`).
-    #[inline(always)]
-    pub fn lookup(&self, addr: u128) -> Option<Leaf> {
-        self.lookup_addr(Ipv6Addr::from(addr))
-    }
-
-    /// Starts loading the tbl24 entry of `addr` into the cache.
-    #[inline(always)]
-    pub fn prefetch(&self, addr: &[u8; 16]) {
-        self.tbl24.prefetch(index24(addr));
-    }
-
-    /// The final entry of the walk of each address of `dst` (at most a vector's worth) into
-    /// `out` (decode it with [`Leaf::decode`]), for a batch whose tbl24 entries
-    /// [`Fib::prefetch`] asked for. The
-    /// walks go level by level: each pass takes every walk still going one level down and
-    /// prefetches where it goes next, so their cache misses overlap instead of adding up.
-    #[inline(always)]
-    pub fn lookup_batch(&self, dst: &[[u8; 16]], out: &mut [u32]) {
-        assert!(dst.len() <= crate::runtime::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
-        let mut going = false;
-        for (e, d) in out.iter_mut().zip(dst) {
-            *e = self.tbl24.get(index24(d)).load(Acquire);
-            going |= is_ext(*e);
-        }
-        if going {
-            self.walk(dst, out);
-        }
-    }
-
-    /// Takes the walks at `e` (tbl24 entries of `dst`) down the tbl8 levels until each has
-    /// reached a leaf.
-    fn walk(&self, dst: &[[u8; 16]], e: &mut [u32]) {
-        let mut next = [0usize; crate::runtime::vector::VECTOR_SIZE];
-        let next_index = |e: u32, byte: u8| ((e & GROUP) as usize) << 8 | usize::from(byte);
-        for ((x, d), e) in next.iter_mut().zip(dst).zip(e.iter()) {
-            if is_ext(*e) {
-                *x = next_index(*e, d[3]);
-                self.tbl8.prefetch(*x);
-            }
-        }
-        for byte in 4..16 {
-            let mut going = false;
-            for ((x, d), e) in next.iter_mut().zip(dst).zip(e.iter_mut()) {
-                if is_ext(*e) {
-                    *e = self.tbl8.get(*x).load(Acquire);
-                    if is_ext(*e) {
-                        *x = next_index(*e, d[byte]);
-                        self.tbl8.prefetch(*x);
-                        going = true;
-                    }
-                }
-            }
-            if !going {
-                return;
-            }
-        }
-        // A walk that reached /128 ends at a leaf (the writer never splits an entry there).
-        for (x, e) in next.iter().zip(e.iter_mut()) {
-            if is_ext(*e) {
-                *e = self.tbl8.get(*x).load(Acquire);
-            }
-        }
-    }
-}
-
-/// The tbl24 index of an address: its first three bytes.
-#[inline(always)]
-fn index24(addr: &[u8; 16]) -> usize {
-    usize::from(addr[0]) << 16 | usize::from(addr[1]) << 8 | usize::from(addr[2])
-}
-
 /// Both tables, as a worker holds them.
 #[derive(Clone)]
 pub struct Fibs {
     /// The IPv4 table.
     pub ip4: Arc<Fib<Ipv4Addr>>,
     /// The IPv6 table.
-    pub ip6: Arc<Fib<Ipv6Addr>>,
+    pub ip6: Arc<Fib6>,
 }
 
 impl Fibs {
-    /// Two empty tables with room for `ip4_groups` and `ip6_groups` tbl8 groups.
-    pub fn new(ip4_groups: u32, ip6_groups: u32) -> std::io::Result<Self> {
-        Ok(Fibs { ip4: Arc::new(Fib::new(ip4_groups)?), ip6: Arc::new(Fib::new(ip6_groups)?) })
+    /// Two empty tables, the IPv4 one with room for `ip4_groups` tbl8 groups.
+    pub fn new(ip4_groups: u32) -> std::io::Result<Self> {
+        Ok(Fibs { ip4: Arc::new(Fib::new(ip4_groups)?), ip6: Arc::new(Fib6::new()?) })
     }
 }

@@ -1,10 +1,10 @@
-//! Changing a FIB in place: inserts and deletes with atomic entry stores, tbl8 groups
+//! Changing the IPv4 FIB in place: inserts and deletes with atomic entry stores, tbl8 groups
 //! reclaimed after a quiescent period.
 
-use super::{EXT, Entries, Fib, FibAddr, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
+use super::{EXT, Entries, Fib, Fib6Writer, FibAddr, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
 use crate::runtime::qsbr::Qsbr;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{Acquire, Release};
 
@@ -132,8 +132,7 @@ impl<A: FibAddr> FibWriter<A> {
             return Err(FibError::Invalid(r.prefix.into(), r.len, r.adj));
         }
         if self.groups_needed(r.prefix.key(), r.len) > self.free.len() {
-            let (family, field) = if A::BITS == 32 { ("IPv4", "tbl8-groups") } else { ("IPv6", "ip6-groups") };
-            return Err(FibError::Tbl8Exhausted(self.fib.tbl8_groups(), family, field));
+            return Err(FibError::Tbl8Exhausted(self.fib.tbl8_groups(), "IPv4", "tbl8-groups"));
         }
         self.routes.insert((r.prefix, r.len), r.adj);
         let leaf = Leaf { adj: r.adj, prefix_len: r.len }.encode();
@@ -264,13 +263,13 @@ pub struct FibWriters {
     /// The IPv4 table's writer.
     pub ip4: FibWriter<Ipv4Addr>,
     /// The IPv6 table's writer.
-    pub ip6: FibWriter<Ipv6Addr>,
+    pub ip6: Fib6Writer,
 }
 
 impl FibWriters {
     /// Writers of `fibs`, whose readers announce quiescent states through `qsbr`.
     pub fn new(fibs: &Fibs, qsbr: Arc<Qsbr>) -> Self {
-        FibWriters { ip4: FibWriter::new(fibs.ip4.clone(), qsbr.clone()), ip6: FibWriter::new(fibs.ip6.clone(), qsbr) }
+        FibWriters { ip4: FibWriter::new(fibs.ip4.clone(), qsbr.clone()), ip6: Fib6Writer::new(fibs.ip6.clone(), qsbr) }
     }
 
     /// The tables workers read.
@@ -278,16 +277,21 @@ impl FibWriters {
         Fibs { ip4: self.ip4.fib().clone(), ip6: self.ip6.fib().clone() }
     }
 
-    /// Applies changes of both families in order (see [`FibWriter::apply`]): stops at the
-    /// first refused one, then reclaims what the applied ones retired.
+    /// Applies changes of both families: the IPv4 ones in order (see [`FibWriter::apply`]),
+    /// stopping at the first refused one, the IPv6 ones (those before a refused IPv4 change)
+    /// as one batch of [`Fib6Writer::apply`], all or none; then reclaims what they retired.
     pub fn apply(&mut self, changes: &[FibInsert]) -> Result<(), FibError> {
+        let mut ip6 = Vec::new();
         let r = changes.iter().try_for_each(|&(addr, len, adj)| match addr {
             IpAddr::V4(a) => self.ip4.change(a, len, adj),
-            IpAddr::V6(a) => self.ip6.change(a, len, adj),
+            IpAddr::V6(a) => {
+                ip6.push((a, len, adj));
+                Ok(())
+            }
         });
+        let r6 = self.ip6.apply(&ip6);
         self.ip4.reclaim();
-        self.ip6.reclaim();
-        r
+        r.and(r6)
     }
 
     /// Every route of both tables (IPv4 first), as `(prefix, len) → adjacency`.
@@ -413,98 +417,6 @@ mod tests {
             let groups_needed = model.keys().filter(|(_, l)| *l > 24).map(|(k, _)| k >> 104).collect::<std::collections::BTreeSet<_>>().len() as u32;
             prop_assert_eq!(w.tbl8_in_use(), groups_needed, "no tbl8 group leaks");
         }
-    }
-
-    fn arb_route6() -> impl Strategy<Value = (u128, u8, u32)> {
-        // Each route shares a random number (20 or more) of leading bits with one of four
-        // anchors, then random bits: routes nest often, at and between group boundaries,
-        // with lengths at every depth from /20 to /128 (walks of 1 to 14 loads, folds at
-        // every level).
-        const ANCHORS: [u128; 4] = [
-            0x2001_0db8_aaaa_bbbb_cccc_dddd_eeee_ffff,
-            0x2001_0db8_aaaa_0000_0000_0000_0000_0001,
-            0x2001_0db9_0000_0000_1111_2222_3333_4444,
-            0x2001_0db8_aaab_0000_0000_0000_0000_0000,
-        ];
-        (
-            0usize..4,
-            20u8..=128,
-            any::<u128>(),
-            prop_oneof![1 => 20u8..=32, 3 => 32u8..=48, 2 => 48u8..=64, 2 => 64u8..=128],
-            1u32..100,
-        )
-            .prop_map(|(a, shared, rest, len, adj)| {
-                let key = ANCHORS[a] & key_mask(shared) | rest & !key_mask(shared);
-                (key & key_mask(len), len, adj)
-            })
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, rng_seed: proptest::test_runner::RngSeed::Fixed(6), ..ProptestConfig::default() })]
-
-        /// The IPv6 table against the naive oracle: random inserts, replaces and deletes, then
-        /// lookups at random addresses near the prefixes and at every prefix's edges, with
-        /// the scalar walk and the one driven step by step.
-        #[test]
-        fn ip6_matches_a_naive_lpm(ops in proptest::collection::vec((arb_route6(), any::<bool>()), 1..120), probes in proptest::collection::vec((0usize..1000, any::<u128>(), 0u32..128), 64)) {
-            let mut w = FibWriter::new(Arc::new(Fib::<Ipv6Addr>::new(4096).unwrap()), Arc::new(Qsbr::new(1)));
-            let model = apply_ops(&mut w, ops);
-            let fib = w.fib().clone();
-            let keys: Vec<(u128, u8)> = model.keys().copied().collect();
-            // A probe shares a random number of leading bits with one of the prefixes.
-            let near = probes.into_iter().map(|(k, r, shared)| match keys.get(k % keys.len().max(1)) {
-                Some(&(p, _)) => p & key_mask(shared as u8) | r & !key_mask(shared as u8),
-                None => r,
-            });
-            let edges = keys.iter().flat_map(|&(p, l)| [p, p | !key_mask(l), p.wrapping_sub(1), (p | !key_mask(l)).wrapping_add(1)]);
-            let addrs: Vec<u128> = near.chain(edges).collect();
-            for chunk in addrs.chunks(crate::runtime::vector::VECTOR_SIZE) {
-                let dst: Vec<[u8; 16]> = chunk.iter().map(|a| a.to_be_bytes()).collect();
-                let mut batch = vec![0u32; chunk.len()];
-                fib.lookup_batch(&dst, &mut batch);
-                for (&addr, &e) in chunk.iter().zip(&batch) {
-                    let want = oracle(&model, addr);
-                    prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv6Addr::from(addr));
-                    prop_assert_eq!(Leaf::decode(e), want, "batch, addr {}", Ipv6Addr::from(addr));
-                }
-            }
-            // A group below the first d bits of a key exists exactly when a longer route
-            // starts with them (otherwise it folded), at every depth d.
-            let groups_needed = (24..128u32)
-                .step_by(8)
-                .flat_map(|d| keys.iter().filter(move |(_, l)| u32::from(*l) > d).map(move |(k, _)| (d, k >> (128 - d))))
-                .collect::<std::collections::BTreeSet<_>>()
-                .len() as u32;
-            prop_assert_eq!(w.tbl8_in_use(), groups_needed, "no group leaks, none folds too early");
-            // Deleting everything leaves nothing.
-            for &(p, l) in &keys {
-                w.apply(&[(Ipv6Addr::from(p), l, None)]).unwrap();
-            }
-            prop_assert_eq!(w.tbl8_in_use(), 0, "no group leaks");
-            prop_assert_eq!(fib.lookup(0x2001_0000_0000_0000_0000_0000_0000_0001), None);
-        }
-    }
-
-    #[test]
-    fn ip6_groups_are_counted_before_a_change_and_refused_whole() {
-        let mut w = FibWriter::new(Arc::new(Fib::<Ipv6Addr>::new(4).unwrap()), Arc::new(Qsbr::new(1)));
-        let a = |s: &str| s.parse::<Ipv6Addr>().unwrap();
-        w.apply(&[(a("2001:db8:1::"), 48, Some(2))]).unwrap(); // 24→32→40→48: 3 groups
-        assert_eq!(w.tbl8_in_use(), 3);
-        assert_eq!(
-            w.apply(&[(a("2001:db9:1::"), 48, Some(3))]),
-            Err(FibError::Tbl8Exhausted(4, "IPv6", "ip6-groups")),
-            "another /32: 3 more groups, 1 free"
-        );
-        assert_eq!(w.len(), 1);
-        w.apply(&[(a("2001:db8:1:100::"), 56, Some(4))]).unwrap(); // one more level
-        let f = w.fib().clone();
-        assert_eq!(f.lookup(u128::from(a("2001:db8:1:1ff::1"))), Some(Leaf { adj: 4, prefix_len: 56 }));
-        assert_eq!(f.lookup(u128::from(a("2001:db8:1:200::1"))), Some(Leaf { adj: 2, prefix_len: 48 }));
-        assert_eq!(f.lookup(u128::from(a("2001:db8:2::1"))), None);
-        w.apply(&[(a("2001:db8:1::"), 48, None), (a("2001:db8:1:100::"), 56, None)]).unwrap();
-        assert_eq!(w.tbl8_in_use(), 0);
-        assert_eq!(w.apply(&[(a("::"), 129, Some(1))]), Err(FibError::Invalid(a("::").into(), 129, 1)));
     }
 
     /// A reclaimed group is reused only after an online reader has been quiescent: the
