@@ -9,7 +9,7 @@
 
 use super::multipath::{LB, LoadBalance, Path};
 use super::{Adjacency, LabelStack};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
@@ -58,12 +58,12 @@ const PINNED: u32 = u32::MAX;
 pub struct Objects {
     adjs: Vec<Adjacency>,
     adj_refs: Vec<u32>,
-    adj_index: HashMap<AdjKey, u32>,
+    adj_index: FxHashMap<AdjKey, u32>,
     free_adjs: Vec<u32>,
     dying_adjs: Vec<u32>,
     lbs: Vec<Arc<LoadBalance>>,
     lb_refs: Vec<u32>,
-    lb_index: HashMap<Vec<Path>, u32>,
+    lb_index: FxHashMap<Vec<Path>, u32>,
     free_lbs: Vec<u32>,
     dying_lbs: Vec<u32>,
     /// Set when an object was made or changed since [`Objects::take_changed`].
@@ -75,12 +75,12 @@ impl Default for Objects {
         Objects {
             adjs: vec![Adjacency::Drop, Adjacency::Local],
             adj_refs: vec![PINNED, PINNED],
-            adj_index: HashMap::new(),
+            adj_index: FxHashMap::default(),
             free_adjs: Vec::new(),
             dying_adjs: Vec::new(),
             lbs: Vec::new(),
             lb_refs: Vec::new(),
-            lb_index: HashMap::new(),
+            lb_index: FxHashMap::default(),
             free_lbs: Vec::new(),
             dying_lbs: Vec::new(),
             changed: true,
