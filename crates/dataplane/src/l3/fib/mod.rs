@@ -39,7 +39,9 @@ const GROUP: u32 = VALID - 1;
 pub const MAX_INDEX: u32 = ADJ;
 
 /// An address family the FIB holds: its addresses as keys aligned to the left of a `u128`.
-pub trait FibAddr: Copy + Ord + std::fmt::Debug + std::fmt::Display + Into<IpAddr> + Send + Sync + 'static {
+pub trait FibAddr:
+    Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display + Into<IpAddr> + Send + Sync + 'static
+{
     /// Address length in bits.
     const BITS: u8;
     /// The address as the top `BITS` bits of a key.

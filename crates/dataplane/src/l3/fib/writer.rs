@@ -3,6 +3,7 @@
 
 use super::{EXT, Entries, Fib, Fib6Writer, FibAddr, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
 use crate::runtime::qsbr::Qsbr;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -58,7 +59,9 @@ pub enum FibError {
 pub struct FibWriter<A: FibAddr = Ipv4Addr> {
     fib: Arc<Fib<A>>,
     qsbr: Arc<Qsbr>,
-    routes: BTreeMap<(A, u8), u32>,
+    /// Every route, hashed (a delete looks up each shorter length for the covering route:
+    /// a hash lookup each, where a tree of a million routes takes twenty comparisons).
+    routes: FxHashMap<(A, u8), u32>,
     free: Vec<u32>,
     retired: Vec<u32>,
 }
@@ -67,7 +70,7 @@ impl<A: FibAddr> FibWriter<A> {
     /// A writer for `fib`, whose readers announce quiescent states through `qsbr`.
     pub fn new(fib: Arc<Fib<A>>, qsbr: Arc<Qsbr>) -> Self {
         let free = (0..fib.tbl8_groups()).rev().collect();
-        FibWriter { fib, qsbr, routes: BTreeMap::new(), free, retired: Vec::new() }
+        FibWriter { fib, qsbr, routes: FxHashMap::default(), free, retired: Vec::new() }
     }
 
     /// The table workers read.
@@ -77,7 +80,10 @@ impl<A: FibAddr> FibWriter<A> {
 
     /// Every route, ordered by prefix then length.
     pub fn routes(&self) -> impl Iterator<Item = Route<A>> + '_ {
-        self.routes.iter().map(|(&(prefix, len), &adj)| Route { prefix, len, adj })
+        let mut all: Vec<Route<A>> =
+            self.routes.iter().map(|(&(prefix, len), &adj)| Route { prefix, len, adj }).collect();
+        all.sort_unstable();
+        all.into_iter()
     }
 
     /// Number of routes.
