@@ -137,16 +137,26 @@ enum Step {
 /// `node` points to a node of a live subtree (published, not yet freed).
 #[inline(always)]
 unsafe fn step(node: *const Node, key: u128, depth: u32) -> Step {
+    // SAFETY: the caller's.
+    unsafe { step_bits(node, ((key << depth) >> 64) as u64) }
+}
+
+/// [`step`] given `bits`, the 64 bits of the key after the node's depth (one 128-bit shift
+/// per level, shared by the index and a single route's compare).
+///
+/// # Safety
+/// As [`step`].
+#[inline(always)]
+unsafe fn step_bits(node: *const Node, bits: u64) -> Step {
     // SAFETY: the caller's; a subtree's nodes are 8-aligned words, never written once
     // published.
     let n = unsafe { node.read() };
     if n.leaf & 1 != 0 {
         // A single route: its `child` bits after `depth` are `vector`'s first ones.
-        let bits = ((key << depth) >> 64) as u64;
         let hit = (bits ^ n.vector) >> (64 - n.child) == 0;
         return Step::Done(if hit { n.leafvec as u32 } else { (n.leafvec >> 32) as u32 });
     }
-    let i = index(key, depth);
+    let i = (bits >> (64 - STRIDE)) as u32;
     let up = upto(i);
     if n.vector & (1 << i) != 0 {
         let off = n.child as usize + NODE * (n.vector & up).count_ones() as usize;
@@ -255,8 +265,10 @@ impl Fib6 {
         let mut ended = [0u8; VECTOR_SIZE];
         let mut leaf = [std::ptr::null::<u32>(); VECTOR_SIZE];
         let mut m = 0;
+        let mut keys = [0u128; VECTOR_SIZE];
         for (k, (d, o)) in dst.iter().zip(out.iter_mut()).enumerate() {
-            let e = self.first(slot_of(u128::from_be_bytes(*d))).load(Acquire);
+            keys[k] = u128::from_be_bytes(*d);
+            let e = self.first(slot_of(keys[k])).load(Acquire);
             if e.addr() & 1 == 0 {
                 *o = (e.addr() >> 1) as u32;
             } else {
@@ -271,10 +283,10 @@ impl Fib6 {
             let mut still = 0;
             for j in 0..n {
                 let k = usize::from(going[j]);
-                let key = u128::from_be_bytes(dst[k]);
+                let key = keys[k];
                 // SAFETY: `at[j]` is the root or a node of a subtree loaded (acquire) from the
                 // first level in this call, freed only after our next quiescent state.
-                match unsafe { step(at[j], key, depth) } {
+                match unsafe { step_bits(at[j], ((key << depth) >> 64) as u64) } {
                     Step::Child(child) => {
                         prefetch_node(child);
                         at[still] = child;
@@ -296,7 +308,7 @@ impl Fib6 {
         for (&k, &l) in ended[..m].iter().zip(&leaf[..m]) {
             let k = usize::from(k);
             // SAFETY: a leaf of a live subtree, as above.
-            out[k] = self.or_default(unsafe { l.read() }, slot_of(u128::from_be_bytes(dst[k])));
+            out[k] = self.or_default(unsafe { l.read() }, slot_of(keys[k]));
         }
     }
 }
