@@ -350,35 +350,51 @@ pub fn cast_bits(head: u64) -> (u64, u64) {
     ((head >> 56) & 1, u64::from(head >> 16 == 0xffff_ffff_ffff))
 }
 
-/// Frames sent out of a few interfaces, summed per interface over a vector: a vector whose
-/// frames go out of several interfaces at random (a multipath route's) adds to each
-/// interface's counters once per vector, not once per change of interface. The runs are
-/// direct-mapped by interface index, so a frame picks its run without a data-dependent
-/// branch.
+/// Frames sent out of several interfaces, summed per interface over a vector: the run of the
+/// current interface stays in registers, as in a vector toward one interface, and a change of
+/// interface parks it in a slot (direct-mapped by interface index) instead of adding it to the
+/// shared counters, so a vector whose frames alternate between interfaces (a multipath
+/// route's) adds to each interface's counters about once.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TxRuns {
-    runs: [TxRun; 8],
+    current: TxRun,
+    parked: [TxRun; 8],
 }
 
 impl TxRuns {
-    /// Adds one frame of `len` bytes out of `tx_if` (see [`TxRun::add_le`]); a run held by
-    /// another interface of the same slot is added to `counters` first.
+    /// Adds one frame of `len` bytes out of `tx_if` (see [`TxRun::add_le`]); a parked run of
+    /// another interface in the slot it needs is added to `counters` first.
     #[inline(always)]
     pub fn add_le<'c>(&mut self, tx_if: u16, len: u16, head_le: u64, counters: impl Fn(u16) -> &'c IfCounters) {
-        let run = &mut self.runs[usize::from(tx_if) % 8];
-        if run.tx_if != tx_if {
-            let full = std::mem::take(run);
-            full.flush(counters(full.tx_if));
-            run.tx_if = tx_if;
+        if self.current.tx_if != tx_if {
+            self.switch(tx_if, counters);
         }
-        run.add_le(len, head_le);
+        self.current.add_le(len, head_le);
     }
 
-    /// Adds every run to its interface's counters and starts over.
-    pub fn flush<'c>(&mut self, counters: impl Fn(u16) -> &'c IfCounters) {
-        for r in &mut self.runs {
-            let run = std::mem::take(r);
-            run.flush(counters(run.tx_if));
+    /// Parks the current run and takes `tx_if`'s.
+    #[inline(never)]
+    fn switch<'c>(&mut self, tx_if: u16, counters: impl Fn(u16) -> &'c IfCounters) {
+        let old = std::mem::take(&mut self.current);
+        let slot = &mut self.parked[usize::from(old.tx_if) % 8];
+        if slot.tx_if != old.tx_if {
+            let evicted = std::mem::take(slot);
+            evicted.flush(counters(evicted.tx_if));
+            slot.tx_if = old.tx_if;
+        }
+        slot.packets += old.packets;
+        slot.octets += old.octets;
+        slot.group += old.group;
+        slot.bcast += old.bcast;
+        let take = &mut self.parked[usize::from(tx_if) % 8];
+        self.current = if take.tx_if == tx_if { std::mem::take(take) } else { TxRun { tx_if, ..TxRun::default() } };
+    }
+
+    /// Adds every run to its interface's counters.
+    pub fn flush<'c>(self, counters: impl Fn(u16) -> &'c IfCounters) {
+        self.current.flush(counters(self.current.tx_if));
+        for r in self.parked {
+            r.flush(counters(r.tx_if));
         }
     }
 }

@@ -28,11 +28,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         return;
     };
     let m0 = *g.pool.meta(first);
-    let (mut mixed, mut longest, mut one_input) = (false, 0u16, true);
+    let (mut mixed, mut longest) = (false, 0u16);
     for &i in idx {
         let m = g.pool.meta(i);
         mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
-        one_input &= m.rx_if == m0.rx_if;
         longest = longest.max(m.len());
     }
     let out = *g.features.tables.get(m0.tx_if);
@@ -44,7 +43,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
         }
         g.forward(v, out.tx_node);
-    } else if one_input && g.features.sflow.is_none() && plain_outputs(g, v, out.tx_node) {
+    } else if g.features.sflow.is_none() && plain_outputs(g, v, m0.rx_if, out.tx_node) {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
         g.forward(v, out.tx_node);
     } else {
@@ -52,16 +51,20 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
 }
 
-/// True when every frame of `v` goes out of an interface that is up, untagged and served by
-/// `tx_node`, within its MTU (+14): the frames of a multipath route, spread over several
-/// ports of one driver. Branch-free over the frames, as the outputs interleave at random.
-fn plain_outputs(g: &Graph, v: VecHandle, tx_node: NodeId) -> bool {
+/// True when every frame of `v` came in on `rx_if` and goes out of an interface that is up,
+/// untagged and served by `tx_node`, within its MTU (+14): the frames of a multipath route,
+/// spread over several ports of one driver. Branch-free over the frames, as the outputs
+/// interleave at random.
+fn plain_outputs(g: &Graph, v: VecHandle, rx_if: u16, tx_node: NodeId) -> bool {
     let tables = &g.features.tables;
     let mut ok = tx_node != NodeId::ErrorDrop;
     for &i in g.vectors[v].indices() {
         let m = g.pool.meta(i);
         let out = tables.get(m.tx_if);
-        ok &= (out.tx_node == tx_node) & (out.vlan == 0) & (m.len() <= out.max_frame.saturating_sub(TAG));
+        ok &= (m.rx_if == rx_if)
+            & (out.tx_node == tx_node)
+            & (out.vlan == 0)
+            & (m.len() <= out.max_frame.saturating_sub(TAG));
     }
     ok
 }

@@ -32,20 +32,31 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
     let mut entry = [0u32; VECTOR_SIZE];
     g.features.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
-    let mut all_routed = true;
-    let mut multipath = false;
+    // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
+    let mut plain = true;
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
         let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });
         let m = g.pool.meta_mut(i);
         m.adj = leaf.adj;
         m.dst_prefix_len = leaf.prefix_len;
-        all_routed &= leaf.adj > ADJ_LOCAL;
-        multipath |= leaf.adj & LB != 0;
+        plain &= leaf.adj.wrapping_sub(ADJ_LOCAL + 1) < LB - (ADJ_LOCAL + 1);
     }
-    if multipath {
+    if plain {
+        g.forward(v, NodeId::Ip4Rewrite);
+    } else {
+        not_plain(g, v);
+    }
+}
+
+/// A vector with a multipath route, no route or our own address: multipath packets take
+/// their flow's path, then the vector goes on whole or split.
+#[cold]
+fn not_plain(g: &mut Graph, v: VecHandle) {
+    let adjs = || g.vectors[v].indices().iter().map(|&i| g.pool.meta(i).adj);
+    if adjs().any(|a| a & LB != 0) {
         crate::l3::shared::choose_paths(g, v, hash4);
     }
-    if all_routed {
+    if g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj > ADJ_LOCAL) {
         g.forward(v, NodeId::Ip4Rewrite);
     } else {
         split_unrouted(g, v);

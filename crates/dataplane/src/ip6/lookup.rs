@@ -85,21 +85,29 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
     let mut e = [0u32; VECTOR_SIZE];
     fib.lookup_batch(&dst[..n], &mut e[..n]);
-    let (mut all_routed, mut multipath) = (!odd, false);
+    // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
+    let mut plain = !odd;
     for (&e, &i) in e[..n].iter().zip(g.vectors[v].indices()) {
         let (adj, len) = Leaf::decode(e).map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
         let m = g.pool.meta_mut(i);
         m.adj = adj;
         m.dst_prefix_len = len;
-        all_routed &= adj > ADJ_LOCAL;
-        multipath |= adj & LB != 0;
+        plain &= adj.wrapping_sub(ADJ_LOCAL + 1) < LB - (ADJ_LOCAL + 1);
+    }
+    if plain {
+        g.forward(v, NodeId::Ip6Rewrite);
+        return;
     }
     // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
     // adjacency changes.
-    if multipath {
+    if g.vectors[v].indices().iter().any(|&i| g.pool.meta(i).adj & LB != 0) {
         crate::l3::shared::choose_paths(g, v, hash6);
     }
-    if all_routed { g.forward(v, NodeId::Ip6Rewrite) } else { split(g, v, &dst) }
+    if !odd && g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj > ADJ_LOCAL) {
+        g.forward(v, NodeId::Ip6Rewrite);
+    } else {
+        split(g, v, &dst);
+    }
 }
 
 /// Sends each packet of `v` (destinations `dst`, adjacencies in the metadata) where it goes:

@@ -100,11 +100,6 @@ struct PlainAdj<'t> {
     macs: &'t [u8; 12],
 }
 
-/// How many plain adjacencies [`plain_rewrite_prefix`] keeps resolved at once in a vector
-/// toward several next hops (a power of two): packets spread over a few next hops find theirs
-/// without a branch that mispredicts.
-const PLAIN_ADJ_SLOTS: usize = 4;
-
 /// Adjacency `adj` when it is a plain one: a resolved next hop without out-labels.
 #[inline(always)]
 fn plain_adj(tables: &crate::interface::Tables, adj: u32) -> Option<PlainAdj<'_>> {
@@ -112,29 +107,13 @@ fn plain_adj(tables: &crate::interface::Tables, adj: u32) -> Option<PlainAdj<'_>
     (p.mtu != 0).then_some(PlainAdj { adj, tx_if: p.tx_if, mtu: usize::from(p.mtu), macs: &p.macs })
 }
 
-/// [`plain_adj`] through `cache` (slot `adj % PLAIN_ADJ_SLOTS`).
-#[inline(always)]
-fn cached_plain_adj<'t>(
-    tables: &'t crate::interface::Tables,
-    adj: u32,
-    cache: &mut [Option<PlainAdj<'t>>; PLAIN_ADJ_SLOTS],
-) -> Option<PlainAdj<'t>> {
-    let slot = &mut cache[adj as usize % PLAIN_ADJ_SLOTS];
-    match *slot {
-        Some(c) if c.adj == adj => Some(c),
-        _ => {
-            *slot = plain_adj(tables, adj);
-            *slot
-        }
-    }
-}
-
 /// The plain packets at the start of vector `v`, for `ip4-rewrite` and `ip6-rewrite`: each one
 /// toward a plain adjacency ([`plain_adj`]) whose first `N` network-header bytes `edit`
 /// accepts and rewrites, given the output MTU (it returns false, the bytes unchanged, for a
 /// packet that needs the full treatment); then the MACs and the output interface are written.
 /// Returns how many it took. A vector toward one adjacency resolves it once; one toward
-/// several keeps a few resolved at a time ([`PLAIN_ADJ_SLOTS`]).
+/// several (a multipath route's, connected hosts') reads each packet's from the 16-byte
+/// entries of [`crate::l3::L3::plain`].
 #[inline(always)]
 pub(crate) fn plain_rewrite_prefix<const N: usize>(
     g: &mut Graph,
@@ -150,8 +129,7 @@ pub(crate) fn plain_rewrite_prefix<const N: usize>(
     let rest = &indices[same..];
     match rest.first() {
         Some(&i) if g.pool.meta(i).adj != one.adj => {
-            let mut cache = [None; PLAIN_ADJ_SLOTS];
-            same + rewrite_while_plain(&mut g.pool, rest, |adj| cached_plain_adj(tables, adj, &mut cache), &edit)
+            same + rewrite_while_plain(&mut g.pool, rest, |adj| plain_adj(tables, adj), &edit)
         }
         _ => same,
     }
