@@ -25,24 +25,10 @@ const WITHDRAWN: usize = 10_000;
 /// Times the flap announces and withdraws them.
 const FLAPS: usize = 10;
 
-/// Packets that reached `error-drop` so far.
-fn dropped(dp: &Dataplane) -> u64 {
-    dp.runtime()
-        .iter()
-        .flat_map(|w| w.nodes.iter())
-        .filter(|(n, _)| *n == NodeId::ErrorDrop)
-        .map(|(_, s)| s.vectors)
-        .sum()
-}
-
-/// Packets the pair's generators made so far.
-fn generated(dp: &Dataplane) -> u64 {
-    dp.runtime()
-        .iter()
-        .flat_map(|w| w.nodes.iter())
-        .filter(|(n, _)| *n == NodeId::GeneratorInput)
-        .map(|(_, s)| s.vectors)
-        .sum()
+/// Packets node `node` has handled so far, over the workers: `error-drop`'s were dropped,
+/// `generator-input`'s made by the pair's generators.
+fn packets_at(dp: &Dataplane, node: NodeId) -> u64 {
+    dp.runtime().iter().flat_map(|w| w.nodes.iter()).filter(|(n, _)| *n == node).map(|(_, s)| s.vectors).sum()
 }
 
 /// The change that announces (`Some` next hop) or withdraws a kernel route.
@@ -93,8 +79,8 @@ pub(super) fn churn(core: Option<u16>, warmup: f64) -> anyhow::Result<Row> {
     let withdraw: Vec<RouteChange> = some.iter().map(|&k| change(v4[k].0, v4[k].1, None)).collect();
     let announce: Vec<RouteChange> = some.iter().map(|&k| full4[k].clone()).collect();
     std::thread::sleep(Duration::from_secs_f64(warmup));
-    let lost_before = dropped(&dp);
-    let generated_before = generated(&dp);
+    let lost_before = packets_at(&dp, NodeId::ErrorDrop);
+    let generated_before = packets_at(&dp, NodeId::GeneratorInput);
     let ip4_full_per_s = rate(&mut dp, &full4)?;
     let ip6_full_per_s = rate(&mut dp, &full6)?;
     let ip4_withdraw_per_s = rate(&mut dp, &withdraw)?;
@@ -104,8 +90,8 @@ pub(super) fn churn(core: Option<u16>, warmup: f64) -> anyhow::Result<Row> {
         dp.apply_routes(&withdraw).context("fib-churn flap")?;
     }
     let ip4_flap_per_s = (2 * FLAPS * WITHDRAWN) as f64 / t.elapsed().as_secs_f64();
-    let forward_lost = dropped(&dp) - lost_before;
-    let forwarded_meanwhile = generated(&dp) - generated_before - forward_lost;
+    let forward_lost = packets_at(&dp, NodeId::ErrorDrop) - lost_before;
+    let forwarded_meanwhile = packets_at(&dp, NodeId::GeneratorInput) - generated_before - forward_lost;
     let (ip4_routes, ip6_routes) = (dp.fib().ip4.len(), dp.fib().ip6.len());
     dp.stop()?;
     Ok(Row::Churn(ChurnMeasured {

@@ -249,3 +249,14 @@ impl Fibs {
         Ok(Fibs { ip4: Arc::new(Fib::new(ip4_groups)?), ip6: Arc::new(Fib6::new()?) })
     }
 }
+
+/// The naive longest-prefix match over routes keyed by (key, length): the oracle the tables'
+/// tests check lookups against.
+#[cfg(test)]
+pub(crate) fn oracle(routes: &std::collections::BTreeMap<(u128, u8), u32>, key: u128) -> Option<Leaf> {
+    routes
+        .iter()
+        .filter(|((p, l), _)| key & key_mask(*l) == *p)
+        .max_by_key(|((_, l), _)| *l)
+        .map(|(&(_, l), &adj)| Leaf { adj, prefix_len: l })
+}

@@ -316,19 +316,11 @@ impl FibWriters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::l3::fib::oracle;
     use proptest::prelude::*;
 
     fn writer(groups: u32) -> FibWriter<Ipv4Addr> {
         FibWriter::new(Arc::new(Fib::<Ipv4Addr>::new(groups).unwrap()), Arc::new(Qsbr::new(1)))
-    }
-
-    /// The naive longest-prefix match over routes keyed by (key, length).
-    fn oracle(routes: &BTreeMap<(u128, u8), u32>, key: u128) -> Option<Leaf> {
-        routes
-            .iter()
-            .filter(|((p, l), _)| key & key_mask(*l) == *p)
-            .max_by_key(|((_, l), _)| *l)
-            .map(|(&(_, l), &adj)| Leaf { adj, prefix_len: l })
     }
 
     /// Applies random inserts, replaces and deletes to `w`, one batch each, and returns the

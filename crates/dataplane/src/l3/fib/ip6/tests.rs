@@ -2,7 +2,7 @@
 //! real table's distribution of lengths.
 
 use super::*;
-use crate::l3::fib::{FibError, MAX_INDEX, key_mask};
+use crate::l3::fib::{FibError, MAX_INDEX, key_mask, oracle};
 use crate::runtime::qsbr::Qsbr;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -11,15 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 fn writer() -> Fib6Writer {
     Fib6Writer::new(Arc::new(Fib6::new().unwrap()), Arc::new(Qsbr::new(1)))
-}
-
-/// The naive longest-prefix match over routes keyed by (key, length).
-fn oracle(routes: &BTreeMap<(u128, u8), u32>, key: u128) -> Option<Leaf> {
-    routes
-        .iter()
-        .filter(|((p, l), _)| key & key_mask(*l) == *p)
-        .max_by_key(|((_, l), _)| *l)
-        .map(|(&(_, l), &adj)| Leaf { adj, prefix_len: l })
 }
 
 /// Checks every address of `addrs`, one by one and by batch, against `want`.
