@@ -13,7 +13,7 @@
 use crate::config::{RangeMode, StreamConfig, Template};
 use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
-use crate::interface::TxRuns;
+use crate::interface::TxRun;
 use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::runtime::stats::counter_set;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
@@ -550,15 +550,18 @@ fn read_frame(pool: &BufferPool, i: u32, len: usize) -> (u64, u64) {
 /// packets, octets, unicast/multicast/broadcast) and in the sink totals, frees it.
 pub fn sink(g: &mut Graph, v: VecHandle) {
     let mut digest = 0u64;
-    let mut runs = TxRuns::default();
-    let counters = g.counters.clone();
+    let mut run = TxRun::default();
     for &i in g.vectors[v].indices() {
         let m = *g.pool.meta(i);
+        if m.tx_if != run.tx_if {
+            run.flush(g.counters.interface(run.tx_if));
+            run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
+        }
         let (x, first) = read_frame(&g.pool, i, m.len() as usize);
-        runs.add_le(m.tx_if, m.len(), first, |i| counters.interface(i));
+        run.add_le(m.len(), first);
         digest ^= x;
     }
-    runs.flush(|i| counters.interface(i));
+    run.flush(g.counters.interface(run.tx_if));
     let c = &g.counters.generator;
     c.sink_packets.add(g.vectors[v].len() as u64);
     c.sink_digest.set(c.sink_digest.get() ^ digest);

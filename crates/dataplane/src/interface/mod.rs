@@ -350,55 +350,6 @@ pub fn cast_bits(head: u64) -> (u64, u64) {
     ((head >> 56) & 1, u64::from(head >> 16 == 0xffff_ffff_ffff))
 }
 
-/// Frames sent out of several interfaces, summed per interface over a vector: the run of the
-/// current interface stays in registers, as in a vector toward one interface, and a change of
-/// interface parks it in a slot (direct-mapped by interface index) instead of adding it to the
-/// shared counters, so a vector whose frames alternate between interfaces (a multipath
-/// route's) adds to each interface's counters about once.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TxRuns {
-    current: TxRun,
-    parked: [TxRun; 8],
-}
-
-impl TxRuns {
-    /// Adds one frame of `len` bytes out of `tx_if` (see [`TxRun::add_le`]); a parked run of
-    /// another interface in the slot it needs is added to `counters` first.
-    #[inline(always)]
-    pub fn add_le<'c>(&mut self, tx_if: u16, len: u16, head_le: u64, counters: impl Fn(u16) -> &'c IfCounters) {
-        if self.current.tx_if != tx_if {
-            self.switch(tx_if, counters);
-        }
-        self.current.add_le(len, head_le);
-    }
-
-    /// Parks the current run and takes `tx_if`'s.
-    #[inline(never)]
-    fn switch<'c>(&mut self, tx_if: u16, counters: impl Fn(u16) -> &'c IfCounters) {
-        let old = std::mem::take(&mut self.current);
-        let slot = &mut self.parked[usize::from(old.tx_if) % 8];
-        if slot.tx_if != old.tx_if {
-            let evicted = std::mem::take(slot);
-            evicted.flush(counters(evicted.tx_if));
-            slot.tx_if = old.tx_if;
-        }
-        slot.packets += old.packets;
-        slot.octets += old.octets;
-        slot.group += old.group;
-        slot.bcast += old.bcast;
-        let take = &mut self.parked[usize::from(tx_if) % 8];
-        self.current = if take.tx_if == tx_if { std::mem::take(take) } else { TxRun { tx_if, ..TxRun::default() } };
-    }
-
-    /// Adds every run to its interface's counters.
-    pub fn flush<'c>(self, counters: impl Fn(u16) -> &'c IfCounters) {
-        self.current.flush(counters(self.current.tx_if));
-        for r in self.parked {
-            r.flush(counters(r.tx_if));
-        }
-    }
-}
-
 /// Frames sent out of one interface, summed over a run of frames, for its tx counters.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TxRun {

@@ -52,11 +52,16 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// their flow's path, then the vector goes on whole or split.
 #[cold]
 fn not_plain(g: &mut Graph, v: VecHandle) {
-    let adjs = || g.vectors[v].indices().iter().map(|&i| g.pool.meta(i).adj);
-    if adjs().any(|a| a & LB != 0) {
+    let (mut multipath, mut routed) = (false, true);
+    for &i in g.vectors[v].indices() {
+        let adj = g.pool.meta(i).adj;
+        multipath |= adj & LB != 0;
+        routed &= adj > ADJ_LOCAL;
+    }
+    if multipath {
         crate::l3::shared::choose_paths(g, v, hash4);
     }
-    if g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj > ADJ_LOCAL) {
+    if routed {
         g.forward(v, NodeId::Ip4Rewrite);
     } else {
         split_unrouted(g, v);
