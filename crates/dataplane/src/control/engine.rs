@@ -468,9 +468,7 @@ impl Dataplane {
         let live = self.liveness();
         let applied = self.rib.apply(batch, &live)?;
         if self.rib.objects.take_changed() {
-            let interfaces = std::mem::take(&mut self.interfaces);
-            self.publish_tables(&interfaces, &self.tables.l3.clone());
-            self.interfaces = interfaces;
+            self.republish();
         }
         if let Err(e) = self.fib.apply(&applied.fib) {
             let back = self.rib.rollback(applied);
@@ -501,9 +499,13 @@ impl Dataplane {
             (None, None) => return Ok(()),
         }
         new.validate()?;
-        let key = (prefix.masked(), prefix.len);
-        let target = crate::l3::configured(&new, &self.interfaces).remove(&key);
-        self.apply_routes(&[RouteChange { prefix: key.0, len: key.1, source: Source::Config, target }])?;
+        let (prefix, len) = (prefix.masked(), prefix.len);
+        let target = new
+            .routes
+            .iter()
+            .find(|r| (r.prefix.masked(), r.prefix.len) == (prefix, len))
+            .map(|r| crate::l3::configured_route(r, &self.interfaces));
+        self.apply_routes(&[RouteChange { prefix, len, source: Source::Config, target }])?;
         self.config.routes = new.routes;
         Ok(())
     }
@@ -525,6 +527,14 @@ impl Dataplane {
         self.tables = self.publisher.current();
     }
 
+    /// Publishes the workers' tables again with what changed beside the configuration: the
+    /// objects, the buckets, the neighbor table's MACs.
+    fn republish(&mut self) {
+        let interfaces = std::mem::take(&mut self.interfaces);
+        self.publish_tables(&interfaces, &self.tables.l3.clone());
+        self.interfaces = interfaces;
+    }
+
     /// Puts FIB entries back after a refused batch, one by one (a delete of an entry the
     /// refused batch never made is no error).
     fn put_back(&mut self, back: &[FibInsert]) {
@@ -537,9 +547,8 @@ impl Dataplane {
     }
 
     /// Keeps a host route (source neighbor) to every neighbor with a MAC inside a connected
-    /// subnet of its interface, so traffic to connected hosts takes the next-hop path. True
-    /// when it published new tables.
-    fn sync_host_routes(&mut self) -> bool {
+    /// subnet of its interface, so traffic to connected hosts takes the next-hop path.
+    fn sync_host_routes(&mut self) {
         let on_subnet = |i: u16, a: IpAddr| {
             self.interfaces
                 .iter()
@@ -561,14 +570,12 @@ impl Dataplane {
             .collect();
         let batch = crate::l3::changes(&self.host_routes, &want, Source::Neighbor);
         if batch.is_empty() {
-            return false;
+            return;
         }
-        let made = batch.iter().any(|c| c.target.is_some());
         match self.apply_routes(&batch) {
             Ok(()) => self.host_routes = want,
             Err(e) => tracing::warn!("host routes of neighbors: {e}"),
         }
-        made
     }
 
     /// Re-reads what the kernel says of each AF_PACKET interface: link state and speed, and
@@ -602,9 +609,7 @@ impl Dataplane {
         let live = self.liveness();
         if self.rib.objects.set_live(&live) {
             self.rib.objects.take_changed();
-            let interfaces = std::mem::take(&mut self.interfaces);
-            self.publish_tables(&interfaces, &self.tables.l3.clone());
-            self.interfaces = interfaces;
+            self.republish();
         }
     }
 
@@ -633,10 +638,11 @@ impl Dataplane {
             let live = self.liveness();
             self.rib.objects.set_live(&live);
             self.rib.objects.take_changed();
-            if !self.sync_host_routes() {
-                let interfaces = std::mem::take(&mut self.interfaces);
-                self.publish_tables(&interfaces, &self.tables.l3.clone());
-                self.interfaces = interfaces;
+            // The MACs changed: publish them, unless the host routes' batch already did.
+            let before = self.tables.clone();
+            self.sync_host_routes();
+            if Arc::ptr_eq(&before, &self.tables) {
+                self.republish();
             }
         }
     }

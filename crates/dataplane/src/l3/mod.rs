@@ -353,28 +353,24 @@ pub fn connected(interfaces: &[Interface]) -> Routes {
 /// The routes of a validated configuration's `routes`, their next hops resolved to
 /// interfaces.
 pub fn configured(config: &Config, interfaces: &[Interface]) -> Routes {
-    let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
-    config
-        .routes
-        .iter()
-        .map(|r| {
-            let hops = r
-                .next_hops()
-                .into_iter()
-                .map(|p| NextHop {
-                    via: p.via,
-                    tx_if: match &p.interface {
-                        Some(n) => index[n.as_str()],
-                        None => {
-                            connected_interface(interfaces, p.via).expect("validated: via is on a connected subnet")
-                        }
-                    },
-                    weight: p.weight,
-                })
-                .collect();
-            ((r.prefix.masked(), r.prefix.len), Target::Paths { hops, push: LabelStack::new(&r.out_labels) })
+    config.routes.iter().map(|r| ((r.prefix.masked(), r.prefix.len), configured_route(r, interfaces))).collect()
+}
+
+/// Where a validated configuration's route `r` goes: its next hops resolved to interfaces.
+pub fn configured_route(r: &crate::config::Route, interfaces: &[Interface]) -> Target {
+    let hops = r
+        .next_hops()
+        .into_iter()
+        .map(|p| NextHop {
+            via: p.via,
+            tx_if: match &p.interface {
+                Some(n) => interfaces.iter().find(|i| &i.name == n).expect("validated: a configured interface").index,
+                None => connected_interface(interfaces, p.via).expect("validated: via is on a connected subnet"),
+            },
+            weight: p.weight,
         })
-        .collect()
+        .collect();
+    Target::Paths { hops, push: LabelStack::new(&r.out_labels) }
 }
 
 /// The changes of `source` that turn its routes `old` into `new`: removals first.
