@@ -10,6 +10,7 @@
 //! - The features, each with its nodes: [`ethernet`], [`interface`], [`ip4`], [`ip6`],
 //!   [`mpls`], [`l3`] (adjacencies and the FIB), [`neighbor`], [`flows`], [`sflow`], and
 //!   [`drivers`] (one per kind of port).
+//! - [`lcp`]: the Linux control plane, a TAP in a network namespace per interface.
 //! - [`config`]: the configuration model ([`Config`]) and its validation.
 //! - [`control`]: the main thread's handle ([`Dataplane`]) and the command registry.
 
@@ -26,6 +27,7 @@ pub mod interface;
 pub mod ip4;
 pub mod ip6;
 pub mod l3;
+pub mod lcp;
 pub mod mpls;
 pub mod neighbor;
 pub mod runtime;

@@ -111,6 +111,9 @@ pub struct Config {
     /// The Prometheus endpoint of `vecflow run`.
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// The Linux control plane: a TAP in a network namespace for every interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linux_cp: Option<crate::lcp::LinuxCpConfig>,
 }
 
 /// The Prometheus endpoint: `GET /metrics` over HTTP.
@@ -261,6 +264,7 @@ impl Config {
         }
         self.validate_l3()?;
         self.validate_flows()?;
+        self.validate_linux_cp()?;
         self.validate_sflow()
     }
 

@@ -57,6 +57,9 @@ pub enum StartError {
     /// A route cannot be one.
     #[error(transparent)]
     Route(#[from] RouteError),
+    /// The Linux control plane's namespace or a TAP could not be set up.
+    #[error("linux-cp: {0}")]
+    LinuxCp(std::io::Error),
 }
 
 /// Why a running dataplane refused a new configuration (it then runs on unchanged).
@@ -127,6 +130,8 @@ pub struct Dataplane {
     pub(super) host_routes: Routes,
     /// Interface counters at the last two link refreshes, for rates.
     pub(super) rate_samples: [Option<(Instant, BTreeMap<u16, IfStats>)>; 2],
+    /// The Linux control plane's TAPs, when `linux-cp` is on.
+    pub(super) lcp: Option<crate::lcp::LinuxCp>,
 }
 
 /// The running sFlow agent.
@@ -267,8 +272,14 @@ impl Dataplane {
             host_routes: Routes::new(),
             rate_samples: [None, None],
             pcap_sinks: captures.sinks,
+            lcp: None,
         };
         dp.refresh_links();
+        if let Some(lcp) = &config.linux_cp {
+            let names = config.linux_names()?;
+            let up = |i| dp.link(i).oper_up.get() != 0;
+            dp.lcp = Some(crate::lcp::LinuxCp::start(lcp, &names, &dp.interfaces, up).map_err(StartError::LinuxCp)?);
+        }
         dp.sync_host_routes();
         // The agent's budget for discard samples.
         let drop_budget = DropBudget::new(usize::from(config.workers.count));
@@ -601,6 +612,10 @@ impl Dataplane {
             }
         }
         self.follow_liveness();
+        if let Some(mut lcp) = self.lcp.take() {
+            lcp.sync(&self.interfaces, |i| self.link(i).oper_up.get() != 0);
+            self.lcp = Some(lcp);
+        }
     }
 
     /// Moves the buckets of load-balance objects whose paths went down or came back, and

@@ -109,6 +109,10 @@ pub struct InterfaceConfig {
     /// 802.1Q sub-interfaces by sub-id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sub_interfaces: BTreeMap<u32, SubInterfaceConfig>,
+    /// The name of its TAP when `linux-cp` is on (default: the interface's name, when it has
+    /// at most 15 characters and no '/' or ':').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linux_name: Option<String>,
     /// Generator streams (driver `generator` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorConfig>,
@@ -185,6 +189,10 @@ pub struct SubInterfaceConfig {
     /// L2 cross-connect target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2xc: Option<String>,
+    /// The name of its TAP when `linux-cp` is on (default: `PARENT.SUB`, when it has at most
+    /// 15 characters and no '/' or ':').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linux_name: Option<String>,
 }
 
 impl Config {

@@ -1,0 +1,232 @@
+//! The Linux control plane (`linux-cp`): a TAP twin in a Linux network namespace for every
+//! vecflow interface and sub-interface, so that routing daemons, sshd and the kernel's own
+//! stack see the router's ports, as VPP's linux-cp plugin and grout give them.
+//!
+//! Built so far: the namespace (made as `ip netns add` makes it, never deleted), one
+//! persistent TAP per interface named by `linux-name`, adopted by name on a restart, with the
+//! interface's MAC and MTU, up exactly when the interface is admin up and with carrier
+//! exactly when its link is up, and with router advertisements, autoconfiguration and
+//! redirects off. Punting packets up the TAPs, sending what Linux writes on them and the
+//! netlink listener come next (issue 34); until then the TAPs carry no traffic.
+
+mod netns;
+mod tap;
+
+pub use netns::{NETNS_DIR, Netns};
+pub use tap::{MAX_NAME, Tap};
+
+use crate::config::{Config, ConfigError, invalid};
+use crate::interface::Interface;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::io;
+
+/// `linux-cp`: the Linux control plane, on when present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct LinuxCpConfig {
+    /// The network namespace of the TAPs (default `dataplane`), made when missing.
+    #[serde(default = "default_netns")]
+    pub netns: String,
+}
+
+fn default_netns() -> String {
+    "dataplane".into()
+}
+
+impl Default for LinuxCpConfig {
+    fn default() -> Self {
+        LinuxCpConfig { netns: default_netns() }
+    }
+}
+
+/// True for a name Linux takes for an interface and `ip` can print: 1–15 characters, no `/`,
+/// `:`, whitespace or NUL, not `.` or `..`.
+fn valid_linux_name(n: &str) -> bool {
+    (1..=MAX_NAME).contains(&n.len())
+        && n != "."
+        && n != ".."
+        && !n.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c == '\0')
+}
+
+impl Config {
+    /// The TAP name of every interface and sub-interface, by interface name: its
+    /// `linux-name`, else its own name when Linux takes it.
+    pub fn linux_names(&self) -> Result<Vec<(String, String)>, ConfigError> {
+        let mut names = Vec::new();
+        for (name, i) in &self.interfaces {
+            names.push((name.clone(), i.linux_name.clone(), format!("interfaces.{name}.linux-name")));
+            for (sub, s) in &i.sub_interfaces {
+                let field = format!("interfaces.{name}.sub-interfaces.{sub}.linux-name");
+                names.push((format!("{name}.{sub}"), s.linux_name.clone(), field));
+            }
+        }
+        let mut seen = std::collections::BTreeMap::new();
+        let mut out = Vec::new();
+        for (name, linux, field) in names {
+            let tap = match linux {
+                Some(l) if valid_linux_name(&l) => l,
+                Some(l) => return Err(invalid(field, l, "1 to 15 characters, none of them '/', ':' or a space")),
+                None if valid_linux_name(&name) => name.clone(),
+                None => {
+                    return Err(invalid(
+                        field,
+                        "(none)",
+                        format!(
+                            "a name for the TAP of '{name}' (its own is longer than 15 characters or holds '/' or ':')"
+                        ),
+                    ));
+                }
+            };
+            if let Some(other) = seen.insert(tap.clone(), name.clone()) {
+                return Err(invalid(field, &tap, format!("a name no other TAP has ({other}'s TAP has it)")));
+            }
+            out.push((name, tap));
+        }
+        Ok(out)
+    }
+
+    /// Checks `linux-cp` and, when it is on, every interface's TAP name.
+    pub(crate) fn validate_linux_cp(&self) -> Result<(), ConfigError> {
+        let Some(lcp) = &self.linux_cp else { return Ok(()) };
+        let n = &lcp.netns;
+        if n.is_empty() || n.len() > 255 || n == "." || n == ".." || n.contains('/') || n.contains('\0') {
+            return Err(invalid("linux-cp.netns", n, "a file name under /run/netns (no '/', not '.' or '..')"));
+        }
+        self.linux_names().map(|_| ())
+    }
+}
+
+/// What a TAP was last set to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TapState {
+    up: bool,
+    carrier: bool,
+    mtu: u16,
+}
+
+/// One vecflow interface and its TAP.
+#[derive(Debug)]
+struct Pair {
+    index: u16,
+    tap: Tap,
+    set: TapState,
+}
+
+/// The running Linux control plane: the namespace and a TAP per interface.
+#[derive(Debug)]
+pub struct LinuxCp {
+    netns: Netns,
+    pairs: Vec<Pair>,
+}
+
+impl LinuxCp {
+    /// Opens (or makes) the namespace and a TAP for each of `interfaces` (`names` gives each
+    /// one's TAP name, by interface name), set to its MAC, MTU, admin state and carrier
+    /// (`link_up` by interface index).
+    pub fn start(
+        config: &LinuxCpConfig,
+        names: &[(String, String)],
+        interfaces: &[Interface],
+        link_up: impl Fn(u16) -> bool,
+    ) -> io::Result<LinuxCp> {
+        let netns = Netns::open_or_create(&config.netns)?;
+        let mut pairs = Vec::new();
+        for i in interfaces {
+            let Some((_, linux)) = names.iter().find(|(n, _)| *n == i.name) else { continue };
+            let state = TapState { up: i.admin_up, carrier: link_up(i.index), mtu: i.mtu };
+            let tap = netns.run(|| {
+                let tap = Tap::open(linux)?;
+                tap.set_up(false)?;
+                tap.set_mac(i.mac)?;
+                tap.set_mtu(state.mtu)?;
+                tap.quiet_sysctls()?;
+                tap.set_carrier(state.carrier)?;
+                tap.set_up(state.up)?;
+                Ok(tap)
+            })?;
+            tracing::info!(
+                "linux-cp: {} is {} (ifindex {}) in namespace {}",
+                i.name,
+                tap.name,
+                tap.ifindex,
+                netns.name
+            );
+            pairs.push(Pair { index: i.index, tap, set: state });
+        }
+        Ok(LinuxCp { netns, pairs })
+    }
+
+    /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
+    /// (`link_up`). Only what changed is set.
+    pub fn sync(&mut self, interfaces: &[Interface], link_up: impl Fn(u16) -> bool) {
+        for p in &mut self.pairs {
+            let Some(i) = interfaces.iter().find(|i| i.index == p.index) else { continue };
+            let want = TapState { up: i.admin_up, carrier: link_up(i.index), mtu: i.mtu };
+            if want == p.set {
+                continue;
+            }
+            let (tap, set) = (&p.tap, p.set);
+            let done = self.netns.run(|| {
+                if want.mtu != set.mtu {
+                    tap.set_mtu(want.mtu)?;
+                }
+                if want.carrier != set.carrier {
+                    tap.set_carrier(want.carrier)?;
+                }
+                if want.up != set.up {
+                    tap.set_up(want.up)?;
+                }
+                Ok(())
+            });
+            match done {
+                Ok(()) => p.set = want,
+                Err(e) => tracing::warn!("linux-cp: {e}"),
+            }
+        }
+    }
+
+    /// Each interface's TAP: interface index, TAP name, Linux ifindex.
+    pub fn pairs(&self) -> impl Iterator<Item = (u16, &str, u32)> {
+        self.pairs.iter().map(|p| (p.index, p.tap.name.as_str(), p.tap.ifindex))
+    }
+
+    /// The namespace's name.
+    pub fn netns(&self) -> &str {
+        &self.netns.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(yaml: &str) -> Result<Vec<(String, String)>, String> {
+        let c = Config::from_yaml(yaml).unwrap();
+        c.validate_linux_cp().map_err(|e| e.to_string())?;
+        Ok(if c.linux_cp.is_some() { c.linux_names().unwrap() } else { Vec::new() })
+    }
+
+    #[test]
+    fn tap_names_default_to_the_interface_names_and_are_checked() {
+        let ok = names(
+            "linux-cp: {}\ninterfaces: {port0: {sub-interfaces: {7: {encapsulation: {dot1q: 7}}}}, 'Gi0/1': {linux-name: gi1}}",
+        );
+        assert_eq!(
+            ok.unwrap(),
+            [("Gi0/1".into(), "gi1".into()), ("port0".into(), "port0".into()), ("port0.7".into(), "port0.7".into())]
+        );
+        let e = names("linux-cp: {}\ninterfaces: {'Gi0/1': {}}").unwrap_err();
+        assert!(e.starts_with("interfaces.Gi0/1.linux-name: (none) is not allowed"), "{e}");
+        let e = names("linux-cp: {}\ninterfaces: {a-very-long-port-name: {}}").unwrap_err();
+        assert!(e.starts_with("interfaces.a-very-long-port-name.linux-name"), "{e}");
+        let e = names("linux-cp: {}\ninterfaces: {p: {linux-name: 'a:b'}}").unwrap_err();
+        assert!(e.starts_with("interfaces.p.linux-name: a:b is not allowed"), "{e}");
+        let e = names("linux-cp: {}\ninterfaces: {p: {}, q: {linux-name: p}}").unwrap_err();
+        assert!(e.contains("interfaces.q.linux-name: p is not allowed; allowed: a name no other TAP has (p's"), "{e}");
+        let e = names("linux-cp: {netns: ../x}\ninterfaces: {p: {}}").unwrap_err();
+        assert!(e.starts_with("linux-cp.netns: ../x is not allowed"), "{e}");
+        // Off: names are not checked.
+        assert!(names("interfaces: {'Gi0/1': {}}").is_ok());
+    }
+}
