@@ -1,10 +1,15 @@
 //! The Linux control plane's TAPs: made in their namespace with each interface's MAC and MTU,
 //! up exactly when the interface is admin up, following admin state and MTU changes, quiet
 //! (no router advertisements, autoconfiguration or redirects), adopted by name on a restart,
-//! and a device of the same name that vecflow does not own refused by name. Needs root and
-//! `ip`.
+//! and a device of the same name that vecflow does not own refused by name; and a TCP
+//! connection from a host to the router's address, carried by the TAP to a socket in the
+//! linux-cp namespace and back. Needs root, `ip` and `python3`.
 
 mod common;
+
+#[path = "netns/lab.rs"]
+#[allow(dead_code)] // the routed labs' helpers these tests do not use
+mod lab;
 
 use dataplane::{Config, Dataplane};
 use serde_json::Value;
@@ -121,4 +126,75 @@ fn taps_follow_their_interfaces_and_survive_a_restart() {
     assert!(made.success());
     let err = Dataplane::start(&config(&ns.0, &clash, &b, 1400, "up")).err().expect("a clash is refused").to_string();
     assert!(err.contains(&clash) && err.contains("not a TAP"), "{err}");
+}
+
+/// In the linux-cp namespace: accepts one TCP connection on `addr`:`port`, echoes what it
+/// reads back, upper-cased.
+const ECHO: &str = r#"
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1)
+print("listening", flush=True)
+s.settimeout(20)
+c, _ = s.accept()
+c.settimeout(10)
+c.sendall(c.recv(100).upper())
+c.close()
+"#;
+
+/// From a host: connects to `addr`:`port`, sends a line, prints the answer.
+const CLIENT: &str = r#"
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+c.sendall(b"hello through the tap")
+print(c.recv(100).decode())
+"#;
+
+#[test]
+fn tcp_to_the_router_reaches_linux_through_the_tap_and_back() {
+    if !lab::can_run() {
+        return;
+    }
+    let lab = lab::Lab::new("1500");
+    let lcp = Namespace(format!("vfl{}", lab.tag));
+    lab::must("ip", &["netns", "add", &lcp.0]);
+    lab::must("ip", &["-n", &lcp.0, "link", "set", "lo", "up"]);
+    lab.address("a", "10.77.0.2/24", None);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "workers: {{count: 1}}
+metrics: {{enabled: false}}
+linux-cp: {{netns: {}}}
+interfaces:
+  wa: {{index: 1, driver: af-packet, host-interface: {}, rx-mode: adaptive, mac: '02:fe:00:00:00:01', addresses: [10.77.0.1/24]}}
+",
+        lcp.0,
+        lab.veth("a", 1)
+    );
+    let (vecflow, _) = lab.start_vecflow(dir.path(), &config);
+    // Linux holds the router's address on the TAP; until ARP is copied up to it (next), it
+    // knows host A's MAC from a static entry.
+    let a_mac = link(&lab.a, &lab.veth("a", 0)).unwrap()["address"].as_str().unwrap().to_string();
+    lab::must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.1/24", "dev", "wa"]);
+    lab::must("ip", &["-n", &lcp.0, "neigh", "replace", "10.77.0.2", "lladdr", &a_mac, "dev", "wa"]);
+    let port = (20000 + std::process::id() % 20000).to_string();
+    let mut server = common::Daemon::spawn(
+        Command::new("ip")
+            .args(["netns", "exec", &lcp.0, "python3", "-c", ECHO, "10.77.0.1", &port])
+            .stdout(std::process::Stdio::piped()),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.child().stdout.as_mut().unwrap()), &mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "listening");
+    let out = lab.exec(&lab.a, &["python3", "-c", CLIENT, "10.77.0.1", &port]);
+    let show = lab.stop_vecflow(vecflow, dir.path());
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "HELLO THROUGH THE TAP",
+        "{}\n{}\nvecflow at exit:\n{show}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -280,6 +280,13 @@ impl Dataplane {
             let up = |i| dp.link(i).oper_up.get() != 0;
             dp.lcp = Some(crate::lcp::LinuxCp::start(lcp, &names, &dp.interfaces, up).map_err(StartError::LinuxCp)?);
         }
+        let mut lcp_ends = match &mut dp.lcp {
+            Some(l) => {
+                l.start_io(&dp.interfaces, config.workers.count, dp.stop.clone()).map_err(StartError::LinuxCp)?
+            }
+            None => Vec::new(),
+        };
+        lcp_ends.reverse(); // popped in worker order below
         dp.sync_host_routes();
         // The agent's budget for discard samples.
         let drop_budget = DropBudget::new(usize::from(config.workers.count));
@@ -324,6 +331,7 @@ impl Dataplane {
                 pool,
                 drivers: WorkerPorts { xsk, tx: std::mem::take(&mut host_tx[usize::from(id)]), pcap_out },
                 stop: dp.stop.clone(),
+                lcp: lcp_ends.pop(),
                 sflow: config.sflow.as_ref().map(|sf| {
                     let seed = crate::sflow::worker_seed(sf.seed, id);
                     tracing::debug!(worker = id, seed, configured = sf.seed.is_some(), "sFlow sampler seed");
@@ -394,6 +402,9 @@ impl Dataplane {
     /// published and stops it; returns the first error.
     pub fn stop(&mut self) -> std::io::Result<()> {
         self.stop.store(true, Relaxed);
+        if let Some(lcp) = &mut self.lcp {
+            lcp.join();
+        }
         let mut first = Ok(());
         for w in &mut self.workers {
             if let Some(t) = w.thread.take() {

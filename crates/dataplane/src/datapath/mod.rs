@@ -32,6 +32,8 @@ pub struct Features {
     pub flow_cache: flows::classify::WorkerCache,
     /// Its line to the main thread and the limits on packets it makes itself.
     pub punt: neighbor::punt::Punt,
+    /// Its channels to linux-cp's control thread, when linux-cp is on.
+    pub lcp: Option<crate::lcp::LcpWorker>,
 }
 
 impl crate::runtime::graph::Features for Features {
@@ -60,6 +62,7 @@ impl crate::runtime::graph::Features for Features {
             NodeId::Ip6Local => ip6::local::run(g, v),
             NodeId::Ip6Nd => ip6::nd::run(g, v),
             NodeId::Icmp6Error => ip6::icmp_error::run(g, v),
+            NodeId::LcpPunt => crate::lcp::worker::punt(g, v),
             NodeId::GeneratorTx => drivers::generator::sink(g, v),
             NodeId::AfPacketTx => drivers::af_packet::tx(g, v),
             NodeId::AfXdpTx => drivers::af_xdp::tx(g, v),
@@ -82,6 +85,7 @@ impl Graph {
             sflow: None,
             flow_cache: None,
             punt: neighbor::punt::Punt::new(None, None, crate::runtime::tsc::hz()),
+            lcp: None,
         };
         Ok(Self::with_pool(BufferPool::new(buffers)?, features, counters))
     }

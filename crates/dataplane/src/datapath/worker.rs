@@ -115,6 +115,8 @@ pub struct WorkerSetup {
     pub stop: Arc<AtomicBool>,
     /// sFlow samplers and ring, when sFlow is on.
     pub sflow: Option<crate::sflow::SflowWorker>,
+    /// Its channels to linux-cp's control thread, when linux-cp is on.
+    pub lcp: Option<crate::lcp::LcpWorker>,
 }
 
 /// Sends the ARP and ND probes the main thread asked for and runs them out; true when there
@@ -144,8 +146,15 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         Some(p) => p,
         None => crate::runtime::buffer::BufferPool::new(s.buffers)?,
     };
-    let features =
-        Features { drivers: s.drivers, tables: s.tables, fib: s.fib, sflow: s.sflow, flow_cache: None, punt: s.punt };
+    let features = Features {
+        drivers: s.drivers,
+        tables: s.tables,
+        fib: s.fib,
+        sflow: s.sflow,
+        flow_cache: None,
+        punt: s.punt,
+        lcp: s.lcp.take(),
+    };
     let mut g = Graph::with_pool(pool, features, s.counters.clone());
     g.trace = crate::runtime::trace::Tracer::new(s.id);
     let c = &s.counters;
@@ -159,7 +168,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         if let Some(sf) = &mut g.features.sflow {
             sf.refresh();
         }
-        let mut busy = send_probes(&mut g);
+        let mut busy = send_probes(&mut g) | inject(&mut g);
         for port in &mut s.ports {
             let t0 = tsc::now();
             let got = port.poll(&mut g, t0);
@@ -227,4 +236,17 @@ fn queue_probes(g: &mut Graph) -> bool {
     }
     out.finish(g);
     any
+}
+
+/// Sends what Linux wrote on linux-cp's TAPs for this worker's interfaces. True when there
+/// was some.
+fn inject(g: &mut Graph) -> bool {
+    if g.features.lcp.is_none() || !crate::lcp::worker::inject(g) {
+        return false;
+    }
+    g.run(tsc::now());
+    if let Some(sf) = &mut g.features.sflow {
+        sf.publish(&g.pool, &g.features.tables);
+    }
+    true
 }

@@ -22,6 +22,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             echo_reply(g, i);
             g.counters.punt.icmp_sent.add(1);
             g.nexts[k] = NodeId::Ip4Lookup;
+        } else if g.features.lcp.is_some() {
+            g.nexts[k] = NodeId::LcpPunt;
         } else {
             g.mark_drop(k, i, DropReason::Ip4Local);
         }

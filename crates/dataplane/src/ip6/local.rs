@@ -48,6 +48,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
                 m.rx_if = 0;
                 g.nexts[k] = next;
             }
+            Err(DropReason::Ip6Local) if g.features.lcp.is_some() => g.nexts[k] = NodeId::LcpPunt,
             Err(reason) => g.mark_drop(k, i, reason),
         }
     }

@@ -6,20 +6,26 @@
 //! persistent TAP per interface named by `linux-name`, adopted by name on a restart, with the
 //! interface's MAC and MTU, up exactly when the interface is admin up and with carrier
 //! exactly when its link is up, and with router advertisements, autoconfiguration and
-//! redirects off. Punting packets up the TAPs, sending what Linux writes on them and the
-//! netlink listener come next (issue 34); until then the TAPs carry no traffic.
+//! redirects off. Packets to the router's addresses that vecflow does not answer itself
+//! (`ip4-local`, `ip6-local`) go up the TAP of their input interface ([`worker::punt`]), and
+//! what Linux writes on a TAP leaves its interface ([`worker::inject`]), through a control
+//! thread (`vecflow-lcp`, [`io`]). Still to come (issue 34): ARP and neighbor discovery copied
+//! up, link-local multicast, policers, the netlink listener.
 
+mod io;
 mod netns;
 mod tap;
+pub mod worker;
 
 pub use netns::{NETNS_DIR, Netns};
 pub use tap::{MAX_NAME, Tap};
+pub use worker::LcpWorker;
 
 use crate::config::{Config, ConfigError, invalid};
 use crate::interface::Interface;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::io;
+use std::io as stdio;
 
 /// `linux-cp`: the Linux control plane, on when present.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -113,11 +119,12 @@ struct Pair {
     set: TapState,
 }
 
-/// The running Linux control plane: the namespace and a TAP per interface.
+/// The running Linux control plane: the namespace, a TAP per interface, the control thread.
 #[derive(Debug)]
 pub struct LinuxCp {
     netns: Netns,
     pairs: Vec<Pair>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl LinuxCp {
@@ -129,7 +136,7 @@ impl LinuxCp {
         names: &[(String, String)],
         interfaces: &[Interface],
         link_up: impl Fn(u16) -> bool,
-    ) -> io::Result<LinuxCp> {
+    ) -> stdio::Result<LinuxCp> {
         let netns = Netns::open_or_create(&config.netns)?;
         let mut pairs = Vec::new();
         for i in interfaces {
@@ -154,7 +161,7 @@ impl LinuxCp {
             );
             pairs.push(Pair { index: i.index, tap, set: state });
         }
-        Ok(LinuxCp { netns, pairs })
+        Ok(LinuxCp { netns, pairs, thread: None })
     }
 
     /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
@@ -183,6 +190,46 @@ impl LinuxCp {
                 Ok(()) => p.set = want,
                 Err(e) => tracing::warn!("linux-cp: {e}"),
             }
+        }
+    }
+
+    /// Starts the control thread, which runs until `stop` is set, and returns each of
+    /// `workers` workers' ends of its channels. Frames Linux writes on a TAP go to the worker
+    /// that polls its interface's (first) rx queue.
+    pub fn start_io(
+        &mut self,
+        interfaces: &[Interface],
+        workers: u16,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> stdio::Result<Vec<LcpWorker>> {
+        use std::sync::mpsc::sync_channel;
+        let workers = usize::from(workers.max(1));
+        let (used, used_rx) = sync_channel(worker::QUEUE * workers);
+        let (mut ends, mut lines) = (Vec::new(), Vec::new());
+        for _ in 0..workers {
+            let (punt, punted) = sync_channel(worker::QUEUE);
+            let (spare, spare_rx) = sync_channel(worker::QUEUE);
+            for _ in 0..worker::QUEUE {
+                spare.try_send(Vec::with_capacity(worker::FRAME_BYTES)).expect("room for each");
+            }
+            let (inject, inject_rx) = sync_channel(worker::QUEUE);
+            ends.push(LcpWorker { punt, spare: spare_rx, inject: inject_rx, used: used.clone() });
+            lines.push(io::WorkerLine { punted, spare, inject });
+        }
+        let mut taps = Vec::new();
+        for p in &self.pairs {
+            let worker = interfaces.iter().find(|i| i.index == p.index).map_or(0, |i| usize::from(i.rx_worker));
+            taps.push(io::TapIo { index: p.index, file: p.tap.file()?, worker: worker.min(workers - 1) });
+        }
+        let free = (0..worker::QUEUE).map(|_| Vec::with_capacity(worker::FRAME_BYTES)).collect();
+        self.thread = Some(io::spawn(io::Io { taps, workers: lines, used: used_rx, free, stop })?);
+        Ok(ends)
+    }
+
+    /// Waits for the control thread to end (after `stop` was set).
+    pub fn join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 

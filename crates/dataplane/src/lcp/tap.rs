@@ -78,6 +78,11 @@ impl Tap {
         Ok(Tap { name: name.to_string(), ifindex, file, ctl })
     }
 
+    /// Another handle on the TAP's frames (the same open device).
+    pub fn file(&self) -> io::Result<File> {
+        self.file.try_clone()
+    }
+
     /// Sets the TAP's MAC address.
     pub fn set_mac(&self, mac: MacAddr) -> io::Result<()> {
         let mut req = ifreq(&self.name);

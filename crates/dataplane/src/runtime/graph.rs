@@ -60,6 +60,7 @@ node_ids! {
     Ip6Rewrite = "ip6-rewrite": "checks hop limit and MTU, decrements the hop limit, pushes out-labels, writes next-hop and own MAC, sets the output interface",
     Ip6Local = "ip6-local": "IPv6 packets for this router: answers ICMPv6 echo requests and neighbor solicitations, learns from neighbor discovery, drops the rest",
     Ip6Nd = "ip6-nd": "IPv6 packets whose next hop has no MAC: drops them and sends a rate-limited neighbor solicitation",
+    LcpPunt = "linux-cp-punt": "packets for the router that vecflow does not answer: copied up the TAP of their input interface (linux-cp), freed",
     Icmp6Error = "icmp6-error": "sends ICMPv6 time exceeded / destination unreachable / packet too big about dropped packets, rate-limited",
     MplsInput = "mpls-input": "checks the top label stack entry is present and its TTL is above 1",
     MplsLookup = "mpls-lookup": "finds the local-label entry of the top label: swap, or pop at end of stack",

@@ -1,0 +1,122 @@
+//! The linux-cp control thread: writes punted frames to the TAPs and hands what Linux writes
+//! on them to the worker that sends for their interface.
+
+use super::worker::Frame;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+
+/// How long the thread waits for a TAP to be readable before it looks at the punted frames
+/// again: the most a punted frame waits.
+const WAIT_MS: i32 = 1;
+
+/// A TAP as the control thread uses it.
+pub(super) struct TapIo {
+    /// The vecflow interface.
+    pub index: u16,
+    /// The TAP, non-blocking.
+    pub file: File,
+    /// The worker that sends for the interface: where its frames go.
+    pub worker: usize,
+}
+
+/// The thread's ends of one worker's channels.
+pub(super) struct WorkerLine {
+    /// Frames the worker punted.
+    pub punted: Receiver<Frame>,
+    /// Their byte buffers, back to it once written.
+    pub spare: SyncSender<Vec<u8>>,
+    /// Frames for it to send.
+    pub inject: SyncSender<Frame>,
+}
+
+/// What the thread needs.
+pub(super) struct Io {
+    pub taps: Vec<TapIo>,
+    pub workers: Vec<WorkerLine>,
+    /// Byte buffers of injected frames, back from the workers.
+    pub used: Receiver<Vec<u8>>,
+    /// Empty byte buffers for frames read from the TAPs.
+    pub free: Vec<Vec<u8>>,
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Starts the thread.
+pub(super) fn spawn(io: Io) -> io::Result<JoinHandle<()>> {
+    for t in &io.taps {
+        set_nonblocking(&t.file)?;
+    }
+    std::thread::Builder::new().name("vecflow-lcp".into()).spawn(move || run(io))
+}
+
+fn set_nonblocking(f: &File) -> io::Result<()> {
+    // SAFETY: fcntl on an open descriptor.
+    let flags = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn run(mut io: Io) {
+    let by_index: BTreeMap<u16, usize> = io.taps.iter().enumerate().map(|(k, t)| (t.index, k)).collect();
+    let mut fds: Vec<libc::pollfd> =
+        io.taps.iter().map(|t| libc::pollfd { fd: t.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    while !io.stop.load(Relaxed) {
+        // SAFETY: `fds` holds `fds.len()` pollfds of open descriptors.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, WAIT_MS) };
+        io.free.extend(io.used.try_iter());
+        if ready > 0 {
+            for (k, pfd) in fds.iter().enumerate() {
+                if pfd.revents & libc::POLLIN != 0 {
+                    read_tap(&mut io.taps[k], &io.workers, &mut io.free);
+                }
+            }
+        }
+        for w in &io.workers {
+            for f in w.punted.try_iter() {
+                if let Some(&k) = by_index.get(&f.interface) {
+                    // A full TAP queue (nothing reads it in Linux) loses the frame, as a
+                    // link would.
+                    let _ = io.taps[k].file.write(&f.bytes);
+                }
+                // Back to the worker: it holds at most as many as the channel does.
+                let _ = w.spare.try_send(f.bytes);
+            }
+        }
+    }
+}
+
+/// Reads what Linux wrote on `tap` (up to a vector's worth) and hands it to its worker.
+fn read_tap(tap: &mut TapIo, workers: &[WorkerLine], free: &mut Vec<Vec<u8>>) {
+    let mut scratch = [0u8; 64];
+    for _ in 0..crate::runtime::vector::VECTOR_SIZE {
+        // No buffer free (the worker holds them all): the frame is read and lost, as a full
+        // tx ring would lose it.
+        let Some(mut bytes) = free.pop() else {
+            let _ = tap.file.read(&mut scratch);
+            return;
+        };
+        bytes.resize(super::worker::FRAME_BYTES, 0);
+        match tap.file.read(&mut bytes) {
+            Ok(n) if n > 0 => {
+                bytes.truncate(n);
+                if let Err(TrySendError::Full(f) | TrySendError::Disconnected(f)) =
+                    workers[tap.worker].inject.try_send(Frame { interface: tap.index, bytes })
+                {
+                    free.push(f.bytes);
+                }
+            }
+            _ => {
+                free.push(bytes);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The workers' side of linux-cp: the `linux-cp-punt` node, which sends packets for the router
+//! up to the control thread, and the frames Linux wrote on the TAPs, which a worker sends out
+//! of their port. Both cross in bounded channels a worker only ever polls (`try_send`,
+//! `try_recv`): it never blocks and never makes a system call for them. Nor does it allocate:
+//! it copies a punted frame into an empty byte buffer the control thread handed it (none left:
+//! the frame is dropped as `punt-queue-full`), and hands back each injected frame's buffer.
+
+use crate::datapath::Graph;
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
+use std::sync::mpsc::{Receiver, SyncSender};
+
+/// A frame crossing between a worker and the control thread, and its vecflow interface: the
+/// input interface of a punted frame, the output interface of an injected one.
+#[derive(Debug)]
+pub struct Frame {
+    /// Interface index.
+    pub interface: u16,
+    /// The Ethernet frame, untagged.
+    pub bytes: Vec<u8>,
+}
+
+/// Frames in flight each way per worker: the byte buffers made for them at start, and the
+/// capacity of each channel.
+pub const QUEUE: usize = 1024;
+
+/// Bytes a frame's buffer holds: the longest frame an interface carries.
+pub const FRAME_BYTES: usize = crate::runtime::buffer::DATA_CAPACITY;
+
+/// One worker's ends of the channels.
+#[derive(Debug)]
+pub struct LcpWorker {
+    /// Punted frames, to the control thread.
+    pub punt: SyncSender<Frame>,
+    /// Empty byte buffers for punted frames, back from the control thread.
+    pub spare: Receiver<Vec<u8>>,
+    /// Frames Linux wrote on the TAPs of interfaces this worker sends for.
+    pub inject: Receiver<Frame>,
+    /// The byte buffers of injected frames, back to the control thread.
+    pub used: SyncSender<Vec<u8>>,
+}
+
+/// `linux-cp-punt`: each frame goes up the TAP of its input interface as it arrived (less a
+/// sub-interface's tag), counted as taken by the router (`rx_local`); its buffer is freed (the
+/// bytes were copied). A full channel drops it as `punt-queue-full`.
+pub fn punt(g: &mut Graph, v: VecHandle) {
+    let mut sent = [0u32; VECTOR_SIZE];
+    let mut n = 0;
+    let mut dropped = Outbox::new(NodeId::ErrorDrop);
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let m = *g.pool.meta(i);
+        let Some(mut bytes) = g.features.lcp.as_ref().and_then(|l| l.spare.try_recv().ok()) else {
+            g.pool.meta_mut(i).error = DropReason::PuntQueueFull as u16;
+            dropped.push(g, i);
+            continue;
+        };
+        let f = g.pool.frame(i);
+        // The addresses, then the ethertype of the payload (past any tag) and the payload.
+        let ethertype_at = usize::from(m.l3_offset).saturating_sub(2).clamp(12.min(f.len()), f.len());
+        bytes.clear();
+        bytes.extend_from_slice(&f[..12.min(f.len())]);
+        bytes.extend_from_slice(&f[ethertype_at..]);
+        let lcp = g.features.lcp.as_ref().expect("a spare came from it");
+        // A buffer is handed out only with room for a queued frame: the send cannot fail.
+        if lcp.punt.try_send(Frame { interface: m.rx_if, bytes }).is_ok() {
+            g.consumed(i);
+            sent[n] = i;
+            n += 1;
+        } else {
+            g.pool.meta_mut(i).error = DropReason::PuntQueueFull as u16;
+            dropped.push(g, i);
+        }
+    }
+    g.pool.free(&sent[..n]);
+    g.vectors.free(v);
+    dropped.finish(g);
+}
+
+/// Sends the frames waiting for this worker (at most a vector) out of their interfaces,
+/// through `interface-output`, as packets this router originates. True when there were some.
+/// Call it between runs, once the last run's sFlow samples are published.
+pub fn inject(g: &mut Graph) -> bool {
+    let mut out = Outbox::new(NodeId::InterfaceOutput);
+    let mut any = false;
+    // Between runs, with every sFlow sample of the last run published: any free buffer may
+    // be taken.
+    g.pool.settle();
+    for _ in 0..VECTOR_SIZE {
+        let Some(i) = g.alloc_buffer() else { break };
+        let Some(frame) = g.features.lcp.as_ref().and_then(|l| l.inject.try_recv().ok()) else {
+            g.pool.free(&[i]);
+            break;
+        };
+        // A TAP's MTU is its interface's: a longer frame cannot come, nor be sent.
+        let whole = g.pool.write_frame(i, &frame.bytes) == frame.bytes.len();
+        if let Some(l) = &g.features.lcp {
+            // The channel holds every buffer there is: it never refuses one.
+            let _ = l.used.try_send(frame.bytes);
+        }
+        if !whole {
+            g.pool.free(&[i]);
+            continue;
+        }
+        g.pool.meta_mut(i).tx_if = frame.interface;
+        out.push(g, i);
+        any = true;
+    }
+    out.finish(g);
+    any
+}

@@ -1,0 +1,117 @@
+//! linux-cp's worker side: packets for the router that vecflow does not answer go up the TAP
+//! of their input interface (a sub-interface's untagged), counted as the router's own; an
+//! exhausted supply of frame buffers drops them by name; frames from a TAP leave their
+//! interface (tagged on a sub-interface) and hand their buffer back.
+
+mod common;
+
+use common::{dropped, stats};
+use dataplane::datapath::Graph;
+use dataplane::lcp::LcpWorker;
+use dataplane::lcp::worker::{Frame, inject};
+use dataplane::runtime::drops::DropReason;
+use dataplane::runtime::graph::NodeId;
+use std::net::Ipv4Addr;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+const YAML: &str = "
+interfaces:
+  port0:
+    index: 1
+    mac: '02:fe:00:00:00:01'
+    addresses: [192.0.2.1/24]
+    sub-interfaces:
+      100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}
+";
+
+/// The control thread's ends of the worker's channels.
+struct Thread {
+    punted: Receiver<Frame>,
+    spare: SyncSender<Vec<u8>>,
+    inject: SyncSender<Frame>,
+    used: Receiver<Vec<u8>>,
+}
+
+/// A graph with linux-cp on and `spares` frame buffers to punt with.
+fn setup(spares: usize) -> (Graph, Thread) {
+    let (mut g, _) = common::graph(YAML);
+    let (punt, punted) = sync_channel(16);
+    let (spare, spare_rx) = sync_channel(16);
+    let (inject_tx, inject_rx) = sync_channel(16);
+    let (used, used_rx) = sync_channel(16);
+    for _ in 0..spares {
+        spare.send(Vec::new()).unwrap();
+    }
+    g.features.lcp = Some(LcpWorker { punt, spare: spare_rx, inject: inject_rx, used });
+    (g, Thread { punted, spare, inject: inject_tx, used: used_rx })
+}
+
+/// A UDP frame from 192.0.2.2 (or 10.100.0.2 on VLAN 100) to `dst`, port 179.
+fn udp(vlan: Option<u16>, dst: Ipv4Addr) -> Vec<u8> {
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9];
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&[0x08, 0x00]);
+    let src = if vlan.is_some() { Ipv4Addr::new(10, 100, 0, 2) } else { Ipv4Addr::new(192, 0, 2, 2) };
+    let mut ip = [0u8; 28];
+    wire::ipv4::write_header(&mut ip[..20], 28, 64, 17, src, dst);
+    wire::udp::write_header(&mut ip[20..], src, dst, 40000, 179);
+    f.extend_from_slice(&ip);
+    f
+}
+
+#[test]
+fn packets_for_the_router_go_up_the_tap_of_their_interface_untagged() {
+    let (mut g, t) = setup(4);
+    let plain = udp(None, Ipv4Addr::new(192, 0, 2, 1));
+    let tagged = udp(Some(100), Ipv4Addr::new(10, 100, 0, 1));
+    common::receive(&mut g, 1, &[&plain, &tagged]);
+    let up: Vec<Frame> = t.punted.try_iter().collect();
+    assert_eq!(up.len(), 2);
+    assert_eq!((up[0].interface, &up[0].bytes), (1, &plain));
+    let sub = 2; // port0.100
+    assert_eq!(up[1].interface, sub);
+    assert_eq!(up[1].bytes, [&tagged[..12], &tagged[16..]].concat(), "the tag is taken off");
+    assert_eq!(stats(&g, 1).rx_local, 1);
+    assert_eq!(stats(&g, sub).rx_local, 1);
+    assert_eq!(dropped(&g, 1) + dropped(&g, sub), 0);
+    // Transit traffic is forwarded as ever (here: no route), never punted.
+    common::receive(&mut g, 1, &[&udp(None, Ipv4Addr::new(198, 18, 0, 1))]);
+    assert!(t.punted.try_recv().is_err());
+    drop(t.spare);
+}
+
+#[test]
+fn without_a_free_frame_buffer_a_punt_is_dropped_by_name() {
+    let (mut g, t) = setup(1);
+    let f = udp(None, Ipv4Addr::new(192, 0, 2, 1));
+    common::receive(&mut g, 1, &[&f, &f, &f]);
+    assert_eq!(t.punted.try_iter().count(), 1);
+    let n = dataplane::runtime::drops::N_REASONS;
+    let reason = g.counters.errors[n + DropReason::PuntQueueFull as usize].get();
+    assert_eq!((reason, stats(&g, 1).rx_local), (2, 1));
+}
+
+#[test]
+fn frames_from_a_tap_leave_their_interface_and_hand_their_buffer_back() {
+    let (mut g, t) = setup(0);
+    let reply = udp(None, Ipv4Addr::new(192, 0, 2, 2));
+    t.inject.send(Frame { interface: 1, bytes: reply.clone() }).unwrap();
+    t.inject.send(Frame { interface: 2, bytes: reply.clone() }).unwrap();
+    assert!(inject(&mut g));
+    // interface-output, then what reaches the generator's tx node.
+    let (node, v) = g.take_pending().unwrap();
+    assert_eq!(node, NodeId::InterfaceOutput);
+    g.dispatch(node, v);
+    let (node, v) = g.take_pending().unwrap();
+    assert_eq!(node, NodeId::GeneratorTx);
+    let sent: Vec<Vec<u8>> = g.vectors[v].indices().iter().map(|&i| g.pool.frame(i).to_vec()).collect();
+    assert_eq!(sent[0], reply, "as Linux wrote it");
+    assert_eq!(sent[1], [&reply[..12], &[0x81, 0, 0, 100], &reply[12..]].concat(), "tagged for port0.100");
+    g.dispatch(node, v);
+    assert_eq!((stats(&g, 1).tx_packets, stats(&g, 2).tx_packets), (1, 1));
+    assert_eq!(t.used.try_iter().count(), 2, "both buffers back");
+    assert!(!inject(&mut g), "nothing left");
+}
