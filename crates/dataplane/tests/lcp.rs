@@ -1,7 +1,8 @@
 //! linux-cp's worker side: packets for the router that vecflow does not answer go up the TAP
 //! of their input interface (a sub-interface's untagged), counted as the router's own; an
 //! exhausted supply of frame buffers drops them by name; frames from a TAP leave their
-//! interface (tagged on a sub-interface) and hand their buffer back.
+//! interface (tagged on a sub-interface) and hand their buffer back; ARP is answered by
+//! vecflow and copied up, and Linux's own answer is dropped.
 
 mod common;
 
@@ -114,4 +115,41 @@ fn frames_from_a_tap_leave_their_interface_and_hand_their_buffer_back() {
     assert_eq!((stats(&g, 1).tx_packets, stats(&g, 2).tx_packets), (1, 1));
     assert_eq!(t.used.try_iter().count(), 2, "both buffers back");
     assert!(!inject(&mut g), "nothing left");
+}
+
+/// An ARP frame on port0 (untagged): `op` from `spa` to `tpa`.
+fn arp(op: u16, spa: [u8; 4], tpa: [u8; 4]) -> Vec<u8> {
+    let mut f = vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 9, 0x08, 0x06];
+    let mut a = [0u8; wire::arp::LEN];
+    let sha = wire::MacAddr([2, 0, 0, 0, 0, 9]);
+    wire::arp::Arp { op, sha, spa: spa.into(), tha: wire::MacAddr([0; 6]), tpa: tpa.into() }.write(&mut a);
+    f.extend_from_slice(&a);
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn arp_is_answered_by_vecflow_and_copied_up_and_linux_s_answer_is_dropped() {
+    let (mut g, t) = setup(4);
+    // A request for our address: answered (one reply on the wire) and copied up.
+    let request = arp(wire::arp::REQUEST, [192, 0, 2, 2], [192, 0, 2, 1]);
+    common::receive(&mut g, 1, &[&request]);
+    assert_eq!(g.counters.punt.arp_replies.get(), 1);
+    let up: Vec<Frame> = t.punted.try_iter().collect();
+    assert_eq!(up.len(), 1);
+    assert_eq!((up[0].interface, &up[0].bytes), (1, &request));
+    assert_eq!(stats(&g, 1).tx_packets, 1, "vecflow's reply");
+    // Linux answers the copy too: its reply is dropped; a gratuitous ARP passes.
+    let linux_reply = {
+        let mut f = arp(wire::arp::REPLY, [192, 0, 2, 1], [192, 0, 2, 2]);
+        f[6..12].copy_from_slice(&[2, 0xfe, 0, 0, 0, 1]);
+        f
+    };
+    let gratuitous = arp(wire::arp::REPLY, [192, 0, 2, 1], [192, 0, 2, 1]);
+    t.inject.send(Frame { interface: 1, bytes: linux_reply }).unwrap();
+    t.inject.send(Frame { interface: 1, bytes: gratuitous }).unwrap();
+    assert!(inject(&mut g));
+    g.run(0);
+    assert_eq!(stats(&g, 1).tx_packets, 2, "only the gratuitous ARP left");
+    assert_eq!(g.counters.errors[DropReason::LcpDuplicateAnswer as usize].get(), 1, "on interface 0 (local)");
 }

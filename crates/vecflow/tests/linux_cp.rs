@@ -152,6 +152,27 @@ c.sendall(b"hello through the tap")
 print(c.recv(100).decode())
 "#;
 
+/// On a host's device: sends one ARP request from `src` for `dst` and prints how many replies
+/// arrive within a second.
+const ARP_REPLIES: &str = r#"
+import socket, sys, time
+dev, src, dst = sys.argv[1], socket.inet_aton(sys.argv[2]), socket.inet_aton(sys.argv[3])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0806))
+s.bind((dev, 0))
+mac = s.getsockname()[4]
+s.send(b"\xff" * 6 + mac + b"\x08\x06" + b"\x00\x01\x08\x00\x06\x04\x00\x01" + mac + src + b"\x00" * 6 + dst)
+s.settimeout(0.1)
+n, end = 0, time.time() + 1
+while time.time() < end:
+    try:
+        f = s.recv(100)
+    except socket.timeout:
+        continue
+    if f[20:22] == b"\x00\x02" and f[28:32] == dst and f[38:42] == src:
+        n += 1
+print(n)
+"#;
+
 #[test]
 fn tcp_to_the_router_reaches_linux_through_the_tap_and_back() {
     if !lab::can_run() {
@@ -174,11 +195,9 @@ interfaces:
         lab.veth("a", 1)
     );
     let (vecflow, _) = lab.start_vecflow(dir.path(), &config);
-    // Linux holds the router's address on the TAP; until ARP is copied up to it (next), it
-    // knows host A's MAC from a static entry.
-    let a_mac = link(&lab.a, &lab.veth("a", 0)).unwrap()["address"].as_str().unwrap().to_string();
+    // Linux holds the router's address on the TAP, and learns host A's MAC from the ARP
+    // vecflow copies up to it.
     lab::must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.1/24", "dev", "wa"]);
-    lab::must("ip", &["-n", &lcp.0, "neigh", "replace", "10.77.0.2", "lladdr", &a_mac, "dev", "wa"]);
     let port = (20000 + std::process::id() % 20000).to_string();
     let mut server = common::Daemon::spawn(
         Command::new("ip")
@@ -190,7 +209,12 @@ interfaces:
         .unwrap();
     assert_eq!(line.trim(), "listening");
     let out = lab.exec(&lab.a, &["python3", "-c", CLIENT, "10.77.0.1", &port]);
+    // One answer per ARP request on the wire: vecflow's (Linux answers the copy too, and
+    // vecflow drops that).
+    let replies = lab.exec(&lab.a, &["python3", "-c", ARP_REPLIES, &lab.veth("a", 0), "10.77.0.2", "10.77.0.1"]);
     let show = lab.stop_vecflow(vecflow, dir.path());
+    assert_eq!(String::from_utf8_lossy(&replies.stdout).trim(), "1", "{}", String::from_utf8_lossy(&replies.stderr));
+    assert!(show.contains("lcp-duplicate-answer"), "Linux answered the copy, and that answer was dropped:\n{show}");
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "HELLO THROUGH THE TAP",
         "{}\n{}\nvecflow at exit:\n{show}",

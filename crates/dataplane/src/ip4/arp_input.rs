@@ -8,7 +8,8 @@
 //! `0.0.0.0` (an ARP probe) or with a group MAC is never learned. Everything that is not
 //! answered ends in `error-drop`: `arp-reply` and `arp-not-for-us` are punts (counted, not
 //! charged to the interface as discards), a packet that is not Ethernet/IPv4 ARP is
-//! `arp-malformed`.
+//! `arp-malformed`. With linux-cp on, every well-formed ARP packet is first copied up the
+//! input interface's TAP ([`crate::lcp::worker::copy_up`]).
 
 use crate::datapath::Graph;
 use crate::neighbor::punt::{Event, Learn};
@@ -28,6 +29,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             g.mark_drop(k, i, DropReason::ArpMalformed);
             continue;
         };
+        // linux-cp: Linux gets a copy of every ARP packet, for its own neighbor entries.
+        crate::lcp::worker::copy_up(g, i);
         let ours = g.features.tables.is_own_address(m.rx_if, a.tpa);
         let on_link = g.features.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {

@@ -4,7 +4,8 @@
 //! — addresses swapped, TTL 64 — and is routed back through `ip4-lookup`) and drops everything else
 //! as `ip4-local`; echo requests from a source no ICMP may go to (0/8, multicast, a subnet
 //! broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request is
-//! dropped too). Echo replies share the worker's ICMP rate limit.
+//! dropped too). Echo replies share the worker's ICMP rate limit. With linux-cp on, what is
+//! not answered goes up the input interface's TAP instead (`linux-cp-punt`).
 
 use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;

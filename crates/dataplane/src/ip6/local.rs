@@ -21,7 +21,9 @@
 //!
 //! ND messages must arrive with hop limit 255 and pass RFC 4861 §7.1's checks
 //! (`nd-malformed`). Everything else is dropped as `ip6-local` (`multicast` when sent to a
-//! group).
+//! group). With linux-cp on, every neighbor discovery message is first copied up the input
+//! interface's TAP, and what else is dropped as `ip6-local` goes up the TAP instead
+//! (`linux-cp-punt`).
 
 use crate::datapath::Graph;
 use crate::neighbor::punt::{Event, Learn};
@@ -38,6 +40,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
+        if g.features.lcp.is_some() && is_neighbor_discovery(g, i) {
+            // linux-cp: Linux gets a copy of every ND message, for its own neighbor entries.
+            crate::lcp::worker::copy_up(g, i);
+        }
         match answer(g, i, now) {
             Ok(next) => {
                 g.consumed(i);
@@ -53,6 +59,14 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         }
     }
     g.split(v);
+}
+
+/// True when buffer `i` holds an ICMPv6 neighbor discovery message (router solicitation to
+/// redirect, types 133 to 137) right after the fixed header.
+fn is_neighbor_discovery(g: &Graph, i: u32) -> bool {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    let f = g.pool.frame(i);
+    f.get(l3 + 6) == Some(&58) && f.get(l3 + HEADER_LEN).is_some_and(|t| (133..=137).contains(t))
 }
 
 /// The IPv6 header fields of a packet for us and its ICMPv6 message's bounds in the frame.

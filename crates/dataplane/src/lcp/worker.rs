@@ -41,30 +41,32 @@ pub struct LcpWorker {
     pub used: SyncSender<Vec<u8>>,
 }
 
-/// `linux-cp-punt`: each frame goes up the TAP of its input interface as it arrived (less a
-/// sub-interface's tag), counted as taken by the router (`rx_local`); its buffer is freed (the
-/// bytes were copied). A full channel drops it as `punt-queue-full`.
+/// Copies frame `i` up the TAP of its input interface as it arrived (less a sub-interface's
+/// tag), leaving the buffer as it is. False when linux-cp is off or no byte buffer is free.
+pub fn copy_up(g: &Graph, i: u32) -> bool {
+    let Some(lcp) = &g.features.lcp else { return false };
+    let Ok(mut bytes) = lcp.spare.try_recv() else { return false };
+    let m = g.pool.meta(i);
+    let f = g.pool.frame(i);
+    // The addresses, then the ethertype of the payload (past any tag) and the payload.
+    let ethertype_at = usize::from(m.l3_offset).saturating_sub(2).clamp(12.min(f.len()), f.len());
+    bytes.clear();
+    bytes.extend_from_slice(&f[..12.min(f.len())]);
+    bytes.extend_from_slice(&f[ethertype_at..]);
+    // A buffer is handed out only with room for a queued frame: the send does not fail.
+    lcp.punt.try_send(Frame { interface: m.rx_if, bytes }).is_ok()
+}
+
+/// `linux-cp-punt`: each frame goes up the TAP of its input interface ([`copy_up`]), counted
+/// as taken by the router (`rx_local`); its buffer is freed (the bytes were copied). No free
+/// byte buffer: dropped as `punt-queue-full`.
 pub fn punt(g: &mut Graph, v: VecHandle) {
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n = 0;
     let mut dropped = Outbox::new(NodeId::ErrorDrop);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        let m = *g.pool.meta(i);
-        let Some(mut bytes) = g.features.lcp.as_ref().and_then(|l| l.spare.try_recv().ok()) else {
-            g.pool.meta_mut(i).error = DropReason::PuntQueueFull as u16;
-            dropped.push(g, i);
-            continue;
-        };
-        let f = g.pool.frame(i);
-        // The addresses, then the ethertype of the payload (past any tag) and the payload.
-        let ethertype_at = usize::from(m.l3_offset).saturating_sub(2).clamp(12.min(f.len()), f.len());
-        bytes.clear();
-        bytes.extend_from_slice(&f[..12.min(f.len())]);
-        bytes.extend_from_slice(&f[ethertype_at..]);
-        let lcp = g.features.lcp.as_ref().expect("a spare came from it");
-        // A buffer is handed out only with room for a queued frame: the send cannot fail.
-        if lcp.punt.try_send(Frame { interface: m.rx_if, bytes }).is_ok() {
+        if copy_up(g, i) {
             g.consumed(i);
             sent[n] = i;
             n += 1;
@@ -82,7 +84,7 @@ pub fn punt(g: &mut Graph, v: VecHandle) {
 /// through `interface-output`, as packets this router originates. True when there were some.
 /// Call it between runs, once the last run's sFlow samples are published.
 pub fn inject(g: &mut Graph) -> bool {
-    let mut out = Outbox::new(NodeId::InterfaceOutput);
+    let (mut out, mut dropped) = (Outbox::new(NodeId::InterfaceOutput), Outbox::new(NodeId::ErrorDrop));
     let mut any = false;
     // Between runs, with every sFlow sample of the last run published: any free buffer may
     // be taken.
@@ -103,10 +105,41 @@ pub fn inject(g: &mut Graph) -> bool {
             g.pool.free(&[i]);
             continue;
         }
+        any = true;
+        if answered_already(g, i, frame.interface) {
+            g.pool.meta_mut(i).error = DropReason::LcpDuplicateAnswer as u16;
+            dropped.push(g, i);
+            continue;
+        }
         g.pool.meta_mut(i).tx_if = frame.interface;
         out.push(g, i);
-        any = true;
     }
     out.finish(g);
+    dropped.finish(g);
     any
+}
+
+/// True when frame `i`, which Linux wrote on the TAP of `interface`, answers what vecflow
+/// answered already: an ARP reply from one of the interface's addresses (not a gratuitous
+/// one), or a solicited neighbor advertisement for one. The wire gets one answer, vecflow's.
+fn answered_already(g: &Graph, i: u32, interface: u16) -> bool {
+    let f = g.pool.frame(i);
+    let tables = &g.features.tables;
+    match f.get(12..14).map(|t| u16::from_be_bytes([t[0], t[1]])) {
+        Some(wire::EtherType::ARP) => f
+            .get(14..)
+            .and_then(|p| wire::arp::Arp::parse(p).ok())
+            .is_some_and(|a| a.op == wire::arp::REPLY && a.spa != a.tpa && tables.is_own_address(interface, a.spa)),
+        Some(wire::EtherType::IPV6) => {
+            // An advertisement right after the fixed header: type 136, the solicited flag
+            // (0x40), the target at bytes 8 to 24 of the message.
+            let Some(na) = f.get(14 + 40..14 + 40 + 24) else { return false };
+            let target: [u8; 16] = na[8..24].try_into().expect("16 bytes");
+            f[14 + 6] == 58
+                && na[0] == 136
+                && na[4] & 0x40 != 0
+                && tables.is_own_address6(interface, std::net::Ipv6Addr::from(target))
+        }
+        _ => false,
+    }
 }
