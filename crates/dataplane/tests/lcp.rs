@@ -16,11 +16,12 @@ use std::net::Ipv4Addr;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 const YAML: &str = "
+linux-cp: {}
 interfaces:
   port0:
     index: 1
     mac: '02:fe:00:00:00:01'
-    addresses: [192.0.2.1/24]
+    addresses: [192.0.2.1/24, '2001:db8::1/64']
     sub-interfaces:
       100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}
 ";
@@ -152,4 +153,25 @@ fn arp_is_answered_by_vecflow_and_copied_up_and_linux_s_answer_is_dropped() {
     g.run(0);
     assert_eq!(stats(&g, 1).tx_packets, 2, "only the gratuitous ARP left");
     assert_eq!(g.counters.errors[DropReason::LcpDuplicateAnswer as usize].get(), 1, "on interface 0 (local)");
+}
+
+#[test]
+fn link_local_multicast_goes_up_the_tap() {
+    let (mut g, t) = setup(4);
+    // OSPF hello (protocol 89) to 224.0.0.5, and RIPng (UDP 521) to ff02::9.
+    let mut ospf = vec![0x01, 0x00, 0x5e, 0, 0, 5, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+    let mut ip = [0u8; 48];
+    wire::ipv4::write_header(&mut ip[..20], 48, 1, 89, Ipv4Addr::new(192, 0, 2, 2), Ipv4Addr::new(224, 0, 0, 5));
+    ospf.extend_from_slice(&ip);
+    let mut ripng = vec![0x33, 0x33, 0, 0, 0, 9, 2, 0, 0, 0, 0, 9, 0x86, 0xdd];
+    let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("fe80::9".parse().unwrap(), "ff02::9".parse().unwrap());
+    let mut ip6 = [0u8; 48];
+    wire::ipv6::write_header(&mut ip6[..40], 8, 17, 255, src, dst);
+    wire::udp::write_header(&mut ip6[40..], src, dst, 521, 521);
+    ripng.extend_from_slice(&ip6);
+    common::receive(&mut g, 1, &[&ospf]);
+    common::receive(&mut g, 1, &[&ripng]);
+    let up: Vec<Vec<u8>> = t.punted.try_iter().map(|f| f.bytes).collect();
+    assert_eq!(up, [ospf, ripng]);
+    assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (2, 0));
 }

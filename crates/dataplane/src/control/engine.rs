@@ -189,7 +189,11 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     let mut rib = Rib::default();
     let up = |_: u16, _: IpAddr| true;
     let (base, label_refs) = crate::l3::build(config, &interfaces, &mut rib.objects, &up);
-    let mut batch = crate::l3::changes(&Routes::new(), &crate::l3::connected(&interfaces), Source::Connected);
+    let mut batch = crate::l3::changes(
+        &Routes::new(),
+        &crate::l3::connected(&interfaces, config.linux_cp.is_some()),
+        Source::Connected,
+    );
     batch.extend(crate::l3::changes(&Routes::new(), &crate::l3::configured(config, &interfaces), Source::Config));
     let applied = rib.apply(&batch, &up)?;
     let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups)?, qsbr);
@@ -682,8 +686,8 @@ impl Dataplane {
         let new = self.admissible(new)?;
         let interfaces = build_interfaces(&new);
         let mut batch = crate::l3::changes(
-            &crate::l3::connected(&self.interfaces),
-            &crate::l3::connected(&interfaces),
+            &crate::l3::connected(&self.interfaces, self.config.linux_cp.is_some()),
+            &crate::l3::connected(&interfaces, new.linux_cp.is_some()),
             Source::Connected,
         );
         batch.extend(crate::l3::changes(

@@ -54,7 +54,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
                 m.rx_if = 0;
                 g.nexts[k] = next;
             }
-            Err(DropReason::Ip6Local) if g.features.lcp.is_some() => g.nexts[k] = NodeId::LcpPunt,
+            Err(DropReason::Ip6Local | DropReason::Ip6Multicast) if g.features.lcp.is_some() => {
+                g.nexts[k] = NodeId::LcpPunt
+            }
             Err(reason) => g.mark_drop(k, i, reason),
         }
     }

@@ -56,11 +56,13 @@ fn never_forwarded_reason(src: u128, dst: u128) -> DropReason {
 
 /// True when buffer `i`, to a multicast or link-local `dst`, is for this router: to a
 /// link-local address of its input interface, to all-nodes, all-routers or a solicited-node
-/// group (`ip6-local` checks whose).
+/// group (`ip6-local` checks whose); with linux-cp on, to any link-local scope group
+/// (ff02::/16: OSPFv3, RIPng, MLD, …), which goes up the TAP.
 #[cold]
 fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
     let dst = Ipv6Addr::from(*dst);
-    dst == icmpv6::ALL_NODES
+    (g.features.lcp.is_some() && dst.segments()[0] == 0xff02)
+        || dst == icmpv6::ALL_NODES
         || dst == icmpv6::ALL_ROUTERS
         || icmpv6::is_solicited_node(dst)
         || g.features.tables.is_own_address6(g.pool.meta(i).rx_if, dst)

@@ -335,8 +335,12 @@ pub type Routes = BTreeMap<(IpAddr, u8), Target>;
 /// The routes interface addresses give: each subnet to its interface (glean), each address
 /// to this router (local). Link-local addresses are the same prefix on every link: never in
 /// the FIB (`ip6-lookup` finds its own ones per input interface).
-pub fn connected(interfaces: &[Interface]) -> Routes {
+pub fn connected(interfaces: &[Interface], linux_cp: bool) -> Routes {
     let mut out = Routes::new();
+    if linux_cp {
+        // Link-local multicast (OSPF, VRRP, RIP, …) is for the router: up the TAP.
+        out.insert((IpAddr::V4(std::net::Ipv4Addr::new(224, 0, 0, 0)), 24), Target::Local);
+    }
     for i in interfaces {
         for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
             out.insert((a.masked(), a.len), Target::Glean { tx_if: i.index });
