@@ -143,6 +143,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if dp.sflow().is_some() {
             commands.push("show sflow");
         }
+        if dp.linux_cp().is_some() {
+            commands.push("show lcp");
+        }
         for cmd in commands {
             let reply = registry.execute(&mut dp, cmd).map_err(anyhow::Error::msg)?;
             println!("vecflow# {cmd}\n{}", reply.text);

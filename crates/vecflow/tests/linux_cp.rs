@@ -215,6 +215,12 @@ interfaces:
     let show = lab.stop_vecflow(vecflow, dir.path());
     assert_eq!(String::from_utf8_lossy(&replies.stdout).trim(), "1", "{}", String::from_utf8_lossy(&replies.stderr));
     assert!(show.contains("lcp-duplicate-answer"), "Linux answered the copy, and that answer was dropped:\n{show}");
+    // show lcp: the pair, and frames both ways (the TCP exchange, ARP).
+    let lcp_rows: Vec<&str> = show.split("vecflow# show lcp").nth(1).expect("show lcp at exit").lines().collect();
+    let row: Vec<&str> = lcp_rows.iter().find(|l| l.starts_with("wa ")).expect("wa's row").split_whitespace().collect();
+    assert_eq!(row[1], "wa", "{show}");
+    let (punted, injected): (u64, u64) = (row[3].parse().unwrap(), row[6].parse().unwrap());
+    assert!(punted >= 4 && injected >= 3, "TCP and ARP went up and down the TAP:\n{show}");
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "HELLO THROUGH THE TAP",
         "{}\n{}\nvecflow at exit:\n{show}",

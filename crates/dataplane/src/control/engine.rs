@@ -465,6 +465,11 @@ impl Dataplane {
         self.started.elapsed().as_secs_f64()
     }
 
+    /// The Linux control plane, when `linux-cp` is on.
+    pub fn linux_cp(&self) -> Option<&crate::lcp::LinuxCp> {
+        self.lcp.as_ref()
+    }
+
     /// The interfaces, by index.
     pub fn interfaces(&self) -> &[Interface] {
         &self.interfaces

@@ -7,13 +7,26 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 /// How long the thread waits for a TAP to be readable before it looks at the punted frames
 /// again: the most a punted frame waits.
 const WAIT_MS: i32 = 1;
+
+/// What the control thread counts per TAP.
+#[derive(Debug, Default)]
+pub struct TapCounters {
+    /// Frames written to the TAP.
+    pub punted: AtomicU64,
+    /// Punted frames the TAP did not take (its queue full: nothing reads it in Linux).
+    pub punt_lost: AtomicU64,
+    /// Frames read from the TAP and handed to a worker.
+    pub injected: AtomicU64,
+    /// Frames read from the TAP and lost: no free byte buffer, or the worker's queue full.
+    pub inject_lost: AtomicU64,
+}
 
 /// A TAP as the control thread uses it.
 pub(super) struct TapIo {
@@ -23,6 +36,8 @@ pub(super) struct TapIo {
     pub file: File,
     /// The worker that sends for the interface: where its frames go.
     pub worker: usize,
+    /// Its counters (shown by `show lcp`).
+    pub counters: Arc<TapCounters>,
 }
 
 /// The thread's ends of one worker's channels.
@@ -84,7 +99,9 @@ fn run(mut io: Io) {
                 if let Some(&k) = by_index.get(&f.interface) {
                     // A full TAP queue (nothing reads it in Linux) loses the frame, as a
                     // link would.
-                    let _ = io.taps[k].file.write(&f.bytes);
+                    let written = io.taps[k].file.write(&f.bytes).is_ok_and(|n| n == f.bytes.len());
+                    let c = &io.taps[k].counters;
+                    if written { &c.punted } else { &c.punt_lost }.fetch_add(1, Relaxed);
                 }
                 // Back to the worker: it holds at most as many as the channel does.
                 let _ = w.spare.try_send(f.bytes);
@@ -100,18 +117,22 @@ fn read_tap(tap: &mut TapIo, workers: &[WorkerLine], free: &mut Vec<Vec<u8>>) {
         // No buffer free (the worker holds them all): the frame is read and lost, as a full
         // tx ring would lose it.
         let Some(mut bytes) = free.pop() else {
-            let _ = tap.file.read(&mut scratch);
+            if tap.file.read(&mut scratch).is_ok() {
+                tap.counters.inject_lost.fetch_add(1, Relaxed);
+            }
             return;
         };
         bytes.resize(super::worker::FRAME_BYTES, 0);
         match tap.file.read(&mut bytes) {
             Ok(n) if n > 0 => {
                 bytes.truncate(n);
-                if let Err(TrySendError::Full(f) | TrySendError::Disconnected(f)) =
-                    workers[tap.worker].inject.try_send(Frame { interface: tap.index, bytes })
-                {
-                    free.push(f.bytes);
-                }
+                match workers[tap.worker].inject.try_send(Frame { interface: tap.index, bytes }) {
+                    Ok(()) => tap.counters.injected.fetch_add(1, Relaxed),
+                    Err(TrySendError::Full(f) | TrySendError::Disconnected(f)) => {
+                        free.push(f.bytes);
+                        tap.counters.inject_lost.fetch_add(1, Relaxed)
+                    }
+                };
             }
             _ => {
                 free.push(bytes);

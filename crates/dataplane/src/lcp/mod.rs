@@ -12,7 +12,7 @@
 //! thread (`vecflow-lcp`, [`io`]). Still to come (issue 34): ARP and neighbor discovery copied
 //! up, link-local multicast, policers, the netlink listener.
 
-mod io;
+pub mod io;
 mod netns;
 mod tap;
 pub mod worker;
@@ -117,6 +117,7 @@ struct Pair {
     index: u16,
     tap: Tap,
     set: TapState,
+    counters: std::sync::Arc<io::TapCounters>,
 }
 
 /// The running Linux control plane: the namespace, a TAP per interface, the control thread.
@@ -159,7 +160,7 @@ impl LinuxCp {
                 tap.ifindex,
                 netns.name
             );
-            pairs.push(Pair { index: i.index, tap, set: state });
+            pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default() });
         }
         Ok(LinuxCp { netns, pairs, thread: None })
     }
@@ -219,7 +220,8 @@ impl LinuxCp {
         let mut taps = Vec::new();
         for p in &self.pairs {
             let worker = interfaces.iter().find(|i| i.index == p.index).map_or(0, |i| usize::from(i.rx_worker));
-            taps.push(io::TapIo { index: p.index, file: p.tap.file()?, worker: worker.min(workers - 1) });
+            let worker = worker.min(workers - 1);
+            taps.push(io::TapIo { index: p.index, file: p.tap.file()?, worker, counters: p.counters.clone() });
         }
         let free = (0..worker::QUEUE).map(|_| Vec::with_capacity(worker::FRAME_BYTES)).collect();
         self.thread = Some(io::spawn(io::Io { taps, workers: lines, used: used_rx, free, stop })?);
@@ -233,9 +235,9 @@ impl LinuxCp {
         }
     }
 
-    /// Each interface's TAP: interface index, TAP name, Linux ifindex.
-    pub fn pairs(&self) -> impl Iterator<Item = (u16, &str, u32)> {
-        self.pairs.iter().map(|p| (p.index, p.tap.name.as_str(), p.tap.ifindex))
+    /// Each interface's TAP: interface index, TAP name, Linux ifindex, its counters.
+    pub fn pairs(&self) -> impl Iterator<Item = (u16, &str, u32, &io::TapCounters)> {
+        self.pairs.iter().map(|p| (p.index, p.tap.name.as_str(), p.tap.ifindex, &*p.counters))
     }
 
     /// The namespace's name.

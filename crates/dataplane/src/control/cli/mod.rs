@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 mod flows;
 mod interface;
 mod ip;
+mod lcp;
 mod mpls;
 mod neighbor;
 mod sflow;
@@ -61,6 +62,7 @@ impl Registry {
         mpls::register(&mut r);
         flows::register(&mut r);
         sflow::register(&mut r);
+        lcp::register(&mut r);
         r
     }
 

@@ -1,0 +1,50 @@
+//! linux-cp commands: each interface's TAP and what crossed it.
+
+use super::{Command, Registry, Reply};
+use crate::control::engine::Dataplane;
+use crate::runtime::drops::DropReason;
+use serde_json::json;
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Adds these commands to `r`.
+pub(super) fn register(r: &mut Registry) {
+    r.register(Command {
+        words: "show lcp",
+        help: "linux-cp: each interface's TAP (name, Linux ifindex, namespace) and the frames punted to it and injected from it",
+        run: show_lcp,
+    });
+}
+
+fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let Some(lcp) = dp.linux_cp() else {
+        return Ok(Reply { text: "linux-cp is off\n".into(), json: json!({"enabled": false}) });
+    };
+    let mut text = format!("namespace {}\n", lcp.netns());
+    let _ = writeln!(
+        text,
+        "{:<16} {:<16} {:>8} {:>12} {:>10} {:>10} {:>12} {:>11}",
+        "Interface", "TAP", "ifindex", "punted", "punt-lost", "queue-full", "injected", "inject-lost"
+    );
+    let mut rows = Vec::new();
+    for (index, tap, ifindex, c) in lcp.pairs() {
+        let name = dp.interfaces().iter().find(|i| i.index == index).map_or("?", |i| i.name.as_str());
+        let full = dp.drops_of(index)[DropReason::PuntQueueFull as usize];
+        let (punted, punt_lost) = (c.punted.load(Relaxed), c.punt_lost.load(Relaxed));
+        let (injected, inject_lost) = (c.injected.load(Relaxed), c.inject_lost.load(Relaxed));
+        let _ = writeln!(
+            text,
+            "{name:<16} {tap:<16} {ifindex:>8} {punted:>12} {punt_lost:>10} {full:>10} {injected:>12} {inject_lost:>11}"
+        );
+        rows.push(json!({
+            "interface": name, "tap": tap, "ifindex": ifindex, "punted": punted, "punt_lost": punt_lost,
+            "punt_queue_full": full, "injected": injected, "inject_lost": inject_lost,
+        }));
+    }
+    let duplicates = dp.drops_of(0)[DropReason::LcpDuplicateAnswer as usize];
+    let _ = writeln!(text, "answers from Linux dropped (vecflow answered): {duplicates}");
+    Ok(Reply {
+        text,
+        json: json!({"enabled": true, "netns": lcp.netns(), "pairs": rows, "duplicate_answers": duplicates}),
+    })
+}
