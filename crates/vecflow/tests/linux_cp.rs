@@ -10,19 +10,12 @@ mod common;
 #[path = "netns/lab.rs"]
 #[allow(dead_code)] // the routed labs' helpers these tests do not use
 mod lab;
+#[path = "netns/lcp_lab.rs"]
+mod lcp_lab;
 
 use dataplane::{Config, Dataplane};
 use serde_json::Value;
 use std::process::Command;
-
-/// Removes the test's namespace (and the TAPs in it) however the test ends.
-struct Namespace(String);
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
 
 /// `ip -d -j link show dev NAME` in namespace `ns`, or None when there is no such device.
 fn link(ns: &str, name: &str) -> Option<Value> {
@@ -77,7 +70,7 @@ fn taps_follow_their_interfaces_and_survive_a_restart() {
     }
     let tag = format!("{:05x}", std::process::id() ^ (std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos() >> 8));
     let tag = &tag[tag.len() - 5..];
-    let ns = Namespace(format!("vflcp{tag}"));
+    let ns = lcp_lab::Namespace(format!("vflcp{tag}"));
     let (a, b) = (format!("lcpa{tag}"), format!("lcpb{tag}"));
 
     // The namespace is made, each interface has its TAP with its MAC and MTU, up as the
@@ -179,25 +172,9 @@ fn tcp_to_the_router_reaches_linux_through_the_tap_and_back() {
         return;
     }
     let lab = lab::Lab::new("1500");
-    let lcp = Namespace(format!("vfl{}", lab.tag));
-    lab::must("ip", &["netns", "add", &lcp.0]);
-    lab::must("ip", &["-n", &lcp.0, "link", "set", "lo", "up"]);
-    lab.address("a", "10.77.0.2/24", None);
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "workers: {{count: 1}}
-metrics: {{enabled: false}}
-linux-cp: {{netns: {}}}
-interfaces:
-  wa: {{index: 1, driver: af-packet, host-interface: {}, rx-mode: adaptive, mac: '02:fe:00:00:00:01', addresses: [10.77.0.1/24]}}
-",
-        lcp.0,
-        lab.veth("a", 1)
-    );
-    let (vecflow, _) = lab.start_vecflow(dir.path(), &config);
-    // Linux holds the router's address on the TAP, and learns host A's MAC from the ARP
-    // vecflow copies up to it.
-    lab::must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.1/24", "dev", "wa"]);
+    // Linux learns host A's MAC from the ARP vecflow copies up to it.
+    let (lcp, vecflow, _) = lcp_lab::linux_cp_router(&lab, dir.path());
     let port = (20000 + std::process::id() % 20000).to_string();
     let mut server = common::Daemon::spawn(
         Command::new("ip")

@@ -143,11 +143,16 @@ impl LinuxCp {
         for i in interfaces {
             let Some((_, linux)) = names.iter().find(|(n, _)| *n == i.name) else { continue };
             let state = TapState { up: i.admin_up, carrier: link_up(i.index), mtu: i.mtu };
+            // An adopted TAP (a restart) keeps its state where it is right: a down and up
+            // would end the sessions of the daemons on it.
             let tap = netns.run(|| {
                 let tap = Tap::open(linux)?;
-                tap.set_up(false)?;
-                tap.set_mac(i.mac)?;
-                tap.set_mtu(state.mtu)?;
+                if tap.mac()? != i.mac {
+                    tap.set_mac(i.mac)?;
+                }
+                if tap.mtu()? != state.mtu {
+                    tap.set_mtu(state.mtu)?;
+                }
                 tap.quiet_sysctls()?;
                 tap.set_carrier(state.carrier)?;
                 tap.set_up(state.up)?;

@@ -83,6 +83,23 @@ impl Tap {
         self.file.try_clone()
     }
 
+    /// The TAP's MAC address.
+    pub fn mac(&self) -> io::Result<MacAddr> {
+        let mut req = ifreq(&self.name);
+        self.ioctl(libc::SIOCGIFHWADDR, &mut req, "reading the MAC address")?;
+        // SAFETY: the kernel filled `ifru_hwaddr`.
+        let data = unsafe { req.ifr_ifru.ifru_hwaddr.sa_data };
+        Ok(MacAddr(std::array::from_fn(|k| data[k] as u8)))
+    }
+
+    /// The TAP's MTU.
+    pub fn mtu(&self) -> io::Result<u16> {
+        let mut req = ifreq(&self.name);
+        self.ioctl(libc::SIOCGIFMTU, &mut req, "reading the MTU")?;
+        // SAFETY: the kernel filled `ifru_mtu`.
+        Ok(u16::try_from(unsafe { req.ifr_ifru.ifru_mtu }).unwrap_or(u16::MAX))
+    }
+
     /// Sets the TAP's MAC address.
     pub fn set_mac(&self, mac: MacAddr) -> io::Result<()> {
         let mut req = ifreq(&self.name);

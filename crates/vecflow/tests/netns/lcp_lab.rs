@@ -1,0 +1,39 @@
+//! The linux-cp labs' shared part: a namespace deleted on drop, and vecflow routing for a
+//! [`Lab`] with linux-cp on.
+
+use crate::common::Daemon;
+use crate::lab::{Lab, must, run};
+use std::path::Path;
+
+/// A network namespace made for a test, deleted (with what is in it) however the test ends.
+pub(crate) struct Namespace(pub(crate) String);
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = run("ip", &["netns", "del", &self.0]);
+    }
+}
+
+/// vecflow routing for the lab with linux-cp on: its port `wa` (10.77.0.1/24) on host A's link
+/// (A is 10.77.0.2/24), its TAP `wa` in namespace `vfl<tag>` (made first, as an operator
+/// would) with the same address. Returns the namespace, vecflow, and its configuration.
+pub(crate) fn linux_cp_router(lab: &Lab, dir: &Path) -> (Namespace, Daemon, String) {
+    let lcp = Namespace(format!("vfl{}", lab.tag));
+    must("ip", &["netns", "add", &lcp.0]);
+    must("ip", &["-n", &lcp.0, "link", "set", "lo", "up"]);
+    lab.address("a", "10.77.0.2/24", None);
+    let config = format!(
+        "workers: {{count: 1}}
+metrics: {{enabled: false}}
+linux-cp: {{netns: {}}}
+interfaces:
+  wa: {{index: 1, driver: af-packet, host-interface: {}, rx-mode: adaptive, mac: '02:fe:00:00:00:01', addresses: [10.77.0.1/24]}}
+",
+        lcp.0,
+        lab.veth("a", 1)
+    );
+    let (vecflow, _) = lab.start_vecflow(dir, &config);
+    // Linux holds the router's address on the TAP (vecflow does not set it yet).
+    must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.1/24", "dev", "wa"]);
+    (lcp, vecflow, config)
+}
