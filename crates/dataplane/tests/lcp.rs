@@ -8,8 +8,8 @@ mod common;
 
 use common::{dropped, stats};
 use dataplane::datapath::Graph;
-use dataplane::lcp::LcpWorker;
 use dataplane::lcp::worker::{Frame, inject};
+use dataplane::lcp::{LcpWorker, PuntRate};
 use dataplane::runtime::drops::DropReason;
 use dataplane::runtime::graph::NodeId;
 use std::net::Ipv4Addr;
@@ -36,15 +36,21 @@ struct Thread {
 
 /// A graph with linux-cp on and `spares` frame buffers to punt with.
 fn setup(spares: usize) -> (Graph, Thread) {
+    setup_with(spares, PuntRate::default())
+}
+
+/// [`setup`], policing at `rates`.
+fn setup_with(spares: usize, rates: PuntRate) -> (Graph, Thread) {
     let (mut g, _) = common::graph(YAML);
-    let (punt, punted) = sync_channel(16);
-    let (spare, spare_rx) = sync_channel(16);
+    let (punt, punted) = sync_channel(spares.max(16));
+    let (spare, spare_rx) = sync_channel(spares.max(16));
     let (inject_tx, inject_rx) = sync_channel(16);
     let (used, used_rx) = sync_channel(16);
     for _ in 0..spares {
         spare.send(Vec::new()).unwrap();
     }
-    g.features.lcp = Some(LcpWorker { punt, spare: spare_rx, inject: inject_rx, used });
+    let hz = dataplane::runtime::tsc::hz();
+    g.features.lcp = Some(LcpWorker::new(punt, spare_rx, inject_rx, used, rates, hz));
     (g, Thread { punted, spare, inject: inject_tx, used: used_rx })
 }
 
@@ -174,4 +180,38 @@ fn link_local_multicast_goes_up_the_tap() {
     let up: Vec<Vec<u8>> = t.punted.try_iter().map(|f| f.bytes).collect();
     assert_eq!(up, [ospf, ripng]);
     assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (2, 0));
+}
+
+/// A TCP segment from 192.0.2.2 to the router, ports `sport` → `dport`.
+fn tcp(sport: u16, dport: u16) -> Vec<u8> {
+    let (src, dst) = (Ipv4Addr::new(192, 0, 2, 2), Ipv4Addr::new(192, 0, 2, 1));
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+    let mut ip = [0u8; 40];
+    wire::ipv4::write_header(&mut ip[..20], 40, 64, 6, src, dst);
+    ip[20..22].copy_from_slice(&sport.to_be_bytes());
+    ip[22..24].copy_from_slice(&dport.to_be_bytes());
+    ip[32] = 0x50;
+    f.extend_from_slice(&ip);
+    f
+}
+
+#[test]
+fn a_flood_to_the_router_is_policed_and_bgp_still_goes_up() {
+    // The other class at 100 packets a second (a burst of 10 at once), control at the default.
+    let (mut g, t) = setup_with(256, PuntRate { control: 10_000, other: 100 });
+    let ssh = tcp(40000, 22);
+    let bgp = tcp(179, 40001);
+    for _ in 0..4 {
+        let burst: Vec<&[u8]> = std::iter::repeat_n(&ssh[..], 50).chain(std::iter::repeat_n(&bgp[..], 5)).collect();
+        common::receive(&mut g, 1, &burst);
+    }
+    let up: Vec<Frame> = t.punted.try_iter().collect();
+    let bgp_up = up.iter().filter(|f| f.bytes == bgp).count();
+    let ssh_up = up.iter().filter(|f| f.bytes == ssh).count();
+    assert_eq!(bgp_up, 20, "BGP, in its own class, is not starved by the flood");
+    assert!((10..=12).contains(&ssh_up), "the flood: its burst (and what a few microseconds refill): {ssh_up}");
+    let n = dataplane::runtime::drops::N_REASONS;
+    let policed = g.counters.errors[n + DropReason::PuntPoliced as usize].get();
+    assert_eq!(policed as usize, 220 - up.len());
+    assert_eq!(stats(&g, 1).rx_local as usize, up.len());
 }

@@ -196,7 +196,7 @@ fn tcp_to_the_router_reaches_linux_through_the_tap_and_back() {
     let lcp_rows: Vec<&str> = show.split("vecflow# show lcp").nth(1).expect("show lcp at exit").lines().collect();
     let row: Vec<&str> = lcp_rows.iter().find(|l| l.starts_with("wa ")).expect("wa's row").split_whitespace().collect();
     assert_eq!(row[1], "wa", "{show}");
-    let (punted, injected): (u64, u64) = (row[3].parse().unwrap(), row[6].parse().unwrap());
+    let (punted, injected): (u64, u64) = (row[3].parse().unwrap(), row[7].parse().unwrap());
     assert!(punted >= 4 && injected >= 3, "TCP and ARP went up and down the TAP:\n{show}");
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "HELLO THROUGH THE TAP",

@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!((names.len(), idx.len()), (ifs.len(), ifs.len()), "names and indices are unique");
             let mut objects = dataplane::l3::objects::Objects::default();
             let (l3, _) = dataplane::l3::build(&c, &ifs, &mut objects, &|_, _| true);
-            let mut routes = dataplane::l3::connected(&ifs);
+            let mut routes = dataplane::l3::connected(&ifs, c.linux_cp.is_some());
             routes.extend(dataplane::l3::configured(&c, &ifs));
             assert!(routes.keys().all(|&(a, len)| len <= if a.is_ipv4() { 32 } else { 128 }));
             let _ = dataplane::interface::Tables::new(&ifs, l3.with_objects(&objects, &ifs));

@@ -286,7 +286,8 @@ impl Dataplane {
         }
         let mut lcp_ends = match &mut dp.lcp {
             Some(l) => {
-                l.start_io(&dp.interfaces, config.workers.count, dp.stop.clone()).map_err(StartError::LinuxCp)?
+                let rates = config.linux_cp.as_ref().map(|c| c.punt_rate).unwrap_or_default();
+                l.start_io(&dp.interfaces, config.workers.count, rates, dp.stop.clone()).map_err(StartError::LinuxCp)?
             }
             None => Vec::new(),
         };

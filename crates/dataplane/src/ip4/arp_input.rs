@@ -30,7 +30,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             continue;
         };
         // linux-cp: Linux gets a copy of every ARP packet, for its own neighbor entries.
-        crate::lcp::worker::copy_up(g, i);
+        let _ = crate::lcp::worker::copy_up(g, i);
         let ours = g.features.tables.is_own_address(m.rx_if, a.tpa);
         let on_link = g.features.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {

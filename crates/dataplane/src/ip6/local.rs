@@ -42,7 +42,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         if g.features.lcp.is_some() && is_neighbor_discovery(g, i) {
             // linux-cp: Linux gets a copy of every ND message, for its own neighbor entries.
-            crate::lcp::worker::copy_up(g, i);
+            let _ = crate::lcp::worker::copy_up(g, i);
         }
         match answer(g, i, now) {
             Ok(next) => {

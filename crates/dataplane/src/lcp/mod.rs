@@ -34,6 +34,9 @@ pub struct LinuxCpConfig {
     /// The network namespace of the TAPs (default `dataplane`), made when missing.
     #[serde(default = "default_netns")]
     pub netns: String,
+    /// Packets a second each worker sends up each interface's TAP, by class.
+    #[serde(default)]
+    pub punt_rate: PuntRate,
 }
 
 fn default_netns() -> String {
@@ -42,9 +45,39 @@ fn default_netns() -> String {
 
 impl Default for LinuxCpConfig {
     fn default() -> Self {
-        LinuxCpConfig { netns: default_netns() }
+        LinuxCpConfig { netns: default_netns(), punt_rate: PuntRate::default() }
     }
 }
+
+/// The punt policers' rates, packets a second per interface and worker (0: no limit), so
+/// that bulk traffic to the router cannot starve the routing protocols' keepalives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct PuntRate {
+    /// ARP, neighbor discovery and MLD, OSPF, VRRP, IGMP, BGP, BFD, RIP (default 10 000).
+    #[serde(default = "default_control_rate")]
+    pub control: u32,
+    /// Everything else for the router: SSH, SNMP, ICMP, … (default 5 000).
+    #[serde(default = "default_other_rate")]
+    pub other: u32,
+}
+
+fn default_control_rate() -> u32 {
+    10_000
+}
+
+fn default_other_rate() -> u32 {
+    5_000
+}
+
+impl Default for PuntRate {
+    fn default() -> Self {
+        PuntRate { control: default_control_rate(), other: default_other_rate() }
+    }
+}
+
+/// The most packets a second a punt policer takes.
+pub const MAX_PUNT_RATE: u32 = 10_000_000;
 
 /// True for a name Linux takes for an interface and `ip` can print: 1–15 characters, no `/`,
 /// `:`, whitespace or NUL, not `.` or `..`.
@@ -98,6 +131,11 @@ impl Config {
         let n = &lcp.netns;
         if n.is_empty() || n.len() > 255 || n == "." || n == ".." || n.contains('/') || n.contains('\0') {
             return Err(invalid("linux-cp.netns", n, "a file name under /run/netns (no '/', not '.' or '..')"));
+        }
+        for (class, rate) in [("control", lcp.punt_rate.control), ("other", lcp.punt_rate.other)] {
+            if rate > MAX_PUNT_RATE {
+                return Err(invalid(format!("linux-cp.punt-rate.{class}"), rate, "0 (no limit) to 10000000"));
+            }
         }
         self.linux_names().map(|_| ())
     }
@@ -206,6 +244,7 @@ impl LinuxCp {
         &mut self,
         interfaces: &[Interface],
         workers: u16,
+        rates: PuntRate,
         stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> stdio::Result<Vec<LcpWorker>> {
         use std::sync::mpsc::sync_channel;
@@ -219,7 +258,8 @@ impl LinuxCp {
                 spare.try_send(Vec::with_capacity(worker::FRAME_BYTES)).expect("room for each");
             }
             let (inject, inject_rx) = sync_channel(worker::QUEUE);
-            ends.push(LcpWorker { punt, spare: spare_rx, inject: inject_rx, used: used.clone() });
+            let hz = crate::runtime::tsc::hz();
+            ends.push(LcpWorker::new(punt, spare_rx, inject_rx, used.clone(), rates, hz));
             lines.push(io::WorkerLine { punted, spare, inject });
         }
         let mut taps = Vec::new();

@@ -4,10 +4,15 @@
 //! `try_recv`): it never blocks and never makes a system call for them. Nor does it allocate:
 //! it copies a punted frame into an empty byte buffer the control thread handed it (none left:
 //! the frame is dropped as `punt-queue-full`), and hands back each injected frame's buffer.
+//! Two policers per interface keep what goes up to its class's rate: the routing and neighbor
+//! protocols, and the rest (`punt-policed`).
 
+use super::PuntRate;
 use crate::datapath::Graph;
+use crate::interface::MAX_INTERFACES;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::rate::TokenBucket;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::sync::mpsc::{Receiver, SyncSender};
 
@@ -28,52 +33,119 @@ pub const QUEUE: usize = 1024;
 /// Bytes a frame's buffer holds: the longest frame an interface carries.
 pub const FRAME_BYTES: usize = crate::runtime::buffer::DATA_CAPACITY;
 
-/// One worker's ends of the channels.
+/// One worker's ends of the channels, and its punt policers.
 #[derive(Debug)]
 pub struct LcpWorker {
     /// Punted frames, to the control thread.
-    pub punt: SyncSender<Frame>,
+    punt: SyncSender<Frame>,
     /// Empty byte buffers for punted frames, back from the control thread.
-    pub spare: Receiver<Vec<u8>>,
+    spare: Receiver<Vec<u8>>,
     /// Frames Linux wrote on the TAPs of interfaces this worker sends for.
-    pub inject: Receiver<Frame>,
+    inject: Receiver<Frame>,
     /// The byte buffers of injected frames, back to the control thread.
-    pub used: SyncSender<Vec<u8>>,
+    used: SyncSender<Vec<u8>>,
+    /// By interface index: the control class's policer, then the other class's.
+    policers: Vec<[TokenBucket; 2]>,
+}
+
+impl LcpWorker {
+    /// A worker's ends of the channels, policing what it punts at `rates` (TSC of `hz`).
+    pub fn new(
+        punt: SyncSender<Frame>,
+        spare: Receiver<Vec<u8>>,
+        inject: Receiver<Frame>,
+        used: SyncSender<Vec<u8>>,
+        rates: PuntRate,
+        hz: u64,
+    ) -> Self {
+        // A tenth of a second's worth at once, at least one packet.
+        let bucket = |rate: u32| TokenBucket::new(u64::from(rate), u64::from(rate / 10).max(1), hz);
+        let policers = vec![[bucket(rates.control), bucket(rates.other)]; MAX_INTERFACES];
+        LcpWorker { punt, spare, inject, used, policers }
+    }
+}
+
+/// What became of a frame sent up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Up {
+    /// Queued for its TAP.
+    Sent,
+    /// Over its class's rate (`punt-policed`).
+    Policed,
+    /// No byte buffer free (`punt-queue-full`), or linux-cp is off.
+    NoRoom,
+}
+
+/// True for a routing or neighbor protocol's frame (the punt class the other cannot starve):
+/// ARP, LLDP; IGMP, OSPF, VRRP; ICMPv6 MLD and neighbor discovery; BGP (TCP 179), BFD (UDP
+/// 3784, 3785, 4784), RIP and RIPng (UDP 520, 521). `l3` is where the IP header starts (the
+/// ethertype is the two bytes before it).
+fn is_control(f: &[u8], l3: usize) -> bool {
+    let byte = |k: usize| f.get(l3 + k).copied();
+    let ports = |l4: usize| {
+        (f.get(l3 + l4..l3 + l4 + 4)).map(|p| [u16::from_be_bytes([p[0], p[1]]), u16::from_be_bytes([p[2], p[3]])])
+    };
+    let l4 = |proto: Option<u8>, at: usize| match proto {
+        Some(2 | 89 | 112) => true,
+        Some(6) => ports(at).is_some_and(|p| p.contains(&179)),
+        Some(17) => ports(at).is_some_and(|p| p.iter().any(|x| matches!(x, 520 | 521 | 3784 | 3785 | 4784))),
+        _ => false,
+    };
+    match l3.checked_sub(2).and_then(|e| f.get(e..l3)).map(|e| u16::from_be_bytes([e[0], e[1]])) {
+        Some(0x0806 | 0x88cc) => true,
+        Some(0x0800) => byte(0).is_some_and(|v| l4(byte(9), usize::from(v & 0x0f) * 4)),
+        Some(0x86dd) => match byte(6) {
+            Some(58) => byte(40).is_some_and(|t| matches!(t, 130..=137 | 143)),
+            nh => l4(nh, 40),
+        },
+        _ => false,
+    }
 }
 
 /// Copies frame `i` up the TAP of its input interface as it arrived (less a sub-interface's
-/// tag), leaving the buffer as it is. False when linux-cp is off or no byte buffer is free.
-pub fn copy_up(g: &Graph, i: u32) -> bool {
-    let Some(lcp) = &g.features.lcp else { return false };
-    let Ok(mut bytes) = lcp.spare.try_recv() else { return false };
+/// tag), leaving the buffer as it is, within its class's rate.
+pub fn copy_up(g: &mut Graph, i: u32) -> Up {
+    let Some(lcp) = &mut g.features.lcp else { return Up::NoRoom };
     let m = g.pool.meta(i);
     let f = g.pool.frame(i);
+    let l3 = usize::from(m.l3_offset);
+    let class = usize::from(!is_control(f, l3));
+    let policer = &mut lcp.policers[usize::from(m.rx_if) % MAX_INTERFACES][class];
+    if !policer.take(crate::runtime::tsc::now()) {
+        return Up::Policed;
+    }
+    let Ok(mut bytes) = lcp.spare.try_recv() else { return Up::NoRoom };
     // The addresses, then the ethertype of the payload (past any tag) and the payload.
-    let ethertype_at = usize::from(m.l3_offset).saturating_sub(2).clamp(12.min(f.len()), f.len());
+    let ethertype_at = l3.saturating_sub(2).clamp(12.min(f.len()), f.len());
     bytes.clear();
     bytes.extend_from_slice(&f[..12.min(f.len())]);
     bytes.extend_from_slice(&f[ethertype_at..]);
     // A buffer is handed out only with room for a queued frame: the send does not fail.
-    lcp.punt.try_send(Frame { interface: m.rx_if, bytes }).is_ok()
+    if lcp.punt.try_send(Frame { interface: m.rx_if, bytes }).is_ok() { Up::Sent } else { Up::NoRoom }
 }
 
 /// `linux-cp-punt`: each frame goes up the TAP of its input interface ([`copy_up`]), counted
-/// as taken by the router (`rx_local`); its buffer is freed (the bytes were copied). No free
-/// byte buffer: dropped as `punt-queue-full`.
+/// as taken by the router (`rx_local`); its buffer is freed (the bytes were copied). Over its
+/// class's rate it is dropped as `punt-policed`, with no free byte buffer as
+/// `punt-queue-full`.
 pub fn punt(g: &mut Graph, v: VecHandle) {
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n = 0;
     let mut dropped = Outbox::new(NodeId::ErrorDrop);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        if copy_up(g, i) {
-            g.consumed(i);
-            sent[n] = i;
-            n += 1;
-        } else {
-            g.pool.meta_mut(i).error = DropReason::PuntQueueFull as u16;
-            dropped.push(g, i);
-        }
+        let reason = match copy_up(g, i) {
+            Up::Sent => {
+                g.consumed(i);
+                sent[n] = i;
+                n += 1;
+                continue;
+            }
+            Up::Policed => DropReason::PuntPoliced,
+            Up::NoRoom => DropReason::PuntQueueFull,
+        };
+        g.pool.meta_mut(i).error = reason as u16;
+        dropped.push(g, i);
     }
     g.pool.free(&sent[..n]);
     g.vectors.free(v);

@@ -11,6 +11,7 @@
 //! ICMP messages per worker by a token bucket, so that no flood of misses or errors turns
 //! into a flood of generated packets.
 
+use crate::runtime::rate::TokenBucket;
 use crate::runtime::stats::counter_set;
 use std::net::IpAddr;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
@@ -106,9 +107,8 @@ pub struct Punt {
     probes: Option<Receiver<Probe>>,
     hz: u64,
     resolve_sent: Box<[u64; RESOLVE_BUCKETS]>,
-    /// ICMP token bucket: tokens × hz, and the TSC it was last filled at.
-    icmp_credit: u64,
-    icmp_last: u64,
+    /// The ICMP messages it may send.
+    icmp: TokenBucket,
 }
 
 impl Punt {
@@ -120,8 +120,7 @@ impl Punt {
             probes,
             hz: hz.max(1),
             resolve_sent: Box::new([0; RESOLVE_BUCKETS]),
-            icmp_credit: ICMP_BURST * hz.max(1),
-            icmp_last: 0,
+            icmp: TokenBucket::new(ICMP_RATE, ICMP_BURST, hz),
         }
     }
 
@@ -165,14 +164,7 @@ impl Punt {
 
     /// True (and one token spent) when an ICMP message may go out at TSC `now`.
     pub fn icmp_allowed(&mut self, now: u64) -> bool {
-        let elapsed = now.saturating_sub(self.icmp_last).min(self.hz);
-        self.icmp_last = now;
-        self.icmp_credit = (self.icmp_credit + elapsed * ICMP_RATE).min(ICMP_BURST * self.hz);
-        if self.icmp_credit < self.hz {
-            return false;
-        }
-        self.icmp_credit -= self.hz;
-        true
+        self.icmp.take(now)
     }
 }
 

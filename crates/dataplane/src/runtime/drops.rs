@@ -116,6 +116,7 @@ drop_reasons! {
     MplsNoNeighbor = "no-neighbor", OutDiscards, MplsRewrite, 279, "the swap's next hop has no neighbor (MAC) entry on the output interface";
     MplsNoHeadroom = "no-headroom", OutDiscards, MplsRewrite, 259, "the driver left too little headroom in front of the frame for the swap's extra labels";
     LcpDuplicateAnswer = "lcp-duplicate-answer", Punt, LcpPunt, 0, "an ARP reply or neighbor advertisement Linux wrote on a linux-cp TAP for an address vecflow answers for itself (vecflow's answer is the one sent)";
+    PuntPoliced = "punt-policed", InDiscards, LcpPunt, 258, "a packet for linux-cp's TAP over its class's rate (linux-cp.punt-rate)";
     PuntQueueFull = "punt-queue-full", InDiscards, LcpPunt, 259, "a packet for linux-cp's TAP found the queue to the control thread full";
     Acl = "acl", InDiscards, FlowClassify, 258, "a flow rule with actions=drop matched";
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is administratively down";

@@ -1,5 +1,6 @@
 //! The runtime: buffers, vectors, the graph scheduler, counters, drop reasons, QSBR, snapshots,
-//! published values, the packet tracer, huge pages, the TSC, ISA dispatch and CPU placement.
+//! published values, the packet tracer, huge pages, the TSC, token buckets, ISA dispatch and CPU
+//! placement.
 //! It knows the closed lists of node ids and drop reasons and the buffer metadata every node
 //! shares, and nothing of any protocol, route or sample (`tests/layout.rs` checks its imports).
 
@@ -12,6 +13,7 @@ pub mod hugemem;
 pub mod isa;
 pub mod published;
 pub mod qsbr;
+pub mod rate;
 pub mod snapshot;
 pub(crate) mod stats;
 pub(crate) mod sync;
