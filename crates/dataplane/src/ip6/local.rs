@@ -68,7 +68,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 fn is_neighbor_discovery(g: &Graph, i: u32) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame(i);
-    f.get(l3 + 6) == Some(&58) && f.get(l3 + HEADER_LEN).is_some_and(|t| (133..=137).contains(t))
+    f.get(l3 + 6) == Some(&icmpv6::PROTOCOL) && f.get(l3 + HEADER_LEN).is_some_and(|t| (133..=137).contains(t))
 }
 
 /// The IPv6 header fields of a packet for us and its ICMPv6 message's bounds in the frame.

@@ -15,6 +15,10 @@ use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::rate::TokenBucket;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::sync::mpsc::{Receiver, SyncSender};
+use wire::{EtherType, icmpv6, ipv4};
+
+/// The LLDP ethertype (802.1AB).
+const LLDP: u16 = 0x88cc;
 
 /// A frame crossing between a worker and the control thread, and its vecflow interface: the
 /// input interface of a punted frame, the output interface of an injected one.
@@ -87,15 +91,17 @@ fn is_control(f: &[u8], l3: usize) -> bool {
     };
     let l4 = |proto: Option<u8>, at: usize| match proto {
         Some(2 | 89 | 112) => true,
-        Some(6) => ports(at).is_some_and(|p| p.contains(&179)),
-        Some(17) => ports(at).is_some_and(|p| p.iter().any(|x| matches!(x, 520 | 521 | 3784 | 3785 | 4784))),
+        Some(ipv4::protocol::TCP) => ports(at).is_some_and(|p| p.contains(&179)),
+        Some(ipv4::protocol::UDP) => {
+            ports(at).is_some_and(|p| p.iter().any(|x| matches!(x, 520 | 521 | 3784 | 3785 | 4784)))
+        }
         _ => false,
     };
     match l3.checked_sub(2).and_then(|e| f.get(e..l3)).map(|e| u16::from_be_bytes([e[0], e[1]])) {
-        Some(0x0806 | 0x88cc) => true,
-        Some(0x0800) => byte(0).is_some_and(|v| l4(byte(9), usize::from(v & 0x0f) * 4)),
-        Some(0x86dd) => match byte(6) {
-            Some(58) => byte(40).is_some_and(|t| matches!(t, 130..=137 | 143)),
+        Some(EtherType::ARP | LLDP) => true,
+        Some(EtherType::IPV4) => byte(0).is_some_and(|v| l4(byte(9), usize::from(v & 0x0f) * 4)),
+        Some(EtherType::IPV6) => match byte(6) {
+            Some(icmpv6::PROTOCOL) => byte(40).is_some_and(|t| matches!(t, 130..=137 | 143)),
             nh => l4(nh, 40),
         },
         _ => false,
@@ -198,16 +204,16 @@ fn answered_already(g: &Graph, i: u32, interface: u16) -> bool {
     let f = g.pool.frame(i);
     let tables = &g.features.tables;
     match f.get(12..14).map(|t| u16::from_be_bytes([t[0], t[1]])) {
-        Some(wire::EtherType::ARP) => f
+        Some(EtherType::ARP) => f
             .get(14..)
             .and_then(|p| wire::arp::Arp::parse(p).ok())
             .is_some_and(|a| a.op == wire::arp::REPLY && a.spa != a.tpa && tables.is_own_address(interface, a.spa)),
-        Some(wire::EtherType::IPV6) => {
+        Some(EtherType::IPV6) => {
             // An advertisement right after the fixed header: type 136, the solicited flag
             // (0x40), the target at bytes 8 to 24 of the message.
             let Some(na) = f.get(14 + 40..14 + 40 + 24) else { return false };
             let target: [u8; 16] = na[8..24].try_into().expect("16 bytes");
-            f[14 + 6] == 58
+            f[14 + 6] == icmpv6::PROTOCOL
                 && na[0] == 136
                 && na[4] & 0x40 != 0
                 && tables.is_own_address6(interface, std::net::Ipv6Addr::from(target))
