@@ -152,7 +152,7 @@ sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
         );
-        std::thread::sleep(Duration::from_millis(300));
+        self.wait_listening(&self.b, &port);
         let mut cmd = vec!["iperf3", "-c", server, "-p", &port, "-t", "2", "-J"];
         cmd.extend_from_slice(extra);
         let out = self.exec(&self.a, &cmd);
@@ -161,6 +161,21 @@ sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0
         let end = &report["end"];
         let bytes = end["sum_received"]["bytes"].as_u64().or(end["sum"]["bytes"].as_u64()).unwrap_or(0);
         (bytes, end["sum"]["lost_percent"].as_f64().filter(|_| extra.contains(&"-u")))
+    }
+
+    /// Waits (up to 10 s) until a TCP socket listens on `port` in namespace `ns`: a server
+    /// started with `ip netns exec` may take longer than any fixed sleep on a loaded machine.
+    pub(crate) fn wait_listening(&self, ns: &str, port: &str) {
+        let filter = format!("sport = :{port}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = self.exec(ns, &["ss", "-Hltn", &filter]);
+            if !out.stdout.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "nothing listens on TCP port {port} in {ns} after 10 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The veth of `side` ("a" or "b"): 0 the host's end, 1 the router's.
@@ -345,7 +360,7 @@ pub(crate) fn can_run() -> bool {
         return false;
     }
     let sbin = [PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")];
-    ["ip", "ping", "ethtool", "iperf3", "python3"]
+    ["ip", "ss", "ping", "ethtool", "iperf3", "python3"]
         .iter()
         .all(|t| require(t, &sbin, "./test.sh installs it as root").is_some())
 }
