@@ -59,17 +59,25 @@ interfaces:
     .unwrap()
 }
 
-#[test]
-fn taps_follow_their_interfaces_and_survive_a_restart() {
+/// Five hex digits for this test's device names, or None (after a skip) when it cannot make
+/// namespaces and TAPs here.
+fn tap_test_tag() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return common::skip("needs root (network namespaces and TAP devices)");
+        common::skip("needs root (network namespaces and TAP devices)");
+        return None;
     }
-    if common::require("ip", &[], "apt-get install iproute2").is_none() {
-        return;
-    }
-    let tag = format!("{:05x}", std::process::id() ^ (std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos() >> 8));
-    let tag = &tag[tag.len() - 5..];
+    common::require("ip", &[], "apt-get install iproute2")?;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let salt = NEXT.fetch_add(0x9e37, std::sync::atomic::Ordering::Relaxed);
+    let tag = std::process::id() ^ salt ^ (std::time::UNIX_EPOCH.elapsed().unwrap().subsec_nanos() >> 8);
+    Some(format!("{:05x}", tag & 0xfffff))
+}
+
+#[test]
+fn taps_follow_their_interfaces_and_survive_a_restart() {
+    let Some(tag) = tap_test_tag() else { return };
+    let tag = tag.as_str();
     let ns = lcp_lab::Namespace(format!("vflcp{tag}"));
     let (a, b) = (format!("lcpa{tag}"), format!("lcpb{tag}"));
 
@@ -119,6 +127,146 @@ fn taps_follow_their_interfaces_and_survive_a_restart() {
     assert!(made.success());
     let err = Dataplane::start(&config(&ns.0, &clash, &b, 1400, "up")).err().expect("a clash is refused").to_string();
     assert!(err.contains(&clash) && err.contains("not a TAP"), "{err}");
+}
+
+/// `ip -j addr show dev NAME` in namespace `ns`: each address as `addr/len`.
+fn tap_addresses(ns: &str, name: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["-n", ns, "-j", "addr", "show", "dev", name]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let infos = v[0]["addr_info"].as_array().cloned().unwrap_or_default();
+    infos.iter().map(|a| format!("{}/{}", a["local"].as_str().unwrap_or(""), a["prefixlen"])).collect()
+}
+
+/// Runs `dp.service()` (as vecflow's main loop does) until `done` holds, for up to 5 s.
+fn serve_until(dp: &mut Dataplane, what: &str, mut done: impl FnMut(&mut Dataplane) -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !done(dp) {
+        assert!(std::time::Instant::now() < end, "after 5 s: {what}");
+        dp.service();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn addresses_of(dp: &Dataplane, name: &str) -> Vec<String> {
+    let i = dp.interfaces().iter().find(|i| i.name == name).unwrap();
+    i.addresses.iter().map(|a| a.to_string()).collect()
+}
+
+#[test]
+fn addresses_and_mtus_go_both_ways_between_interfaces_and_taps() {
+    let Some(tag) = tap_test_tag() else { return };
+    let tag = tag.as_str();
+    let ns = lcp_lab::Namespace(format!("vflad{tag}"));
+    let (a, b) = (format!("lcpe{tag}"), format!("lcpf{tag}"));
+    let ip = |args: &[&str]| {
+        let mut all = vec!["-n", ns.0.as_str()];
+        all.extend_from_slice(args);
+        lab::must("ip", &all);
+    };
+    let cli = dataplane::control::cli::Registry::with_builtins();
+    let mut dp = Dataplane::start(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+
+    // The configured address is set on the TAP.
+    serve_until(&mut dp, "192.0.2.1/24 on the TAP", |_| tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
+
+    // An address added in Linux is the interface's too, shown as the kernel's.
+    ip(&["addr", "add", "198.51.100.7/24", "dev", &a]);
+    serve_until(&mut dp, "198.51.100.7 on port/0", |dp| addresses_of(dp, "port/0").contains(&"198.51.100.7/24".into()));
+    let shown = cli.execute(&mut dp, "show interface address").unwrap().text;
+    assert!(shown.lines().any(|l| l.contains("198.51.100.7/24") && l.contains("kernel")), "{shown}");
+    assert!(shown.lines().any(|l| l.contains("192.0.2.1/24") && l.contains("config")), "{shown}");
+    // An apply keeps it (the configuration does not own it), and removed in Linux it goes.
+    dp.apply(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    assert!(addresses_of(&dp, "port/0").contains(&"198.51.100.7/24".into()));
+    ip(&["addr", "del", "198.51.100.7/24", "dev", &a]);
+    serve_until(&mut dp, "198.51.100.7 gone", |dp| !addresses_of(dp, "port/0").contains(&"198.51.100.7/24".into()));
+
+    // A configured address removed in Linux stays the interface's until the next apply puts
+    // it back on the TAP.
+    ip(&["addr", "del", "192.0.2.1/24", "dev", &a]);
+    for _ in 0..30 {
+        dp.service();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(addresses_of(&dp, "port/0").contains(&"192.0.2.1/24".into()));
+    assert!(!tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
+    dp.apply(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    assert!(tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
+
+    // Taken out of the configuration, it leaves the TAP and the interface, and is not
+    // mistaken for the kernel's.
+    let mut without = config(&ns.0, &a, &b, 1400, "up");
+    without.interfaces.get_mut("port/0").unwrap().addresses.clear();
+    dp.apply(&without).unwrap();
+    assert!(!tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
+    for _ in 0..30 {
+        dp.service();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!addresses_of(&dp, "port/0").contains(&"192.0.2.1/24".into()), "{:?}", addresses_of(&dp, "port/0"));
+    dp.apply(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+
+    // An MTU set on the TAP is the interface's; one it cannot take is set back.
+    let mtu = |dp: &Dataplane| dp.interfaces().iter().find(|i| i.name == "port/0").unwrap().mtu;
+    ip(&["link", "set", &a, "mtu", "1280"]);
+    serve_until(&mut dp, "MTU 1280 on port/0", |dp| mtu(dp) == 1280);
+    ip(&["link", "set", &a, "mtu", "9000"]);
+    serve_until(&mut dp, "the TAP back at 1280", |_| link(&ns.0, &a).unwrap()["mtu"] == 1280);
+    assert_eq!(mtu(&dp), 1280);
+    // Without link-sync, a TAP set down in Linux leaves the interface up and comes back up.
+    ip(&["link", "set", &a, "down"]);
+    serve_until(&mut dp, "the TAP up again", |_| has_flag(&link(&ns.0, &a).unwrap(), "UP"));
+    assert!(dp.interfaces().iter().find(|i| i.name == "port/0").unwrap().admin_up);
+    let shown = cli.execute(&mut dp, "show lcp").unwrap().text;
+    assert!(shown.contains("netlink listener:") && shown.contains("1 dumps"), "{shown}");
+    dp.stop().unwrap();
+}
+
+#[test]
+fn the_netlink_listener_dumps_again_after_an_overrun_and_hands_over_the_difference() {
+    use dataplane::lcp::listener::{KernelView, Listener};
+    let Some(tag) = tap_test_tag() else { return };
+    let ns = lcp_lab::Namespace(format!("vflnl{tag}"));
+    let netns = dataplane::lcp::Netns::open_or_create(&ns.0).unwrap();
+    let (va, vb) = (format!("lcpg{tag}"), format!("lcph{tag}"));
+    lab::must("ip", &["-n", &ns.0, "link", "add", &va, "type", "veth", "peer", "name", &vb]);
+    // The sockets first, with the smallest receive buffer the kernel gives (a few
+    // notifications), and nobody reading yet: of what follows, the first notifications are
+    // queued and the rest dropped.
+    let sockets = netns.run(|| Listener::sockets(4096)).unwrap();
+    let mut batch = format!("addr add 10.59.0.1/32 dev {va}\n");
+    batch.extend((0..300).map(|k| format!("addr add 10.60.{}.{}/32 dev {va}\n", k / 250, k % 250 + 1)));
+    batch.push_str(&format!("addr del 10.59.0.1/32 dev {va}\nlink del {va}\n"));
+    let mut ip = std::process::Command::new("ip")
+        .args(["-n", &ns.0, "-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(ip.stdin.as_mut().unwrap(), batch.as_bytes()).unwrap();
+    drop(ip.stdin.take());
+    assert!(ip.wait().unwrap().success());
+    // The listener's dump sees the end state (only lo). The kernel reports the overrun; the
+    // queued notifications (addresses of a link that is gone, whose removals were dropped) are
+    // older than the second dump and must not be replayed after it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let listener = Listener::spawn(sockets, stop.clone()).unwrap();
+    let c = &listener.counters;
+    let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Acquire);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while load(&c.dumps) < 2 {
+        assert!(std::time::Instant::now() < end, "no second dump after 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut view = KernelView::default();
+    for change in listener.changes.try_iter() {
+        view.change(change);
+    }
+    assert!(load(&c.overruns) >= 1, "the overrun is counted");
+    // What was handed over adds up to what the kernel has: lo, 127.0.0.1 and ::1.
+    assert_eq!(view.links.len(), 1, "{view:?}");
+    assert!(view.addresses.iter().all(|(_, a)| a.addr.is_loopback()), "{view:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    listener.join();
 }
 
 /// In the linux-cp namespace: accepts one TCP connection on `addr`:`port`, echoes what it

@@ -443,8 +443,6 @@ impl Config {
         first_difference(&live(to_json(self)), &live(to_json(new)), "")
     }
 
-    /// Every address with the interface it is on: each interface's own, then its
-    /// sub-interfaces', in name order.
     /// Checks one next hop of a route to `prefix` (`at` names it: `routes[K]` or
     /// `routes[K].paths[P]`): of the prefix's family, on a named interface or inside a
     /// connected subnet.
@@ -472,6 +470,8 @@ impl Config {
         }
     }
 
+    /// Every address with the interface it is on: each interface's own, then its
+    /// sub-interfaces', in name order.
     fn addresses(&self) -> impl Iterator<Item = (Owner<'_>, &IpPrefix)> {
         self.interfaces.iter().flat_map(|(name, i)| {
             let own = i.addresses.iter().map(move |a| (Owner { name, sub: None }, a));
@@ -481,6 +481,11 @@ impl Config {
                 .flat_map(move |(&sub, s)| s.addresses.iter().map(move |a| (Owner { name, sub: Some(sub) }, a)));
             own.chain(subs)
         })
+    }
+
+    /// The configured addresses of interface or sub-interface `name` (`parent.sub-id`).
+    pub fn addresses_of(&self, name: &str) -> Vec<IpPrefix> {
+        self.addresses().filter(|(owner, _)| owner.to_string() == name).map(|(_, a)| *a).collect()
     }
 
     /// True when `name` is a configured interface or sub-interface (`parent.sub-id`).

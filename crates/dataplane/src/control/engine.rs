@@ -292,6 +292,7 @@ impl Dataplane {
             None => Vec::new(),
         };
         lcp_ends.reverse(); // popped in worker order below
+        dp.assert_tap_addresses();
         dp.sync_host_routes();
         // The agent's budget for discard samples.
         let drop_budget = DropBudget::new(usize::from(config.workers.count));
@@ -544,7 +545,7 @@ impl Dataplane {
 
     /// Whether a next hop takes traffic now: its link is up and its neighbor did not fail to
     /// resolve.
-    fn liveness(&self) -> impl Fn(u16, IpAddr) -> bool + 'static {
+    pub(super) fn liveness(&self) -> impl Fn(u16, IpAddr) -> bool + 'static {
         let failed = self.neighbors.failed();
         let up: Vec<bool> = (0..MAX_INTERFACES).map(|i| self.link(i as u16).oper_up.get() != 0).collect();
         move |tx_if: u16, via: IpAddr| up[usize::from(tx_if) % MAX_INTERFACES] && !failed.contains(&(tx_if, via))
@@ -561,7 +562,7 @@ impl Dataplane {
 
     /// Publishes the workers' tables again with what changed beside the configuration: the
     /// objects, the buckets, the neighbor table's MACs.
-    fn republish(&mut self) {
+    pub(super) fn republish(&mut self) {
         let interfaces = std::mem::take(&mut self.interfaces);
         self.publish_tables(&interfaces, &self.tables.l3.clone());
         self.interfaces = interfaces;
@@ -610,55 +611,11 @@ impl Dataplane {
         }
     }
 
-    /// Re-reads what the kernel says of each AF_PACKET interface: link state and speed, and
-    /// the frames its rx rings dropped since the last call (added to `rx-miss`). Call it
-    /// about once a second.
-    pub fn refresh_links(&mut self) {
-        let counts = self.interfaces.iter().map(|i| (i.index, self.interface_stats(i.index))).collect();
-        self.rate_samples = [self.rate_samples[1].take(), Some((Instant::now(), counts))];
-        for (index, link, stats) in &mut self.hosts {
-            let was_up = link.oper_up;
-            link.refresh();
-            if link.oper_up != was_up {
-                tracing::info!("host interface {}: link {}", link.name, if link.oper_up { "up" } else { "down" });
-            }
-            let state = &self.links[usize::from(*index)];
-            state.oper_up.set(u64::from(link.oper_up));
-            state.speed.set(link.speed);
-            for drops in stats.iter_mut() {
-                match drops.take() {
-                    Ok(n) => state.rx_miss.set(state.rx_miss.get() + n),
-                    Err(e) => tracing::warn!("host interface {}: {e}", link.name),
-                }
-            }
-        }
-        self.follow_liveness();
-        if let Some(mut lcp) = self.lcp.take() {
-            lcp.sync(&self.interfaces, |i| self.link(i).oper_up.get() != 0);
-            self.lcp = Some(lcp);
-        }
-    }
-
-    /// Moves the buckets of load-balance objects whose paths went down or came back, and
-    /// publishes them.
-    fn follow_liveness(&mut self) {
-        let live = self.liveness();
-        if self.rib.objects.set_live(&live) {
-            self.rib.objects.take_changed();
-            self.republish();
-        }
-    }
-
-    /// The link state of interface `index` (a sub-interface has its parent's link).
-    pub fn link(&self, index: u16) -> &LinkState {
-        let port = self.tables.get(index).port;
-        &self.links[usize::from(port) % MAX_INTERFACES]
-    }
-
     /// Looks after the neighbor table: takes in what workers learned, ages entries, has
     /// stale ones probed, and publishes a new table snapshot when what workers forward with
     /// changed. Call it often (every 10 ms or so): workers' events wait in a bounded queue.
     pub fn service(&mut self) {
+        self.follow_kernel();
         let now = Instant::now();
         let mut changed = false;
         while let Ok(event) = self.events.try_recv() {
@@ -689,8 +646,16 @@ impl Dataplane {
     /// through the FIB's batch; a worker never sees a FIB entry naming an adjacency its
     /// snapshot does not have, so interfaces the change does not touch lose no packets.
     pub fn apply(&mut self, new: &Config) -> Result<(), ApplyError> {
+        self.apply_running(new)?;
+        self.assert_tap_addresses();
+        Ok(())
+    }
+
+    /// [`Dataplane::apply`], but the configured addresses are not set on the TAPs again
+    /// (a change that comes from Linux leaves Linux's addresses as they are).
+    pub(super) fn apply_running(&mut self, new: &Config) -> Result<(), ApplyError> {
         let new = self.admissible(new)?;
-        let interfaces = build_interfaces(&new);
+        let interfaces = build_interfaces(&self.with_kernel_addresses(&new));
         let mut batch = crate::l3::changes(
             &crate::l3::connected(&self.interfaces, self.config.linux_cp.is_some()),
             &crate::l3::connected(&interfaces, new.linux_cp.is_some()),
@@ -755,6 +720,7 @@ impl Dataplane {
         self.follow_liveness();
         self.fib.synchronize();
         self.rib.objects.settle();
+        self.sync_taps();
         Ok(())
     }
 

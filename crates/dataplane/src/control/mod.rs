@@ -6,6 +6,8 @@
 pub mod cli;
 pub mod counters;
 pub mod engine;
+mod links;
+mod linux_cp;
 pub mod plan;
 pub(crate) mod ports;
 mod summary;

@@ -9,14 +9,21 @@
 //! redirects off. Packets to the router's addresses that vecflow does not answer itself
 //! (`ip4-local`, `ip6-local`) go up the TAP of their input interface ([`worker::punt`]), and
 //! what Linux writes on a TAP leaves its interface ([`worker::inject`]), through a control
-//! thread (`vecflow-lcp`, [`io`]). Still to come (issue 34): ARP and neighbor discovery copied
-//! up, link-local multicast, policers, the netlink listener.
+//! thread (`vecflow-lcp`, [`io`]); ARP and neighbor discovery are copied up, link-local
+//! multicast too, within two policers per interface. A netlink listener ([`listener`],
+//! thread `vecflow-netlink`) follows the TAPs' addresses, MTUs and admin states for the
+//! control plane (`kernel`), which sets the configured addresses on the TAPs. Still to
+//! come (issues 34, 35): routes and neighbors from the kernel, Prometheus, sFlow's ifIndex.
 
 pub mod io;
+mod kernel;
+pub mod listener;
+mod netlink;
 mod netns;
 mod tap;
 pub mod worker;
 
+pub use kernel::KernelUpdate;
 pub use netns::{NETNS_DIR, Netns};
 pub use tap::{MAX_NAME, Tap};
 pub use worker::LcpWorker;
@@ -37,6 +44,10 @@ pub struct LinuxCpConfig {
     /// Packets a second each worker sends up each interface's TAP, by class.
     #[serde(default)]
     pub punt_rate: PuntRate,
+    /// A TAP set down (or up) in Linux sets its interface down (or up) too (default off:
+    /// vecflow puts the TAP back up, so a tool toggling a TAP cannot take a port down).
+    #[serde(default)]
+    pub link_sync: bool,
 }
 
 fn default_netns() -> String {
@@ -45,7 +56,7 @@ fn default_netns() -> String {
 
 impl Default for LinuxCpConfig {
     fn default() -> Self {
-        LinuxCpConfig { netns: default_netns(), punt_rate: PuntRate::default() }
+        LinuxCpConfig { netns: default_netns(), punt_rate: PuntRate::default(), link_sync: false }
     }
 }
 
@@ -156,6 +167,8 @@ struct Pair {
     tap: Tap,
     set: TapState,
     counters: std::sync::Arc<io::TapCounters>,
+    /// The configuration's addresses vecflow last set on the TAP.
+    asserted: Vec<crate::config::IpPrefix>,
 }
 
 /// The running Linux control plane: the namespace, a TAP per interface, the control thread.
@@ -164,6 +177,11 @@ pub struct LinuxCp {
     netns: Netns,
     pairs: Vec<Pair>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Address changes on the TAPs, made in the namespace.
+    requests: netlink::Netlink,
+    listener: Option<listener::Listener>,
+    /// The kernel's links and addresses, as the listener last reported them.
+    view: listener::KernelView,
 }
 
 impl LinuxCp {
@@ -203,9 +221,10 @@ impl LinuxCp {
                 tap.ifindex,
                 netns.name
             );
-            pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default() });
+            pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default(), asserted: Vec::new() });
         }
-        Ok(LinuxCp { netns, pairs, thread: None })
+        let requests = netns.run(netlink::Netlink::requests)?;
+        Ok(LinuxCp { netns, pairs, thread: None, requests, listener: None, view: Default::default() })
     }
 
     /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
@@ -269,15 +288,25 @@ impl LinuxCp {
             taps.push(io::TapIo { index: p.index, file: p.tap.file()?, worker, counters: p.counters.clone() });
         }
         let free = (0..worker::QUEUE).map(|_| Vec::with_capacity(worker::FRAME_BYTES)).collect();
+        let sockets = self.netns.run(|| listener::Listener::sockets(listener::EVENT_BUFFER))?;
+        self.listener = Some(listener::Listener::spawn(sockets, stop.clone())?);
         self.thread = Some(io::spawn(io::Io { taps, workers: lines, used: used_rx, free, stop })?);
         Ok(ends)
     }
 
-    /// Waits for the control thread to end (after `stop` was set).
+    /// Waits for the control thread and the netlink listener to end (after `stop` was set).
     pub fn join(&mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        if let Some(l) = self.listener.take() {
+            l.join();
+        }
+    }
+
+    /// The netlink listener's counters, once it runs.
+    pub fn listener_counters(&self) -> Option<&listener::ListenerCounters> {
+        self.listener.as_ref().map(|l| &*l.counters)
     }
 
     /// Each interface's TAP: interface index, TAP name, Linux ifindex, its counters.

@@ -16,7 +16,7 @@ impl Drop for Namespace {
 
 /// vecflow routing for the lab with linux-cp on: its port `wa` (10.77.0.1/24) on host A's link
 /// (A is 10.77.0.2/24), its TAP `wa` in namespace `vfl<tag>` (made first, as an operator
-/// would) with the same address. Returns the namespace, vecflow, and its configuration.
+/// would), which vecflow gives the same address. Returns the namespace, vecflow, and its configuration.
 pub(crate) fn linux_cp_router(lab: &Lab, dir: &Path) -> (Namespace, Daemon, String) {
     let lcp = Namespace(format!("vfl{}", lab.tag));
     must("ip", &["netns", "add", &lcp.0]);
@@ -33,7 +33,8 @@ interfaces:
         lab.veth("a", 1)
     );
     let (vecflow, _) = lab.start_vecflow(dir, &config);
-    // Linux holds the router's address on the TAP (vecflow does not set it yet).
-    must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.1/24", "dev", "wa"]);
+    // vecflow set the configured address on the TAP, for Linux's sockets.
+    let on_tap = must("ip", &["-n", &lcp.0, "-o", "addr", "show", "dev", "wa"]);
+    assert!(on_tap.contains("10.77.0.1/24"), "the TAP has the interface's address:\n{on_tap}");
     (lcp, vecflow, config)
 }

@@ -181,11 +181,20 @@ fn show_interface_address(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, S
     let mut rows = Vec::new();
     for i in dp.interfaces().iter().filter(|i| !i.addresses.is_empty()) {
         let _ = writeln!(text, "{} ({})", i.name, if i.admin_up { "up" } else { "down" });
+        let configured = dp.config().addresses_of(&i.name);
         let mut addresses = Vec::new();
         for a in &i.addresses {
+            // Not configured: the kernel's on the TAP (linux-cp), or the link-local one vecflow
+            // derived from the MAC.
+            let kernel = dp.linux_cp().is_some_and(|l| l.kernel_owned(i.index, &configured).contains(a));
+            let source = match (configured.contains(a), kernel) {
+                (true, _) => "config",
+                (false, true) => "kernel",
+                (false, false) => "derived",
+            };
             let note = if crate::config::is_link_local(a.addr) { "  link-local" } else { "" };
-            let _ = writeln!(text, "  {a}{note}");
-            addresses.push(a.to_string());
+            let _ = writeln!(text, "  {a:<44} {source}{note}");
+            addresses.push(json!({"address": a.to_string(), "source": source}));
         }
         rows.push(json!({"interface": i.name, "addresses": addresses}));
     }

@@ -44,8 +44,19 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     }
     let duplicates = dp.drops_of(0)[DropReason::LcpDuplicateAnswer as usize];
     let _ = writeln!(text, "answers from Linux dropped (vecflow answered): {duplicates}");
+    let listener = lcp.listener_counters().map(|c| {
+        let counts = [&c.messages, &c.dumps, &c.overruns, &c.resync_changes].map(|n| n.load(Relaxed));
+        let [messages, dumps, overruns, found] = counts;
+        let _ = writeln!(
+            text,
+            "netlink listener: {messages} messages, {dumps} dumps, {overruns} overruns, {found} changes found by re-dumps"
+        );
+        json!({"messages": messages, "dumps": dumps, "overruns": overruns, "resync_changes": found})
+    });
     Ok(Reply {
         text,
-        json: json!({"enabled": true, "netns": lcp.netns(), "pairs": rows, "duplicate_answers": duplicates}),
+        json: json!({
+            "enabled": true, "netns": lcp.netns(), "pairs": rows, "duplicate_answers": duplicates, "listener": listener,
+        }),
     })
 }

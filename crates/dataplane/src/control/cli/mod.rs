@@ -142,15 +142,17 @@ fn change(
 
 /// The settings an interface and a sub-interface share, of interface `name` (`parent.id`
 /// for a sub-interface).
-struct Settings<'a> {
-    state: &'a mut AdminState,
-    mtu: &'a mut Option<u16>,
-    addresses: &'a mut Vec<IpPrefix>,
+pub(in crate::control) struct Settings<'a> {
+    pub(in crate::control) state: &'a mut AdminState,
+    pub(in crate::control) mtu: &'a mut Option<u16>,
+    pub(in crate::control) addresses: &'a mut Vec<IpPrefix>,
     mpls: &'a mut bool,
     l2xc: &'a mut Option<String>,
 }
 
-fn settings<'a>(c: &'a mut Config, name: &str) -> Result<Settings<'a>, String> {
+/// The settings of interface or sub-interface `name` in `c`; an error naming it when there
+/// is none.
+pub(in crate::control) fn settings<'a>(c: &'a mut Config, name: &str) -> Result<Settings<'a>, String> {
     let unknown = || format!("no interface named '{name}'");
     if c.interfaces.contains_key(name) {
         let i = c.interfaces.get_mut(name).expect("checked");

@@ -1,0 +1,78 @@
+//! The running dataplane and its Linux control plane in step: what Linux changes on a TAP
+//! (addresses, MTU, with `linux-cp.link-sync` its admin state) reaches the interface, and
+//! the interfaces' state and configured addresses reach the TAPs.
+
+use crate::config::{AdminState, Config};
+use crate::control::cli::settings;
+use crate::control::engine::Dataplane;
+
+impl Dataplane {
+    /// `config` with the addresses Linux owns on each TAP added to its interface. An address
+    /// the configuration would refuse (one another interface has, one on a cross-connected
+    /// interface) is left out, and logged.
+    pub(super) fn with_kernel_addresses(&self, config: &Config) -> Config {
+        let mut out = config.clone();
+        let Some(lcp) = &self.lcp else { return out };
+        for i in &self.interfaces {
+            for a in lcp.kernel_owned(i.index, &config.addresses_of(&i.name)) {
+                let mut trial = out.clone();
+                let Ok(s) = settings(&mut trial, &i.name) else { continue };
+                s.addresses.push(a);
+                match trial.validate() {
+                    Ok(()) => out = trial,
+                    Err(e) => tracing::warn!("linux-cp: not using {a}, set on {}'s TAP: {e}", i.name),
+                }
+            }
+        }
+        out
+    }
+
+    /// Takes in what Linux changed on the TAPs since the last call: addresses (applied as
+    /// kernel-owned), an MTU (the interface's MTU, when the configuration takes it) and, with
+    /// `link-sync`, the admin state. A change the interface cannot take is undone on the TAP.
+    /// Call it often.
+    pub(super) fn follow_kernel(&mut self) {
+        let Some(update) = self.lcp.as_mut().and_then(|l| l.take_kernel_changes()) else { return };
+        let link_sync = self.config.linux_cp.as_ref().is_some_and(|c| c.link_sync);
+        let mut proposed = self.config.clone();
+        for &(index, facts) in &update.links {
+            let Some(i) = self.interfaces.iter().find(|i| i.index == index) else { continue };
+            // The TAP is taken as it is: where the interface does not follow it, the sync at
+            // the end of the apply sets it back.
+            if let Some(lcp) = &mut self.lcp {
+                lcp.put_back(index, facts);
+            }
+            let Ok(s) = settings(&mut proposed, &i.name) else { continue };
+            if facts.mtu != u32::from(i.mtu) {
+                *s.mtu = Some(u16::try_from(facts.mtu).unwrap_or(u16::MAX));
+            }
+            if link_sync && facts.up != i.admin_up {
+                *s.state = if facts.up { AdminState::Up } else { AdminState::Down };
+            }
+        }
+        if let Err(e) = self.apply_running(&proposed) {
+            tracing::warn!("linux-cp: a TAP's MTU or state was refused and is set back: {e}");
+            if let Err(e) = self.apply_running(&self.config.clone()) {
+                tracing::warn!("linux-cp: {e}");
+            }
+        }
+    }
+
+    /// Brings the TAPs in step with the interfaces: admin state, MTU, carrier.
+    pub(super) fn sync_taps(&mut self) {
+        let Some(mut lcp) = self.lcp.take() else { return };
+        lcp.sync(&self.interfaces, |i| self.link(i).oper_up.get() != 0);
+        self.lcp = Some(lcp);
+    }
+
+    /// Sets the configured addresses on the TAPs (again: one removed in Linux is back), and
+    /// removes those the configuration no longer has.
+    pub(super) fn assert_tap_addresses(&mut self) {
+        let Some(lcp) = &mut self.lcp else { return };
+        let names: Vec<(u16, &str)> = self.interfaces.iter().map(|i| (i.index, i.name.as_str())).collect();
+        lcp.assert_addresses(|index| {
+            let name = names.iter().find(|(i, _)| *i == index).map_or("", |(_, n)| n);
+            self.config.addresses_of(name)
+        });
+    }
+}

@@ -1,0 +1,228 @@
+//! rtnetlink sockets in the linux-cp namespace, on the `netlink-sys` and
+//! `netlink-packet-route` crates: a request socket (dumps, address changes, each answered
+//! before the next) and an event socket subscribed to link and address notifications.
+
+use netlink_packet_core::{
+    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkBuffer, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload,
+};
+use netlink_packet_route::address::{AddressAttribute, AddressMessage};
+use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+use std::io;
+use std::os::fd::AsRawFd;
+
+use crate::config::IpPrefix;
+
+/// The event socket's receive buffer: room for a burst of notifications (a full routing
+/// table, in the next step) before the kernel reports an overrun.
+pub const EVENT_BUFFER: usize = 64 << 20;
+
+/// The rtnetlink multicast groups the listener follows: links, IPv4 and IPv6 addresses.
+const GROUPS: [u32; 3] = [libc::RTNLGRP_LINK, libc::RTNLGRP_IPV4_IFADDR, libc::RTNLGRP_IPV6_IFADDR];
+
+/// How many times a dump the kernel marked inconsistent (`NLM_F_DUMP_INTR`) is repeated.
+const DUMP_TRIES: usize = 5;
+
+/// One rtnetlink socket of the namespace it was opened in.
+#[derive(Debug)]
+pub struct Netlink {
+    socket: Socket,
+    seq: u32,
+    buf: Vec<u8>,
+}
+
+/// What [`Netlink::recv`] got.
+#[derive(Debug)]
+pub enum Received {
+    /// Messages (possibly none: a datagram of acknowledgements).
+    Messages(Vec<RouteNetlinkMessage>),
+    /// Nothing arrived within the socket's timeout.
+    Idle,
+    /// The kernel dropped notifications for want of buffer room (`ENOBUFS`).
+    Overrun,
+}
+
+impl Netlink {
+    /// A request socket in the current thread's namespace.
+    pub fn requests() -> io::Result<Netlink> {
+        let mut socket = Socket::new(NETLINK_ROUTE)?;
+        socket.bind_auto()?;
+        socket.set_ext_ack(true).ok();
+        Ok(Netlink { socket, seq: 0, buf: vec![0; 1 << 16] })
+    }
+
+    /// An event socket in the current thread's namespace: subscribed to link and address
+    /// notifications, with a receive buffer of `buffer` bytes (`SO_RCVBUFFORCE`, which root
+    /// may set above the system's limit) and a receive timeout of `timeout`, so that its
+    /// reader can look at a stop flag.
+    pub fn events(timeout: std::time::Duration, buffer: usize) -> io::Result<Netlink> {
+        let n = Netlink::requests()?;
+        for group in GROUPS {
+            n.socket.add_membership(group)?;
+        }
+        let fd = n.socket.as_raw_fd();
+        let bytes = libc::c_int::try_from(buffer).unwrap_or(libc::c_int::MAX);
+        if setsockopt(fd, libc::SO_RCVBUFFORCE, &bytes).is_err() {
+            n.socket.set_rx_buf_sz(buffer)?;
+        }
+        let tv = libc::timeval { tv_sec: timeout.as_secs() as _, tv_usec: timeout.subsec_micros() as _ };
+        setsockopt(fd, libc::SO_RCVTIMEO, &tv)?;
+        Ok(n)
+    }
+
+    /// Every link and every address of the namespace, each from a dump repeated while the
+    /// kernel marks it interrupted by a change (`NLM_F_DUMP_INTR`).
+    pub fn dump_links_and_addresses(&mut self) -> io::Result<Vec<RouteNetlinkMessage>> {
+        let mut all = self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))?;
+        all.extend(self.dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))?);
+        Ok(all)
+    }
+
+    fn dump(&mut self, request: RouteNetlinkMessage) -> io::Result<Vec<RouteNetlinkMessage>> {
+        for _ in 0..DUMP_TRIES {
+            let seq = self.send(request.clone(), NLM_F_REQUEST | NLM_F_DUMP)?;
+            let mut out = Vec::new();
+            let mut interrupted = false;
+            'reply: loop {
+                for (header, payload) in self.read()? {
+                    if header.sequence_number != seq {
+                        continue;
+                    }
+                    interrupted |= header.flags & NLM_F_DUMP_INTR != 0;
+                    match payload {
+                        NetlinkPayload::InnerMessage(m) => out.push(m),
+                        NetlinkPayload::Done(_) => break 'reply,
+                        NetlinkPayload::Error(e) => return Err(e.to_io()),
+                        _ => {}
+                    }
+                }
+            }
+            if !interrupted {
+                return Ok(out);
+            }
+        }
+        Err(io::Error::other(format!("the kernel interrupted {DUMP_TRIES} dumps in a row")))
+    }
+
+    /// Sets `prefix` on link `ifindex` (adds it, or replaces it when it is there).
+    pub fn add_address(&mut self, ifindex: u32, prefix: IpPrefix) -> io::Result<()> {
+        let m = address_message(ifindex, prefix);
+        self.request(RouteNetlinkMessage::NewAddress(m), NLM_F_CREATE | NLM_F_REPLACE)
+    }
+
+    /// Removes `prefix` from link `ifindex`; one that is not there is no error.
+    pub fn del_address(&mut self, ifindex: u32, prefix: IpPrefix) -> io::Result<()> {
+        match self.request(RouteNetlinkMessage::DelAddress(address_message(ifindex, prefix)), 0) {
+            Err(e) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Sends `message` and waits for the kernel's acknowledgement.
+    fn request(&mut self, message: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
+        let seq = self.send(message, NLM_F_REQUEST | NLM_F_ACK | flags)?;
+        loop {
+            for (header, payload) in self.read()? {
+                if let (true, NetlinkPayload::Error(e)) = (header.sequence_number == seq, payload) {
+                    return match e.code {
+                        None => Ok(()),
+                        Some(_) => Err(e.to_io()),
+                    };
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, message: RouteNetlinkMessage, flags: u16) -> io::Result<u32> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut header = NetlinkHeader::default();
+        header.flags = flags;
+        header.sequence_number = self.seq;
+        let mut packet = NetlinkMessage::new(header, NetlinkPayload::from(message));
+        packet.finalize();
+        let mut bytes = vec![0; packet.buffer_len()];
+        packet.serialize(&mut bytes);
+        self.socket.send_to(&bytes, &SocketAddr::new(0, 0), 0)?;
+        Ok(self.seq)
+    }
+
+    /// Blocks for one datagram and parses its messages (see `Received`).
+    pub fn recv(&mut self) -> io::Result<Received> {
+        match self.read() {
+            Ok(messages) => Ok(Received::Messages(
+                messages
+                    .into_iter()
+                    .filter_map(|(_, p)| match p {
+                        NetlinkPayload::InnerMessage(m) => Some(m),
+                        _ => None,
+                    })
+                    .collect(),
+            )),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(Received::Overrun),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => Ok(Received::Idle),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Throws away every queued datagram (after an overrun: they are older than the dump
+    /// that follows, and replayed after it they would undo what it found).
+    pub fn discard_queued(&mut self) -> io::Result<()> {
+        loop {
+            match self.socket.recv(&mut &mut self.buf[..], libc::MSG_DONTWAIT | libc::MSG_TRUNC) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One datagram's messages. Messages the crate cannot parse (kinds it does not know)
+    /// are skipped, not an error: the kernel gains attributes faster than any parser.
+    fn read(&mut self) -> io::Result<Vec<(NetlinkHeader, NetlinkPayload<RouteNetlinkMessage>)>> {
+        let n = loop {
+            let n = self.socket.recv(&mut &mut self.buf[..], libc::MSG_PEEK | libc::MSG_TRUNC)?;
+            if n <= self.buf.len() {
+                break self.socket.recv(&mut &mut self.buf[..], 0)?;
+            }
+            self.buf.resize(n.next_power_of_two(), 0);
+        };
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < n {
+            let Ok(frame) = NetlinkBuffer::new_checked(&self.buf[at..n]) else { break };
+            let len = frame.length() as usize;
+            if len == 0 {
+                break;
+            }
+            match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[at..at + len]) {
+                Ok(m) => out.push((m.header, m.payload)),
+                Err(e) => tracing::debug!("linux-cp netlink: skipping a message: {e}"),
+            }
+            at += (len + 3) & !3;
+        }
+        Ok(out)
+    }
+}
+
+/// An address message for `prefix` on link `ifindex`.
+fn address_message(ifindex: u32, prefix: IpPrefix) -> AddressMessage {
+    let mut m = AddressMessage::default();
+    m.header.family = if prefix.addr.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+    m.header.prefix_len = prefix.len;
+    m.header.index = ifindex;
+    m.attributes.push(AddressAttribute::Local(prefix.addr));
+    m.attributes.push(AddressAttribute::Address(prefix.addr));
+    m
+}
+
+/// `setsockopt(fd, SOL_SOCKET, option, value)`.
+fn setsockopt<T>(fd: libc::c_int, option: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` points to a live `T` whose size is passed with it.
+    let r = unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, option, (value as *const T).cast(), size_of::<T>() as libc::socklen_t)
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
