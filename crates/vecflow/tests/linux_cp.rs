@@ -3,7 +3,9 @@
 //! (no router advertisements, autoconfiguration or redirects), adopted by name on a restart,
 //! and a device of the same name that vecflow does not own refused by name; and a TCP
 //! connection from a host to the router's address, carried by the TAP to a socket in the
-//! linux-cp namespace and back. Needs root, `ip` and `python3`.
+//! linux-cp namespace and back; an address added on the TAP in Linux answered by vecflow;
+//! addresses and MTUs both ways; the netlink listener after an overrun. Needs root, `ip`
+//! and `python3`.
 
 mod common;
 
@@ -334,10 +336,16 @@ fn tcp_to_the_router_reaches_linux_through_the_tap_and_back() {
         .unwrap();
     assert_eq!(line.trim(), "listening");
     let out = lab.exec(&lab.a, &["python3", "-c", CLIENT, "10.77.0.1", &port]);
+    // An address added to the TAP in Linux: vecflow answers pings for it.
+    lab::must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.9/24", "dev", "wa"]);
+    let (pinged, ping_out) = lab.ping(&lab.a, &["-c", "1", "-w", "5", "10.77.0.9"]);
+    let addresses = lab::ctl(dir.path(), &["show", "interface", "address"]);
     // One answer per ARP request on the wire: vecflow's (Linux answers the copy too, and
     // vecflow drops that).
     let replies = lab.exec(&lab.a, &["python3", "-c", ARP_REPLIES, &lab.veth("a", 0), "10.77.0.2", "10.77.0.1"]);
     let show = lab.stop_vecflow(vecflow, dir.path());
+    let kernel = addresses.lines().any(|l| l.contains("10.77.0.9/24") && l.contains("kernel"));
+    assert!(pinged && kernel, "ping to an address set in Linux:\n{ping_out}\n{addresses}");
     assert_eq!(String::from_utf8_lossy(&replies.stdout).trim(), "1", "{}", String::from_utf8_lossy(&replies.stderr));
     assert!(show.contains("lcp-duplicate-answer"), "Linux answered the copy, and that answer was dropped:\n{show}");
     // show lcp: the pair, and frames both ways (the TCP exchange, ARP).
