@@ -176,9 +176,50 @@ pub fn encode(dp: &Dataplane) -> String {
             r.register(name, help, c);
         }
     }
+    linux_cp(&mut r, dp);
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");
     out
+}
+
+/// The Linux control plane's series, when it is on: frames each TAP carried (its policed and
+/// queue-full drops are in `vecflow_drops_total`) and the netlink listener's counters.
+fn linux_cp(r: &mut Registry, dp: &Dataplane) {
+    let Some(lcp) = dp.linux_cp() else { return };
+    let name = |index: u16| dp.interfaces().iter().find(|i| i.index == index).map_or(String::new(), |i| i.name.clone());
+    let per_tap = |f: fn(&dataplane::lcp::io::TapCounters) -> u64| {
+        lcp.pairs().map(|(index, _, _, c)| (InterfaceLabel { interface: name(index) }, f(c))).collect::<Vec<_>>()
+    };
+    counters(r, "lcp_punted", "Frames sent up the interface's linux-cp TAP", per_tap(|c| c.punted.load(Relaxed)));
+    counters(
+        r,
+        "lcp_punt_lost",
+        "Frames for the TAP lost because Linux's TAP queue was full",
+        per_tap(|c| c.punt_lost.load(Relaxed)),
+    );
+    counters(r, "lcp_injected", "Frames Linux wrote on the TAP, sent out", per_tap(|c| c.injected.load(Relaxed)));
+    counters(
+        r,
+        "lcp_inject_lost",
+        "Frames Linux wrote on the TAP that found no room toward the worker",
+        per_tap(|c| c.inject_lost.load(Relaxed)),
+    );
+    let Some(c) = lcp.listener_counters() else { return };
+    let listener: [(&str, &str, u64); 4] = [
+        ("lcp_netlink_messages", "Netlink notifications the linux-cp listener took in", c.messages.load(Relaxed)),
+        (
+            "lcp_netlink_dumps",
+            "Netlink dumps of links and addresses (the first and each after an overrun)",
+            c.dumps.load(Relaxed),
+        ),
+        ("lcp_netlink_overruns", "Times the kernel dropped netlink notifications (ENOBUFS)", c.overruns.load(Relaxed)),
+        ("lcp_netlink_resync_changes", "Changes only a dump after an overrun found", c.resync_changes.load(Relaxed)),
+    ];
+    for (name, help, value) in listener {
+        let counter = Counter::<u64>::default();
+        counter.inc_by(value);
+        r.register(name, help, counter);
+    }
 }
 
 /// The running HTTP endpoint. Dropping it stops it at once: the listening socket and a

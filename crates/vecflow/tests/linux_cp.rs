@@ -340,10 +340,19 @@ fn tcp_to_the_router_reaches_linux_through_the_tap_and_back() {
     lab::must("ip", &["-n", &lcp.0, "addr", "add", "10.77.0.9/24", "dev", "wa"]);
     let (pinged, ping_out) = lab.ping(&lab.a, &["-c", "1", "-w", "5", "10.77.0.9"]);
     let addresses = lab::ctl(dir.path(), &["show", "interface", "address"]);
+    let metrics = lcp_lab::metrics(&lab);
     // One answer per ARP request on the wire: vecflow's (Linux answers the copy too, and
     // vecflow drops that).
     let replies = lab.exec(&lab.a, &["python3", "-c", ARP_REPLIES, &lab.veth("a", 0), "10.77.0.2", "10.77.0.1"]);
     let show = lab.stop_vecflow(vecflow, dir.path());
+    let series = |name: &str| -> u64 {
+        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}:\n{metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(series("vecflow_lcp_punted_total{interface=\"wa\"}") >= 4, "{metrics}");
+    assert!(series("vecflow_lcp_injected_total{interface=\"wa\"}") >= 3, "{metrics}");
+    assert_eq!(series("vecflow_lcp_netlink_dumps_total"), 1, "{metrics}");
+    assert!(series("vecflow_lcp_netlink_messages_total") >= 1, "{metrics}");
     let kernel = addresses.lines().any(|l| l.contains("10.77.0.9/24") && l.contains("kernel"));
     assert!(pinged && kernel, "ping to an address set in Linux:\n{ping_out}\n{addresses}");
     assert_eq!(String::from_utf8_lossy(&replies.stdout).trim(), "1", "{}", String::from_utf8_lossy(&replies.stderr));
