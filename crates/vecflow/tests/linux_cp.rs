@@ -225,6 +225,45 @@ fn addresses_and_mtus_go_both_ways_between_interfaces_and_taps() {
 }
 
 #[test]
+fn sflow_reports_the_taps_linux_ifindex_with_if_index_linux() {
+    let Some(tag) = tap_test_tag() else { return };
+    let ns = lcp_lab::Namespace(format!("vflsf{tag}"));
+    let (a, b) = (format!("lcpi{tag}"), format!("lcpj{tag}"));
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let port = collector.local_addr().unwrap().port();
+    let mut c = Config::load(&format!(
+        "
+linux-cp: {{netns: {}}}
+metrics: {{enabled: false}}
+sflow: {{polling-interval: 1, if-index: linux, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
+interfaces:
+  'port/0': {{linux-name: {a}, addresses: [192.0.2.1/24], sflow: {{}}}}
+  port1: {{linux-name: {b}, state: down}}
+",
+        ns.0
+    ))
+    .unwrap();
+    assert!(c.validate().is_ok());
+    let mut dp = Dataplane::start(&c).unwrap();
+    let ifindex = link(&ns.0, &a).unwrap()["ifindex"].as_u64().unwrap() as u32;
+    let mut buf = [0u8; 9000];
+    let n = collector.recv(&mut buf).expect("a counter sample within 5 s");
+    let datagram = sflow::decode(&buf[..n]).unwrap();
+    let sources: Vec<u32> = datagram
+        .samples
+        .iter()
+        .filter_map(|s| if let sflow::Sample::Counters(c) = s { Some(c.source.index) } else { None })
+        .collect();
+    assert_eq!(sources, [ifindex], "port/0's counters under its TAP's ifindex");
+    dp.stop().unwrap();
+    // Without linux-cp, `linux` is refused by name.
+    c.linux_cp = None;
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.starts_with("sflow.if-index: linux"), "{e}");
+}
+
+#[test]
 fn the_netlink_listener_dumps_again_after_an_overrun_and_hands_over_the_difference() {
     use dataplane::lcp::listener::{KernelView, Listener};
     let Some(tag) = tap_test_tag() else { return };

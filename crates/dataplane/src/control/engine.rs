@@ -384,7 +384,9 @@ impl Dataplane {
                     all_counters,
                     dp.links.clone(),
                     0x9011_5eed,
-                ),
+                )
+                .reporting(dp.sflow_if_indices()),
+                if_indices: dp.sflow_if_indices(),
                 shared: shared.clone(),
                 stop: stop.clone(),
                 drop_budget,

@@ -58,6 +58,18 @@ impl Dataplane {
         }
     }
 
+    /// The ifIndex sFlow reports for each interface: with `sflow.if-index: linux`, its TAP's
+    /// Linux ifindex.
+    pub(super) fn sflow_if_indices(&self) -> crate::sflow::IfIndices {
+        let linux = self.config.sflow.as_ref().is_some_and(|s| s.if_index == crate::sflow::IfIndexSource::Linux);
+        match &self.lcp {
+            Some(lcp) if linux => {
+                crate::sflow::IfIndices::mapped(lcp.pairs().map(|(index, _, ifindex, _)| (index, ifindex)))
+            }
+            _ => crate::sflow::IfIndices::default(),
+        }
+    }
+
     /// Brings the TAPs in step with the interfaces: admin state, MTU, carrier.
     pub(super) fn sync_taps(&mut self) {
         let Some(mut lcp) = self.lcp.take() else { return };

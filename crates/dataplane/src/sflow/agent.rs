@@ -95,6 +95,8 @@ pub struct AgentSetup {
     pub collectors: Vec<SocketAddr>,
     /// Counter polling of the data sources.
     pub polling: super::Polling,
+    /// The ifIndex each interface is reported as in samples.
+    pub if_indices: super::IfIndices,
     /// Settings changed while running (rates, sources, polling interval).
     pub live: Arc<super::LiveSettings>,
     /// Counters shared with the main thread.
@@ -241,7 +243,8 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             let mut full = false;
             for k in 0..s.rings.len() {
                 let r = (next_ring + k) % s.rings.len();
-                let (rings, shared, fib, workers) = (&mut s.rings, &s.shared, &s.fib, &s.workers);
+                let (rings, shared, fib, workers, if_indices) =
+                    (&mut s.rings, &s.shared, &s.fib, &s.workers, &s.if_indices);
                 rings[r].drain(usize::MAX, |slot| {
                     match slot.fate {
                         Fate::Forwarded => {}
@@ -250,7 +253,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
                             src.discard_seq = src.discard_seq.wrapping_add(1);
                             src.discards_lost =
                                 workers.iter().map(|w| w.sflow(slot.port).discards_lost.get()).sum::<u64>() as u32;
-                            discards.push(discard_sample(slot, src));
+                            discards.push(discard_sample(slot, src, if_indices));
                             return true;
                         }
                         Fate::Dropped | Fate::InFlight => {
@@ -261,7 +264,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
                     let src = &mut sources[slot.port as usize];
                     src.pool = src.pool.max(slot.pool);
                     src.drops = src.drops.max(slot.drops);
-                    let sample = flow_sample(slot, src, fib);
+                    let sample = flow_sample(slot, src, fib, if_indices);
                     if b.push(&sample).is_err() {
                         full = true;
                         return false;
@@ -408,7 +411,7 @@ pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> 
 }
 
 /// The flow sample of a forwarded packet.
-fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs) -> Sample<'a> {
+fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs, ifx: &super::IfIndices) -> Sample<'a> {
     let header = &slot.header[..usize::from(slot.header_len)];
     let mut records = vec![FlowRecord::RawHeader(RawHeader {
         protocol: sflow::HEADER_PROTOCOL_ETHERNET,
@@ -452,24 +455,24 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs) -> Sample<'a> {
     }
     Sample::Flow(FlowSample {
         sequence: src.seq.wrapping_add(1),
-        source: DataSource::interface(u32::from(slot.port)),
+        source: DataSource::interface(ifx.of(slot.port)),
         sampling_rate: slot.rate,
         sample_pool: src.pool as u32, // modulo 2^32, as sFlow counts it
         drops: src.drops as u32,
-        input: Interface::Index(u32::from(slot.input)),
-        output: Interface::Index(u32::from(slot.output)),
+        input: Interface::Index(ifx.of(slot.input)),
+        output: Interface::Index(ifx.of(slot.output)),
         records,
     })
 }
 
 /// The discard sample of a dropped packet.
-fn discard_sample(slot: &Slot, src: &Source) -> Sample<'static> {
+fn discard_sample(slot: &Slot, src: &Source, ifx: &super::IfIndices) -> Sample<'static> {
     Sample::Discard(DiscardSample {
         sequence: src.discard_seq,
-        source: DataSource::interface(u32::from(slot.port)),
+        source: DataSource::interface(ifx.of(slot.port)),
         drops: src.discards_lost,
-        input: u32::from(slot.input),
-        output: u32::from(slot.output),
+        input: ifx.of(slot.input),
+        output: ifx.of(slot.output),
         reason: slot.reason,
         records: vec![FlowRecord::RawHeader(RawHeader {
             protocol: sflow::HEADER_PROTOCOL_ETHERNET,
@@ -502,7 +505,9 @@ mod tests {
             (100, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24);
         (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
         let src = Source { pool: 1234, drops: 5, ..Source::default() };
-        let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1).unwrap()) else { panic!("a flow sample") };
+        let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1).unwrap(), &Default::default()) else {
+            panic!("a flow sample")
+        };
         assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
         assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {
             src_vlan: 100,
@@ -526,7 +531,10 @@ mod tests {
         (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
         (slot.next_hop, slot.routed) = (Ipv4Addr::new(100, 64, 0, 0).into(), false);
         (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
-        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1).unwrap()) else { panic!() };
+        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1).unwrap(), &Default::default())
+        else {
+            panic!()
+        };
         let mpls = FlowRecord::Mpls(ExtendedMpls {
             next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
             in_stack: vec![18, 77],

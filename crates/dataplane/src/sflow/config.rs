@@ -54,6 +54,10 @@ pub struct SflowConfig {
     /// no two starts) sample the same packets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The ifIndex samples and counters carry: `vecflow` (the interface index) or `linux`
+    /// (the Linux ifindex of the interface's linux-cp TAP).
+    #[serde(default)]
+    pub if_index: crate::sflow::IfIndexSource,
 }
 
 fn default_sampling_rate() -> u32 {
@@ -196,6 +200,9 @@ impl Config {
         }
         if !(-20..=19).contains(&s.agent_nice) {
             return Err(invalid("sflow.agent-nice", s.agent_nice, "-20 to 19 (0: the process's own)"));
+        }
+        if s.if_index == crate::sflow::IfIndexSource::Linux && self.linux_cp.is_none() {
+            return Err(invalid("sflow.if-index", "linux", "vecflow, or linux when linux-cp is on"));
         }
         if s.collectors.len() > 16 {
             return Err(invalid("sflow.collectors", format!("{} collectors", s.collectors.len()), "at most 16"));

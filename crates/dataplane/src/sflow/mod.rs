@@ -7,6 +7,7 @@ pub mod agent;
 mod budget;
 pub mod config;
 mod header;
+mod if_index;
 pub mod live;
 mod poll;
 pub mod ring;
@@ -14,6 +15,7 @@ mod sampler;
 mod send;
 
 pub use budget::{DropBudget, REFILL, Refill, WorkerBudget};
+pub use if_index::{IfIndexSource, IfIndices};
 pub use live::{LiveSettings, Settings};
 pub use poll::Polling;
 pub use sampler::{RX, SflowCounters, SflowStats, SflowWorker, TX, worker_seed};

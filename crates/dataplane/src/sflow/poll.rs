@@ -41,6 +41,8 @@ pub struct Polling {
     links: Arc<Vec<LinkState>>,
     /// Every interface, for pollers added later.
     interfaces: Vec<Interface>,
+    /// The ifIndex each interface is reported as.
+    if_indices: super::IfIndices,
     rng: u64,
 }
 
@@ -61,10 +63,17 @@ impl Polling {
             workers,
             links,
             interfaces: interfaces.to_vec(),
+            if_indices: super::IfIndices::default(),
             rng: seed | 1,
         };
         p.reconfigure(interval, ports);
         p
+    }
+
+    /// Reports each interface as `if_indices` says (default: its interface index).
+    pub fn reporting(mut self, if_indices: super::IfIndices) -> Self {
+        self.if_indices = if_indices;
+        self
     }
 
     /// Polls `ports` every `interval` seconds (0 = never) from now on: a port polled before
@@ -123,8 +132,10 @@ impl Polling {
             p.port.seq = p.port.seq.wrapping_add(1);
             let name = Cow::Owned(p.port.interface.name.clone().into_bytes());
             let admin = |index: u16| self.links[usize::from(index) % self.links.len().max(1)].admin_up.get() == 1;
+            let ifx = |index: u16| self.if_indices.of(index);
             out.push(counters(
                 &p.port,
+                ifx(p.port.interface.index),
                 admin(p.port.interface.index),
                 link,
                 &port_stats,
@@ -142,7 +153,8 @@ impl Polling {
                     discards: (stats.in_discards + stats.in_errors + stats.in_unknown_protos + stats.out_discards)
                         as u32,
                 };
-                out.push(counters(sub, admin(sub.interface.index), link, stats, vec![CounterRecord::Vlan(vlan)]));
+                let (index, vlan) = (sub.interface.index, vec![CounterRecord::Vlan(vlan)]);
+                out.push(counters(sub, ifx(index), admin(index), link, stats, vlan));
             }
         }
         out
@@ -157,11 +169,11 @@ impl Polling {
     }
 }
 
-/// A counter sample of interface `p` on a port whose link is `link`, with `stats`: generic
-/// counters first, then `more`.
-/// The counter sample of `p` (administratively `admin_up`; `link` its port's link).
+/// The counter sample of `p` (administratively `admin_up`; `link` its port's link), reported
+/// as ifIndex `if_index`, with `s`: generic counters first, then `more`.
 fn counters(
     p: &Polled,
+    if_index: u32,
     admin_up: bool,
     link: &LinkState,
     s: &IfStats,
@@ -169,7 +181,7 @@ fn counters(
 ) -> Sample<'static> {
     let i = &p.interface;
     let generic = IfCounters {
-        if_index: u32::from(i.index),
+        if_index,
         if_type: IF_TYPE_ETHERNET,
         if_speed: link.speed.get(),
         // Full duplex when the kernel knows a speed (Ethernet links here are), else unknown.
@@ -193,7 +205,7 @@ fn counters(
     };
     let mut records = vec![CounterRecord::Generic(generic)];
     records.extend(more);
-    Sample::Counters(CountersSample { sequence: p.seq, source: DataSource::interface(u32::from(i.index)), records })
+    Sample::Counters(CountersSample { sequence: p.seq, source: DataSource::interface(if_index), records })
 }
 
 #[cfg(test)]
