@@ -28,10 +28,18 @@ interfaces:
 
 /// The control thread's ends of the worker's channels.
 struct Thread {
-    punted: Receiver<Frame>,
+    /// Punted frames: the control class's, then the other class's.
+    punted: [Receiver<Frame>; 2],
     spare: SyncSender<Vec<u8>>,
     inject: SyncSender<Frame>,
     used: Receiver<Vec<u8>>,
+}
+
+impl Thread {
+    /// Every frame punted since the last call: the control class's, then the rest.
+    fn up(&self) -> Vec<Frame> {
+        self.punted[0].try_iter().chain(self.punted[1].try_iter()).collect()
+    }
 }
 
 /// A graph with linux-cp on and `spares` frame buffers to punt with.
@@ -42,7 +50,7 @@ fn setup(spares: usize) -> (Graph, Thread) {
 /// [`setup`], policing at `rates`.
 fn setup_with(spares: usize, rates: PuntRate) -> (Graph, Thread) {
     let (mut g, _) = common::graph(YAML);
-    let (punt, punted) = sync_channel(spares.max(16));
+    let ((control, control_rx), (other, other_rx)) = (sync_channel(spares.max(16)), sync_channel(spares.max(16)));
     let (spare, spare_rx) = sync_channel(spares.max(16));
     let (inject_tx, inject_rx) = sync_channel(16);
     let (used, used_rx) = sync_channel(16);
@@ -50,8 +58,9 @@ fn setup_with(spares: usize, rates: PuntRate) -> (Graph, Thread) {
         spare.send(Vec::new()).unwrap();
     }
     let hz = dataplane::runtime::tsc::hz();
-    g.features.lcp = Some(LcpWorker::new(punt, spare_rx, inject_rx, used, rates, hz));
-    (g, Thread { punted, spare, inject: inject_tx, used: used_rx })
+    let wake = std::sync::Arc::new(dataplane::lcp::worker::eventfd().unwrap());
+    g.features.lcp = Some(LcpWorker::new([control, other], spare_rx, inject_rx, used, rates, hz, wake));
+    (g, Thread { punted: [control_rx, other_rx], spare, inject: inject_tx, used: used_rx })
 }
 
 /// A UDP frame from 192.0.2.2 (or 10.100.0.2 on VLAN 100) to `dst`, port 179.
@@ -76,7 +85,7 @@ fn packets_for_the_router_go_up_the_tap_of_their_interface_untagged() {
     let plain = udp(None, Ipv4Addr::new(192, 0, 2, 1));
     let tagged = udp(Some(100), Ipv4Addr::new(10, 100, 0, 1));
     common::receive(&mut g, 1, &[&plain, &tagged]);
-    let up: Vec<Frame> = t.punted.try_iter().collect();
+    let up: Vec<Frame> = t.up();
     assert_eq!(up.len(), 2);
     assert_eq!((up[0].interface, &up[0].bytes), (1, &plain));
     let sub = 2; // port0.100
@@ -87,7 +96,7 @@ fn packets_for_the_router_go_up_the_tap_of_their_interface_untagged() {
     assert_eq!(dropped(&g, 1) + dropped(&g, sub), 0);
     // Transit traffic is forwarded as ever (here: no route), never punted.
     common::receive(&mut g, 1, &[&udp(None, Ipv4Addr::new(198, 18, 0, 1))]);
-    assert!(t.punted.try_recv().is_err());
+    assert!(t.up().is_empty());
     drop(t.spare);
 }
 
@@ -96,7 +105,7 @@ fn without_a_free_frame_buffer_a_punt_is_dropped_by_name() {
     let (mut g, t) = setup(1);
     let f = udp(None, Ipv4Addr::new(192, 0, 2, 1));
     common::receive(&mut g, 1, &[&f, &f, &f]);
-    assert_eq!(t.punted.try_iter().count(), 1);
+    assert_eq!(t.up().len(), 1);
     let n = dataplane::runtime::drops::N_REASONS;
     let reason = g.counters.errors[n + DropReason::PuntQueueFull as usize].get();
     assert_eq!((reason, stats(&g, 1).rx_local), (2, 1));
@@ -142,7 +151,7 @@ fn arp_is_answered_by_vecflow_and_copied_up_and_linux_s_answer_is_dropped() {
     let request = arp(wire::arp::REQUEST, [192, 0, 2, 2], [192, 0, 2, 1]);
     common::receive(&mut g, 1, &[&request]);
     assert_eq!(g.counters.punt.arp_replies.get(), 1);
-    let up: Vec<Frame> = t.punted.try_iter().collect();
+    let up: Vec<Frame> = t.up();
     assert_eq!(up.len(), 1);
     assert_eq!((up[0].interface, &up[0].bytes), (1, &request));
     assert_eq!(stats(&g, 1).tx_packets, 1, "vecflow's reply");
@@ -177,7 +186,7 @@ fn link_local_multicast_goes_up_the_tap() {
     ripng.extend_from_slice(&ip6);
     common::receive(&mut g, 1, &[&ospf]);
     common::receive(&mut g, 1, &[&ripng]);
-    let up: Vec<Vec<u8>> = t.punted.try_iter().map(|f| f.bytes).collect();
+    let up: Vec<Vec<u8>> = t.up().into_iter().map(|f| f.bytes).collect();
     assert_eq!(up, [ospf, ripng]);
     assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (2, 0));
 }
@@ -205,7 +214,11 @@ fn a_flood_to_the_router_is_policed_and_bgp_still_goes_up() {
         let burst: Vec<&[u8]> = std::iter::repeat_n(&ssh[..], 50).chain(std::iter::repeat_n(&bgp[..], 5)).collect();
         common::receive(&mut g, 1, &burst);
     }
-    let up: Vec<Frame> = t.punted.try_iter().collect();
+    // Each class in its own channel.
+    let (control, other): (Vec<Frame>, Vec<Frame>) =
+        (t.punted[0].try_iter().collect(), t.punted[1].try_iter().collect());
+    assert!(control.iter().all(|f| f.bytes == bgp) && other.iter().all(|f| f.bytes == ssh));
+    let up: Vec<Frame> = control.into_iter().chain(other).collect();
     let bgp_up = up.iter().filter(|f| f.bytes == bgp).count();
     let ssh_up = up.iter().filter(|f| f.bytes == ssh).count();
     assert_eq!(bgp_up, 20, "BGP, in its own class, is not starved by the flood");

@@ -9,7 +9,7 @@
 //!   then sleeps as in interrupt mode.
 //!
 //! A sleep lasts at most [`WAIT_MAX_MS`], so the worker still sees its stop flag, table
-//! updates and ARP and ND probes to send; while asleep it is offline for QSBR (never waited for).
+//! updates and ARP and ND probes to send (frames from linux-cp's TAPs wake it at once); while asleep it is offline for QSBR (never waited for).
 //! Generator and capture queues are always ready: a worker with one sleeps 50 µs after an
 //! empty round (a paced replay). A worker never blocks on a lock, never allocates after
 //! start-up and makes no per-packet system call.
@@ -70,16 +70,23 @@ fn how_to_wait(ports: &[RxPort], tables: &Tables, spun_enough: bool) -> Wait {
     }
 }
 
-/// Sleeps until one of `ports` is readable or [`WAIT_MAX_MS`] passed.
-fn sleep_on(ports: &[RxPort]) {
-    let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 64];
+/// Sleeps until one of `ports` is readable, linux-cp's eventfd `wake` says frames wait to be
+/// sent (it is reset then), or [`WAIT_MAX_MS`] passed.
+fn sleep_on(ports: &[RxPort], wake: Option<std::os::fd::RawFd>) {
+    let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 65];
     let mut n = 0;
-    for (fd, _) in ports.iter().filter_map(RxPort::waitable).take(fds.len()) {
+    for fd in wake.into_iter().chain(ports.iter().filter_map(RxPort::waitable).map(|(fd, _)| fd)).take(fds.len()) {
         fds[n].fd = fd;
         n += 1;
     }
     // SAFETY: `fds[..n]` are initialised pollfd entries, writable for the kernel's revents.
-    unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, WAIT_MAX_MS) };
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, WAIT_MAX_MS) };
+    if let Some(fd) = wake
+        && ready > 0
+        && fds[0].revents & libc::POLLIN != 0
+    {
+        crate::lcp::worker::clear_wake(fd);
+    }
 }
 
 /// Everything a worker starts with.
@@ -211,7 +218,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             Wait::Nap => std::thread::sleep(IDLE_SLEEP),
             Wait::Poll => {
                 s.qsbr.offline();
-                sleep_on(&s.ports);
+                sleep_on(&s.ports, g.features.lcp.as_ref().map(crate::lcp::LcpWorker::wake_fd));
             }
         }
     }

@@ -42,12 +42,14 @@ pub(super) struct TapIo {
 
 /// The thread's ends of one worker's channels.
 pub(super) struct WorkerLine {
-    /// Frames the worker punted.
-    pub punted: Receiver<Frame>,
+    /// Frames the worker punted: the control class's, then the other class's.
+    pub punted: [Receiver<Frame>; 2],
     /// Their byte buffers, back to it once written.
     pub spare: SyncSender<Vec<u8>>,
     /// Frames for it to send.
     pub inject: SyncSender<Frame>,
+    /// Its eventfd, written when it has frames to send.
+    pub wake: Arc<std::os::fd::OwnedFd>,
 }
 
 /// What the thread needs.
@@ -88,14 +90,19 @@ fn run(mut io: Io) {
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, WAIT_MS) };
         io.free.extend(io.used.try_iter());
         if ready > 0 {
+            let mut woken = vec![false; io.workers.len()];
             for (k, pfd) in fds.iter().enumerate() {
-                if pfd.revents & libc::POLLIN != 0 {
-                    read_tap(&mut io.taps[k], &io.workers, &mut io.free);
+                if pfd.revents & libc::POLLIN != 0 && read_tap(&mut io.taps[k], &io.workers, &mut io.free) {
+                    woken[io.taps[k].worker] = true;
                 }
             }
+            for (w, _) in io.workers.iter().zip(woken).filter(|(_, woken)| *woken) {
+                super::worker::wake(&w.wake);
+            }
         }
+        // The control class first: a full TAP queue loses the bulk class's frames before its.
         for w in &io.workers {
-            for f in w.punted.try_iter() {
+            for f in w.punted[0].try_iter().chain(w.punted[1].try_iter()) {
                 if let Some(&k) = by_index.get(&f.interface) {
                     // A full TAP queue (nothing reads it in Linux) loses the frame, as a
                     // link would.
@@ -110,8 +117,10 @@ fn run(mut io: Io) {
     }
 }
 
-/// Reads what Linux wrote on `tap` (up to a vector's worth) and hands it to its worker.
-fn read_tap(tap: &mut TapIo, workers: &[WorkerLine], free: &mut Vec<Vec<u8>>) {
+/// Reads what Linux wrote on `tap` (up to a vector's worth) and hands it to its worker; true
+/// when it handed over any.
+fn read_tap(tap: &mut TapIo, workers: &[WorkerLine], free: &mut Vec<Vec<u8>>) -> bool {
+    let mut handed = false;
     let mut scratch = [0u8; 64];
     for _ in 0..crate::runtime::vector::VECTOR_SIZE {
         // No buffer free (the worker holds them all): the frame is read and lost, as a full
@@ -120,14 +129,17 @@ fn read_tap(tap: &mut TapIo, workers: &[WorkerLine], free: &mut Vec<Vec<u8>>) {
             if tap.file.read(&mut scratch).is_ok() {
                 tap.counters.inject_lost.fetch_add(1, Relaxed);
             }
-            return;
+            return handed;
         };
         bytes.resize(super::worker::FRAME_BYTES, 0);
         match tap.file.read(&mut bytes) {
             Ok(n) if n > 0 => {
                 bytes.truncate(n);
                 match workers[tap.worker].inject.try_send(Frame { interface: tap.index, bytes }) {
-                    Ok(()) => tap.counters.injected.fetch_add(1, Relaxed),
+                    Ok(()) => {
+                        handed = true;
+                        tap.counters.injected.fetch_add(1, Relaxed)
+                    }
                     Err(TrySendError::Full(f) | TrySendError::Disconnected(f)) => {
                         free.push(f.bytes);
                         tap.counters.inject_lost.fetch_add(1, Relaxed)
@@ -136,8 +148,9 @@ fn read_tap(tap: &mut TapIo, workers: &[WorkerLine], free: &mut Vec<Vec<u8>>) {
             }
             _ => {
                 free.push(bytes);
-                return;
+                return handed;
             }
         }
     }
+    handed
 }

@@ -271,15 +271,16 @@ impl LinuxCp {
         let (used, used_rx) = sync_channel(worker::QUEUE * workers);
         let (mut ends, mut lines) = (Vec::new(), Vec::new());
         for _ in 0..workers {
-            let (punt, punted) = sync_channel(worker::QUEUE);
+            let ((control, control_rx), (other, other_rx)) = (sync_channel(worker::QUEUE), sync_channel(worker::QUEUE));
             let (spare, spare_rx) = sync_channel(worker::QUEUE);
             for _ in 0..worker::QUEUE {
                 spare.try_send(Vec::with_capacity(worker::FRAME_BYTES)).expect("room for each");
             }
             let (inject, inject_rx) = sync_channel(worker::QUEUE);
             let hz = crate::runtime::tsc::hz();
-            ends.push(LcpWorker::new(punt, spare_rx, inject_rx, used.clone(), rates, hz));
-            lines.push(io::WorkerLine { punted, spare, inject });
+            let wake = std::sync::Arc::new(worker::eventfd()?);
+            ends.push(LcpWorker::new([control, other], spare_rx, inject_rx, used.clone(), rates, hz, wake.clone()));
+            lines.push(io::WorkerLine { punted: [control_rx, other_rx], spare, inject, wake });
         }
         let mut taps = Vec::new();
         for p in &self.pairs {

@@ -4,8 +4,10 @@
 //! `try_recv`): it never blocks and never makes a system call for them. Nor does it allocate:
 //! it copies a punted frame into an empty byte buffer the control thread handed it (none left:
 //! the frame is dropped as `punt-queue-full`), and hands back each injected frame's buffer.
-//! Two policers per interface keep what goes up to its class's rate: the routing and neighbor
-//! protocols, and the rest (`punt-policed`).
+//! Two classes go up in channels of their own, each within its rate (a policer per interface
+//! and class, `punt-policed`): the routing and neighbor protocols, and the rest, so that the
+//! rest cannot starve the first. A worker asleep in `poll(2)` (`interrupt`, `adaptive`) is
+//! woken by an eventfd when Linux wrote frames for it.
 
 use super::PuntRate;
 use crate::datapath::Graph;
@@ -14,6 +16,8 @@ use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::rate::TokenBucket;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 use wire::{EtherType, icmpv6, ipv4};
 
@@ -40,8 +44,8 @@ pub const FRAME_BYTES: usize = crate::runtime::buffer::DATA_CAPACITY;
 /// One worker's ends of the channels, and its punt policers.
 #[derive(Debug)]
 pub struct LcpWorker {
-    /// Punted frames, to the control thread.
-    punt: SyncSender<Frame>,
+    /// Punted frames, to the control thread: the control class's, then the other class's.
+    punt: [SyncSender<Frame>; 2],
     /// Empty byte buffers for punted frames, back from the control thread.
     spare: Receiver<Vec<u8>>,
     /// Frames Linux wrote on the TAPs of interfaces this worker sends for.
@@ -50,23 +54,58 @@ pub struct LcpWorker {
     used: SyncSender<Vec<u8>>,
     /// By interface index: the control class's policer, then the other class's.
     policers: Vec<[TokenBucket; 2]>,
+    /// Readable when the control thread handed it frames to send (an eventfd).
+    wake: Arc<OwnedFd>,
 }
 
 impl LcpWorker {
-    /// A worker's ends of the channels, policing what it punts at `rates` (TSC of `hz`).
+    /// A worker's ends of the channels, policing what it punts at `rates` (TSC of `hz`), woken
+    /// through eventfd `wake`.
     pub fn new(
-        punt: SyncSender<Frame>,
+        punt: [SyncSender<Frame>; 2],
         spare: Receiver<Vec<u8>>,
         inject: Receiver<Frame>,
         used: SyncSender<Vec<u8>>,
         rates: PuntRate,
         hz: u64,
+        wake: Arc<OwnedFd>,
     ) -> Self {
         // A tenth of a second's worth at once, at least one packet.
         let bucket = |rate: u32| TokenBucket::new(u64::from(rate), u64::from(rate / 10).max(1), hz);
         let policers = vec![[bucket(rates.control), bucket(rates.other)]; MAX_INTERFACES];
-        LcpWorker { punt, spare, inject, used, policers }
+        LcpWorker { punt, spare, inject, used, policers, wake }
     }
+
+    /// The eventfd that is readable when frames wait for this worker, to sleep on.
+    pub fn wake_fd(&self) -> RawFd {
+        self.wake.as_raw_fd()
+    }
+}
+
+/// A fresh eventfd, non-blocking, that [`wake`] makes readable.
+pub fn eventfd() -> std::io::Result<OwnedFd> {
+    // SAFETY: eventfd has no memory effects; a non-negative return is a new descriptor we own.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is open and owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Makes eventfd `fd` readable (a worker sleeping on it wakes).
+pub fn wake(fd: &OwnedFd) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writes 8 bytes from a live buffer to an open eventfd; a full counter (EAGAIN)
+    // means it is readable already.
+    unsafe { libc::write(fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+}
+
+/// Resets eventfd `fd` after a wake (call it only when `poll(2)` found it readable).
+pub fn clear_wake(fd: RawFd) {
+    let mut count = [0u8; 8];
+    // SAFETY: reads at most 8 bytes into a live buffer from an open, non-blocking eventfd.
+    unsafe { libc::read(fd, count.as_mut_ptr().cast(), count.len()) };
 }
 
 /// What became of a frame sent up.
@@ -127,7 +166,7 @@ pub fn copy_up(g: &mut Graph, i: u32) -> Up {
     bytes.extend_from_slice(&f[..12.min(f.len())]);
     bytes.extend_from_slice(&f[ethertype_at..]);
     // A buffer is handed out only with room for a queued frame: the send does not fail.
-    if lcp.punt.try_send(Frame { interface: m.rx_if, bytes }).is_ok() { Up::Sent } else { Up::NoRoom }
+    if lcp.punt[class].try_send(Frame { interface: m.rx_if, bytes }).is_ok() { Up::Sent } else { Up::NoRoom }
 }
 
 /// `linux-cp-punt`: each frame goes up the TAP of its input interface ([`copy_up`]), counted
