@@ -148,7 +148,7 @@ step "README and docs: every command block as written, links and subcommands (sc
 cargo build --release --locked -p vecflow
 scripts/readme-test.py
 
-step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh)"
+step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh, scripts/bench-punt.sh)"
 # One short run each, so that a change they depend on (a new column in show runtime) breaks
 # them here rather than silently; the measurements themselves are for the docs, not CI.
 if [ "$(id -u)" = 0 ]; then
@@ -169,6 +169,9 @@ PY
         { tail -30 target/bench-af-packet-smoke.txt; exit 1; }
     grep -E '^trafgen sent [1-9][0-9]* in 1 s; vecflow forwarded [1-9]' target/bench-af-packet-smoke.txt ||
         { echo "bench-af-packet.sh forwarded nothing:"; tail -30 target/bench-af-packet-smoke.txt; exit 1; }
+    scripts/bench-punt.sh 1 >target/bench-punt-smoke.txt 2>&1 || { tail -30 target/bench-punt-smoke.txt; exit 1; }
+    grep -E '^punted [1-9][0-9]*/s to the TAP' target/bench-punt-smoke.txt ||
+        { echo "bench-punt.sh punted nothing:"; tail -30 target/bench-punt-smoke.txt; exit 1; }
 elif [ "${CI:-}" = true ]; then
     echo "the script smoke runs need root (network namespaces); with CI=true that is a failure"
     exit 1

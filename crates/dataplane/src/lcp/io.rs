@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 /// How long the thread waits for a TAP to be readable before it looks at the punted frames
-/// again: the most a punted frame waits.
+/// again, when the last look found none: the most a punted frame waits.
 const WAIT_MS: i32 = 1;
 
 /// What the control thread counts per TAP.
@@ -85,9 +85,13 @@ fn run(mut io: Io) {
     let by_index: BTreeMap<u16, usize> = io.taps.iter().enumerate().map(|(k, t)| (t.index, k)).collect();
     let mut fds: Vec<libc::pollfd> =
         io.taps.iter().map(|t| libc::pollfd { fd: t.file.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut busy = false;
     while !io.stop.load(Relaxed) {
+        // While workers keep punting, the TAPs are only looked at, not waited for.
+        let wait = if busy { 0 } else { WAIT_MS };
         // SAFETY: `fds` holds `fds.len()` pollfds of open descriptors.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, WAIT_MS) };
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+        busy = false;
         io.free.extend(io.used.try_iter());
         if ready > 0 {
             let mut woken = vec![false; io.workers.len()];
@@ -103,6 +107,7 @@ fn run(mut io: Io) {
         // The control class first: a full TAP queue loses the bulk class's frames before its.
         for w in &io.workers {
             for f in w.punted[0].try_iter().chain(w.punted[1].try_iter()) {
+                busy = true;
                 if let Some(&k) = by_index.get(&f.interface) {
                     // A full TAP queue (nothing reads it in Linux) loses the frame, as a
                     // link would.

@@ -50,6 +50,8 @@ pub struct LcpWorker {
     spare: Receiver<Vec<u8>>,
     /// Frames Linux wrote on the TAPs of interfaces this worker sends for.
     inject: Receiver<Frame>,
+    /// One taken from `inject` when no packet buffer was free, sent first next time.
+    pending: Option<Frame>,
     /// The byte buffers of injected frames, back to the control thread.
     used: SyncSender<Vec<u8>>,
     /// By interface index: the control class's policer, then the other class's.
@@ -73,7 +75,7 @@ impl LcpWorker {
         // A tenth of a second's worth at once, at least one packet.
         let bucket = |rate: u32| TokenBucket::new(u64::from(rate), u64::from(rate / 10).max(1), hz);
         let policers = vec![[bucket(rates.control), bucket(rates.other)]; MAX_INTERFACES];
-        LcpWorker { punt, spare, inject, used, policers, wake }
+        LcpWorker { punt, spare, inject, pending: None, used, policers, wake }
     }
 
     /// The eventfd that is readable when frames wait for this worker, to sleep on.
@@ -201,15 +203,21 @@ pub fn punt(g: &mut Graph, v: VecHandle) {
 /// through `interface-output`, as packets this router originates. True when there were some.
 /// Call it between runs, once the last run's sFlow samples are published.
 pub fn inject(g: &mut Graph) -> bool {
+    let next = |g: &mut Graph| g.features.lcp.as_mut().and_then(|l| l.pending.take().or_else(|| l.inject.try_recv().ok()));
+    // Nothing waiting (the usual round): one look at the channel.
+    let Some(first) = next(g) else { return false };
+    let mut first = Some(first);
     let (mut out, mut dropped) = (Outbox::new(NodeId::InterfaceOutput), Outbox::new(NodeId::ErrorDrop));
     let mut any = false;
     // Between runs, with every sFlow sample of the last run published: any free buffer may
     // be taken.
     g.pool.settle();
     for _ in 0..VECTOR_SIZE {
-        let Some(i) = g.alloc_buffer() else { break };
-        let Some(frame) = g.features.lcp.as_ref().and_then(|l| l.inject.try_recv().ok()) else {
-            g.pool.free(&[i]);
+        let Some(frame) = first.take().or_else(|| next(g)) else { break };
+        let Some(i) = g.alloc_buffer() else {
+            if let Some(l) = &mut g.features.lcp {
+                l.pending = Some(frame);
+            }
             break;
         };
         // A TAP's MTU is its interface's: a longer frame cannot come, nor be sent.

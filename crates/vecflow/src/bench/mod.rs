@@ -266,7 +266,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return crate::classifier_bench::run(a);
     }
     let chosen: Vec<&Scenario> = if args.scenarios.is_empty() {
-        SCENARIOS.iter().collect()
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        SCENARIOS
+            .iter()
+            .filter(|s| {
+                let run = root || !scenarios::needs_root(s);
+                if !run {
+                    eprintln!("bench: skipping {} (needs root: it makes linux-cp's TAPs)", s.name);
+                }
+                run
+            })
+            .collect()
     } else {
         args.scenarios
             .iter()

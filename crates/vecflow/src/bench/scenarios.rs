@@ -39,6 +39,7 @@ pub(super) enum Kind {
 pub(super) const SCENARIOS: &[Scenario] = &[
     Scenario { name: "l2xc", kind: Kind::Forward(l2xc), counterpart: None },
     Scenario { name: "ip4-lab", kind: Kind::Forward(ip4_lab), counterpart: None },
+    Scenario { name: "ip4-lab-lcp", kind: Kind::Forward(ip4_lab_lcp), counterpart: Some("ip4-lab") },
     Scenario { name: "ip4-1m", kind: Kind::Forward(ip4_1m), counterpart: None },
     Scenario { name: "ip4-ecmp2", kind: Kind::Forward(ip4_ecmp2), counterpart: Some("ip4-lab") },
     Scenario { name: "ip4-ecmp8", kind: Kind::Forward(ip4_ecmp8), counterpart: Some("ip4-lab") },
@@ -96,6 +97,20 @@ pub(super) fn ip4_lab(core: Option<u16>) -> Config {
     let mut c = Config::load(IP4_LAB).expect("the ip4-lab scenario is valid");
     c.workers.cores = core.into_iter().collect();
     c
+}
+
+/// `ip4-lab` with the Linux control plane on (a TAP per port in namespace `vecflow-bench`,
+/// made when missing and kept, as linux-cp keeps its namespace) and nothing punted: what
+/// linux-cp costs the forwarding path. Needs root.
+pub(super) fn ip4_lab_lcp(core: Option<u16>) -> Config {
+    let mut c = ip4_lab(core);
+    c.linux_cp = Some(dataplane::lcp::LinuxCpConfig { netns: "vecflow-bench".into(), ..Default::default() });
+    c
+}
+
+/// True when scenario `s` needs root (its configuration turns linux-cp on).
+pub(super) fn needs_root(s: &Scenario) -> bool {
+    matches!(s.kind, Kind::Forward(config) if config(None).linux_cp.is_some())
 }
 
 /// Four ports with /24s, and `paths` equal paths for 48.0.0.0/24 and for 16.0.0.0/24, dealt
