@@ -278,6 +278,8 @@ fn bgp_over_ipv6_link_local_iperf3_to_the_router_and_ospf_through_a_flood() {
     let lcp_show = lab::ctl(dir.path(), &["show", "lcp"]);
     let row: Vec<&str> = lcp_show.lines().find(|l| l.starts_with("wa ")).unwrap().split_whitespace().collect();
     let policed: u64 = row[5].parse().unwrap();
+    let (punted, control): (u64, u64) = (row[3].parse().unwrap(), row[9].parse().unwrap());
+    assert!(control > 0 && control < punted, "OSPF and BGP in the control class, the flood not:\n{lcp_show}");
     eprintln!("flood: {sent} datagrams in 6 s, {policed} policed; iperf3 to the router: {bytes} bytes in 2 s");
     assert!(sent > 60_000 && policed > 10_000, "sent {sent}, policed {policed}:\n{lcp_show}");
 

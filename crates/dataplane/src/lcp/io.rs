@@ -20,6 +20,8 @@ const WAIT_MS: i32 = 1;
 pub struct TapCounters {
     /// Frames written to the TAP.
     pub punted: AtomicU64,
+    /// Of those, the control class's (routing and neighbor protocols).
+    pub punted_control: AtomicU64,
     /// Punted frames the TAP did not take (its queue full: nothing reads it in Linux).
     pub punt_lost: AtomicU64,
     /// Frames read from the TAP and handed to a worker.
@@ -106,7 +108,9 @@ fn run(mut io: Io) {
         }
         // The control class first: a full TAP queue loses the bulk class's frames before its.
         for w in &io.workers {
-            for f in w.punted[0].try_iter().chain(w.punted[1].try_iter()) {
+            let (control, other) =
+                (w.punted[0].try_iter().map(|f| (true, f)), w.punted[1].try_iter().map(|f| (false, f)));
+            for (is_control, f) in control.chain(other) {
                 busy = true;
                 if let Some(&k) = by_index.get(&f.interface) {
                     // A full TAP queue (nothing reads it in Linux) loses the frame, as a
@@ -114,6 +118,9 @@ fn run(mut io: Io) {
                     let written = io.taps[k].file.write(&f.bytes).is_ok_and(|n| n == f.bytes.len());
                     let c = &io.taps[k].counters;
                     if written { &c.punted } else { &c.punt_lost }.fetch_add(1, Relaxed);
+                    if written && is_control {
+                        c.punted_control.fetch_add(1, Relaxed);
+                    }
                 }
                 // Back to the worker: it holds at most as many as the channel does.
                 let _ = w.spare.try_send(f.bytes);

@@ -203,7 +203,8 @@ pub fn punt(g: &mut Graph, v: VecHandle) {
 /// through `interface-output`, as packets this router originates. True when there were some.
 /// Call it between runs, once the last run's sFlow samples are published.
 pub fn inject(g: &mut Graph) -> bool {
-    let next = |g: &mut Graph| g.features.lcp.as_mut().and_then(|l| l.pending.take().or_else(|| l.inject.try_recv().ok()));
+    let next =
+        |g: &mut Graph| g.features.lcp.as_mut().and_then(|l| l.pending.take().or_else(|| l.inject.try_recv().ok()));
     // Nothing waiting (the usual round): one look at the channel.
     let Some(first) = next(g) else { return false };
     let mut first = Some(first);

@@ -23,8 +23,17 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let mut text = format!("namespace {}\n", lcp.netns());
     let _ = writeln!(
         text,
-        "{:<16} {:<16} {:>8} {:>12} {:>10} {:>10} {:>10} {:>12} {:>11}",
-        "Interface", "TAP", "ifindex", "punted", "punt-lost", "policed", "queue-full", "injected", "inject-lost"
+        "{:<16} {:<16} {:>8} {:>12} {:>10} {:>10} {:>10} {:>12} {:>11} {:>12}",
+        "Interface",
+        "TAP",
+        "ifindex",
+        "punted",
+        "punt-lost",
+        "policed",
+        "queue-full",
+        "injected",
+        "inject-lost",
+        "punted-ctl"
     );
     let mut rows = Vec::new();
     for (index, tap, ifindex, c) in lcp.pairs() {
@@ -33,13 +42,15 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         let (full, policed) = (drops[DropReason::PuntQueueFull as usize], drops[DropReason::PuntPoliced as usize]);
         let (punted, punt_lost) = (c.punted.load(Relaxed), c.punt_lost.load(Relaxed));
         let (injected, inject_lost) = (c.injected.load(Relaxed), c.inject_lost.load(Relaxed));
+        let control = c.punted_control.load(Relaxed);
         let _ = writeln!(
             text,
-            "{name:<16} {tap:<16} {ifindex:>8} {punted:>12} {punt_lost:>10} {policed:>10} {full:>10} {injected:>12} {inject_lost:>11}"
+            "{name:<16} {tap:<16} {ifindex:>8} {punted:>12} {punt_lost:>10} {policed:>10} {full:>10} {injected:>12} {inject_lost:>11} {control:>12}"
         );
         rows.push(json!({
             "interface": name, "tap": tap, "ifindex": ifindex, "punted": punted, "punt_lost": punt_lost,
             "punt_policed": policed, "punt_queue_full": full, "injected": injected, "inject_lost": inject_lost,
+            "punted_control": control,
         }));
     }
     let duplicates = dp.drops_of(0)[DropReason::LcpDuplicateAnswer as usize];
