@@ -225,6 +225,49 @@ fn addresses_and_mtus_go_both_ways_between_interfaces_and_taps() {
 }
 
 #[test]
+fn the_kernels_routes_through_the_taps_are_mirrored_into_the_fib() {
+    let Some(tag) = tap_test_tag() else { return };
+    let tag = tag.as_str();
+    let ns = lcp_lab::Namespace(format!("vflrt{tag}"));
+    let (a, b) = (format!("lcpk{tag}"), format!("lcpl{tag}"));
+    let ip = |args: &[&str]| {
+        let mut all = vec!["-n", ns.0.as_str()];
+        all.extend_from_slice(args);
+        lab::must("ip", &all);
+    };
+    let cli = dataplane::control::cli::Registry::with_builtins();
+    let mut dp = Dataplane::start(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    serve_until(&mut dp, "192.0.2.1/24 on the TAP", |_| tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
+    let fib = |dp: &mut Dataplane, prefix: &str| cli.execute(dp, &format!("show ip fib {prefix}")).unwrap().text;
+    let has = |text: &str, needle: &str| text.lines().any(|l| l.contains("kernel") && l.contains(needle));
+
+    // A route through a gateway on the TAP: in the FIB, source kernel, through that gateway.
+    ip(&["route", "add", "203.0.113.0/24", "via", "192.0.2.9", "dev", &a, "metric", "20", "proto", "bgp"]);
+    serve_until(&mut dp, "203.0.113.0/24 mirrored", |dp| has(&fib(dp, "203.0.113.0/24"), "192.0.2.9"));
+    // A second route to the prefix with a lower metric wins; removed, the first is back.
+    ip(&["route", "add", "203.0.113.0/24", "via", "192.0.2.10", "dev", &a, "metric", "5", "proto", "bgp"]);
+    serve_until(&mut dp, "the lower metric", |dp| has(&fib(dp, "203.0.113.0/24"), "192.0.2.10"));
+    ip(&["route", "del", "203.0.113.0/24", "via", "192.0.2.10", "dev", &a, "metric", "5"]);
+    serve_until(&mut dp, "the first again", |dp| has(&fib(dp, "203.0.113.0/24"), "192.0.2.9"));
+    // A device route: the destinations are on the link.
+    ip(&["route", "add", "198.18.0.0/24", "dev", &a, "proto", "ospf"]);
+    serve_until(&mut dp, "the device route", |dp| fib(dp, "198.18.0.0/24").contains("kernel"));
+    // An apply of the configuration keeps them (they are the kernel's).
+    dp.apply(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    assert!(has(&fib(&mut dp, "203.0.113.0/24"), "192.0.2.9"), "{}", fib(&mut dp, "203.0.113.0/24"));
+    // The kernel's own subnet route is not mirrored over the connected one.
+    let connected = fib(&mut dp, "192.0.2.0/24");
+    assert!(connected.contains("connected") && !connected.contains("kernel"), "{connected}");
+    // Removed in the kernel, gone from the FIB.
+    ip(&["route", "del", "203.0.113.0/24", "metric", "20"]);
+    ip(&["route", "del", "198.18.0.0/24"]);
+    serve_until(&mut dp, "both gone", |dp| {
+        !fib(dp, "203.0.113.0/24").contains("kernel") && !fib(dp, "198.18.0.0/24").contains("kernel")
+    });
+    dp.stop().unwrap();
+}
+
+#[test]
 fn sflow_reports_the_taps_linux_ifindex_with_if_index_linux() {
     let Some(tag) = tap_test_tag() else { return };
     let ns = lcp_lab::Namespace(format!("vflsf{tag}"));

@@ -132,6 +132,8 @@ pub struct Dataplane {
     pub(super) rate_samples: [Option<(Instant, BTreeMap<u16, IfStats>)>; 2],
     /// The Linux control plane's TAPs, when `linux-cp` is on.
     pub(super) lcp: Option<crate::lcp::LinuxCp>,
+    /// The kernel's routes mirrored into the FIB (source kernel), by prefix.
+    pub(super) kernel_routes: Routes,
 }
 
 /// The running sFlow agent.
@@ -277,6 +279,7 @@ impl Dataplane {
             rate_samples: [None, None],
             pcap_sinks: captures.sinks,
             lcp: None,
+            kernel_routes: Routes::new(),
         };
         dp.refresh_links();
         if let Some(lcp) = &config.linux_cp {

@@ -5,6 +5,7 @@
 use crate::config::{AdminState, Config};
 use crate::control::cli::settings;
 use crate::control::engine::Dataplane;
+use crate::l3::rib::{RouteChange, Source};
 
 impl Dataplane {
     /// `config` with the addresses Linux owns on each TAP added to its interface. An address
@@ -33,6 +34,10 @@ impl Dataplane {
     /// Call it often.
     pub(super) fn follow_kernel(&mut self) {
         let Some(update) = self.lcp.as_mut().and_then(|l| l.take_kernel_changes()) else { return };
+        self.mirror_routes(&update.routes);
+        if !update.taps {
+            return;
+        }
         let link_sync = self.config.linux_cp.as_ref().is_some_and(|c| c.link_sync);
         let mut proposed = self.config.clone();
         for &(index, facts) in &update.links {
@@ -67,6 +72,43 @@ impl Dataplane {
                 crate::sflow::IfIndices::mapped(lcp.pairs().map(|(index, _, ifindex, _)| (index, ifindex)))
             }
             _ => crate::sflow::IfIndices::default(),
+        }
+    }
+
+    /// Mirrors the kernel's routes to `prefixes` (main table, lowest metric) into the FIB as
+    /// source `kernel`, in one batch; when the batch is refused, route by route, leaving out
+    /// (and logging) the ones the FIB refuses.
+    fn mirror_routes(&mut self, prefixes: &[crate::config::IpPrefix]) {
+        let Some(lcp) = &self.lcp else { return };
+        let mut batch = Vec::new();
+        for &p in prefixes {
+            let want = lcp.kernel_target(p).unwrap_or_else(|why| {
+                tracing::debug!("linux-cp: not mirroring the kernel's route to {p}: {why}");
+                None
+            });
+            if self.kernel_routes.get(&(p.addr, p.len)) != want.as_ref() {
+                batch.push(RouteChange { prefix: p.addr, len: p.len, source: Source::Kernel, target: want });
+            }
+        }
+        if batch.is_empty() {
+            return;
+        }
+        let done = match self.apply_routes(&batch) {
+            Ok(()) => batch,
+            Err(_) => batch
+                .into_iter()
+                .filter(|c| {
+                    self.apply_routes(std::slice::from_ref(c))
+                        .map_err(|e| tracing::warn!("linux-cp: the kernel's route is not mirrored: {e}"))
+                        .is_ok()
+                })
+                .collect(),
+        };
+        for c in done {
+            match c.target {
+                Some(t) => self.kernel_routes.insert((c.prefix, c.len), t),
+                None => self.kernel_routes.remove(&(c.prefix, c.len)),
+            };
         }
     }
 

@@ -1,16 +1,23 @@
 //! The TAPs as Linux has them: what the netlink listener reported (addresses, MTUs, admin
-//! states) and the configuration's addresses set on the TAPs.
+//! states, routes) and the configuration's addresses set on the TAPs.
 
 use super::LinuxCp;
 use super::listener::{Change, LinkFacts};
+use super::routes::{KernelRoute, MAIN_TABLE, PROTOCOL_KERNEL, RouteKey};
 use crate::config::IpPrefix;
+use crate::l3::LabelStack;
+use crate::l3::objects::{NextHop, Target};
 
 /// What Linux changed on the TAPs since the last look.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct KernelUpdate {
+    /// A TAP's link or addresses changed.
+    pub taps: bool,
     /// TAPs whose admin state or MTU is not what vecflow last set: interface index and what
     /// the TAP has now.
     pub links: Vec<(u16, LinkFacts)>,
+    /// Prefixes whose routes in the main table changed (see [`LinuxCp::kernel_target`]).
+    pub routes: Vec<IpPrefix>,
 }
 
 impl LinuxCp {
@@ -18,12 +25,22 @@ impl LinuxCp {
     /// changed. Addresses are read with [`LinuxCp::kernel_owned`].
     pub fn take_kernel_changes(&mut self) -> Option<KernelUpdate> {
         let listener = self.listener.as_ref()?;
-        let mut changed = false;
+        let (mut changed, mut routes) = (false, std::collections::BTreeSet::new());
         while let Ok(change) = listener.changes.try_recv() {
-            let (Change::Link(ifindex, _) | Change::Address(ifindex, _, _)) = change;
-            changed |= self.view.change(change) && self.pairs.iter().any(|p| p.tap.ifindex == ifindex);
+            match &change {
+                Change::Link(ifindex, _) | Change::Address(ifindex, _, _) => {
+                    let ours = self.pairs.iter().any(|p| p.tap.ifindex == *ifindex);
+                    changed |= self.view.change(change) && ours;
+                }
+                Change::Route(key, _) => {
+                    let key = *key;
+                    if self.view.change(change) && key.table == MAIN_TABLE {
+                        routes.insert(key.prefix);
+                    }
+                }
+            }
         }
-        if !changed {
+        if !changed && routes.is_empty() {
             return None;
         }
         let links = self
@@ -34,7 +51,37 @@ impl LinuxCp {
                 (facts.up != p.set.up || facts.mtu != u32::from(p.set.mtu)).then_some((p.index, facts))
             })
             .collect();
-        Some(KernelUpdate { links })
+        Some(KernelUpdate { taps: changed, links, routes: routes.into_iter().collect() })
+    }
+
+    /// What vecflow makes of the kernel's route to `prefix` in the main table (the one of
+    /// lowest metric): its next hops on the TAPs' interfaces, or on the link for a device
+    /// route; `Err` with why for one vecflow does not mirror (a device it does not own, the
+    /// kernel's own subnet routes: vecflow has its addresses), `Ok(None)` when there is none.
+    pub fn kernel_target(&self, prefix: IpPrefix) -> Result<Option<Target>, &'static str> {
+        let low = RouteKey { table: MAIN_TABLE, prefix, metric: 0 };
+        let high = RouteKey { metric: u32::MAX, ..low };
+        let Some((_, route)) = self.view.routes.range(low..=high).next() else { return Ok(None) };
+        let hops = match route {
+            KernelRoute::Unmirrored(why) => return Err(why),
+            KernelRoute::Unicast { protocol: PROTOCOL_KERNEL, .. } => return Err("the kernel's own subnet route"),
+            KernelRoute::Unicast { hops, .. } => hops,
+        };
+        let index = |ifindex: u32| self.pairs.iter().find(|p| p.tap.ifindex == ifindex).map(|p| p.index);
+        let mut next = Vec::new();
+        for h in hops {
+            let tx_if = index(h.ifindex).ok_or("through a device vecflow does not own")?;
+            match h.gateway {
+                None if hops.len() == 1 => return Ok(Some(Target::Glean { tx_if })),
+                None => return Err("a multipath route with a device next hop"),
+                Some(via) if via.is_ipv4() != prefix.addr.is_ipv4() => return Err("a gateway of the other family"),
+                Some(via) => next.push(NextHop { via, tx_if, weight: u8::try_from(h.weight).unwrap_or(u8::MAX) }),
+            }
+        }
+        if next.len() > crate::l3::config::MAX_PATHS {
+            return Err("more next hops than a route takes");
+        }
+        Ok(Some(Target::Paths { hops: next, push: LabelStack::default() }))
     }
 
     /// Has vecflow take the TAP of interface `index` as being at `facts`, so that the next

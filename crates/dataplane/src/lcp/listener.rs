@@ -1,11 +1,12 @@
-//! The netlink listener: a thread that follows the linux-cp namespace's links and addresses
-//! (a dump, then the notifications after it) and hands each change to the control plane.
+//! The netlink listener: a thread that follows the linux-cp namespace's links, addresses and
+//! routes (a dump, then the notifications after it) and hands each change to the control plane.
 //! When the kernel drops notifications for want of room (`ENOBUFS`), it throws away what is
 //! still queued (older than what follows), dumps again on its second socket and hands over
 //! only the difference from what it knew.
 
 use super::netlink::Received;
 pub use super::netlink::{EVENT_BUFFER, Netlink};
+use super::routes::{KernelRoute, RouteKey, route_of};
 use crate::config::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
@@ -25,22 +26,26 @@ pub struct LinkFacts {
     pub mtu: u32,
 }
 
-/// The namespace's links and addresses, by Linux ifindex.
+/// The namespace's links and addresses, by Linux ifindex, and its routes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KernelView {
     /// Every link.
     pub links: BTreeMap<u32, LinkFacts>,
     /// Every address, with the ifindex of its link.
     pub addresses: BTreeSet<(u32, IpPrefix)>,
+    /// Every unicast-table route (of every table).
+    pub routes: BTreeMap<RouteKey, KernelRoute>,
 }
 
-/// One change in the kernel's links and addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One change in the kernel's links, addresses and routes.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// A link appeared or changed (`Some`), or went away (`None`).
     Link(u32, Option<LinkFacts>),
     /// An address was added to (`true`) or removed from (`false`) a link.
     Address(u32, IpPrefix, bool),
+    /// A route was added or replaced (`Some`), or removed (`None`).
+    Route(RouteKey, Option<KernelRoute>),
 }
 
 impl KernelView {
@@ -60,9 +65,14 @@ impl KernelView {
             RouteNetlinkMessage::DelLink(l) => Change::Link(l.header.index, None),
             RouteNetlinkMessage::NewAddress(a) => Change::Address(a.header.index, address_prefix(a)?, true),
             RouteNetlinkMessage::DelAddress(a) => Change::Address(a.header.index, address_prefix(a)?, false),
+            RouteNetlinkMessage::NewRoute(_) => {
+                let (key, route) = route_of(message)?;
+                Change::Route(key, Some(route))
+            }
+            RouteNetlinkMessage::DelRoute(_) => Change::Route(route_of(message)?.0, None),
             _ => return None,
         };
-        self.change(change).then_some(change)
+        self.change(change.clone()).then_some(change)
     }
 
     /// Makes `change`; true when it changed anything.
@@ -75,6 +85,8 @@ impl KernelView {
             }
             Change::Address(index, prefix, true) => self.addresses.insert((index, prefix)),
             Change::Address(index, prefix, false) => self.addresses.remove(&(index, prefix)),
+            Change::Route(key, Some(route)) => self.routes.insert(key, route.clone()) != Some(route),
+            Change::Route(key, None) => self.routes.remove(&key).is_some(),
         }
     }
 
@@ -94,6 +106,14 @@ impl KernelView {
         }
         for &(index, prefix) in newer.addresses.difference(&self.addresses) {
             out.push(Change::Address(index, prefix, true));
+        }
+        for &key in self.routes.keys().filter(|k| !newer.routes.contains_key(k)) {
+            out.push(Change::Route(key, None));
+        }
+        for (&key, route) in &newer.routes {
+            if self.routes.get(&key) != Some(route) {
+                out.push(Change::Route(key, Some(route.clone())));
+            }
         }
         out
     }
@@ -175,7 +195,7 @@ fn listen(mut events: Netlink, mut dumps: Netlink, tx: &Sender<Change>, c: &List
     let mut dump_due = true;
     while !stop.load(Relaxed) {
         if dump_due {
-            match dumps.dump_links_and_addresses() {
+            match dumps.dump_all() {
                 Ok(messages) => {
                     let newer = KernelView::from_dump(&messages);
                     let diff = view.diff(&newer);
@@ -254,7 +274,7 @@ mod tests {
             ]
         );
         for d in diff {
-            assert!(old.change(d), "{d:?} changes something");
+            assert!(old.change(d.clone()), "{d:?} changes something");
         }
         assert_eq!(old, new);
         assert!(old.diff(&new).is_empty());

@@ -20,6 +20,7 @@ mod kernel;
 pub mod listener;
 mod netlink;
 mod netns;
+pub mod routes;
 mod tap;
 pub mod worker;
 

@@ -1,6 +1,6 @@
 //! rtnetlink sockets in the linux-cp namespace, on the `netlink-sys` and
 //! `netlink-packet-route` crates: a request socket (dumps, address changes, each answered
-//! before the next) and an event socket subscribed to link and address notifications.
+//! before the next) and an event socket subscribed to link, address and route notifications.
 
 use netlink_packet_core::{
     NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkBuffer, NetlinkHeader,
@@ -8,6 +8,7 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use std::io;
@@ -19,8 +20,15 @@ use crate::config::IpPrefix;
 /// table, in the next step) before the kernel reports an overrun.
 pub const EVENT_BUFFER: usize = 64 << 20;
 
-/// The rtnetlink multicast groups the listener follows: links, IPv4 and IPv6 addresses.
-const GROUPS: [u32; 3] = [libc::RTNLGRP_LINK, libc::RTNLGRP_IPV4_IFADDR, libc::RTNLGRP_IPV6_IFADDR];
+/// The rtnetlink multicast groups the listener follows: links, IPv4 and IPv6 addresses and
+/// routes.
+const GROUPS: [u32; 5] = [
+    libc::RTNLGRP_LINK,
+    libc::RTNLGRP_IPV4_IFADDR,
+    libc::RTNLGRP_IPV6_IFADDR,
+    libc::RTNLGRP_IPV4_ROUTE,
+    libc::RTNLGRP_IPV6_ROUTE,
+];
 
 /// How many times a dump the kernel marked inconsistent (`NLM_F_DUMP_INTR`) is repeated.
 const DUMP_TRIES: usize = 5;
@@ -72,11 +80,16 @@ impl Netlink {
         Ok(n)
     }
 
-    /// Every link and every address of the namespace, each from a dump repeated while the
-    /// kernel marks it interrupted by a change (`NLM_F_DUMP_INTR`).
-    pub fn dump_links_and_addresses(&mut self) -> io::Result<Vec<RouteNetlinkMessage>> {
+    /// Every link, address and IPv4 and IPv6 route of the namespace, each from a dump
+    /// repeated while the kernel marks it interrupted by a change (`NLM_F_DUMP_INTR`).
+    pub fn dump_all(&mut self) -> io::Result<Vec<RouteNetlinkMessage>> {
         let mut all = self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))?;
         all.extend(self.dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))?);
+        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
+            let mut m = RouteMessage::default();
+            m.header.address_family = family;
+            all.extend(self.dump(RouteNetlinkMessage::GetRoute(m))?);
+        }
         Ok(all)
     }
 
