@@ -264,6 +264,21 @@ fn the_kernels_routes_through_the_taps_are_mirrored_into_the_fib() {
     serve_until(&mut dp, "both gone", |dp| {
         !fib(dp, "203.0.113.0/24").contains("kernel") && !fib(dp, "198.18.0.0/24").contains("kernel")
     });
+    // Linux removes IPv4 routes without a message when their link's last IPv4 address goes,
+    // or the link goes down: vecflow withdraws them itself.
+    ip(&["addr", "add", "198.51.100.1/24", "dev", &a]);
+    ip(&["route", "add", "203.0.113.0/24", "via", "198.51.100.9", "dev", &a, "proto", "bgp"]);
+    serve_until(&mut dp, "through 198.51.100.9", |dp| has(&fib(dp, "203.0.113.0/24"), "198.51.100.9"));
+    ip(&["addr", "del", "192.0.2.1/24", "dev", &a]);
+    ip(&["addr", "del", "198.51.100.1/24", "dev", &a]);
+    let kernel = lab::must("ip", &["-n", &ns.0, "route", "show", "203.0.113.0/24"]);
+    assert!(kernel.trim().is_empty(), "the kernel dropped it: {kernel}");
+    serve_until(&mut dp, "withdrawn with the address", |dp| !fib(dp, "203.0.113.0/24").contains("kernel"));
+    dp.apply(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    ip(&["route", "add", "203.0.113.0/24", "via", "192.0.2.9", "dev", &a, "proto", "bgp"]);
+    serve_until(&mut dp, "through 192.0.2.9", |dp| has(&fib(dp, "203.0.113.0/24"), "192.0.2.9"));
+    ip(&["link", "set", &a, "down"]);
+    serve_until(&mut dp, "withdrawn with the link", |dp| !fib(dp, "203.0.113.0/24").contains("kernel"));
     dp.stop().unwrap();
 }
 

@@ -58,23 +58,44 @@ impl KernelView {
         view
     }
 
-    /// Takes in one message; the change it made, if any.
-    pub fn apply(&mut self, message: &RouteNetlinkMessage) -> Option<Change> {
-        let change = match message {
-            RouteNetlinkMessage::NewLink(l) => Change::Link(l.header.index, Some(link_facts(l))),
-            RouteNetlinkMessage::DelLink(l) => Change::Link(l.header.index, None),
-            RouteNetlinkMessage::NewAddress(a) => Change::Address(a.header.index, address_prefix(a)?, true),
-            RouteNetlinkMessage::DelAddress(a) => Change::Address(a.header.index, address_prefix(a)?, false),
-            RouteNetlinkMessage::NewRoute(_) => {
-                let (key, route) = route_of(message)?;
-                Change::Route(key, Some(route))
-            }
-            RouteNetlinkMessage::DelRoute(_) => Change::Route(route_of(message)?.0, None),
-            _ => return None,
-        };
-        self.change(change.clone()).then_some(change)
+    /// Takes in one message; the changes it made: the message's own and, before it, the
+    /// IPv4 routes the kernel removes silently with it ([`KernelView::silently_removed`]).
+    pub fn apply(&mut self, message: &RouteNetlinkMessage) -> Vec<Change> {
+        let Some(change) = change_of(message) else { return Vec::new() };
+        let mut out: Vec<Change> =
+            self.silently_removed(&change).into_iter().map(|key| Change::Route(key, None)).collect();
+        for c in &out {
+            self.change(c.clone());
+        }
+        if self.change(change.clone()) {
+            out.push(change);
+        }
+        out
     }
 
+    /// The IPv4 routes the kernel removes without a message when `change` happens (checked
+    /// on this kernel; zebra and BIRD withdraw them the same way): those whose every next hop
+    /// is on a link that is set down or deleted, or whose last IPv4 address is removed.
+    pub fn silently_removed(&self, change: &Change) -> Vec<RouteKey> {
+        let gone = |hop: &super::routes::KernelHop| match change {
+            Change::Link(index, facts) => {
+                let was_up = self.links.get(index).is_some_and(|f| f.up);
+                hop.ifindex == *index && was_up && !facts.is_some_and(|f| f.up)
+            }
+            Change::Address(index, prefix, false) if prefix.addr.is_ipv4() => {
+                let others = self.addresses.iter().any(|(i, p)| i == index && p != prefix && p.addr.is_ipv4());
+                hop.ifindex == *index && !others && self.addresses.contains(&(*index, *prefix))
+            }
+            _ => false,
+        };
+        self.routes
+            .iter()
+            .filter(|(key, route)| {
+                key.prefix.addr.is_ipv4() && matches!(route, KernelRoute::Unicast { hops, .. } if hops.iter().all(gone))
+            })
+            .map(|(key, _)| *key)
+            .collect()
+    }
     /// Makes `change`; true when it changed anything.
     pub fn change(&mut self, change: Change) -> bool {
         match change {
@@ -117,6 +138,22 @@ impl KernelView {
         }
         out
     }
+}
+
+/// The change a message describes, if it is one the view keeps.
+fn change_of(message: &RouteNetlinkMessage) -> Option<Change> {
+    Some(match message {
+        RouteNetlinkMessage::NewLink(l) => Change::Link(l.header.index, Some(link_facts(l))),
+        RouteNetlinkMessage::DelLink(l) => Change::Link(l.header.index, None),
+        RouteNetlinkMessage::NewAddress(a) => Change::Address(a.header.index, address_prefix(a)?, true),
+        RouteNetlinkMessage::DelAddress(a) => Change::Address(a.header.index, address_prefix(a)?, false),
+        RouteNetlinkMessage::NewRoute(_) => {
+            let (key, route) = route_of(message)?;
+            Change::Route(key, Some(route))
+        }
+        RouteNetlinkMessage::DelRoute(_) => Change::Route(route_of(message)?.0, None),
+        _ => return None,
+    })
 }
 
 fn link_facts(l: &LinkMessage) -> LinkFacts {
@@ -220,9 +257,7 @@ fn listen(mut events: Netlink, mut dumps: Netlink, tx: &Sender<Change>, c: &List
             Ok(Received::Messages(messages)) => {
                 for m in &messages {
                     c.messages.fetch_add(1, Relaxed);
-                    if let Some(change) = view.apply(m)
-                        && tx.send(change).is_err()
-                    {
+                    if view.apply(m).into_iter().any(|change| tx.send(change).is_err()) {
                         return;
                     }
                 }
@@ -297,13 +332,39 @@ mod tests {
         addr.attributes.push(AddressAttribute::Local("10.0.0.1".parse().unwrap()));
         let mut view = KernelView::default();
         let up = Some(LinkFacts { up: true, mtu: 1400 });
-        assert_eq!(view.apply(&RouteNetlinkMessage::NewLink(link.clone())), Some(Change::Link(7, up)));
-        assert_eq!(view.apply(&RouteNetlinkMessage::NewLink(link.clone())), None, "nothing new");
+        assert_eq!(view.apply(&RouteNetlinkMessage::NewLink(link.clone())), [Change::Link(7, up)]);
+        assert_eq!(view.apply(&RouteNetlinkMessage::NewLink(link.clone())), [], "nothing new");
         let added = view.apply(&RouteNetlinkMessage::NewAddress(addr.clone()));
-        assert_eq!(added, Some(Change::Address(7, p("10.0.0.1/24"), true)));
+        assert_eq!(added, [Change::Address(7, p("10.0.0.1/24"), true)]);
         addr.header.prefix_len = 33;
-        assert_eq!(view.apply(&RouteNetlinkMessage::NewAddress(addr)), None, "a bad length is ignored");
-        assert_eq!(view.apply(&RouteNetlinkMessage::DelLink(link)), Some(Change::Link(7, None)));
+        assert_eq!(view.apply(&RouteNetlinkMessage::NewAddress(addr)), [], "a bad length is ignored");
+        assert_eq!(view.apply(&RouteNetlinkMessage::DelLink(link)), [Change::Link(7, None)]);
         assert!(view.addresses.is_empty());
+    }
+
+    #[test]
+    fn ipv4_routes_the_kernel_drops_silently_are_withdrawn() {
+        use crate::lcp::routes::{KernelHop, RouteKey};
+        let mut view = KernelView::default();
+        view.change(Change::Link(3, Some(LinkFacts { up: true, mtu: 1500 })));
+        view.change(Change::Address(3, p("192.0.2.1/24"), true));
+        view.change(Change::Address(3, p("198.51.100.1/24"), true));
+        let route = |gw: &str, ifindex| KernelRoute::Unicast {
+            hops: vec![KernelHop { gateway: Some(gw.parse().unwrap()), ifindex, weight: 1 }],
+            protocol: 186,
+        };
+        let key = |prefix: &str| RouteKey { table: 254, prefix: p(prefix), metric: 0 };
+        view.change(Change::Route(key("203.0.113.0/24"), Some(route("192.0.2.9", 3))));
+        view.change(Change::Route(key("203.0.114.0/24"), Some(route("198.51.100.9", 3))));
+        view.change(Change::Route(key("2001:db8::/32"), Some(route("fe80::1", 3))));
+        // One of two IPv4 addresses goes: the routes stay; the last one goes: they go.
+        assert!(view.silently_removed(&Change::Address(3, p("192.0.2.1/24"), false)).is_empty());
+        view.change(Change::Address(3, p("192.0.2.1/24"), false));
+        let removed = view.silently_removed(&Change::Address(3, p("198.51.100.1/24"), false));
+        assert_eq!(removed, [key("203.0.113.0/24"), key("203.0.114.0/24")]);
+        // The link goes down: every IPv4 route on it (IPv6 ones the kernel reports itself).
+        let removed = view.silently_removed(&Change::Link(3, Some(LinkFacts { up: false, mtu: 1500 })));
+        assert_eq!(removed, [key("203.0.113.0/24"), key("203.0.114.0/24")]);
+        assert!(view.silently_removed(&Change::Link(3, Some(LinkFacts { up: true, mtu: 1400 }))).is_empty());
     }
 }
