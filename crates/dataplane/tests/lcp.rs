@@ -1,8 +1,9 @@
-//! linux-cp's worker side: packets for the router that vecflow does not answer go up the TAP
-//! of their input interface (a sub-interface's untagged), counted as the router's own; an
-//! exhausted supply of frame buffers drops them by name; frames from a TAP leave their
-//! interface (tagged on a sub-interface) and hand their buffer back; ARP is answered by
-//! vecflow and copied up, and Linux's own answer is dropped.
+//! linux-cp's worker side: packets for the router that vecflow does not answer, and LLDP, go
+//! up the TAP of their input interface (a sub-interface's untagged), counted as the router's
+//! own; LACP, STP and frames for other MACs never do; an exhausted supply of frame buffers
+//! drops them by name; frames from a TAP leave their interface (tagged on a sub-interface) and
+//! hand their buffer back; ARP is answered by vecflow and copied up, and Linux's own answer is
+//! dropped.
 
 mod common;
 
@@ -189,6 +190,72 @@ fn link_local_multicast_goes_up_the_tap() {
     let up: Vec<Vec<u8>> = t.up().into_iter().map(|f| f.bytes).collect();
     assert_eq!(up, [ospf, ripng]);
     assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (2, 0));
+}
+
+/// A frame from 02:00:00:00:00:09 to `dst` (tagged with `vlan`), of `ethertype` (or an 802.3
+/// length) and `payload`, padded to 60 bytes.
+fn l2(dst: [u8; 6], vlan: Option<u16>, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = [&dst[..], &[2, 0, 0, 0, 0, 9]].concat();
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f.resize(f.len().max(60), 0);
+    f
+}
+
+/// An LLDPDU (chassis and port id, TTL 120, end) to the nearest-bridge group.
+fn lldp(vlan: Option<u16>) -> Vec<u8> {
+    let tlvs = [2, 7, 4, 2, 0, 0, 0, 0, 9, 4, 4, 5, b'e', b't', b'h', 0, 6, 2, 0, 120, 0, 0];
+    l2([0x01, 0x80, 0xc2, 0, 0, 0x0e], vlan, wire::EtherType::LLDP, &tlvs)
+}
+
+#[test]
+fn lldp_goes_up_the_tap_of_its_interface_untagged() {
+    let (mut g, t) = setup(4);
+    let (plain, tagged) = (lldp(None), lldp(Some(100)));
+    common::receive(&mut g, 1, &[&plain, &tagged]);
+    let up: Vec<Frame> = t.punted[0].try_iter().collect(); // the control class
+    let sub = 2; // port0.100
+    assert_eq!(up.len(), 2);
+    assert_eq!((up[0].interface, &up[0].bytes), (1, &plain), "unchanged");
+    assert_eq!((up[1].interface, &up[1].bytes[..]), (sub, &[&tagged[..12], &tagged[16..]].concat()[..]));
+    assert_eq!((stats(&g, 1).rx_local, stats(&g, sub).rx_local), (1, 1), "taken by the router");
+    assert_eq!(dropped(&g, 1) + dropped(&g, sub), 0);
+    // Without linux-cp, LLDP is an ethertype like any other vecflow does not handle.
+    let (mut g, _) = common::graph(&YAML.replace("linux-cp: {}\n", ""));
+    common::receive(&mut g, 1, &[&plain]);
+    assert_eq!(g.counters.error(1, DropReason::UnknownEthertype).get(), 1);
+    assert_eq!(stats(&g, 1).rx_local, 0);
+}
+
+#[test]
+fn lacp_and_stp_are_never_punted() {
+    let (mut g, t) = setup(4);
+    // LACP: a slow protocol (0x8809, subtype 1) to the slow-protocols group; an STP
+    // configuration BPDU: 802.3 length and LLC (42 42 03) to the bridge group.
+    let lacp = l2([0x01, 0x80, 0xc2, 0, 0, 0x02], None, 0x8809, &[1, 1, 1, 20]);
+    let stp = l2([0x01, 0x80, 0xc2, 0, 0, 0], None, 38, &[0x42, 0x42, 0x03, 0, 0, 0, 0]);
+    common::receive(&mut g, 1, &[&lacp, &stp]);
+    common::receive(&mut g, 1, &[&l2([0x01, 0x80, 0xc2, 0, 0, 0], Some(100), 38, &[0x42, 0x42, 0x03])]);
+    assert!(t.up().is_empty(), "nothing went up");
+    assert_eq!(g.counters.error(1, DropReason::UnknownEthertype).get(), 2);
+    assert_eq!(g.counters.error(2, DropReason::UnknownEthertype).get(), 1, "on port0.100");
+    assert_eq!(stats(&g, 1).rx_local + stats(&g, 2).rx_local, 0);
+}
+
+/// A frame to the router's address but for another host's MAC (a promiscuous port sees it)
+/// is dropped as `not-for-us`, never punted.
+#[test]
+fn frames_for_other_macs_are_never_punted() {
+    let (mut g, t) = setup(4);
+    let mut f = udp(None, Ipv4Addr::new(192, 0, 2, 1));
+    f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 7]);
+    common::receive(&mut g, 1, &[&f, &f]);
+    assert!(t.up().is_empty());
+    assert_eq!((g.counters.error(1, DropReason::NotForUs).get(), stats(&g, 1).rx_local), (2, 0));
 }
 
 /// A TCP segment from 192.0.2.2 to the router, ports `sport` → `dport`.

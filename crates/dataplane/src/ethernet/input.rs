@@ -11,8 +11,10 @@
 //! - L3: IPv4 to `ip4-input` and ARP to `arp-input` when the interface has an IPv4 address
 //!   (else `ip4-not-enabled`, `unknown-ethertype`), IPv6 to `ip6-input` when it has an IPv6
 //!   address (else `ip6-not-enabled`),
-//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
-//!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
+//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), LLDP up the
+//!   (sub-)interface's TAP (`linux-cp-punt`) when linux-cp is on, tagged frames of no
+//!   sub-interface are dropped as `unknown-vlan`, anything else (LLDP without linux-cp, slow
+//!   protocols such as LACP, STP's LLC frames) as `unknown-ethertype`.
 //!
 //! An interface with flow rules sends every frame that passed those checks to `flow-classify`
 //! instead, whose `normal` action dispatches as above.
@@ -169,8 +171,9 @@ fn count(g: &Graph, rx_if: u16, len: usize, head: u64, sized: bool) {
     }
 }
 
-/// Where a frame on an interface in `mode` goes, by its (inner) ethertype, without flow rules.
-pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
+/// Where a frame on interface `ifc` goes, by its (inner) ethertype, without flow rules; `lcp`
+/// when linux-cp is on (LLDP then goes up the interface's TAP).
+pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16, lcp: bool) -> Result<NodeId, DropReason> {
     match ifc.mode {
         RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
         RxMode::L3 => match ethertype {
@@ -181,6 +184,7 @@ pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropRe
             EtherType::IPV6 => Err(DropReason::Ip6NotEnabled),
             EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
             EtherType::MPLS => Err(DropReason::MplsNotEnabled),
+            EtherType::LLDP if lcp => Ok(NodeId::LcpPunt),
             EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),
             _ => Err(DropReason::UnknownEthertype),
         },
@@ -226,7 +230,7 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
                 g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
                 g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
             }
-            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g)) }
+            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g), g.features.lcp.is_some()) }
         };
         let m = g.pool.meta_mut(i);
         m.rx_if = rx_if;
