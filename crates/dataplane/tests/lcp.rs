@@ -25,6 +25,9 @@ interfaces:
     addresses: [192.0.2.1/24, '2001:db8::1/64']
     sub-interfaces:
       100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}
+neighbors:
+  - {interface: port0, address: 192.0.2.2, mac: '02:00:00:00:00:09'}
+  - {interface: port0, address: '2001:db8::2', mac: '02:00:00:00:00:09'}
 ";
 
 /// The control thread's ends of the worker's channels.
@@ -256,6 +259,59 @@ fn frames_for_other_macs_are_never_punted() {
     common::receive(&mut g, 1, &[&f, &f]);
     assert!(t.up().is_empty());
     assert_eq!((g.counters.error(1, DropReason::NotForUs).get(), stats(&g, 1).rx_local), (2, 0));
+}
+
+/// A fragment from 192.0.2.2 to `dst` on port0: `flags_offset` (MF is 0x2000, the offset in
+/// 8-byte units below it; 0 for a whole packet) of a packet of `protocol`, carrying `payload`.
+fn fragment4(dst: [u8; 4], flags_offset: u16, protocol: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+    let len = 20 + payload.len();
+    let mut ip = vec![0u8; len];
+    wire::ipv4::write_header(&mut ip, len as u16, 64, protocol, Ipv4Addr::new(192, 0, 2, 2), dst.into());
+    ip[6..8].copy_from_slice(&flags_offset.to_be_bytes());
+    let mut h = wire::Ipv4Packet::new_checked(&mut ip[..]).unwrap();
+    h.fill_checksum();
+    ip[20..].copy_from_slice(payload);
+    f.extend_from_slice(&ip);
+    f
+}
+
+/// The first fragment (more to come) of a UDP datagram from 2001:db8::2 to `dst` on port0,
+/// behind an IPv6 fragment header.
+fn fragment6(dst: &str) -> Vec<u8> {
+    let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("2001:db8::2".parse().unwrap(), dst.parse().unwrap());
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd];
+    let mut ip = [0u8; 40 + 8 + 16];
+    wire::ipv6::write_header(&mut ip, 24, 44, 64, src, dst);
+    ip[40..48].copy_from_slice(&[17, 0, 0, 1, 0, 0, 0x12, 0x34]); // UDP, offset 0, M, id 0x1234
+    ip[48..52].copy_from_slice(&[0x9c, 0x40, 0x00, 0xb3]); // ports 40000 -> 179
+    f.extend_from_slice(&ip);
+    f
+}
+
+#[test]
+fn fragments_for_the_router_go_up_unchanged_and_transit_ones_are_forwarded() {
+    let (mut g, t) = setup(8);
+    let us = [192, 0, 2, 1];
+    // A fragmented echo request (vecflow answers only whole ones) and a later UDP fragment.
+    let echo = fragment4(us, 0x2000, 1, &[8, 0, 0xf7, 0xff, 0, 0, 0, 0]);
+    let later = fragment4(us, 0x0003, 17, &[0xab; 16]);
+    let six = fragment6("2001:db8::1");
+    common::receive(&mut g, 1, &[&echo, &later]);
+    common::receive(&mut g, 1, &[&six]);
+    let up: Vec<Vec<u8>> = t.up().into_iter().map(|f| f.bytes).collect();
+    assert_eq!(up, [echo, later, six], "unchanged, for the kernel to reassemble");
+    assert_eq!(g.counters.punt.icmp_sent.get(), 0, "no echo reply");
+    assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (3, 0));
+    // The same echo request whole is vecflow's to answer.
+    common::receive(&mut g, 1, &[&fragment4(us, 0, 1, &[8, 0, 0xf7, 0xff, 0, 0, 0, 0])]);
+    assert_eq!((g.counters.punt.icmp_sent.get(), t.up().len()), (1, 0));
+    assert_eq!(stats(&g, 1).rx_local, 4);
+    // Through the router: forwarded (here back out of port0) as ever, never punted.
+    let transit = [fragment4([192, 0, 2, 2], 0x2000, 17, &[0xcd; 16]), fragment6("2001:db8::2")];
+    common::receive(&mut g, 1, &[&transit[0], &transit[1]]);
+    assert!(t.up().is_empty());
+    assert_eq!((stats(&g, 1).tx_packets, stats(&g, 1).rx_local, dropped(&g, 1)), (1 + 2, 4, 0));
 }
 
 /// A TCP segment from 192.0.2.2 to the router, ports `sport` → `dport`.
