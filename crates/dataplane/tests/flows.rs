@@ -70,6 +70,18 @@ fn each_action_and_the_highest_priority_win() {
     assert_eq!((c.lookups.get(), c.upcalls.get()), (5, 5), "first packets: all upcalls");
 }
 
+/// Rules never see a unicast frame for another MAC on an L3 interface: `ethernet-input` drops
+/// it as `not-for-us` first, even where a rule would send it out of another port.
+#[test]
+fn frames_for_other_macs_never_reach_the_rules() {
+    let mut g = graph();
+    let mut f = frame([2, 1, 1, 1], 17, 53, 0); // rule 0's
+    f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 9]);
+    assert!(drive(&mut g, 1, &[f], NodeId::InterfaceOutput).is_empty());
+    assert_eq!(g.counters.error(1, DropReason::NotForUs).get(), 1);
+    assert_eq!(g.counters.flow_hits[0].get(), 0);
+}
+
 #[test]
 fn interfaces_without_rules_do_not_classify_and_megaflows_answer_again() {
     let mut g = graph();

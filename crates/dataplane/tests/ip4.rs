@@ -184,10 +184,44 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
     assert_eq!(g.pool.free_count(), 1024);
 }
 
+/// A promiscuous port sees frames for other hosts: a unicast frame to another MAC is dropped
+/// as `not-for-us` (not a discard), whether it rides in a vector of plain frames (which then
+/// leaves the fused pass) or alone; the others of its vector are routed, and frames to a
+/// group MAC are taken.
+#[test]
+fn unicast_frames_to_another_mac_are_dropped_as_not_for_us() {
+    let good: Vec<Vec<u8>> = (0..64).map(|k| frame([16, 0, 0, 1], [48, 0, 0, k], 64)).collect();
+    let (g, out) = routed(&good);
+    assert_eq!((out.len(), g.counters.nodes[NodeId::Ip4Input as usize].fused.get()), (64, 64), "fused");
+    let mut frames = good.clone();
+    for (k, byte) in [(0, 0), (37, 5), (63, 3)] {
+        frames[k][byte] ^= 0x02; // another host's MAC (the group bit left clear)
+    }
+    let group = |dst: [u8; 6]| {
+        let mut f = frame([16, 0, 0, 1], [48, 0, 0, 9], 64);
+        f[..6].copy_from_slice(&dst);
+        f
+    };
+    frames.push(group([0xff; 6]));
+    frames.push(group([0x01, 0x00, 0x5e, 0, 0, 9]));
+    let (g, out) = routed(&frames);
+    assert_eq!(out.len(), 61 + 2, "all but the three for other hosts");
+    assert!(out.iter().all(|(_, _, f)| f[14 + 19] != 0 && f[14 + 19] != 37 && f[14 + 19] != 63));
+    assert_eq!(drops(&g, 1, DropReason::NotForUs), 3);
+    let s = stats(&g, 1);
+    assert_eq!((s.rx_packets, dropped(&g, 1)), (66, 3));
+    assert_eq!((s.in_discards, s.in_errors, s.in_unknown_protos), (0, 0, 0), "not a discard");
+    // Alone.
+    let (g, out) = routed(&frames[..1]);
+    assert_eq!((out.len(), drops(&g, 1, DropReason::NotForUs)), (0, 1));
+}
+
 #[test]
 fn ipv4_on_an_interface_without_addresses_is_ip4_not_enabled() {
     let mut g = graph();
-    drive(&mut g, 4, &[frame([16, 0, 0, 1], [48, 0, 0, 5], 64)], NodeId::InterfaceOutput);
+    let mut f = frame([16, 0, 0, 1], [48, 0, 0, 5], 64);
+    f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 4]); // plain's MAC
+    drive(&mut g, 4, &[f], NodeId::InterfaceOutput);
     assert_eq!(drops(&g, 4, DropReason::Ip4NotEnabled), 1);
 }
 

@@ -44,10 +44,13 @@ fn a(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 
+/// port0's MAC.
+const MAC: [u8; 6] = [0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc];
+
 /// An Ethernet/IPv6/UDP frame of `len` bytes (at least 62) to port0's MAC.
 fn frame_len(src: &str, dst: &str, hop_limit: u8, len: usize) -> Vec<u8> {
     let mut f = vec![0u8; len];
-    f[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc]);
+    f[..6].copy_from_slice(&MAC);
     f[6..12].copy_from_slice(&[0x00, 0x1b, 0x21, 0x06, 0x00, 0x00]);
     f[12..14].copy_from_slice(&[0x86, 0xdd]);
     let payload = (len - 54) as u16;
@@ -224,10 +227,33 @@ fn extension_headers_pass_untouched() {
     assert_eq!(&out[0].2[14 + 8..], &f[14 + 8..], "everything after the hop limit is as received");
 }
 
+/// A unicast frame to another MAC is dropped as `not-for-us` (not a discard), in a vector of
+/// plain frames (which then leaves the fused pass) or alone; an all-nodes frame is taken.
+#[test]
+fn unicast_frames_to_another_mac_are_dropped_as_not_for_us() {
+    let mut frames: Vec<Vec<u8>> =
+        (0..16).map(|k| frame("2001:db8:16::1", &format!("2001:db8:48::{k:x}"), 64)).collect();
+    let (g, out) = routed(1, &frames);
+    assert_eq!((out.len(), g.counters.nodes[NodeId::Ip6Input as usize].fused.get()), (16, 16), "fused");
+    frames[9][4] ^= 0x10; // another host's MAC
+    let mut all_nodes = frame("fe80::2", "ff02::1", 255);
+    all_nodes[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+    frames.push(all_nodes);
+    let (g, out) = routed(1, &frames);
+    assert_eq!(out.len(), 15);
+    // The all-nodes frame (UDP, which vecflow does not take) reached ip6-local.
+    assert_eq!((drops(&g, 1, DropReason::NotForUs), drops(&g, 1, DropReason::Ip6Multicast)), (1, 1));
+    assert_eq!((stats(&g, 1).rx_packets, dropped(&g, 1)), (17, 2));
+    let (g, _) = routed(1, &frames[9..10]);
+    assert_eq!(drops(&g, 1, DropReason::NotForUs), 1);
+}
+
 #[test]
 fn ipv6_on_an_interface_without_an_ipv6_address_is_ip6_not_enabled() {
     let mut g = graph();
-    drive(&mut g, 4, &[frame("2001:db8:16::1", "2001:db8:48::5", 64)], NodeId::InterfaceOutput);
+    let mut f = frame("2001:db8:16::1", "2001:db8:48::5", 64);
+    f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 4]); // v4only's MAC
+    drive(&mut g, 4, &[f], NodeId::InterfaceOutput);
     assert_eq!(drops(&g, 4, DropReason::Ip6NotEnabled), 1);
 }
 
@@ -276,12 +302,17 @@ fn arb_ip6_frame_or_intact(intact: bool) -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// What the fused `ethernet-input` → `ip6-input` pass must say of `frames` with `max_frame`,
-/// from its definition: every frame sized, untagged IPv6, passing `ip6-input`'s checks.
+/// from its definition: every frame sized, to port0's MAC or a group, untagged IPv6, passing
+/// `ip6-input`'s checks.
 fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<RxTally> {
     let mut t = RxTally::default();
     for f in frames {
         let sized = (14..=usize::from(max_frame)).contains(&f.len());
-        if !(sized && f[12..14] == [0x86, 0xdd] && ip6::input::check(&f[14..]).is_ok()) {
+        if !(sized
+            && (f[..6] == MAC || f[0] & 1 == 1)
+            && f[12..14] == [0x86, 0xdd]
+            && ip6::input::check(&f[14..]).is_ok())
+        {
             return None;
         }
         t.octets += f.len() as u64;
@@ -317,7 +348,7 @@ proptest! {
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
         let v = g.inject(1, &refs).unwrap();
         let indices = g.vectors[v].indices().to_vec();
-        let fused = |ix: &[u32]| ip6::input::plain_frames(&g.pool, ix, max_frame);
+        let fused = |ix: &[u32]| ip6::input::plain_frames(&g.pool, ix, max_frame, wire::MacAddr(MAC));
         prop_assert_eq!(fused(&indices), plain_frames_oracle(&frames, max_frame));
         for k in 0..indices.len() {
             prop_assert_eq!(fused(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);

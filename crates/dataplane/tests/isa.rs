@@ -11,6 +11,7 @@ use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::isa::Isa;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
+use wire::MacAddr;
 
 /// port0 receives; 48.0.0.0/24 goes out of port1.
 const YAML: &str = "
@@ -37,17 +38,20 @@ enum Damage {
     Cut(usize),
     /// A VLAN tag in front of the IPv4 header (another l3 offset).
     Tagged,
-    /// Another destination MAC (multicast, broadcast).
+    /// Another destination MAC (multicast, broadcast, another host's).
     Dst([u8; 6]),
     /// Another ethertype.
     EtherType(u16),
 }
 
+/// port0's MAC.
+const MAC: [u8; 6] = [0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc];
+
 /// An Ethernet/IPv4/UDP frame to port0's MAC of `payload` UDP bytes, damaged.
 fn frame(dst: u8, ttl: u8, payload: usize, damage: &Damage) -> Vec<u8> {
     let ip_len = 28 + payload;
     let mut f = vec![0u8; 14 + ip_len];
-    f[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc]);
+    f[..6].copy_from_slice(&MAC);
     f[6..12].copy_from_slice(&[0x00, 0x1b, 0x21, 0x06, 0x00, 0x00]);
     f[12..14].copy_from_slice(&[8, 0]);
     let (src, dst) = (Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, dst));
@@ -80,6 +84,12 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
         1 => (0usize..80).prop_map(Damage::Cut),
         1 => Just(Damage::Tagged),
         1 => prop_oneof![Just([0xff; 6]), Just([1, 0, 0x5e, 0, 0, 1]), Just([0xff, 0xff, 0xff, 0xff, 0xff, 0xfe])].prop_map(Damage::Dst),
+        // Other hosts: one byte of port0's MAC changed (the group bit kept clear).
+        1 => (0usize..6, 1u8..=255).prop_map(|(at, x)| {
+            let mut mac = MAC;
+            mac[at] ^= if at == 0 { x & !1 | 2 } else { x };
+            Damage::Dst(mac)
+        }),
         1 => prop_oneof![Just(0x86dd_u16), Just(0x0806), Just(0x0008), any::<u16>()].prop_map(Damage::EtherType),
     ];
     (any::<u8>(), 0u8..4, 0usize..100, damage)
@@ -87,12 +97,15 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// What the fused `ethernet-input` → `ip4-input` pass must say of `frames` with `max_frame`,
-/// from its definition: every frame sized, untagged IPv4, passing `fast_ok` at offset 14.
+/// from its definition: every frame sized, to port0's MAC or a group, untagged IPv4, passing
+/// `fast_ok` at offset 14.
 fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::l3::shared::RxTally> {
     let mut t = dataplane::l3::shared::RxTally::default();
     for f in frames {
-        let plain =
-            (14..=usize::from(max_frame)).contains(&f.len()) && f[12..14] == [8, 0] && ip4::input::fast_ok(&f[14..]);
+        let plain = (14..=usize::from(max_frame)).contains(&f.len())
+            && (f[..6] == MAC || f[0] & 1 == 1)
+            && f[12..14] == [8, 0]
+            && ip4::input::fast_ok(&f[14..]);
         if !plain {
             return None;
         }
@@ -141,13 +154,13 @@ proptest! {
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
         let v = g.inject(1, &refs).unwrap();
         let indices = g.vectors[v].indices().to_vec();
-        let scalar = |ix: &[u32]| ip4::input::plain_frames(Isa::Scalar, &g.pool, ix, max_frame);
+        let scalar = |ix: &[u32]| ip4::input::plain_frames(Isa::Scalar, &g.pool, ix, max_frame, MacAddr(MAC));
         prop_assert_eq!(scalar(&indices), plain_frames_oracle(&frames, max_frame));
         for k in 0..indices.len() {
             prop_assert_eq!(scalar(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);
         }
         for isa in simd_variants() {
-            let simd = |ix: &[u32]| ip4::input::plain_frames(isa, &g.pool, ix, max_frame);
+            let simd = |ix: &[u32]| ip4::input::plain_frames(isa, &g.pool, ix, max_frame, MacAddr(MAC));
             for k in 0..indices.len() {
                 prop_assert_eq!(simd(&indices[k..=k]), scalar(&indices[k..=k]), "{} packet {}", isa.name(), k);
             }
@@ -188,7 +201,7 @@ fn good_vectors_pass_in_every_variant() {
     let v = g.inject(1, &refs).unwrap();
     for isa in Isa::available() {
         assert!(ip4::input::all_fast_ok(isa, &g.pool, g.vectors[v].indices()), "{}", isa.name());
-        let fused = ip4::input::plain_frames(isa, &g.pool, g.vectors[v].indices(), 1518);
+        let fused = ip4::input::plain_frames(isa, &g.pool, g.vectors[v].indices(), 1518, MacAddr(MAC));
         assert_eq!(fused, plain_frames_oracle(&frames, 1518), "{}", isa.name());
         assert!(fused.is_some(), "{}", isa.name());
     }

@@ -1,8 +1,9 @@
-//! linux-cp's worker side: packets for the router that vecflow does not answer go up the TAP
-//! of their input interface (a sub-interface's untagged), counted as the router's own; an
-//! exhausted supply of frame buffers drops them by name; frames from a TAP leave their
-//! interface (tagged on a sub-interface) and hand their buffer back; ARP is answered by
-//! vecflow and copied up, and Linux's own answer is dropped.
+//! linux-cp's worker side: packets for the router that vecflow does not answer, and LLDP, go
+//! up the TAP of their input interface (a sub-interface's untagged), counted as the router's
+//! own; LACP, STP and frames for other MACs never do; an exhausted supply of frame buffers
+//! drops them by name; frames from a TAP leave their interface (tagged on a sub-interface) and
+//! hand their buffer back; ARP is answered by vecflow and copied up, and Linux's own answer is
+//! dropped.
 
 mod common;
 
@@ -24,6 +25,9 @@ interfaces:
     addresses: [192.0.2.1/24, '2001:db8::1/64']
     sub-interfaces:
       100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}
+neighbors:
+  - {interface: port0, address: 192.0.2.2, mac: '02:00:00:00:00:09'}
+  - {interface: port0, address: '2001:db8::2', mac: '02:00:00:00:00:09'}
 ";
 
 /// The control thread's ends of the worker's channels.
@@ -189,6 +193,125 @@ fn link_local_multicast_goes_up_the_tap() {
     let up: Vec<Vec<u8>> = t.up().into_iter().map(|f| f.bytes).collect();
     assert_eq!(up, [ospf, ripng]);
     assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (2, 0));
+}
+
+/// A frame from 02:00:00:00:00:09 to `dst` (tagged with `vlan`), of `ethertype` (or an 802.3
+/// length) and `payload`, padded to 60 bytes.
+fn l2(dst: [u8; 6], vlan: Option<u16>, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = [&dst[..], &[2, 0, 0, 0, 0, 9]].concat();
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f.resize(f.len().max(60), 0);
+    f
+}
+
+/// An LLDPDU (chassis and port id, TTL 120, end) to the nearest-bridge group.
+fn lldp(vlan: Option<u16>) -> Vec<u8> {
+    let tlvs = [2, 7, 4, 2, 0, 0, 0, 0, 9, 4, 4, 5, b'e', b't', b'h', 0, 6, 2, 0, 120, 0, 0];
+    l2([0x01, 0x80, 0xc2, 0, 0, 0x0e], vlan, wire::EtherType::LLDP, &tlvs)
+}
+
+#[test]
+fn lldp_goes_up_the_tap_of_its_interface_untagged() {
+    let (mut g, t) = setup(4);
+    let (plain, tagged) = (lldp(None), lldp(Some(100)));
+    common::receive(&mut g, 1, &[&plain, &tagged]);
+    let up: Vec<Frame> = t.punted[0].try_iter().collect(); // the control class
+    let sub = 2; // port0.100
+    assert_eq!(up.len(), 2);
+    assert_eq!((up[0].interface, &up[0].bytes), (1, &plain), "unchanged");
+    assert_eq!((up[1].interface, &up[1].bytes[..]), (sub, &[&tagged[..12], &tagged[16..]].concat()[..]));
+    assert_eq!((stats(&g, 1).rx_local, stats(&g, sub).rx_local), (1, 1), "taken by the router");
+    assert_eq!(dropped(&g, 1) + dropped(&g, sub), 0);
+    // Without linux-cp, LLDP is an ethertype like any other vecflow does not handle.
+    let (mut g, _) = common::graph(&YAML.replace("linux-cp: {}\n", ""));
+    common::receive(&mut g, 1, &[&plain]);
+    assert_eq!(g.counters.error(1, DropReason::UnknownEthertype).get(), 1);
+    assert_eq!(stats(&g, 1).rx_local, 0);
+}
+
+#[test]
+fn lacp_and_stp_are_never_punted() {
+    let (mut g, t) = setup(4);
+    // LACP: a slow protocol (0x8809, subtype 1) to the slow-protocols group; an STP
+    // configuration BPDU: 802.3 length and LLC (42 42 03) to the bridge group.
+    let lacp = l2([0x01, 0x80, 0xc2, 0, 0, 0x02], None, 0x8809, &[1, 1, 1, 20]);
+    let stp = l2([0x01, 0x80, 0xc2, 0, 0, 0], None, 38, &[0x42, 0x42, 0x03, 0, 0, 0, 0]);
+    common::receive(&mut g, 1, &[&lacp, &stp]);
+    common::receive(&mut g, 1, &[&l2([0x01, 0x80, 0xc2, 0, 0, 0], Some(100), 38, &[0x42, 0x42, 0x03])]);
+    assert!(t.up().is_empty(), "nothing went up");
+    assert_eq!(g.counters.error(1, DropReason::UnknownEthertype).get(), 2);
+    assert_eq!(g.counters.error(2, DropReason::UnknownEthertype).get(), 1, "on port0.100");
+    assert_eq!(stats(&g, 1).rx_local + stats(&g, 2).rx_local, 0);
+}
+
+/// A frame to the router's address but for another host's MAC (a promiscuous port sees it)
+/// is dropped as `not-for-us`, never punted.
+#[test]
+fn frames_for_other_macs_are_never_punted() {
+    let (mut g, t) = setup(4);
+    let mut f = udp(None, Ipv4Addr::new(192, 0, 2, 1));
+    f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 7]);
+    common::receive(&mut g, 1, &[&f, &f]);
+    assert!(t.up().is_empty());
+    assert_eq!((g.counters.error(1, DropReason::NotForUs).get(), stats(&g, 1).rx_local), (2, 0));
+}
+
+/// A fragment from 192.0.2.2 to `dst` on port0: `flags_offset` (MF is 0x2000, the offset in
+/// 8-byte units below it; 0 for a whole packet) of a packet of `protocol`, carrying `payload`.
+fn fragment4(dst: [u8; 4], flags_offset: u16, protocol: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x08, 0x00];
+    let len = 20 + payload.len();
+    let mut ip = vec![0u8; len];
+    wire::ipv4::write_header(&mut ip, len as u16, 64, protocol, Ipv4Addr::new(192, 0, 2, 2), dst.into());
+    ip[6..8].copy_from_slice(&flags_offset.to_be_bytes());
+    let mut h = wire::Ipv4Packet::new_checked(&mut ip[..]).unwrap();
+    h.fill_checksum();
+    ip[20..].copy_from_slice(payload);
+    f.extend_from_slice(&ip);
+    f
+}
+
+/// The first fragment (more to come) of a UDP datagram from 2001:db8::2 to `dst` on port0,
+/// behind an IPv6 fragment header.
+fn fragment6(dst: &str) -> Vec<u8> {
+    let (src, dst): (std::net::Ipv6Addr, std::net::Ipv6Addr) = ("2001:db8::2".parse().unwrap(), dst.parse().unwrap());
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0x86, 0xdd];
+    let mut ip = [0u8; 40 + 8 + 16];
+    wire::ipv6::write_header(&mut ip, 24, 44, 64, src, dst);
+    ip[40..48].copy_from_slice(&[17, 0, 0, 1, 0, 0, 0x12, 0x34]); // UDP, offset 0, M, id 0x1234
+    ip[48..52].copy_from_slice(&[0x9c, 0x40, 0x00, 0xb3]); // ports 40000 -> 179
+    f.extend_from_slice(&ip);
+    f
+}
+
+#[test]
+fn fragments_for_the_router_go_up_unchanged_and_transit_ones_are_forwarded() {
+    let (mut g, t) = setup(8);
+    let us = [192, 0, 2, 1];
+    // A fragmented echo request (vecflow answers only whole ones) and a later UDP fragment.
+    let echo = fragment4(us, 0x2000, 1, &[8, 0, 0xf7, 0xff, 0, 0, 0, 0]);
+    let later = fragment4(us, 0x0003, 17, &[0xab; 16]);
+    let six = fragment6("2001:db8::1");
+    common::receive(&mut g, 1, &[&echo, &later]);
+    common::receive(&mut g, 1, &[&six]);
+    let up: Vec<Vec<u8>> = t.up().into_iter().map(|f| f.bytes).collect();
+    assert_eq!(up, [echo, later, six], "unchanged, for the kernel to reassemble");
+    assert_eq!(g.counters.punt.icmp_sent.get(), 0, "no echo reply");
+    assert_eq!((stats(&g, 1).rx_local, dropped(&g, 1)), (3, 0));
+    // The same echo request whole is vecflow's to answer.
+    common::receive(&mut g, 1, &[&fragment4(us, 0, 1, &[8, 0, 0xf7, 0xff, 0, 0, 0, 0])]);
+    assert_eq!((g.counters.punt.icmp_sent.get(), t.up().len()), (1, 0));
+    assert_eq!(stats(&g, 1).rx_local, 4);
+    // Through the router: forwarded (here back out of port0) as ever, never punted.
+    let transit = [fragment4([192, 0, 2, 2], 0x2000, 17, &[0xcd; 16]), fragment6("2001:db8::2")];
+    common::receive(&mut g, 1, &[&transit[0], &transit[1]]);
+    assert!(t.up().is_empty());
+    assert_eq!((stats(&g, 1).tx_packets, stats(&g, 1).rx_local, dropped(&g, 1)), (1 + 2, 4, 0));
 }
 
 /// A TCP segment from 192.0.2.2 to the router, ports `sport` → `dport`.

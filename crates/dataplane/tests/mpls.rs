@@ -164,8 +164,10 @@ fn malformed_mpls_is_dropped_under_its_reason_and_accounted_per_input() {
     }
     let s = stats(&g, 1);
     assert_eq!((s.rx_packets, dropped(&g, 1)), (6, 6));
-    // MPLS on an interface without it.
-    let _ = forward(&mut g, 3, &[frame(&[(16, true, 64)], &p)]);
+    // MPLS on an interface without it (to its MAC).
+    let mut f = frame(&[(16, true, 64)], &p);
+    f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 3]);
+    let _ = forward(&mut g, 3, &[f]);
     assert_eq!(g.counters.error(3, DropReason::MplsNotEnabled).get(), 1);
 }
 

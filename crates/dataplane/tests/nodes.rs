@@ -37,6 +37,10 @@ fn frame(len: usize, dst: [u8; 6], et: u16) -> Vec<u8> {
 const UCAST: [u8; 6] = [2, 0, 0, 0, 0, 2];
 const MCAST: [u8; 6] = [1, 0, 0x5e, 0, 0, 1];
 const BCAST: [u8; 6] = [0xff; 6];
+/// The MAC of interface 1, 2, 3 (02:fe:00:00:00:index when none is configured).
+const IF1: [u8; 6] = [2, 0xfe, 0, 0, 0, 1];
+const IF2: [u8; 6] = [2, 0xfe, 0, 0, 0, 2];
+const IF3: [u8; 6] = [2, 0xfe, 0, 0, 0, 3];
 
 fn drops(g: &Graph, index: u16, r: DropReason) -> u64 {
     g.counters.error(index, r).get()
@@ -107,11 +111,12 @@ fn every_truncation_from_0_to_64_bytes_is_handled_without_panic() {
 fn l3_interface_drops_by_ethertype_and_truncation() {
     let mut g = graph();
     let frames = [
-        frame(60, UCAST, 0x0800),
-        frame(60, UCAST, 0x8847),
-        frame(60, UCAST, 0x1234),
+        frame(60, IF3, 0x0800),
+        frame(60, IF3, 0x8847),
+        frame(60, IF3, 0x1234),
         frame(60, BCAST, 0x0806),
-        frame(13, UCAST, 0x0800),
+        frame(13, IF3, 0x0800),
+        frame(60, UCAST, 0x0800),
     ];
     let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
     receive(&mut g, 3, &refs);
@@ -119,8 +124,9 @@ fn l3_interface_drops_by_ethertype_and_truncation() {
     assert_eq!(drops(&g, 3, DropReason::MplsNotEnabled), 1);
     assert_eq!(drops(&g, 3, DropReason::UnknownEthertype), 2);
     assert_eq!(drops(&g, 3, DropReason::TruncatedEthernet), 1);
+    assert_eq!(drops(&g, 3, DropReason::NotForUs), 1, "for another host");
     let s = stats(&g, 3);
-    assert_eq!((s.in_unknown_protos, s.in_errors, s.rx_forwarded), (4, 1, 0));
+    assert_eq!((s.in_unknown_protos, s.in_errors, s.in_discards, s.rx_forwarded), (4, 1, 0, 0));
     assert_eq!(g.pool.free_count(), 1024);
 }
 
@@ -183,7 +189,7 @@ fn mixed_vector_is_split_per_next_node_in_order() {
 }
 
 fn arb_frame() -> impl Strategy<Value = (u16, Vec<u8>)> {
-    let dst = prop_oneof![Just(UCAST), Just(MCAST), Just(BCAST)];
+    let dst = prop_oneof![Just(UCAST), Just(IF3), Just(MCAST), Just(BCAST)];
     let et = prop_oneof![Just(0x0800u16), Just(0x8847), Just(0x0806), any::<u16>()];
     (1u16..=5, dst, et, prop_oneof![0usize..80, 1400usize..1600]).prop_map(|(port, d, e, len)| (port, frame(len, d, e)))
 }
@@ -235,10 +241,11 @@ interfaces:
   down0: {index: 4, l2xc: xc, state: down}
 ";
 
-/// A frame for [`MIXED_YAML`]'s interfaces: any destination kind, an ethertype each node
-/// cares about (or a VLAN tag of a known or unknown sub-interface), sizes around every limit.
+/// A frame for [`MIXED_YAML`]'s interfaces: any destination kind (another host, `l3`'s or
+/// `trunk`'s MAC, a group), an ethertype each node cares about (or a VLAN tag of a known or
+/// unknown sub-interface), sizes around every limit.
 fn arb_mixed_frame() -> impl Strategy<Value = Vec<u8>> {
-    let dst = prop_oneof![Just(UCAST), Just(MCAST), Just(BCAST)];
+    let dst = prop_oneof![Just(UCAST), Just(IF1), Just(IF2), Just(MCAST), Just(BCAST)];
     let et = prop_oneof![
         Just(0x0800u16),
         Just(0x86dd),

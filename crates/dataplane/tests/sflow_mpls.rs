@@ -28,9 +28,10 @@ mpls:
     - {label: 19, via: 100.64.0.0, interface: p0, out-labels: [50]}
 ";
 
-/// An Ethernet frame with `labels` (each TTL 64, the last at the bottom) over IPv4 to `dst`.
+/// An Ethernet frame to p0's MAC with `labels` (each TTL 64, the last at the bottom) over
+/// IPv4 to `dst`.
 fn frame(labels: &[u32], dst: [u8; 4]) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9];
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9];
     if labels.is_empty() {
         f.extend_from_slice(&[8, 0]);
     } else {
@@ -50,15 +51,18 @@ fn frame(labels: &[u32], dst: [u8; 4]) -> Vec<u8> {
 /// What a sample says: (stage, input, output, in labels, out labels, next hop, routed).
 type Seen = (u8, u16, u16, Vec<u32>, Vec<u32>, IpAddr, bool);
 
-/// Receives `f` on `port` with both ports sampled 1:1 on receive and transmit; the samples.
+/// Receives `f` on `port` (to its MAC, 02:fe:00:00:00:port) with both ports sampled 1:1 on
+/// receive and transmit; the samples.
 fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
+    let mut f = f.to_vec();
+    f[5] = port as u8;
     let (mut g, _) = common::graph(YAML);
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
     let sources = [(1, 1, RX | TX), (2, 1, RX | TX)];
     g.features.sflow =
         Some(SflowWorker::new(&sources, &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 3, producer, peers));
-    common::receive(&mut g, port, &[f]);
+    common::receive(&mut g, port, &[&f]);
     g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
     let mut out = Vec::new();
     consumer.drain(usize::MAX, |s| {

@@ -28,9 +28,10 @@ neighbors:
   - {interface: p1, address: 100.64.1.0, mac: '00:1b:21:06:00:01'}
 ";
 
-/// An Ethernet + IPv4 frame to 48.0.0.5 with `ttl` (1 is dropped as ttl-expired).
+/// An Ethernet + IPv4 frame to p0's MAC and 48.0.0.5 with `ttl` (1 is dropped as
+/// ttl-expired).
 fn frame(ttl: u8) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
     let mut ip = [0u8; 20];
     wire::ipv4::write_header(&mut ip, 46, ttl, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(48, 0, 0, 5));
     f.extend_from_slice(&ip);
@@ -124,7 +125,7 @@ neighbors:
     let peers = vec![g.counters.clone()];
     g.features.sflow =
         Some(SflowWorker::new(&[(1, 1, RX)], &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 5, producer, peers));
-    let mut f = vec![2, 0, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
+    let mut f = vec![2, 0xfe, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
     let mut ip = [0u8; 20];
     wire::ipv4::write_header(&mut ip, 46, 64, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(10, 7, 0, 9));
     f.extend_from_slice(&ip);

@@ -115,6 +115,19 @@ fn unknown_vlan_and_untagged_frames_on_a_port_without_addresses() {
     assert_eq!(stats(&g, 1).rx_packets, 2);
 }
 
+/// A tagged frame to another MAC is dropped as `not-for-us` on its L3 sub-interface (which
+/// counts it); on a cross-connected sub-interface it passes (below).
+#[test]
+fn a_tagged_frame_for_another_host_is_not_for_us_on_its_sub_interface() {
+    let (mut g, ifs) = setup();
+    let sub = index(&ifs, "port0.100");
+    let out = forward(&mut g, 1, &[frame([2, 0xfe, 0, 0, 0, 9], Some(100), [48, 0, 0, 5])]);
+    assert!(out.is_empty());
+    assert_eq!(g.counters.error(sub, DropReason::NotForUs).get(), 1);
+    let s = stats(&g, sub);
+    assert_eq!((s.rx_packets, s.rx_unicast, s.in_discards, dropped(&g, sub)), (1, 1, 0, 1));
+}
+
 #[test]
 fn cross_connect_translates_between_tagged_and_untagged() {
     let (mut g, ifs) = setup();

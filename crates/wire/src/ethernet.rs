@@ -78,6 +78,8 @@ impl EtherType {
     pub const IPV6: u16 = 0x86dd;
     /// MPLS unicast.
     pub const MPLS: u16 = 0x8847;
+    /// LLDP (IEEE 802.1AB).
+    pub const LLDP: u16 = 0x88cc;
 }
 
 /// Length of an untagged Ethernet header.

@@ -3,14 +3,18 @@
 //! It counts what each interface receives (packets, octets, unicast/multicast/broadcast),
 //! checks the length (at least the 14-byte header, at most MTU + 18), and demultiplexes
 //! 802.1Q-tagged frames to the sub-interface of their VLAN id: the tag is removed, the frame's
-//! `rx_if` becomes the sub-interface, which counts it. Then, by the (sub-)interface's mode:
+//! `rx_if` becomes the sub-interface, which counts it. On an L3 (sub-)interface, a unicast
+//! frame to another MAC is dropped as `not-for-us` ([`super::dst`]). Then, by the
+//! (sub-)interface's mode:
 //! - L2 cross-connect: to `l2-xconnect` (tagged frames that match no sub-interface pass as
 //!   they are);
 //! - L3: IPv4 to `ip4-input` and ARP to `arp-input` when the interface has an IPv4 address
 //!   (else `ip4-not-enabled`, `unknown-ethertype`), IPv6 to `ip6-input` when it has an IPv6
 //!   address (else `ip6-not-enabled`),
-//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), tagged frames of no
-//!   sub-interface are dropped as `unknown-vlan`, anything else as `unknown-ethertype`.
+//!   MPLS to `mpls-input` when it has MPLS on (else `mpls-not-enabled`), LLDP up the
+//!   (sub-)interface's TAP (`linux-cp-punt`) when linux-cp is on, tagged frames of no
+//!   sub-interface are dropped as `unknown-vlan`, anything else (LLDP without linux-cp, slow
+//!   protocols such as LACP, STP's LLC frames) as `unknown-ethertype`.
 //!
 //! An interface with flow rules sends every frame that passed those checks to `flow-classify`
 //! instead, whose `normal` action dispatches as above.
@@ -19,12 +23,14 @@
 //! vector is counted once and handed on unchanged.
 //!
 //! Fused fast paths: on an L3 interface with IPv4 (without flow rules), a vector of plain IPv4
-//! frames (well-sized, no options, good checksum) is checked for both this node and
-//! `ip4-input` in one pass and handed straight to `ip4-lookup`; likewise a vector of plain
-//! IPv6 frames on an interface with IPv6, for `ip6-input`, to `ip6-lookup`. The input node
-//! still counts the call and its packets (as `fused`, their clocks being this node's); while
-//! the packet tracer runs, the nodes run one after the other so that traces show each one.
+//! frames (well-sized, to the interface's MAC or a group, no options, good checksum) is
+//! checked for both this node and `ip4-input` in one pass and handed straight to
+//! `ip4-lookup`; likewise a vector of plain IPv6 frames on an interface with IPv6, for
+//! `ip6-input`, to `ip6-lookup`. The input node still counts the call and its packets (as
+//! `fused`, their clocks being this node's); while the packet tracer runs, the nodes run one
+//! after the other so that traces show each one.
 
+use super::dst::DstCheck;
 use crate::datapath::Graph;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
 use crate::l3::shared::RxTally;
@@ -54,25 +60,41 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         u16::from_ne_bytes([line[12], line[13]])
     };
     let first = indices.first().map_or(0, |&i| raw_ethertype(i));
-    let (mut bad_size, mut mixed, mut octets, mut group, mut bcast) = (false, 0u16, 0u64, 0u64, 0u64);
+    // A cross-connect checks no destination: its loop skips the check (a loop-invariant
+    // branch on the mode, which the compiler takes out of the loop: callgrind counts l2xc's
+    // ethernet-input as before).
+    let (dst, check) = (DstCheck::of(&ifc), matches!(ifc.mode, RxMode::L3));
+    let (mut bad_size, mut strangers, mut mixed) = (false, 0u64, 0u16);
+    let (mut octets, mut group, mut bcast) = (0u64, 0u64, 0u64);
     for &i in indices {
         let len = g.pool.meta(i).len();
         bad_size |= len.wrapping_sub(HEADER_LEN as u16) > span;
         octets += u64::from(len);
         mixed |= raw_ethertype(i) ^ first;
-        // Unicast traffic takes one byte load and one well-predicted branch. (Counted for
-        // every frame: when one is missized, the per-packet path counts them all again.)
-        if g.pool.line(i)[0] & 1 == 1 {
-            let (_, is_bcast) = cast_bits(g.pool.head_u64(i));
+        // Unicast traffic takes one well-predicted branch and, on an L3 interface, the
+        // destination check: an xor and an and. (Counted for every frame: when one is
+        // missized or for another host, the per-packet path counts them all again.)
+        let head = g.pool.line(i).first_chunk::<8>().expect("64 bytes");
+        if head[0] & 1 == 1 {
+            let (_, is_bcast) = cast_bits(u64::from_be_bytes(*head));
             group += 1;
             bcast += is_bcast;
+        } else if check {
+            strangers |= dst.difference(head);
         }
     }
     let n = indices.len() as u64;
     let all = |ethertype: u16| mixed == 0 && first == ethertype.to_be();
     let next = match ifc.mode {
-        // Tagged frames go one by one, to their sub-interfaces.
-        _ if bad_size || !ifc.admin_up || (ifc.has_subifs && (mixed != 0 || all(EtherType::VLAN))) => None,
+        // Frames for other hosts are dropped one by one; tagged frames go one by one, to
+        // their sub-interfaces.
+        _ if bad_size
+            || strangers != 0
+            || !ifc.admin_up
+            || (ifc.has_subifs && (mixed != 0 || all(EtherType::VLAN))) =>
+        {
+            None
+        }
         // Interfaces with flow rules classify first (the rules' `normal` goes on from there).
         _ if ifc.classify => Some(NodeId::FlowClassify),
         RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
@@ -91,11 +113,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 }
 
 /// The fused paths to `ip4-input` and `ip6-input`: on an L3 interface with the family of the
-/// vector's first frame, when every frame of vector `v` is a plain packet of that family
-/// ([`crate::ip4::input::plain_frames`], [`crate::ip6::input::plain_frames`]), both nodes' work is
-/// done in one pass and the vector goes straight to the lookup, counted as a call of the input
-/// node. Not while the packet tracer runs, so that traces show each node. Returns whether it took
-/// the vector.
+/// vector's first frame, when every frame of vector `v` is a plain packet of that family to the
+/// interface's MAC or a group ([`crate::ip4::input::plain_frames`],
+/// [`crate::ip6::input::plain_frames`]), both nodes' work is done in one pass and the vector
+/// goes straight to the lookup, counted as a call of the input node. Not while the packet
+/// tracer runs, so that traces show each node. Returns whether it took the vector.
 #[inline(always)]
 fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
     if !(matches!(ifc.mode, RxMode::L3) && ifc.admin_up && !ifc.classify) || g.trace.active {
@@ -108,10 +130,11 @@ fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
     let indices = g.vectors[v].indices();
     let (tally, input, lookup) = match ethertype {
         EtherType::IPV4 if ifc.ip4 => {
-            (ip4::input::plain_frames(g.isa, &g.pool, indices, ifc.max_frame), NodeId::Ip4Input, NodeId::Ip4Lookup)
+            let tally = ip4::input::plain_frames(g.isa, &g.pool, indices, ifc.max_frame, ifc.mac);
+            (tally, NodeId::Ip4Input, NodeId::Ip4Lookup)
         }
         EtherType::IPV6 if ifc.ip6 => {
-            (ip6::input::plain_frames(&g.pool, indices, ifc.max_frame), NodeId::Ip6Input, NodeId::Ip6Lookup)
+            (ip6::input::plain_frames(&g.pool, indices, ifc.max_frame, ifc.mac), NodeId::Ip6Input, NodeId::Ip6Lookup)
         }
         _ => return false,
     };
@@ -148,8 +171,9 @@ fn count(g: &Graph, rx_if: u16, len: usize, head: u64, sized: bool) {
     }
 }
 
-/// Where a frame on an interface in `mode` goes, by its (inner) ethertype, without flow rules.
-pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropReason> {
+/// Where a frame on interface `ifc` goes, by its (inner) ethertype, without flow rules; `lcp`
+/// when linux-cp is on (LLDP then goes up the interface's TAP).
+pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16, lcp: bool) -> Result<NodeId, DropReason> {
     match ifc.mode {
         RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
         RxMode::L3 => match ethertype {
@@ -160,14 +184,16 @@ pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16) -> Result<NodeId, DropRe
             EtherType::IPV6 => Err(DropReason::Ip6NotEnabled),
             EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
             EtherType::MPLS => Err(DropReason::MplsNotEnabled),
+            EtherType::LLDP if lcp => Ok(NodeId::LcpPunt),
             EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),
             _ => Err(DropReason::UnknownEthertype),
         },
     }
 }
 
-/// The per-packet path: counts each frame on its (sub-)interface, removes the tag of frames
-/// for sub-interfaces, drops what must be dropped, dispatches the rest, splits the vector.
+/// The per-packet path: counts each frame on its (sub-)interface, drops what must be dropped
+/// (frames for other hosts among them), removes the tag of frames for sub-interfaces,
+/// dispatches the rest, splits the vector.
 #[cold]
 fn classify_each(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
@@ -196,13 +222,15 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
             Err(DropReason::TruncatedEthernet)
         } else if len > port_ifc.max_frame as usize || (sub.is_some() && len - VLAN_TAG_LEN > ifc.max_frame as usize) {
             Err(DropReason::Oversize)
+        } else if DstCheck::of(&ifc).stranger(&head.to_be_bytes()) {
+            Err(DropReason::NotForUs)
         } else {
             if sub.is_some() {
                 // Remove the tag: the addresses move 4 bytes up and the frame starts there.
                 g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
                 g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
             }
-            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g)) }
+            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g), g.features.lcp.is_some()) }
         };
         let m = g.pool.meta_mut(i);
         m.rx_if = rx_if;

@@ -114,7 +114,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             FlowAction::Normal => {
                 let rx_if = g.pool.meta(i).rx_if;
                 let ethertype = keys[k].get(Field::Ethertype) as u16;
-                match crate::ethernet::input::dispatch(tables.get(rx_if), ethertype) {
+                match crate::ethernet::input::dispatch(tables.get(rx_if), ethertype, g.features.lcp.is_some()) {
                     Ok(node) => g.nexts[k] = node,
                     Err(reason) => g.mark_drop(k, i, reason),
                 }

@@ -13,8 +13,8 @@ use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::VecHandle;
-use wire::EtherType;
 use wire::checksum;
+use wire::{EtherType, MacAddr};
 
 /// True when the one's-complement sum of the header (checksum included) is all ones. Sums
 /// 32-bit words into 64 bits and folds: the same result as 16-bit words (RFC 1071 §2(B)).
@@ -86,23 +86,24 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 }
 
 /// The fused `ethernet-input` → `ip4-input` pass, for frames received on an L3 interface with
-/// IPv4 that accepts frames of 14 to `max_frame` bytes: when every frame of `indices` has such
-/// a size, the IPv4 ethertype (no tag) and an IPv4 header at offset 14 that passes
-/// [`fast_ok`], returns what `ethernet-input` counts of them; `None` as soon as one does not
-/// (the nodes then run one after the other). One pass over the frames, by the `isa` variant
-/// (16 or 8 frames at once), instead of one per node.
-pub fn plain_frames(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16) -> Option<RxTally> {
+/// IPv4 and MAC `mac` that accepts frames of 14 to `max_frame` bytes: when every frame of
+/// `indices` has such a size, `mac` or a group as its destination, the IPv4 ethertype (no tag)
+/// and an IPv4 header at offset 14 that passes [`fast_ok`], returns what `ethernet-input`
+/// counts of them; `None` as soon as one does not (the nodes then run one after the other).
+/// One pass over the frames, by the `isa` variant (16 or 8 frames at once), instead of one per
+/// node.
+pub fn plain_frames(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
     let raw = pool.raw();
     // The SIMD passes sum lengths in 32-bit lanes: enough for a vector, not for any slice.
     let simd = raw.gatherable() && indices.len() <= 1 << 16;
     let (octets, any_group) = match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `all_fast_ok`.
-        Isa::Avx512 if simd => unsafe { x86::plain_frames_avx512(raw, indices, max_frame)? },
+        Isa::Avx512 if simd => unsafe { x86::plain_frames_avx512(raw, indices, max_frame, mac)? },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `all_fast_ok`.
-        Isa::Avx2 if simd => unsafe { x86::plain_frames_avx2(raw, indices, max_frame)? },
-        _ => crate::l3::shared::plain_frames_scalar(pool, indices, max_frame, EtherType::IPV4, fast_ok)?,
+        Isa::Avx2 if simd => unsafe { x86::plain_frames_avx2(raw, indices, max_frame, mac)? },
+        _ => crate::l3::shared::plain_frames_scalar(pool, indices, max_frame, mac, EtherType::IPV4, fast_ok)?,
     };
     Some(crate::l3::shared::rx_tally(pool, indices, octets, any_group))
 }
@@ -117,11 +118,19 @@ pub fn plain_frames(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16
 mod x86 {
     use crate::runtime::buffer::{RawPool, STRIDE};
     use std::arch::x86_64::*;
+    use wire::MacAddr;
 
     const _: () = assert!(STRIDE == (1 << 11) + (1 << 6), "slot offsets are computed as k << 11 + k << 6");
 
     /// The IPv4 ethertype as the low 16 bits of a little-endian word loaded at byte 12.
     const IPV4_LE: i32 = 0x0008;
+
+    /// `mac`'s bytes 0 to 4 and 2 to 6, as the little-endian words loaded at a frame's bytes 0
+    /// and 2 when it is the destination.
+    fn mac_words(mac: MacAddr) -> (i32, i32) {
+        let m = mac.0;
+        (i32::from_le_bytes([m[0], m[1], m[2], m[3]]), i32::from_le_bytes([m[2], m[3], m[4], m[5]]))
+    }
 
     /// The lanes of `has20` whose IPv4 header, at byte `at` of the data region with `present`
     /// bytes from there to the frame end, passes `fast_ok` (AVX-512).
@@ -283,13 +292,20 @@ mod x86 {
 
     /// The fused pass (`plain_frames`) with AVX-512, 16 frames a step: their bytes and
     /// whether any has a group destination, `None` at the first chunk with a frame that is not
-    /// plain IPv4.
+    /// plain IPv4 to `mac` or a group.
     ///
     /// # Safety
     /// As [`all_fast_ok_avx512`], and `indices` holds at most 65 536 buffers.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub unsafe fn plain_frames_avx512(pool: RawPool, indices: &[u32], max_frame: u16) -> Option<(u64, bool)> {
+    pub unsafe fn plain_frames_avx512(
+        pool: RawPool,
+        indices: &[u32],
+        max_frame: u16,
+        mac: MacAddr,
+    ) -> Option<(u64, bool)> {
         let (ones16, zero, c14) = (_mm512_set1_epi32(0xffff), _mm512_setzero_si512(), _mm512_set1_epi32(14));
+        let (mac_lo, mac_hi) = mac_words(mac);
+        let (mac_lo, mac_hi, one) = (_mm512_set1_epi32(mac_lo), _mm512_set1_epi32(mac_hi), _mm512_set1_epi32(1));
         let (mut octets, mut group) = (0u64, 0u16);
         for chunk in indices.chunks(16) {
             let lanes = ((1u32 << chunk.len()) - 1) as __mmask16;
@@ -302,9 +318,13 @@ mod x86 {
                 let sized = _mm512_mask_cmple_epi32_mask(lanes, len, _mm512_set1_epi32(i32::from(max_frame)));
                 let has34 = _mm512_mask_cmpge_epi32_mask(sized, len, _mm512_set1_epi32(34));
                 let head = _mm512_mask_i32gather_epi32::<1>(zero, has34, at, pool.data.cast());
+                let head2 = _mm512_mask_i32gather_epi32::<1>(zero, has34, at, pool.data.add(2).cast());
                 let ethertype = _mm512_mask_i32gather_epi32::<1>(zero, has34, at, pool.data.add(12).cast());
+                let for_us = _mm512_mask_test_epi32_mask(has34, head, one)
+                    | (_mm512_mask_cmpeq_epi32_mask(has34, head, mac_lo)
+                        & _mm512_mask_cmpeq_epi32_mask(has34, head2, mac_hi));
                 let ip4 = _mm512_mask_cmpeq_epi32_mask(
-                    has34,
+                    for_us,
                     _mm512_and_si512(ethertype, ones16),
                     _mm512_set1_epi32(IPV4_LE),
                 );
@@ -313,7 +333,7 @@ mod x86 {
                     return None;
                 }
                 octets += u64::from(_mm512_reduce_add_epi32(len) as u32);
-                group |= _mm512_test_epi32_mask(head, _mm512_set1_epi32(1));
+                group |= _mm512_test_epi32_mask(head, one);
             }
         }
         Some((octets, group != 0))
@@ -324,8 +344,15 @@ mod x86 {
     /// # Safety
     /// As [`all_fast_ok_avx2`], and `indices` holds at most 65 536 buffers.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn plain_frames_avx2(pool: RawPool, indices: &[u32], max_frame: u16) -> Option<(u64, bool)> {
+    pub unsafe fn plain_frames_avx2(
+        pool: RawPool,
+        indices: &[u32],
+        max_frame: u16,
+        mac: MacAddr,
+    ) -> Option<(u64, bool)> {
         let (ones16, zero, c14) = (_mm256_set1_epi32(0xffff), _mm256_setzero_si256(), _mm256_set1_epi32(14));
+        let (mac_lo, mac_hi) = mac_words(mac);
+        let (mac_lo, mac_hi, one) = (_mm256_set1_epi32(mac_lo), _mm256_set1_epi32(mac_hi), _mm256_set1_epi32(1));
         let lane_numbers = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         let (mut lengths, mut group) = (zero, zero);
         for chunk in indices.chunks(8) {
@@ -338,9 +365,14 @@ mod x86 {
                     _mm256_andnot_si256(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(i32::from(max_frame))), lanes);
                 let has34 = _mm256_and_si256(sized, _mm256_cmpgt_epi32(len, _mm256_set1_epi32(33)));
                 let head = _mm256_mask_i32gather_epi32::<1>(zero, pool.data.cast(), at, has34);
+                let head2 = _mm256_mask_i32gather_epi32::<1>(zero, pool.data.add(2).cast(), at, has34);
                 let ethertype = _mm256_mask_i32gather_epi32::<1>(zero, pool.data.add(12).cast(), at, has34);
+                let for_us = _mm256_or_si256(
+                    _mm256_cmpeq_epi32(_mm256_and_si256(head, one), one),
+                    _mm256_and_si256(_mm256_cmpeq_epi32(head, mac_lo), _mm256_cmpeq_epi32(head2, mac_hi)),
+                );
                 let ip4 = _mm256_and_si256(
-                    has34,
+                    _mm256_and_si256(has34, for_us),
                     _mm256_cmpeq_epi32(_mm256_and_si256(ethertype, ones16), _mm256_set1_epi32(IPV4_LE)),
                 );
                 let at = _mm256_add_epi32(at, c14);
@@ -350,7 +382,7 @@ mod x86 {
                 }
                 // At most 8192 frames of at most 64 KiB per lane: the 32-bit sums hold them.
                 lengths = _mm256_add_epi32(lengths, len);
-                group = _mm256_or_si256(group, _mm256_and_si256(head, _mm256_set1_epi32(1)));
+                group = _mm256_or_si256(group, _mm256_and_si256(head, one));
             }
         }
         let mut sums = [0u32; 8];

@@ -5,7 +5,8 @@
 //! as `ip4-local`; echo requests from a source no ICMP may go to (0/8, multicast, a subnet
 //! broadcast, …) are dropped too. Fragments are not reassembled (a fragmented echo request is
 //! dropped too). Echo replies share the worker's ICMP rate limit. With linux-cp on, what is
-//! not answered goes up the input interface's TAP instead (`linux-cp-punt`).
+//! not answered goes up the input interface's TAP instead (`linux-cp-punt`), fragments as they
+//! are, for the kernel to reassemble.
 
 use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;

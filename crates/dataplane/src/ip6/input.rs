@@ -13,8 +13,8 @@ use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
-use wire::EtherType;
 use wire::ipv6::HEADER_LEN;
+use wire::{EtherType, MacAddr};
 
 /// `::1` as a big-endian `u128`.
 const LOOPBACK: u128 = 1;
@@ -49,13 +49,14 @@ fn fast_ok(ip: &[u8]) -> bool {
 }
 
 /// The fused `ethernet-input` → `ip6-input` pass, for frames received on an L3 interface with
-/// IPv6 that accepts frames of 14 to `max_frame` bytes: when every frame of `indices` has such
-/// a size, the IPv6 ethertype (no tag) and an IPv6 header at offset 14 that passes
-/// [`fast_ok`], returns what `ethernet-input` counts of them; `None` as soon as one does not
-/// (the nodes then run one after the other). One pass over the frames instead of one per node.
-pub fn plain_frames(pool: &BufferPool, indices: &[u32], max_frame: u16) -> Option<RxTally> {
+/// IPv6 and MAC `mac` that accepts frames of 14 to `max_frame` bytes: when every frame of
+/// `indices` has such a size, `mac` or a group as its destination, the IPv6 ethertype (no tag)
+/// and an IPv6 header at offset 14 that passes [`fast_ok`], returns what `ethernet-input`
+/// counts of them; `None` as soon as one does not (the nodes then run one after the other).
+/// One pass over the frames instead of one per node.
+pub fn plain_frames(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
     let (octets, any_group) =
-        crate::l3::shared::plain_frames_scalar(pool, indices, max_frame, EtherType::IPV6, fast_ok)?;
+        crate::l3::shared::plain_frames_scalar(pool, indices, max_frame, mac, EtherType::IPV6, fast_ok)?;
     Some(crate::l3::shared::rx_tally(pool, indices, octets, any_group))
 }
 

@@ -23,7 +23,8 @@
 //! (`nd-malformed`). Everything else is dropped as `ip6-local` (`multicast` when sent to a
 //! group). With linux-cp on, every neighbor discovery message is first copied up the input
 //! interface's TAP, and what else is dropped as `ip6-local` goes up the TAP instead
-//! (`linux-cp-punt`).
+//! (`linux-cp-punt`): a fragment (a fragment header after the fixed header) as it is, for the
+//! kernel to reassemble.
 
 use crate::datapath::Graph;
 use crate::neighbor::punt::{Event, Learn};

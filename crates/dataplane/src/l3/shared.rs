@@ -35,26 +35,35 @@ pub(crate) fn validate(
 }
 
 /// The scalar fused `ethernet-input` → `ip4-input`/`ip6-input` pass: when every frame of
-/// `indices` is 14 to `max_frame` bytes long, untagged with `ethertype`, and its network
-/// header (from offset 14) passes `fast_ok`, their bytes and whether any has a group
-/// destination MAC; `None` as soon as one does not.
+/// `indices` is 14 to `max_frame` bytes long, to `mac` or a group, untagged with `ethertype`,
+/// and its network header (from offset 14) passes `fast_ok`, their bytes and whether any has a
+/// group destination MAC; `None` as soon as one does not.
 #[inline(always)]
 pub(crate) fn plain_frames_scalar(
     pool: &BufferPool,
     indices: &[u32],
     max_frame: u16,
+    mac: MacAddr,
     ethertype: u16,
     fast_ok: impl Fn(&[u8]) -> bool,
 ) -> Option<(u64, bool)> {
+    use wire::ethernet::HEADER_LEN;
+    let dst = crate::ethernet::dst::DstCheck::unicast_to(mac);
     let (mut octets, mut any_group) = (0, false);
     for &i in indices {
         let f = pool.frame(i);
-        let sized = (wire::ethernet::HEADER_LEN..=usize::from(max_frame)).contains(&f.len());
-        if !(sized && f[12..14] == ethertype.to_be_bytes() && fast_ok(&f[wire::ethernet::HEADER_LEN..])) {
+        let header = match f.first_chunk::<HEADER_LEN>() {
+            Some(h) if f.len() <= usize::from(max_frame) => h,
+            _ => return None,
+        };
+        if dst.stranger(header.first_chunk().expect("8 of 14 bytes"))
+            || header[12..14] != ethertype.to_be_bytes()
+            || !fast_ok(&f[HEADER_LEN..])
+        {
             return None;
         }
         octets += f.len() as u64;
-        any_group |= f[0] & 1 == 1;
+        any_group |= header[0] & 1 == 1;
     }
     Some((octets, any_group))
 }

@@ -7,13 +7,15 @@
 //! interface's MAC and MTU, up exactly when the interface is admin up and with carrier
 //! exactly when its link is up, and with router advertisements, autoconfiguration and
 //! redirects off. Packets to the router's addresses that vecflow does not answer itself
-//! (`ip4-local`, `ip6-local`) go up the TAP of their input interface ([`worker::punt`]), and
-//! what Linux writes on a TAP leaves its interface ([`worker::inject`]), through a control
-//! thread (`vecflow-lcp`, [`io`]); ARP and neighbor discovery are copied up, link-local
-//! multicast too, within two policers per interface. A netlink listener ([`listener`],
-//! thread `vecflow-netlink`) follows the TAPs' addresses, MTUs and admin states for the
-//! control plane (`kernel`), which sets the configured addresses on the TAPs. Still to
-//! come (issues 34, 35): routes and neighbors from the kernel, Prometheus, sFlow's ifIndex.
+//! (`ip4-local`, `ip6-local`: fragments too, for the kernel to reassemble), link-local
+//! multicast and LLDP (`ethernet-input`) go up the TAP of their input interface
+//! ([`worker::punt`], within two policers per interface), ARP and neighbor discovery are
+//! copied up, and what Linux writes on a TAP leaves its interface ([`worker::inject`]),
+//! through a control thread (`vecflow-lcp`, [`io`]). Never up: transit traffic, frames for
+//! other MACs, LACP, STP. A netlink listener ([`listener`], thread `vecflow-netlink`) follows
+//! the TAPs' addresses, MTUs and admin states for the control plane (`kernel`), which sets the
+//! configured addresses on the TAPs. Still to come (issues 34, 35): routes and neighbors from
+//! the kernel, Prometheus, sFlow's ifIndex.
 
 pub mod io;
 mod kernel;

@@ -21,9 +21,6 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 use wire::{EtherType, icmpv6, ipv4};
 
-/// The LLDP ethertype (802.1AB).
-const LLDP: u16 = 0x88cc;
-
 /// A frame crossing between a worker and the control thread, and its vecflow interface: the
 /// input interface of a punted frame, the output interface of an injected one.
 #[derive(Debug)]
@@ -139,7 +136,7 @@ fn is_control(f: &[u8], l3: usize) -> bool {
         _ => false,
     };
     match l3.checked_sub(2).and_then(|e| f.get(e..l3)).map(|e| u16::from_be_bytes([e[0], e[1]])) {
-        Some(EtherType::ARP | LLDP) => true,
+        Some(EtherType::ARP | EtherType::LLDP) => true,
         Some(EtherType::IPV4) => byte(0).is_some_and(|v| l4(byte(9), usize::from(v & 0x0f) * 4)),
         Some(EtherType::IPV6) => match byte(6) {
             Some(icmpv6::PROTOCOL) => byte(40).is_some_and(|t| matches!(t, 130..=137 | 143)),

@@ -19,7 +19,8 @@ pub enum DropClass {
     /// ifOutErrors: the driver could not send it.
     OutErrors,
     /// Not a discard: a packet for this router's control plane, consumed (an ARP reply, a
-    /// request for someone else). Counted in `show errors` only.
+    /// request for someone else), or a frame for another host that only a promiscuous port
+    /// sees. Counted in `show errors` only.
     Punt,
 }
 
@@ -75,6 +76,7 @@ drop_reasons! {
     InterfaceDown = "interface-down", InDiscards, EthernetInput, 284, "frame received on an interface that is administratively down";
     UnknownEthertype = "unknown-ethertype", InUnknownProtos, EthernetInput, 270, "ethertype the interface does not handle";
     UnknownVlan = "unknown-vlan", InDiscards, EthernetInput, 264, "802.1Q tag whose VLAN id matches no sub-interface of an L3 interface";
+    NotForUs = "not-for-us", Punt, EthernetInput, 0, "unicast frame on an L3 interface to another host's MAC (a promiscuous port sees its whole segment): neither forwarded nor punted";
     ArpMalformed = "arp-malformed", InErrors, ArpInput, 285, "ARP packet that is not Ethernet/IPv4 request or reply, or is cut short";
     ArpReply = "arp-reply", Punt, ArpInput, 0, "ARP reply received (its sender is learned when it is on the interface's subnet)";
     ArpNotForUs = "arp-not-for-us", Punt, ArpInput, 0, "ARP request for an address that is not the interface's";
