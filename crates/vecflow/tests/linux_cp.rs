@@ -149,6 +149,25 @@ fn serve_until(dp: &mut Dataplane, what: &str, mut done: impl FnMut(&mut Datapla
     }
 }
 
+/// `ip -n NS ARGS`, which must succeed.
+fn ip_in(ns: &str, args: &[&str]) {
+    let mut all = vec!["-n", ns];
+    all.extend_from_slice(args);
+    lab::must("ip", &all);
+}
+
+/// A namespace `NS<tag>` and the dataplane of [`config`] with TAPs `A<tag>` and `B<tag>`
+/// in it, started and its configured address set on the first TAP; `None` (after a skip)
+/// when namespaces and TAPs cannot be made here.
+fn tap_lab(ns: &str, a: &str, b: &str) -> Option<(lcp_lab::Namespace, String, String, Dataplane)> {
+    let tag = tap_test_tag()?;
+    let ns = lcp_lab::Namespace(format!("{ns}{tag}"));
+    let (a, b) = (format!("{a}{tag}"), format!("{b}{tag}"));
+    let mut dp = Dataplane::start(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    serve_until(&mut dp, "192.0.2.1/24 on the TAP", |_| tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
+    Some((ns, a, b, dp))
+}
+
 fn addresses_of(dp: &Dataplane, name: &str) -> Vec<String> {
     let i = dp.interfaces().iter().find(|i| i.name == name).unwrap();
     i.addresses.iter().map(|a| a.to_string()).collect()
@@ -156,20 +175,9 @@ fn addresses_of(dp: &Dataplane, name: &str) -> Vec<String> {
 
 #[test]
 fn addresses_and_mtus_go_both_ways_between_interfaces_and_taps() {
-    let Some(tag) = tap_test_tag() else { return };
-    let tag = tag.as_str();
-    let ns = lcp_lab::Namespace(format!("vflad{tag}"));
-    let (a, b) = (format!("lcpe{tag}"), format!("lcpf{tag}"));
-    let ip = |args: &[&str]| {
-        let mut all = vec!["-n", ns.0.as_str()];
-        all.extend_from_slice(args);
-        lab::must("ip", &all);
-    };
+    let Some((ns, a, b, mut dp)) = tap_lab("vflad", "lcpe", "lcpf") else { return };
+    let ip = |args: &[&str]| ip_in(&ns.0, args);
     let cli = dataplane::control::cli::Registry::with_builtins();
-    let mut dp = Dataplane::start(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
-
-    // The configured address is set on the TAP.
-    serve_until(&mut dp, "192.0.2.1/24 on the TAP", |_| tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
 
     // An address added in Linux is the interface's too, shown as the kernel's.
     ip(&["addr", "add", "198.51.100.7/24", "dev", &a]);
@@ -226,18 +234,9 @@ fn addresses_and_mtus_go_both_ways_between_interfaces_and_taps() {
 
 #[test]
 fn the_kernels_routes_through_the_taps_are_mirrored_into_the_fib() {
-    let Some(tag) = tap_test_tag() else { return };
-    let tag = tag.as_str();
-    let ns = lcp_lab::Namespace(format!("vflrt{tag}"));
-    let (a, b) = (format!("lcpk{tag}"), format!("lcpl{tag}"));
-    let ip = |args: &[&str]| {
-        let mut all = vec!["-n", ns.0.as_str()];
-        all.extend_from_slice(args);
-        lab::must("ip", &all);
-    };
+    let Some((ns, a, b, mut dp)) = tap_lab("vflrt", "lcpk", "lcpl") else { return };
+    let ip = |args: &[&str]| ip_in(&ns.0, args);
     let cli = dataplane::control::cli::Registry::with_builtins();
-    let mut dp = Dataplane::start(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
-    serve_until(&mut dp, "192.0.2.1/24 on the TAP", |_| tap_addresses(&ns.0, &a).contains(&"192.0.2.1/24".into()));
     let fib = |dp: &mut Dataplane, prefix: &str| cli.execute(dp, &format!("show ip fib {prefix}")).unwrap().text;
     let has = |text: &str, needle: &str| text.lines().any(|l| l.contains("kernel") && l.contains(needle));
 
