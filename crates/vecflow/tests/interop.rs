@@ -268,7 +268,7 @@ fn goflow2_decode(bin: &Path, mode: &str, datagrams: &[Vec<u8>]) -> Vec<serde_js
             .stdout(out.reopen().unwrap())
             .stderr(Stdio::null()),
     );
-    std::thread::sleep(Duration::from_millis(800));
+    common::wait_udp_bound(port);
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     for d in datagrams {
         tx.send_to(d, ("127.0.0.1", port)).unwrap();
@@ -443,7 +443,7 @@ fn sfacctd_decodes_what_vecflow_sends() {
     let sfacctd = Daemon::spawn(
         Command::new(&bin).arg("-f").arg(&conf).stdout(Stdio::null()).stderr(std::fs::File::create(&log_file).unwrap()),
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    common::wait_udp_bound(port);
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     for d in &datagrams {
         tx.send_to(d, ("127.0.0.1", port)).unwrap();

@@ -107,3 +107,19 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// Waits (up to 10 s) until a socket is bound to UDP `port` on this host (`ss`): a decoder
+/// started as a child can take longer to open its socket than any fixed sleep on a loaded
+/// machine, and what is sent before is lost.
+pub fn wait_udp_bound(port: u16) {
+    let filter = format!("sport = :{port}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = Command::new("ss").args(["-Hlun", &filter]).output().expect("ss (iproute2) runs");
+        if !out.stdout.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "nothing bound UDP port {port} after 10 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
