@@ -185,6 +185,17 @@ fn addresses_and_mtus_go_both_ways_between_interfaces_and_taps() {
     let shown = cli.execute(&mut dp, "show interface address").unwrap().text;
     assert!(shown.lines().any(|l| l.contains("198.51.100.7/24") && l.contains("kernel")), "{shown}");
     assert!(shown.lines().any(|l| l.contains("192.0.2.1/24") && l.contains("config")), "{shown}");
+    // The same address on the other TAP too: the configuration would refuse it twice, so
+    // only one interface takes it.
+    ip(&["addr", "add", "198.51.100.7/24", "dev", &b]);
+    for _ in 0..30 {
+        dp.service();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let holders =
+        ["port/0", "port1"].iter().filter(|n| addresses_of(&dp, n).contains(&"198.51.100.7/24".into())).count();
+    assert_eq!(holders, 1, "{:?} {:?}", addresses_of(&dp, "port/0"), addresses_of(&dp, "port1"));
+    ip(&["addr", "del", "198.51.100.7/24", "dev", &b]);
     // An apply keeps it (the configuration does not own it), and removed in Linux it goes.
     dp.apply(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
     assert!(addresses_of(&dp, "port/0").contains(&"198.51.100.7/24".into()));

@@ -12,20 +12,33 @@ impl Dataplane {
     /// the configuration would refuse (one another interface has, one on a cross-connected
     /// interface) is left out, and logged.
     pub(super) fn with_kernel_addresses(&self, config: &Config) -> Config {
-        let mut out = config.clone();
-        let Some(lcp) = &self.lcp else { return out };
-        for i in &self.interfaces {
-            for a in lcp.kernel_owned(i.index, &config.addresses_of(&i.name)) {
-                let mut trial = out.clone();
-                let Ok(s) = settings(&mut trial, &i.name) else { continue };
+        let Some(lcp) = &self.lcp else { return config.clone() };
+        let owned: Vec<(&str, crate::config::IpPrefix)> = self
+            .interfaces
+            .iter()
+            .flat_map(|i| lcp.kernel_owned(i.index, &config.addresses_of(&i.name)).into_iter().map(|a| (&*i.name, a)))
+            .collect();
+        let with = |mut c: Config, name: &str, a| {
+            if let Ok(s) = settings(&mut c, name) {
                 s.addresses.push(a);
-                match trial.validate() {
-                    Ok(()) => out = trial,
-                    Err(e) => tracing::warn!("linux-cp: not using {a}, set on {}'s TAP: {e}", i.name),
+            }
+            c
+        };
+        // All at once, validated once; only when that is refused, one by one to find which.
+        let all = owned.iter().fold(config.clone(), |c, &(name, a)| with(c, name, a));
+        if owned.is_empty() || all.validate().is_ok() {
+            return all;
+        }
+        owned.into_iter().fold(config.clone(), |out, (name, a)| {
+            let trial = with(out.clone(), name, a);
+            match trial.validate() {
+                Ok(()) => trial,
+                Err(e) => {
+                    tracing::warn!("linux-cp: not using {a}, set on {name}'s TAP: {e}");
+                    out
                 }
             }
-        }
-        out
+        })
     }
 
     /// Takes in what Linux changed on the TAPs since the last call: addresses (applied as
