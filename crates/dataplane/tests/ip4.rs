@@ -184,6 +184,33 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
     assert_eq!(g.pool.free_count(), 1024);
 }
 
+/// Reject routes (the kernel's blackhole, unreachable and prohibit): dropped under their
+/// reasons, the last two answered with ICMP host unreachable and administratively
+/// prohibited, the first silently; a routed packet in the same vector goes on.
+#[test]
+fn reject_routes_drop_under_their_reasons_and_answer_as_linux_does() {
+    use dataplane::l3::Reject;
+    let rejects = [
+        ("99.1.0.0", 16, Reject::Blackhole),
+        ("99.2.0.0", 16, Reject::Unreachable),
+        ("99.3.0.0", 16, Reject::Prohibit),
+    ];
+    let mut g = common::graph_with_rejects(YAML, &rejects);
+    let frames: Vec<Vec<u8>> = [[99, 1, 0, 1], [99, 2, 0, 1], [99, 3, 0, 1], [48, 0, 0, 5]]
+        .iter()
+        .map(|&d| frame([16, 0, 0, 1], d, 64))
+        .collect();
+    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    let (icmp, forwarded): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 9] == 1);
+    assert_eq!(forwarded.len(), 1);
+    let codes: Vec<(u8, u8)> = icmp.iter().map(|(_, _, f)| (f[34], f[35])).collect();
+    assert_eq!(codes, [(3, 1), (3, 13)], "host unreachable, communication administratively prohibited");
+    for r in [DropReason::Blackhole, DropReason::RouteUnreachable, DropReason::RouteProhibited] {
+        assert_eq!(drops(&g, 1, r), 1, "{}", r.name());
+    }
+    assert_eq!(g.pool.free_count(), 1024);
+}
+
 /// A promiscuous port sees frames for other hosts: a unicast frame to another MAC is dropped
 /// as `not-for-us` (not a discard), whether it rides in a vector of plain frames (which then
 /// leaves the fused pass) or alone; the others of its vector are routed, and frames to a

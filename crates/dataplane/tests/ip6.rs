@@ -166,6 +166,32 @@ fn a_popped_ipv6_packet_is_routed_by_the_ipv6_fib_with_the_uniform_ttl() {
     assert_eq!(Ipv6Packet::new_checked(&got[14..]).unwrap().hop_limit(), 7, "min(64, 9 − 1) − 1");
 }
 
+/// Reject routes: dropped under their reasons, unreachable and prohibit answered with
+/// ICMPv6 no route and administratively prohibited, a blackhole silently.
+#[test]
+fn reject_routes_drop_under_their_reasons_and_answer_as_linux_does() {
+    use dataplane::l3::Reject;
+    let rejects = [
+        ("2001:db9:1::", 48, Reject::Blackhole),
+        ("2001:db9:2::", 48, Reject::Unreachable),
+        ("2001:db9:3::", 48, Reject::Prohibit),
+    ];
+    let mut g = common::graph_with_rejects(YAML, &rejects);
+    let frames: Vec<Vec<u8>> = ["2001:db9:1::1", "2001:db9:2::1", "2001:db9:3::1", "2001:db8:48::5"]
+        .iter()
+        .map(|d| frame("2001:db8:16::1", d, 64))
+        .collect();
+    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    let (forwarded, icmp): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 6] == 17);
+    assert_eq!(forwarded.len(), 1);
+    let codes: Vec<(u8, u8)> = icmp.iter().map(|(_, _, f)| (f[54], f[55])).collect();
+    assert_eq!(codes, [(1, 0), (1, 1)], "no route, administratively prohibited");
+    for r in [DropReason::Ip6Blackhole, DropReason::Ip6RouteUnreachable, DropReason::Ip6RouteProhibited] {
+        assert_eq!(g.counters.error(1, r).get(), 1, "{}", r.name());
+    }
+    assert_eq!(g.pool.free_count(), 1024);
+}
+
 #[test]
 fn malformed_unroutable_and_never_forwarded_packets_are_dropped_under_their_reason() {
     let ok = frame("2001:db8:16::1", "2001:db8:48::5", 64);

@@ -48,6 +48,18 @@ struct DropLabels {
     interface: String,
 }
 
+/// The label of a kernel route count: its kind.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+/// The label of an unmirrored kernel route count: why it is not mirrored.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
 /// Labels of the build information series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VersionLabel {
@@ -204,6 +216,7 @@ fn linux_cp(r: &mut Registry, dp: &Dataplane) {
         "Frames Linux wrote on the TAP that found no room toward the worker",
         per_tap(|c| c.inject_lost.load(Relaxed)),
     );
+    kernel_routes(r, dp);
     let Some(c) = lcp.listener_counters() else { return };
     let listener: [(&str, &str, u64); 4] = [
         ("lcp_netlink_messages", "Netlink notifications the linux-cp listener took in", c.messages.load(Relaxed)),
@@ -220,6 +233,21 @@ fn linux_cp(r: &mut Registry, dp: &Dataplane) {
         counter.inc_by(value);
         r.register(name, help, counter);
     }
+}
+
+/// The kernel's routes linux-cp mirrors into the FIB, by kind, and those it does not, by why.
+fn kernel_routes(r: &mut Registry, dp: &Dataplane) {
+    let k = dp.kernel_routes();
+    let family = Family::<KindLabel, Gauge>::default();
+    for (kind, n) in k.by_kind() {
+        family.get_or_create(&KindLabel { kind }).set(n as i64);
+    }
+    r.register("lcp_kernel_routes", "The kernel's routes linux-cp mirrors into the FIB, by kind", family);
+    let family = Family::<ReasonLabel, Gauge>::default();
+    for (why, n) in k.unmirrored() {
+        family.get_or_create(&ReasonLabel { reason: why }).set(n as i64);
+    }
+    r.register("lcp_kernel_routes_unmirrored", "The kernel's routes linux-cp does not mirror, by why", family);
 }
 
 /// The running HTTP endpoint. Dropping it stops it at once: the listening socket and a

@@ -15,6 +15,8 @@ pub const NET_UNREACHABLE: u8 = 0;
 pub const HOST_UNREACHABLE: u8 = 1;
 /// Destination unreachable code: fragmentation needed and DF set.
 pub const FRAG_NEEDED: u8 = 4;
+/// Destination unreachable code: communication administratively prohibited (RFC 1812).
+pub const ADMIN_PROHIBITED: u8 = 13;
 
 /// Length of the ICMP header (type, code, checksum, 4 bytes of rest-of-header).
 pub const HEADER_LEN: usize = 8;

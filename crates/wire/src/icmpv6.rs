@@ -32,6 +32,9 @@ pub const REDIRECT: u8 = 137;
 
 /// Destination unreachable code: no route to destination.
 pub const NO_ROUTE: u8 = 0;
+/// Destination unreachable code: communication with the destination administratively
+/// prohibited.
+pub const ADMIN_PROHIBITED: u8 = 1;
 /// Destination unreachable code: address unreachable (the neighbor did not answer).
 pub const ADDRESS_UNREACHABLE: u8 = 3;
 

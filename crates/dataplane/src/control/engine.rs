@@ -33,7 +33,6 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Instant;
-use wire::MacAddr;
 
 /// Why the dataplane could not start.
 #[derive(Debug, thiserror::Error)]
@@ -132,8 +131,8 @@ pub struct Dataplane {
     pub(super) rate_samples: [Option<(Instant, BTreeMap<u16, IfStats>)>; 2],
     /// The Linux control plane's TAPs, when `linux-cp` is on.
     pub(super) lcp: Option<crate::lcp::LinuxCp>,
-    /// The kernel's routes mirrored into the FIB (source kernel), by prefix.
-    pub(super) kernel_routes: Routes,
+    /// The kernel's routes mirrored into the FIB (source kernel), and those not mirrored.
+    pub(super) kernel_routes: super::kernel_routes::KernelRoutes,
 }
 
 /// The running sFlow agent.
@@ -279,7 +278,7 @@ impl Dataplane {
             rate_samples: [None, None],
             pcap_sinks: captures.sinks,
             lcp: None,
-            kernel_routes: Routes::new(),
+            kernel_routes: Default::default(),
         };
         dp.refresh_links();
         if let Some(lcp) = &config.linux_cp {
@@ -497,6 +496,11 @@ impl Dataplane {
         &self.rib
     }
 
+    /// The kernel's routes vecflow mirrors (linux-cp) and those it does not.
+    pub fn kernel_routes(&self) -> &super::kernel_routes::KernelRoutes {
+        &self.kernel_routes
+    }
+
     /// Applies a batch of route changes, each naming its source, all or nothing and without
     /// stopping the workers: the adjacencies and load-balance objects it makes reach the
     /// workers' tables first, then the FIB changes; the objects no route uses any more are
@@ -620,9 +624,8 @@ impl Dataplane {
     /// stale ones probed, and publishes a new table snapshot when what workers forward with
     /// changed. Call it often (every 10 ms or so): workers' events wait in a bounded queue.
     pub fn service(&mut self) {
-        self.follow_kernel();
+        let mut changed = self.follow_kernel();
         let now = Instant::now();
-        let mut changed = false;
         while let Ok(event) = self.events.try_recv() {
             changed |= self.neighbors.on_event(event, now);
         }
@@ -672,11 +675,7 @@ impl Dataplane {
             Source::Config,
         ));
         let now = Instant::now();
-        let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
-        let statics = |c: &Config| -> Vec<(u16, IpAddr, MacAddr)> {
-            c.neighbors.iter().map(|n| (index[n.interface.as_str()], n.address, n.mac.0)).collect()
-        };
-        let old_statics = statics(&self.config);
+        let old_statics = self.static_neighbors(&self.config, &self.interfaces);
         let live = self.liveness();
         let (base, label_refs) = crate::l3::build(&new, &interfaces, &mut self.rib.objects, &live);
         let applied = match self.rib.apply(&batch, &live) {
@@ -686,7 +685,7 @@ impl Dataplane {
                 return Err(e.into());
             }
         };
-        self.neighbors.set_statics(statics(&new), now);
+        self.neighbors.set_statics(self.static_neighbors(&new, &interfaces), now);
         let old_tables = self.tables.clone();
         self.publish_tables(&interfaces, &base);
         if let Err(e) = self.fib.apply(&applied.fib) {

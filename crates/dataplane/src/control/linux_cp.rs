@@ -5,7 +5,13 @@
 use crate::config::{AdminState, Config};
 use crate::control::cli::settings;
 use crate::control::engine::Dataplane;
+use crate::interface::Interface;
 use crate::l3::rib::{RouteChange, Source};
+use crate::lcp::neighbors::{KernelNeighbor, Trust};
+use crate::neighbor::punt::{Event, Learn};
+use std::net::IpAddr;
+use std::time::Instant;
+use wire::MacAddr;
 
 impl Dataplane {
     /// `config` with the addresses Linux owns on each TAP added to its interface. An address
@@ -41,15 +47,17 @@ impl Dataplane {
         })
     }
 
-    /// Takes in what Linux changed on the TAPs since the last call: addresses (applied as
-    /// kernel-owned), an MTU (the interface's MTU, when the configuration takes it) and, with
-    /// `link-sync`, the admin state. A change the interface cannot take is undone on the TAP.
-    /// Call it often.
-    pub(super) fn follow_kernel(&mut self) {
-        let Some(update) = self.lcp.as_mut().and_then(|l| l.take_kernel_changes()) else { return };
+    /// Takes in what Linux changed since the last call: routes, neighbor entries on the TAPs,
+    /// and on the TAPs addresses (applied as kernel-owned), an MTU (the interface's MTU, when
+    /// the configuration takes it) and, with `link-sync`, the admin state. A change the
+    /// interface cannot take is undone on the TAP. True when the neighbor table changed what
+    /// workers forward with. Call it often.
+    pub(super) fn follow_kernel(&mut self) -> bool {
+        let Some(update) = self.lcp.as_mut().and_then(|l| l.take_kernel_changes()) else { return false };
         self.mirror_routes(&update.routes);
+        let neighbors = self.mirror_neighbors(&update.neighbors);
         if !update.taps {
-            return;
+            return neighbors;
         }
         let link_sync = self.config.linux_cp.as_ref().is_some_and(|c| c.link_sync);
         let mut proposed = self.config.clone();
@@ -74,6 +82,50 @@ impl Dataplane {
                 tracing::warn!("linux-cp: {e}");
             }
         }
+        neighbors
+    }
+
+    /// Takes in the kernel's neighbor entries on the TAPs: a confirmed one as a confirmation,
+    /// a stale one as overheard (it updates an entry vecflow has), a permanent one as a static
+    /// entry (the configuration's win). True when what workers forward with changed.
+    fn mirror_neighbors(&mut self, entries: &[(u16, IpAddr, Option<KernelNeighbor>)]) -> bool {
+        let now = Instant::now();
+        let mut changed = false;
+        let mut statics = false;
+        for &(interface, address, entry) in entries {
+            let how = match entry.map(|n| n.trust) {
+                Some(Trust::Confirmed) => Learn::Confirmed,
+                Some(Trust::Stale) => Learn::Overheard,
+                // A permanent entry that came or went (or changed to another state).
+                Some(Trust::Permanent) | None => {
+                    statics = true;
+                    continue;
+                }
+            };
+            let mac = wire::MacAddr(entry.map_or([0; 6], |n| n.mac));
+            changed |= self.neighbors.on_event(Event::Learned { interface, address, mac, how }, now);
+        }
+        if statics {
+            let all = self.static_neighbors(&self.config, &self.interfaces);
+            self.neighbors.set_statics(all, now);
+            changed = true;
+        }
+        changed
+    }
+
+    /// The static neighbor entries: the configuration's (`config`, on `interfaces`) and the
+    /// kernel's permanent ones on the TAPs for addresses the configuration does not have.
+    pub(super) fn static_neighbors(&self, config: &Config, interfaces: &[Interface]) -> Vec<(u16, IpAddr, MacAddr)> {
+        let index = |name: &str| interfaces.iter().find(|i| i.name == name).map(|i| i.index);
+        let mut out: Vec<(u16, IpAddr, MacAddr)> =
+            config.neighbors.iter().filter_map(|n| Some((index(&n.interface)?, n.address, n.mac.0))).collect();
+        let kernel = self.lcp.as_ref().map(|l| l.permanent_neighbors()).unwrap_or_default();
+        for k in kernel {
+            if !out.iter().any(|o| (o.0, o.1) == (k.0, k.1)) {
+                out.push(k);
+            }
+        }
+        out
     }
 
     /// The ifIndex sFlow reports for each interface: with `sflow.if-index: linux`, its TAP's
@@ -88,18 +140,22 @@ impl Dataplane {
         }
     }
 
-    /// Mirrors the kernel's routes to `prefixes` (main table, lowest metric) into the FIB as
-    /// source `kernel`, in one batch; when the batch is refused, route by route, leaving out
-    /// (and logging) the ones the FIB refuses.
+    /// Mirrors the kernel's routes to `prefixes` (mirrored table, lowest metric) into the FIB
+    /// as source `kernel`, in one batch; when the batch is refused, route by route, leaving
+    /// out (and logging) the ones the FIB refuses. Those not mirrored are counted by why.
     fn mirror_routes(&mut self, prefixes: &[crate::config::IpPrefix]) {
         let Some(lcp) = &self.lcp else { return };
         let mut batch = Vec::new();
         for &p in prefixes {
             let want = lcp.kernel_target(p).unwrap_or_else(|why| {
                 tracing::debug!("linux-cp: not mirroring the kernel's route to {p}: {why}");
+                self.kernel_routes.set_unmirrored(p, Some(why));
                 None
             });
-            if self.kernel_routes.get(&(p.addr, p.len)) != want.as_ref() {
+            if want.is_some() {
+                self.kernel_routes.set_unmirrored(p, None);
+            }
+            if self.kernel_routes.get(p) != want.as_ref() {
                 batch.push(RouteChange { prefix: p.addr, len: p.len, source: Source::Kernel, target: want });
             }
         }
@@ -110,18 +166,19 @@ impl Dataplane {
             Ok(()) => batch,
             Err(_) => batch
                 .into_iter()
-                .filter(|c| {
-                    self.apply_routes(std::slice::from_ref(c))
-                        .map_err(|e| tracing::warn!("linux-cp: the kernel's route is not mirrored: {e}"))
-                        .is_ok()
+                .filter(|c| match self.apply_routes(std::slice::from_ref(c)) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!("linux-cp: the kernel's route is not mirrored: {e}");
+                        let prefix = crate::config::IpPrefix { addr: c.prefix, len: c.len };
+                        self.kernel_routes.set_unmirrored(prefix, Some("refused by the FIB"));
+                        false
+                    }
                 })
                 .collect(),
         };
         for c in done {
-            match c.target {
-                Some(t) => self.kernel_routes.insert((c.prefix, c.len), t),
-                None => self.kernel_routes.remove(&(c.prefix, c.len)),
-            };
+            self.kernel_routes.set(crate::config::IpPrefix { addr: c.prefix, len: c.len }, c.target);
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod counters;
 pub mod engine;
+pub mod kernel_routes;
 mod links;
 mod linux_cp;
 pub mod plan;

@@ -41,7 +41,10 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
     match DropReason::from_index(m.error)? {
         DropReason::TtlExpired => Some((icmp::TIME_EXCEEDED, 0, 0)),
         DropReason::NoRoute => Some((icmp::DEST_UNREACHABLE, icmp::NET_UNREACHABLE, 0)),
-        DropReason::NoNeighbor => Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0)),
+        DropReason::NoNeighbor | DropReason::RouteUnreachable => {
+            Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0))
+        }
+        DropReason::RouteProhibited => Some((icmp::DEST_UNREACHABLE, icmp::ADMIN_PROHIBITED, 0)),
         DropReason::FragNeeded => {
             // The route's pushed labels take part of the MTU.
             let labels = match g.features.tables.l3.adjs.get(m.adj as usize) {

@@ -6,18 +6,20 @@
 //! A multipath route's value names a load-balance object: its packets take the adjacency of
 //! their flow's bucket ([`crate::l3::shared::choose_paths`]) before they go on.
 //! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
-//! address) goes to `ip4-local`; everything else to `ip4-rewrite`.
+//! address) goes to `ip4-local`, adjacencies 2–4 (reject routes) drop as `blackhole`, or as
+//! `route-unreachable` and `route-prohibited` through `icmp4-error`; everything else goes to
+//! `ip4-rewrite`.
 
 use crate::datapath::Graph;
-use crate::l3::ADJ_DROP;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash4};
+use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 
-/// Adjacency index of [`crate::l3::Adjacency::Local`].
-const ADJ_LOCAL: u32 = 1;
+/// The drop reasons of the reject routes, in [`Reject`] order.
+const REJECTS: [DropReason; 3] = [DropReason::Blackhole, DropReason::RouteUnreachable, DropReason::RouteProhibited];
 
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
@@ -39,7 +41,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let m = g.pool.meta_mut(i);
         m.adj = leaf.adj;
         m.dst_prefix_len = leaf.prefix_len;
-        plain &= leaf.adj.wrapping_sub(ADJ_LOCAL + 1) < LB - (ADJ_LOCAL + 1);
+        plain &= leaf.adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
         g.forward(v, NodeId::Ip4Rewrite);
@@ -48,7 +50,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     }
 }
 
-/// A vector with a multipath route, no route or our own address: multipath packets take
+/// A vector with a multipath route, no route, a reject route or our own address: multipath packets take
 /// their flow's path, then the vector goes on whole or split.
 #[cold]
 fn not_plain(g: &mut Graph, v: VecHandle) {
@@ -56,7 +58,7 @@ fn not_plain(g: &mut Graph, v: VecHandle) {
     for &i in g.vectors[v].indices() {
         let adj = g.pool.meta(i).adj;
         multipath |= adj & LB != 0;
-        routed &= adj > ADJ_LOCAL;
+        routed &= adj >= ADJ_FIRST_ROUTED;
     }
     if multipath {
         crate::l3::shared::choose_paths(g, v, hash4);
@@ -69,7 +71,8 @@ fn not_plain(g: &mut Graph, v: VecHandle) {
 }
 
 /// Sends each packet of `v` where its adjacency says: no route drops as `no-route` through
-/// `icmp4-error`, our own address to `ip4-local`, the rest to `ip4-rewrite`.
+/// `icmp4-error`, our own address to `ip4-local`, a reject route drops under its reason
+/// (through `icmp4-error` when it answers), the rest to `ip4-rewrite`.
 #[cold]
 fn split_unrouted(g: &mut Graph, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
@@ -80,7 +83,10 @@ fn split_unrouted(g: &mut Graph, v: VecHandle) {
                 g.nexts[k] = NodeId::Icmp4Error;
             }
             ADJ_LOCAL => g.nexts[k] = NodeId::Ip4Local,
-            _ => g.nexts[k] = NodeId::Ip4Rewrite,
+            adj => match Reject::of_adj(adj) {
+                Some(r) => crate::l3::shared::mark_reject(g, k, i, r, &REJECTS, NodeId::Icmp4Error),
+                None => g.nexts[k] = NodeId::Ip4Rewrite,
+            },
         }
     }
     g.split(v);

@@ -46,7 +46,10 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
     let m = g.pool.meta(i);
     match DropReason::from_index(m.error)? {
         DropReason::HopLimitExpired => Some((icmpv6::TIME_EXCEEDED, 0, 0)),
-        DropReason::Ip6NoRoute => Some((icmpv6::DEST_UNREACHABLE, icmpv6::NO_ROUTE, 0)),
+        DropReason::Ip6NoRoute | DropReason::Ip6RouteUnreachable => {
+            Some((icmpv6::DEST_UNREACHABLE, icmpv6::NO_ROUTE, 0))
+        }
+        DropReason::Ip6RouteProhibited => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADMIN_PROHIBITED, 0)),
         DropReason::Ip6NoNeighbor => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADDRESS_UNREACHABLE, 0)),
         DropReason::PacketTooBig => {
             let labels = match g.features.tables.l3.adjs.get(m.adj as usize) {

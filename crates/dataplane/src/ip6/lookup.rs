@@ -13,17 +13,18 @@
 //! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
 
 use crate::datapath::Graph;
-use crate::l3::ADJ_DROP;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash6};
+use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::net::Ipv6Addr;
 use wire::icmpv6;
 
-/// Adjacency index of [`crate::l3::Adjacency::Local`].
-const ADJ_LOCAL: u32 = 1;
+/// The drop reasons of the reject routes, in [`Reject`] order.
+const REJECTS: [DropReason; 3] =
+    [DropReason::Ip6Blackhole, DropReason::Ip6RouteUnreachable, DropReason::Ip6RouteProhibited];
 
 /// True for a link-local address (fe80::/10), as a big-endian `u128`.
 #[inline(always)]
@@ -94,7 +95,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let m = g.pool.meta_mut(i);
         m.adj = adj;
         m.dst_prefix_len = len;
-        plain &= adj.wrapping_sub(ADJ_LOCAL + 1) < LB - (ADJ_LOCAL + 1);
+        plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
         g.forward(v, NodeId::Ip6Rewrite);
@@ -105,7 +106,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     if g.vectors[v].indices().iter().any(|&i| g.pool.meta(i).adj & LB != 0) {
         crate::l3::shared::choose_paths(g, v, hash6);
     }
-    if !odd && g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj > ADJ_LOCAL) {
+    if !odd && g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj >= ADJ_FIRST_ROUTED) {
         g.forward(v, NodeId::Ip6Rewrite);
     } else {
         split(g, v, &dst);
@@ -134,7 +135,10 @@ fn split(g: &mut Graph, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
                 g.mark_drop(k, i, DropReason::Ip6NoRoute);
                 g.nexts[k] = NodeId::Icmp6Error;
             }
-            (_, None) => g.nexts[k] = NodeId::Ip6Rewrite,
+            (adj, None) => match Reject::of_adj(adj) {
+                Some(r) => crate::l3::shared::mark_reject(g, k, i, r, &REJECTS, NodeId::Icmp6Error),
+                None => g.nexts[k] = NodeId::Ip6Rewrite,
+            },
         }
     }
     g.split(v);

@@ -72,6 +72,9 @@ pub enum Adjacency {
     Drop,
     /// Addressed to one of this router's own addresses: to `ip4-local` or `ip6-local`.
     Local,
+    /// A reject route's: its packets are dropped under the reject's reason (adjacencies 2–4,
+    /// [`Reject::adj`]).
+    Reject(Reject),
     /// A connected subnet: the destination itself is the next hop, resolved per packet in the
     /// neighbor table of its family.
     Glean {
@@ -182,6 +185,54 @@ impl LabelTable {
 
 /// Index of [`Adjacency::Drop`].
 pub const ADJ_DROP: u32 = 0;
+
+/// Index of [`Adjacency::Local`].
+pub const ADJ_LOCAL: u32 = 1;
+
+/// The first adjacency a packet is rewritten toward: those below (drop, local, the three
+/// rejects) are pinned, so "is it routed" is one comparison.
+pub const ADJ_FIRST_ROUTED: u32 = 5;
+
+/// What a reject route does with the packets it matches (the kernel's `blackhole`,
+/// `unreachable` and `prohibit` route types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reject {
+    /// Dropped silently.
+    Blackhole,
+    /// Dropped with ICMP host unreachable (ICMPv6: no route).
+    Unreachable,
+    /// Dropped with ICMP communication administratively prohibited (ICMPv6: administratively
+    /// prohibited).
+    Prohibit,
+}
+
+impl Reject {
+    /// Its adjacency, pinned at 2, 3 or 4.
+    pub fn adj(self) -> u32 {
+        2 + self as u32
+    }
+
+    /// The reject of pinned adjacency `adj`, if it is one.
+    #[inline]
+    pub fn of_adj(adj: u32) -> Option<Reject> {
+        match adj {
+            2 => Some(Reject::Blackhole),
+            3 => Some(Reject::Unreachable),
+            4 => Some(Reject::Prohibit),
+            _ => None,
+        }
+    }
+
+    /// Its name, as `show ip fib` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reject::Blackhole => "blackhole",
+            Reject::Unreachable => "unreachable",
+            Reject::Prohibit => "prohibit",
+        }
+    }
+}
 
 /// The layer 3 tables workers forward with (part of the immutable [`crate::interface::Tables`]).
 #[derive(Debug, Clone, Default)]

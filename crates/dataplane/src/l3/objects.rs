@@ -8,7 +8,7 @@
 //! names it and every worker has passed a vector boundary.
 
 use super::multipath::{LB, LoadBalance, Path};
-use super::{Adjacency, LabelStack};
+use super::{Adjacency, LabelStack, Reject};
 use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -23,6 +23,9 @@ pub enum Target {
         /// Output interface.
         tx_if: u16,
     },
+    /// A route that forwards nothing: its packets are dropped (blackhole) or answered
+    /// with an ICMP error (unreachable, prohibit).
+    Reject(Reject),
     /// One or more next hops (1 to 64), `push` pushed on every one.
     Paths {
         /// The next hops.
@@ -50,7 +53,7 @@ pub type Liveness<'a> = &'a dyn Fn(u16, IpAddr) -> bool;
 /// What identifies an adjacency: kind, interface, next hop, labels.
 type AdjKey = (u8, u16, IpAddr, LabelStack);
 
-/// Reference count of the objects that are never freed (drop and local).
+/// Reference count of the objects that are never freed (drop, local and the rejects).
 const PINNED: u32 = u32::MAX;
 
 /// Every adjacency and load-balance object, with what uses them.
@@ -73,8 +76,14 @@ pub struct Objects {
 impl Default for Objects {
     fn default() -> Self {
         Objects {
-            adjs: vec![Adjacency::Drop, Adjacency::Local],
-            adj_refs: vec![PINNED, PINNED],
+            adjs: vec![
+                Adjacency::Drop,
+                Adjacency::Local,
+                Adjacency::Reject(Reject::Blackhole),
+                Adjacency::Reject(Reject::Unreachable),
+                Adjacency::Reject(Reject::Prohibit),
+            ],
+            adj_refs: vec![PINNED; super::ADJ_FIRST_ROUTED as usize],
             adj_index: FxHashMap::default(),
             free_adjs: Vec::new(),
             dying_adjs: Vec::new(),
@@ -94,8 +103,9 @@ fn key_of(a: &Adjacency) -> AdjKey {
     match *a {
         Adjacency::Drop => (0, 0, none, LabelStack::EMPTY),
         Adjacency::Local => (1, 0, none, LabelStack::EMPTY),
-        Adjacency::Glean { tx_if } => (2, tx_if, none, LabelStack::EMPTY),
-        Adjacency::Via { tx_if, next_hop, push, .. } => (3, tx_if, next_hop, push),
+        Adjacency::Reject(r) => (2, r as u16, none, LabelStack::EMPTY),
+        Adjacency::Glean { tx_if } => (3, tx_if, none, LabelStack::EMPTY),
+        Adjacency::Via { tx_if, next_hop, push, .. } => (4, tx_if, next_hop, push),
     }
 }
 
@@ -122,6 +132,7 @@ impl Objects {
     pub fn acquire(&mut self, target: &Target, from: Option<u32>, live: Liveness) -> u32 {
         match target {
             Target::Local => 1,
+            &Target::Reject(r) => r.adj(),
             &Target::Glean { tx_if } => self.acquire_adj(Adjacency::Glean { tx_if }),
             Target::Paths { hops, push } if hops.len() == 1 => self.acquire_adj(via(hops[0], *push)),
             Target::Paths { hops, push } => {

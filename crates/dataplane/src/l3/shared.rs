@@ -4,7 +4,7 @@
 
 use crate::config::Payload;
 use crate::datapath::Graph;
-use crate::l3::{Adjacency, LabelEntry, LabelStack};
+use crate::l3::{Adjacency, LabelEntry, LabelStack, Reject};
 use crate::neighbor::punt::Event;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
@@ -390,5 +390,16 @@ pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: impl Fn(&[u8]) -> u32) {
             let h = hash(&g.pool.frame(i)[l3..]);
             g.pool.meta_mut(i).adj = last.1.map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h));
         }
+    }
+}
+
+/// Drops buffer `i` (slot `k` of the vector) that matched a reject route `reject` under its
+/// reason of `reasons` (in [`Reject`] order); through `icmp_error` when the reject answers
+/// (all but a blackhole).
+#[cold]
+pub fn mark_reject(g: &mut Graph, k: usize, i: u32, reject: Reject, reasons: &[DropReason; 3], icmp_error: NodeId) {
+    g.mark_drop(k, i, reasons[reject as usize]);
+    if reject != Reject::Blackhole {
+        g.nexts[k] = icmp_error;
     }
 }

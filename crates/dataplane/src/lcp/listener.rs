@@ -1,38 +1,56 @@
-//! The netlink listener: a thread that follows the linux-cp namespace's links, addresses and
-//! routes (a dump, then the notifications after it) and hands each change to the control plane.
+//! The netlink listener: a thread that follows the linux-cp namespace's links, addresses,
+//! next-hop objects and routes (a dump, then the notifications after it) and hands each change
+//! to the control plane.
 //! When the kernel drops notifications for want of room (`ENOBUFS`), it throws away what is
 //! still queued (older than what follows), dumps again on its second socket and hands over
 //! only the difference from what it knew.
 
-use super::netlink::Received;
+use super::neighbors::{KernelNeighbor, neighbor_of};
 pub use super::netlink::{EVENT_BUFFER, Netlink};
+use super::netlink::{Message, Received};
+use super::nexthops::{NextHopMessage, NextHopObject};
 use super::routes::{KernelRoute, RouteKey, route_of};
 use crate::config::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::Release};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-/// A link's admin state and MTU, as the kernel has them.
+/// A link's admin state, carrier and MTU, as the kernel has them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkFacts {
     /// Administratively up (`IFF_UP`).
     pub up: bool,
+    /// Has carrier (`IFF_LOWER_UP`): without it the kernel flushes the link's next-hop
+    /// objects.
+    pub carrier: bool,
     /// The MTU.
     pub mtu: u32,
 }
 
-/// The namespace's links and addresses, by Linux ifindex, and its routes.
+impl LinkFacts {
+    /// Up with carrier: the kernel keeps next-hop objects on it.
+    fn usable(self) -> bool {
+        self.up && self.carrier
+    }
+}
+
+/// The namespace's links and addresses, by Linux ifindex, its next-hop objects and routes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KernelView {
     /// Every link.
     pub links: BTreeMap<u32, LinkFacts>,
     /// Every address, with the ifindex of its link.
     pub addresses: BTreeSet<(u32, IpPrefix)>,
+    /// Every neighbor entry vecflow takes in, by link and address.
+    pub neighbors: BTreeMap<(u32, IpAddr), KernelNeighbor>,
+    /// Every next-hop object, by id.
+    pub nexthops: BTreeMap<u32, NextHopObject>,
     /// Every unicast-table route (of every table).
     pub routes: BTreeMap<RouteKey, KernelRoute>,
 }
@@ -44,13 +62,18 @@ pub enum Change {
     Link(u32, Option<LinkFacts>),
     /// An address was added to (`true`) or removed from (`false`) a link.
     Address(u32, IpPrefix, bool),
+    /// A neighbor entry on a link was added or changed (`Some`), or removed or became one
+    /// vecflow does not take (`None`).
+    Neighbor(u32, IpAddr, Option<KernelNeighbor>),
+    /// A next-hop object was added or replaced (`Some`), or removed (`None`).
+    NextHop(u32, Option<NextHopObject>),
     /// A route was added or replaced (`Some`), or removed (`None`).
     Route(RouteKey, Option<KernelRoute>),
 }
 
 impl KernelView {
     /// The view a dump's messages describe.
-    pub fn from_dump(messages: &[RouteNetlinkMessage]) -> KernelView {
+    pub fn from_dump(messages: &[Message]) -> KernelView {
         let mut view = KernelView::default();
         for m in messages {
             view.apply(m);
@@ -58,12 +81,18 @@ impl KernelView {
         view
     }
 
-    /// Takes in one message; the changes it made: the message's own and, before it, the
-    /// IPv4 routes the kernel removes silently with it ([`KernelView::silently_removed`]).
-    pub fn apply(&mut self, message: &RouteNetlinkMessage) -> Vec<Change> {
-        let Some(change) = change_of(message) else { return Vec::new() };
-        let mut out: Vec<Change> =
-            self.silently_removed(&change).into_iter().map(|key| Change::Route(key, None)).collect();
+    /// Takes in one message; the changes it made: the message's own and, before it, what
+    /// the kernel removes silently with it ([`KernelView::silently_removed`]).
+    pub fn apply(&mut self, message: &Message) -> Vec<Change> {
+        match change_of(message) {
+            Some(change) => self.apply_all(change),
+            None => Vec::new(),
+        }
+    }
+
+    /// Makes `change` and what the kernel removes silently with it; the changes made.
+    fn apply_all(&mut self, change: Change) -> Vec<Change> {
+        let mut out = self.silently_removed(&change);
         for c in &out {
             self.change(c.clone());
         }
@@ -73,10 +102,69 @@ impl KernelView {
         out
     }
 
-    /// The IPv4 routes the kernel removes without a message when `change` happens (checked
-    /// on this kernel; zebra and BIRD withdraw them the same way): those whose every next hop
-    /// is on a link that is set down or deleted, or whose last IPv4 address is removed.
-    pub fn silently_removed(&self, change: &Change) -> Vec<RouteKey> {
+    /// What the kernel removes without a message when `change` happens (checked on this
+    /// kernel; zebra and BIRD withdraw routes the same way): the IPv4 routes whose every next
+    /// hop is on a link that is set down or deleted, or whose last IPv4 address is removed
+    /// ([`KernelView::routes_removed`]); and the next-hop objects on a link set down, deleted
+    /// or losing its carrier, with what uses them ([`KernelView::objects_removed`]).
+    pub fn silently_removed(&self, change: &Change) -> Vec<Change> {
+        let mut out: Vec<Change> =
+            self.routes_removed(change).into_iter().map(|key| Change::Route(key, None)).collect();
+        let objects: BTreeSet<u32> = match change {
+            Change::Link(index, facts) => {
+                let was = self.links.get(index).is_some_and(|f| f.usable());
+                if was && !facts.is_some_and(|f| f.usable()) {
+                    self.nexthops
+                        .iter()
+                        .filter(|(_, o)| matches!(o, NextHopObject::Single { ifindex, .. } if ifindex == index))
+                        .map(|(id, _)| *id)
+                        .collect()
+                } else {
+                    BTreeSet::new()
+                }
+            }
+            Change::NextHop(id, None) if self.nexthops.contains_key(id) => BTreeSet::from([*id]),
+            _ => BTreeSet::new(),
+        };
+        // Disjoint: the first are routes with next hops of their own, these through objects.
+        out.extend(self.objects_removed(&objects, change));
+        out
+    }
+
+    /// The changes removing next-hop objects `ids` makes: each one removed (but the one
+    /// `cause` removes itself), groups losing them as members (removed when none is left:
+    /// Linux has no groups of groups), and the routes using a removed object.
+    fn objects_removed(&self, ids: &BTreeSet<u32>, cause: &Change) -> Vec<Change> {
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let mut gone = ids.clone();
+        let mut out = Vec::new();
+        for (&gid, object) in &self.nexthops {
+            let NextHopObject::Group(members) = object else { continue };
+            let left: Vec<(u32, u32)> = members.iter().filter(|(m, _)| !ids.contains(m)).copied().collect();
+            if left.is_empty() {
+                gone.insert(gid);
+            } else if left.len() != members.len() {
+                out.push(Change::NextHop(gid, Some(NextHopObject::Group(left))));
+            }
+        }
+        for &id in &gone {
+            if !matches!(cause, Change::NextHop(c, None) if *c == id) {
+                out.push(Change::NextHop(id, None));
+            }
+        }
+        for (&key, route) in &self.routes {
+            if matches!(route, KernelRoute::Object { id, .. } if gone.contains(id)) {
+                out.push(Change::Route(key, None));
+            }
+        }
+        out
+    }
+
+    /// The IPv4 routes with next hops of their own the kernel removes silently with
+    /// `change` (see [`KernelView::silently_removed`]).
+    fn routes_removed(&self, change: &Change) -> Vec<RouteKey> {
         let gone = |hop: &super::routes::KernelHop| match change {
             Change::Link(index, facts) => {
                 let was_up = self.links.get(index).is_some_and(|f| f.up);
@@ -96,16 +184,22 @@ impl KernelView {
             .map(|(key, _)| *key)
             .collect()
     }
+
     /// Makes `change`; true when it changed anything.
     pub fn change(&mut self, change: Change) -> bool {
         match change {
             Change::Link(index, Some(facts)) => self.links.insert(index, facts) != Some(facts),
             Change::Link(index, None) => {
                 self.addresses.retain(|&(i, _)| i != index);
+                self.neighbors.retain(|&(i, _), _| i != index);
                 self.links.remove(&index).is_some()
             }
+            Change::Neighbor(index, address, Some(n)) => self.neighbors.insert((index, address), n) != Some(n),
+            Change::Neighbor(index, address, None) => self.neighbors.remove(&(index, address)).is_some(),
             Change::Address(index, prefix, true) => self.addresses.insert((index, prefix)),
             Change::Address(index, prefix, false) => self.addresses.remove(&(index, prefix)),
+            Change::NextHop(id, Some(object)) => self.nexthops.insert(id, object.clone()) != Some(object),
+            Change::NextHop(id, None) => self.nexthops.remove(&id).is_some(),
             Change::Route(key, Some(route)) => self.routes.insert(key, route.clone()) != Some(route),
             Change::Route(key, None) => self.routes.remove(&key).is_some(),
         }
@@ -131,6 +225,22 @@ impl KernelView {
         for &key in self.routes.keys().filter(|k| !newer.routes.contains_key(k)) {
             out.push(Change::Route(key, None));
         }
+        for &(index, address) in self.neighbors.keys().filter(|k| !newer.neighbors.contains_key(k)) {
+            out.push(Change::Neighbor(index, address, None));
+        }
+        for (&(index, address), &n) in &newer.neighbors {
+            if self.neighbors.get(&(index, address)) != Some(&n) {
+                out.push(Change::Neighbor(index, address, Some(n)));
+            }
+        }
+        for &id in self.nexthops.keys().filter(|i| !newer.nexthops.contains_key(i)) {
+            out.push(Change::NextHop(id, None));
+        }
+        for (&id, object) in &newer.nexthops {
+            if self.nexthops.get(&id) != Some(object) {
+                out.push(Change::NextHop(id, Some(object.clone())));
+            }
+        }
         for (&key, route) in &newer.routes {
             if self.routes.get(&key) != Some(route) {
                 out.push(Change::Route(key, Some(route.clone())));
@@ -141,7 +251,11 @@ impl KernelView {
 }
 
 /// The change a message describes, if it is one the view keeps.
-fn change_of(message: &RouteNetlinkMessage) -> Option<Change> {
+fn change_of(message: &Message) -> Option<Change> {
+    let message = match message {
+        Message::NextHop(NextHopMessage { id, object }) => return Some(Change::NextHop(*id, object.clone())),
+        Message::Route(m) => m,
+    };
     Some(match message {
         RouteNetlinkMessage::NewLink(l) => Change::Link(l.header.index, Some(link_facts(l))),
         RouteNetlinkMessage::DelLink(l) => Change::Link(l.header.index, None),
@@ -152,13 +266,18 @@ fn change_of(message: &RouteNetlinkMessage) -> Option<Change> {
             Change::Route(key, Some(route))
         }
         RouteNetlinkMessage::DelRoute(_) => Change::Route(route_of(message)?.0, None),
+        RouteNetlinkMessage::NewNeighbour(_) | RouteNetlinkMessage::DelNeighbour(_) => {
+            let (index, address, entry) = neighbor_of(message)?;
+            Change::Neighbor(index, address, entry)
+        }
         _ => return None,
     })
 }
 
 fn link_facts(l: &LinkMessage) -> LinkFacts {
     let mtu = l.attributes.iter().find_map(|a| if let LinkAttribute::Mtu(m) = a { Some(*m) } else { None });
-    LinkFacts { up: l.header.flags.contains(LinkFlags::Up), mtu: mtu.unwrap_or(0) }
+    let flags = l.header.flags;
+    LinkFacts { up: flags.contains(LinkFlags::Up), carrier: flags.contains(LinkFlags::LowerUp), mtu: mtu.unwrap_or(0) }
 }
 
 /// The address of an address message: `IFA_LOCAL` (IPv4's own address; on a point-to-point
@@ -290,12 +409,12 @@ mod tests {
     #[test]
     fn a_view_diffs_into_the_changes_that_make_the_other() {
         let mut old = KernelView::default();
-        old.change(Change::Link(2, Some(LinkFacts { up: true, mtu: 1500 })));
-        old.change(Change::Link(3, Some(LinkFacts { up: true, mtu: 1500 })));
+        old.change(Change::Link(2, Some(LinkFacts { up: true, carrier: true, mtu: 1500 })));
+        old.change(Change::Link(3, Some(LinkFacts { up: true, carrier: true, mtu: 1500 })));
         old.change(Change::Address(2, p("10.0.0.1/24"), true));
         old.change(Change::Address(3, p("10.0.1.1/24"), true));
         let mut new = KernelView::default();
-        new.change(Change::Link(2, Some(LinkFacts { up: true, mtu: 1400 })));
+        new.change(Change::Link(2, Some(LinkFacts { up: true, carrier: true, mtu: 1400 })));
         new.change(Change::Address(2, p("10.0.0.1/24"), true));
         new.change(Change::Address(2, p("2001:db8::1/64"), true));
         let diff = old.diff(&new);
@@ -304,7 +423,7 @@ mod tests {
             [
                 Change::Address(3, p("10.0.1.1/24"), false),
                 Change::Link(3, None),
-                Change::Link(2, Some(LinkFacts { up: true, mtu: 1400 })),
+                Change::Link(2, Some(LinkFacts { up: true, carrier: true, mtu: 1400 })),
                 Change::Address(2, p("2001:db8::1/64"), true),
             ]
         );
@@ -331,14 +450,14 @@ mod tests {
         addr.attributes.push(AddressAttribute::Address("10.9.9.9".parse().unwrap()));
         addr.attributes.push(AddressAttribute::Local("10.0.0.1".parse().unwrap()));
         let mut view = KernelView::default();
-        let up = Some(LinkFacts { up: true, mtu: 1400 });
-        assert_eq!(view.apply(&RouteNetlinkMessage::NewLink(link.clone())), [Change::Link(7, up)]);
-        assert_eq!(view.apply(&RouteNetlinkMessage::NewLink(link.clone())), [], "nothing new");
-        let added = view.apply(&RouteNetlinkMessage::NewAddress(addr.clone()));
+        let up = Some(LinkFacts { up: true, carrier: true, mtu: 1400 });
+        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::NewLink(link.clone()))), [Change::Link(7, up)]);
+        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::NewLink(link.clone()))), [], "nothing new");
+        let added = view.apply(&Message::Route(RouteNetlinkMessage::NewAddress(addr.clone())));
         assert_eq!(added, [Change::Address(7, p("10.0.0.1/24"), true)]);
         addr.header.prefix_len = 33;
-        assert_eq!(view.apply(&RouteNetlinkMessage::NewAddress(addr)), [], "a bad length is ignored");
-        assert_eq!(view.apply(&RouteNetlinkMessage::DelLink(link)), [Change::Link(7, None)]);
+        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::NewAddress(addr))), [], "a bad length is ignored");
+        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::DelLink(link))), [Change::Link(7, None)]);
         assert!(view.addresses.is_empty());
     }
 
@@ -346,7 +465,7 @@ mod tests {
     fn ipv4_routes_the_kernel_drops_silently_are_withdrawn() {
         use crate::lcp::routes::{KernelHop, RouteKey};
         let mut view = KernelView::default();
-        view.change(Change::Link(3, Some(LinkFacts { up: true, mtu: 1500 })));
+        view.change(Change::Link(3, Some(LinkFacts { up: true, carrier: true, mtu: 1500 })));
         view.change(Change::Address(3, p("192.0.2.1/24"), true));
         view.change(Change::Address(3, p("198.51.100.1/24"), true));
         let route = |gw: &str, ifindex| KernelRoute::Unicast {
@@ -361,10 +480,50 @@ mod tests {
         assert!(view.silently_removed(&Change::Address(3, p("192.0.2.1/24"), false)).is_empty());
         view.change(Change::Address(3, p("192.0.2.1/24"), false));
         let removed = view.silently_removed(&Change::Address(3, p("198.51.100.1/24"), false));
-        assert_eq!(removed, [key("203.0.113.0/24"), key("203.0.114.0/24")]);
+        let gone = [Change::Route(key("203.0.113.0/24"), None), Change::Route(key("203.0.114.0/24"), None)];
+        assert_eq!(removed, gone);
         // The link goes down: every IPv4 route on it (IPv6 ones the kernel reports itself).
-        let removed = view.silently_removed(&Change::Link(3, Some(LinkFacts { up: false, mtu: 1500 })));
-        assert_eq!(removed, [key("203.0.113.0/24"), key("203.0.114.0/24")]);
-        assert!(view.silently_removed(&Change::Link(3, Some(LinkFacts { up: true, mtu: 1400 }))).is_empty());
+        let removed = view.silently_removed(&Change::Link(3, Some(LinkFacts { up: false, carrier: true, mtu: 1500 })));
+        assert_eq!(removed, gone);
+        assert!(
+            view.silently_removed(&Change::Link(3, Some(LinkFacts { up: true, carrier: true, mtu: 1400 }))).is_empty()
+        );
+    }
+
+    #[test]
+    fn next_hop_objects_on_a_link_losing_its_carrier_go_with_their_groups_and_routes() {
+        use crate::lcp::nexthops::NextHopObject::{Group, Single};
+        use crate::lcp::routes::RouteKey;
+        let mut view = KernelView::default();
+        let facts = |carrier| Some(LinkFacts { up: true, carrier, mtu: 1500 });
+        view.change(Change::Link(3, facts(true)));
+        view.change(Change::Link(4, facts(true)));
+        let gw = |a: &str| Some(a.parse().unwrap());
+        view.change(Change::NextHop(1, Some(Single { gateway: gw("192.0.2.2"), ifindex: 3 })));
+        view.change(Change::NextHop(2, Some(Single { gateway: gw("192.0.2.3"), ifindex: 4 })));
+        view.change(Change::NextHop(10, Some(Group(vec![(1, 1), (2, 3)]))));
+        view.change(Change::NextHop(11, Some(Group(vec![(1, 1)]))));
+        let key = |prefix: &str| RouteKey { table: 254, prefix: p(prefix), metric: 0 };
+        let object = |id| Some(KernelRoute::Object { id, protocol: 186 });
+        view.change(Change::Route(key("10.1.0.0/16"), object(1)));
+        view.change(Change::Route(key("10.2.0.0/16"), object(10)));
+        view.change(Change::Route(key("2001:db8::/32"), object(11)));
+        let lost = view.apply_all(Change::Link(3, facts(false)));
+        assert_eq!(
+            lost[..5],
+            [
+                Change::NextHop(10, Some(Group(vec![(2, 3)]))),
+                Change::NextHop(1, None),
+                Change::NextHop(11, None),
+                Change::Route(key("10.1.0.0/16"), None),
+                Change::Route(key("2001:db8::/32"), None),
+            ],
+            "the group keeps its other member; routes of both families through what went go"
+        );
+        assert_eq!(view.nexthops.keys().collect::<Vec<_>>(), [&2, &10]);
+        // An object removed by a message takes its routes too (but is not removed twice).
+        let removed = view.silently_removed(&Change::NextHop(2, None));
+        assert_eq!(removed, [Change::NextHop(10, None), Change::Route(key("10.2.0.0/16"), None)]);
+        assert!(view.silently_removed(&Change::Link(3, facts(true))).is_empty(), "carrier back: nothing");
     }
 }

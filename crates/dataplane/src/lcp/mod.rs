@@ -20,8 +20,10 @@
 pub mod io;
 mod kernel;
 pub mod listener;
+pub mod neighbors;
 mod netlink;
 mod netns;
+pub mod nexthops;
 pub mod routes;
 mod tap;
 pub mod worker;
@@ -51,15 +53,28 @@ pub struct LinuxCpConfig {
     /// vecflow puts the TAP back up, so a tool toggling a TAP cannot take a port down).
     #[serde(default)]
     pub link_sync: bool,
+    /// The kernel routing table whose routes are mirrored into the FIB (default 254, the
+    /// main table; not 0 or 255, the local table).
+    #[serde(default = "default_table")]
+    pub table: u32,
 }
 
 fn default_netns() -> String {
     "dataplane".into()
 }
 
+fn default_table() -> u32 {
+    routes::MAIN_TABLE
+}
+
 impl Default for LinuxCpConfig {
     fn default() -> Self {
-        LinuxCpConfig { netns: default_netns(), punt_rate: PuntRate::default(), link_sync: false }
+        LinuxCpConfig {
+            netns: default_netns(),
+            punt_rate: PuntRate::default(),
+            link_sync: false,
+            table: default_table(),
+        }
     }
 }
 
@@ -151,6 +166,9 @@ impl Config {
                 return Err(invalid(format!("linux-cp.punt-rate.{class}"), rate, "0 (no limit) to 10000000"));
             }
         }
+        if lcp.table == 0 || lcp.table == 255 {
+            return Err(invalid("linux-cp.table", lcp.table, "1 to 4294967295 but 255 (the local table)"));
+        }
         self.linux_names().map(|_| ())
     }
 }
@@ -185,6 +203,8 @@ pub struct LinuxCp {
     listener: Option<listener::Listener>,
     /// The kernel's links and addresses, as the listener last reported them.
     view: listener::KernelView,
+    /// The routing table mirrored (`linux-cp.table`).
+    table: u32,
 }
 
 impl LinuxCp {
@@ -227,7 +247,8 @@ impl LinuxCp {
             pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default(), asserted: Vec::new() });
         }
         let requests = netns.run(netlink::Netlink::requests)?;
-        Ok(LinuxCp { netns, pairs, thread: None, requests, listener: None, view: Default::default() })
+        let (listener, view, table) = (None, Default::default(), config.table);
+        Ok(LinuxCp { netns, pairs, thread: None, requests, listener, view, table })
     }
 
     /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
@@ -316,6 +337,11 @@ impl LinuxCp {
     /// Each interface's TAP: interface index, TAP name, Linux ifindex, its counters.
     pub fn pairs(&self) -> impl Iterator<Item = (u16, &str, u32, &io::TapCounters)> {
         self.pairs.iter().map(|p| (p.index, p.tap.name.as_str(), p.tap.ifindex, &*p.counters))
+    }
+
+    /// The kernel routing table mirrored into the FIB (`linux-cp.table`).
+    pub fn table(&self) -> u32 {
+        self.table
     }
 
     /// The namespace's name.

@@ -1,6 +1,8 @@
 //! rtnetlink sockets in the linux-cp namespace, on the `netlink-sys` and
 //! `netlink-packet-route` crates: a request socket (dumps, address changes, each answered
-//! before the next) and an event socket subscribed to link, address and route notifications.
+//! before the next) and an event socket subscribed to link, address, route and next-hop
+//! object notifications. Next-hop objects, which the crate does not know, are read by
+//! [`super::nexthops`].
 
 use netlink_packet_core::{
     NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkBuffer, NetlinkHeader,
@@ -8,12 +10,14 @@ use netlink_packet_core::{
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::LinkMessage;
+use netlink_packet_route::neighbour::NeighbourMessage;
 use netlink_packet_route::route::RouteMessage;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use std::io;
 use std::os::fd::AsRawFd;
 
+use super::nexthops::{self, NextHopMessage};
 use crate::config::IpPrefix;
 
 /// The event socket's receive buffer: room for a burst of notifications (a full routing
@@ -21,14 +25,25 @@ use crate::config::IpPrefix;
 pub const EVENT_BUFFER: usize = 64 << 20;
 
 /// The rtnetlink multicast groups the listener follows: links, IPv4 and IPv6 addresses and
-/// routes.
-const GROUPS: [u32; 5] = [
+/// routes, next-hop objects, neighbors.
+const GROUPS: [u32; 7] = [
     libc::RTNLGRP_LINK,
+    libc::RTNLGRP_NEIGH,
     libc::RTNLGRP_IPV4_IFADDR,
     libc::RTNLGRP_IPV6_IFADDR,
     libc::RTNLGRP_IPV4_ROUTE,
     libc::RTNLGRP_IPV6_ROUTE,
+    nexthops::RTNLGRP_NEXTHOP,
 ];
+
+/// One rtnetlink message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// One `netlink-packet-route` reads: a link's, an address's, a route's.
+    Route(RouteNetlinkMessage),
+    /// A next-hop object's.
+    NextHop(NextHopMessage),
+}
 
 /// How many times a dump the kernel marked inconsistent (`NLM_F_DUMP_INTR`) is repeated.
 const DUMP_TRIES: usize = 5;
@@ -45,7 +60,7 @@ pub struct Netlink {
 #[derive(Debug)]
 pub enum Received {
     /// Messages (possibly none: a datagram of acknowledgements).
-    Messages(Vec<RouteNetlinkMessage>),
+    Messages(Vec<Message>),
     /// Nothing arrived within the socket's timeout.
     Idle,
     /// The kernel dropped notifications for want of buffer room (`ENOBUFS`).
@@ -80,22 +95,30 @@ impl Netlink {
         Ok(n)
     }
 
-    /// Every link, address and IPv4 and IPv6 route of the namespace, each from a dump
-    /// repeated while the kernel marks it interrupted by a change (`NLM_F_DUMP_INTR`).
-    pub fn dump_all(&mut self) -> io::Result<Vec<RouteNetlinkMessage>> {
-        let mut all = self.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))?;
-        all.extend(self.dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))?);
+    /// Every link, address, neighbor, next-hop object and IPv4 and IPv6 route of the namespace, each
+    /// from a dump repeated while the kernel marks it interrupted by a change
+    /// (`NLM_F_DUMP_INTR`). A kernel without next-hop objects has none.
+    pub fn dump_all(&mut self) -> io::Result<Vec<Message>> {
+        let mut all = self.dump(|n| n.send(RouteNetlinkMessage::GetLink(LinkMessage::default()), DUMP))?;
+        all.extend(self.dump(|n| n.send(RouteNetlinkMessage::GetAddress(AddressMessage::default()), DUMP))?);
+        all.extend(self.dump(|n| n.send(RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()), DUMP))?);
+        match self.dump(|n| n.send_bytes(nexthops::dump_request)) {
+            Ok(objects) => all.extend(objects),
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(e),
+        }
         for family in [AddressFamily::Inet, AddressFamily::Inet6] {
             let mut m = RouteMessage::default();
             m.header.address_family = family;
-            all.extend(self.dump(RouteNetlinkMessage::GetRoute(m))?);
+            all.extend(self.dump(|n| n.send(RouteNetlinkMessage::GetRoute(m.clone()), DUMP))?);
         }
         Ok(all)
     }
 
-    fn dump(&mut self, request: RouteNetlinkMessage) -> io::Result<Vec<RouteNetlinkMessage>> {
+    /// The answer to the dump request `request` sends (returning its sequence number).
+    fn dump(&mut self, request: impl Fn(&mut Self) -> io::Result<u32>) -> io::Result<Vec<Message>> {
         for _ in 0..DUMP_TRIES {
-            let seq = self.send(request.clone(), NLM_F_REQUEST | NLM_F_DUMP)?;
+            let seq = request(self)?;
             let mut out = Vec::new();
             let mut interrupted = false;
             'reply: loop {
@@ -149,15 +172,22 @@ impl Netlink {
     }
 
     fn send(&mut self, message: RouteNetlinkMessage, flags: u16) -> io::Result<u32> {
+        self.send_bytes(|seq| {
+            let mut header = NetlinkHeader::default();
+            header.flags = flags;
+            header.sequence_number = seq;
+            let mut packet = NetlinkMessage::new(header, NetlinkPayload::from(message));
+            packet.finalize();
+            let mut bytes = vec![0; packet.buffer_len()];
+            packet.serialize(&mut bytes);
+            bytes
+        })
+    }
+
+    /// Sends the message `bytes` makes for the next sequence number; returns that number.
+    fn send_bytes(&mut self, bytes: impl FnOnce(u32) -> Vec<u8>) -> io::Result<u32> {
         self.seq = self.seq.wrapping_add(1);
-        let mut header = NetlinkHeader::default();
-        header.flags = flags;
-        header.sequence_number = self.seq;
-        let mut packet = NetlinkMessage::new(header, NetlinkPayload::from(message));
-        packet.finalize();
-        let mut bytes = vec![0; packet.buffer_len()];
-        packet.serialize(&mut bytes);
-        self.socket.send_to(&bytes, &SocketAddr::new(0, 0), 0)?;
+        self.socket.send_to(&bytes(self.seq), &SocketAddr::new(0, 0), 0)?;
         Ok(self.seq)
     }
 
@@ -194,7 +224,7 @@ impl Netlink {
 
     /// One datagram's messages. Messages the crate cannot parse (kinds it does not know)
     /// are skipped, not an error: the kernel gains attributes faster than any parser.
-    fn read(&mut self) -> io::Result<Vec<(NetlinkHeader, NetlinkPayload<RouteNetlinkMessage>)>> {
+    fn read(&mut self) -> io::Result<Vec<(NetlinkHeader, NetlinkPayload<Message>)>> {
         let n = loop {
             let n = self.socket.recv(&mut &mut self.buf[..], libc::MSG_PEEK | libc::MSG_TRUNC)?;
             if n <= self.buf.len() {
@@ -210,13 +240,37 @@ impl Netlink {
             if len == 0 {
                 break;
             }
-            match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[at..at + len]) {
-                Ok(m) => out.push((m.header, m.payload)),
-                Err(e) => tracing::debug!("linux-cp netlink: skipping a message: {e}"),
+            let kind = frame.message_type();
+            if matches!(kind, nexthops::RTM_NEWNEXTHOP | nexthops::RTM_DELNEXTHOP) {
+                let mut header = NetlinkHeader::default();
+                (header.message_type, header.flags, header.sequence_number) =
+                    (kind, frame.flags(), frame.sequence_number());
+                if let Some(m) = nexthops::parse(kind, &self.buf[at + 16..at + len]) {
+                    out.push((header, NetlinkPayload::InnerMessage(Message::NextHop(m))));
+                }
+            } else {
+                match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[at..at + len]) {
+                    Ok(m) => out.push((m.header, route_payload(m.payload))),
+                    Err(e) => tracing::debug!("linux-cp netlink: skipping a message: {e}"),
+                }
             }
             at += (len + 3) & !3;
         }
         Ok(out)
+    }
+}
+
+/// The dump request flags.
+const DUMP: u16 = NLM_F_REQUEST | NLM_F_DUMP;
+
+/// `payload` with its inner message as a [`Message`].
+fn route_payload(payload: NetlinkPayload<RouteNetlinkMessage>) -> NetlinkPayload<Message> {
+    match payload {
+        NetlinkPayload::InnerMessage(m) => NetlinkPayload::InnerMessage(Message::Route(m)),
+        NetlinkPayload::Done(d) => NetlinkPayload::Done(d),
+        NetlinkPayload::Error(e) => NetlinkPayload::Error(e),
+        NetlinkPayload::Overrun(o) => NetlinkPayload::Overrun(o),
+        _ => NetlinkPayload::Noop,
     }
 }
 

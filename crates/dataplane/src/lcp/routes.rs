@@ -1,8 +1,10 @@
 //! The kernel's routes as the netlink listener keeps them: keyed by table, prefix and metric
 //! (several routes to one prefix with different metrics are several routes), each a list of
-//! next hops as the kernel gives them (`RTA_GATEWAY` and `RTA_OIF`, or `RTA_MULTIPATH`).
+//! next hops as the kernel gives them (`RTA_GATEWAY` and `RTA_OIF`, or `RTA_MULTIPATH`), a
+//! next-hop object (`RTA_NH_ID`), or a reject (blackhole, unreachable, prohibit).
 
 use crate::config::IpPrefix;
+use crate::l3::Reject;
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::net::IpAddr;
@@ -43,8 +45,18 @@ pub enum KernelRoute {
         /// Who made it.
         protocol: u8,
     },
-    /// A route vecflow does not mirror (yet), with why: a blackhole or unreachable route, a
-    /// gateway of the other family (`RTA_VIA`), a next-hop object (`RTA_NH_ID`).
+    /// Forwards through next-hop object `id` (`RTA_NH_ID`; the next hops a kernel in
+    /// `nexthop_compat_mode` adds beside it are not read: the object is followed instead).
+    Object {
+        /// The object's id.
+        id: u32,
+        /// Who made it (as in `Unicast`).
+        protocol: u8,
+    },
+    /// A blackhole, unreachable or prohibit route.
+    Reject(Reject),
+    /// A route vecflow does not mirror, with why: a gateway of the other family (`RTA_VIA`),
+    /// a `throw` route.
     Unmirrored(&'static str),
 }
 
@@ -53,15 +65,21 @@ pub enum KernelRoute {
 pub fn route_of(message: &RouteNetlinkMessage) -> Option<(RouteKey, KernelRoute)> {
     let (RouteNetlinkMessage::NewRoute(m) | RouteNetlinkMessage::DelRoute(m)) = message else { return None };
     let key = key_of(m)?;
-    let kind = match m.header.kind {
+    let reject = match m.header.kind {
         RouteType::Unicast => None,
-        RouteType::BlackHole => Some("blackhole"),
-        RouteType::Unreachable => Some("unreachable"),
-        RouteType::Prohibit => Some("prohibit"),
+        RouteType::BlackHole => Some(Reject::Blackhole),
+        RouteType::Unreachable => Some(Reject::Unreachable),
+        RouteType::Prohibit => Some(Reject::Prohibit),
+        RouteType::Throw => return Some((key, KernelRoute::Unmirrored("a throw route"))),
         _ => return None,
     };
-    if let Some(why) = kind {
-        return Some((key, KernelRoute::Unmirrored(why)));
+    if let Some(r) = reject {
+        return Some((key, KernelRoute::Reject(r)));
+    }
+    let protocol = u8::from(m.header.protocol);
+    if let Some(id) = m.attributes.iter().find_map(|a| if let RouteAttribute::NhId(id) = a { Some(*id) } else { None })
+    {
+        return Some((key, KernelRoute::Object { id, protocol }));
     }
     let mut hops = Vec::new();
     let (mut gateway, mut ifindex) = (None, 0);
@@ -82,7 +100,6 @@ pub fn route_of(message: &RouteNetlinkMessage) -> Option<(RouteKey, KernelRoute)
                 }
             }
             RouteAttribute::Via(_) => return Some((key, KernelRoute::Unmirrored("a gateway of the other family"))),
-            RouteAttribute::NhId(_) => return Some((key, KernelRoute::Unmirrored("a next-hop object"))),
             _ => {}
         }
     }
@@ -90,7 +107,7 @@ pub fn route_of(message: &RouteNetlinkMessage) -> Option<(RouteKey, KernelRoute)
         hops.push(KernelHop { gateway, ifindex, weight: 1 });
     }
     hops.sort();
-    Some((key, KernelRoute::Unicast { hops, protocol: u8::from(m.header.protocol) }))
+    Some((key, KernelRoute::Unicast { hops, protocol }))
 }
 
 /// The kernel's own routes for the subnets of its addresses (`proto kernel`).
@@ -173,8 +190,13 @@ mod tests {
         let KernelRoute::Unicast { hops, .. } = route else { panic!() };
         assert_eq!(hops.iter().map(|h| (h.ifindex, h.weight)).collect::<Vec<_>>(), [(3, 1), (4, 3)]);
 
-        let (_, route) = route_of(&message("10.0.0.0", 8, vec![RouteAttribute::NhId(7)])).unwrap();
-        assert_eq!(route, KernelRoute::Unmirrored("a next-hop object"));
+        // Compat mode adds the object's hops beside its id: the object is what is followed.
+        let with_id = vec![RouteAttribute::Gateway(gw.into()), RouteAttribute::Oif(3), RouteAttribute::NhId(7)];
+        let (_, route) = route_of(&message("10.0.0.0", 8, with_id)).unwrap();
+        assert_eq!(route, KernelRoute::Object { id: 7, protocol: 186 });
+        let RouteNetlinkMessage::NewRoute(mut m) = message("10.0.0.0", 8, vec![]) else { unreachable!() };
+        m.header.kind = RouteType::Prohibit;
+        assert_eq!(route_of(&RouteNetlinkMessage::NewRoute(m)).unwrap().1, KernelRoute::Reject(Reject::Prohibit));
         assert!(route_of(&message("10.0.0.0", 33, vec![])).is_none(), "a bad length");
     }
 }

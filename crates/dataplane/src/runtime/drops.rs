@@ -88,6 +88,9 @@ drop_reasons! {
     BadChecksum = "bad-checksum", InErrors, Ip4Input, 275, "IPv4 header checksum does not verify";
     TtlExpired = "ttl-expired", InDiscards, Ip4Rewrite, 257, "TTL of 0 or 1 on a packet to forward: forwarding would take it to 0 (answered with ICMP time exceeded)";
     NoRoute = "no-route", InDiscards, Ip4Lookup, 0, "no route matches the destination (answered with ICMP net unreachable)";
+    Blackhole = "blackhole", InDiscards, Ip4Lookup, 269, "the matching route is a blackhole (a kernel `blackhole` route): dropped without an answer";
+    RouteUnreachable = "route-unreachable", InDiscards, Ip4Lookup, 1, "the matching route is an `unreachable` route (answered with ICMP host unreachable)";
+    RouteProhibited = "route-prohibited", InDiscards, Ip4Lookup, 13, "the matching route is a `prohibit` route (answered with ICMP communication administratively prohibited)";
     Ip4Local = "ip4-local", InDiscards, Ip4Local, 285, "addressed to one of this router's own addresses but not an ICMP echo request (vecflow has no host stack), or an echo request over the ICMP rate limit";
     NoNeighbor = "no-neighbor", OutDiscards, Ip4Arp, 279, "next hop has no MAC yet: dropped while ARP resolves it (ICMP host unreachable once resolution failed)";
     FragNeeded = "fragmentation-needed", OutDiscards, Ip4Rewrite, 4, "packet larger than the output interface's MTU with DF set (answered with ICMP fragmentation needed)";
@@ -98,6 +101,9 @@ drop_reasons! {
     Ip6SourceMulticast = "source-multicast", InErrors, Ip6Input, 273, "IPv6 source address is multicast (ff00::/8), which no packet may carry (RFC 4291 §2.7)";
     Ip6DestinationLoopback = "destination-loopback", InErrors, Ip6Input, 272, "IPv6 destination ::1 on the wire (RFC 4291 §2.5.3)";
     Ip6NoRoute = "no-route", InDiscards, Ip6Lookup, 0, "no IPv6 route matches the destination (answered with ICMPv6 destination unreachable, no route)";
+    Ip6Blackhole = "blackhole", InDiscards, Ip6Lookup, 269, "the matching IPv6 route is a blackhole (a kernel `blackhole` route): dropped without an answer";
+    Ip6RouteUnreachable = "route-unreachable", InDiscards, Ip6Lookup, 0, "the matching IPv6 route is an `unreachable` route (answered with ICMPv6 destination unreachable, no route)";
+    Ip6RouteProhibited = "route-prohibited", InDiscards, Ip6Lookup, 13, "the matching IPv6 route is a `prohibit` route (answered with ICMPv6 destination unreachable, administratively prohibited)";
     Ip6Local = "ip6-local", InDiscards, Ip6Local, 285, "addressed to one of this router's own IPv6 addresses but not an ICMPv6 echo request or neighbor discovery (vecflow has no host stack), or an echo request from an invalid source or over the ICMP rate limit";
     Icmp6Malformed = "icmp6-malformed", InErrors, Ip6Local, 289, "ICMPv6 message for this router shorter than its header, or whose checksum does not verify";
     NdMalformed = "nd-malformed", InErrors, Ip6Local, 285, "neighbor solicitation or advertisement failing RFC 4861's checks: hop limit not 255, code not 0, too short, a bad option, a multicast target, a solicitation from :: not to a solicited-node group";

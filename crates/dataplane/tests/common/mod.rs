@@ -18,6 +18,16 @@ pub fn graph(yaml: &str) -> (Graph, Vec<Interface>) {
     (Graph::new(1024, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())).unwrap(), f.interfaces)
 }
 
+/// [`graph`], with each of `rejects` (prefix, length, what) in the FIB as a kernel reject
+/// route would be.
+pub fn graph_with_rejects(yaml: &str, rejects: &[(&str, u8, dataplane::l3::Reject)]) -> Graph {
+    let cfg = Config::load(yaml).unwrap();
+    let mut f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
+    let inserts: Vec<_> = rejects.iter().map(|&(p, len, r)| (p.parse().unwrap(), len, Some(r.adj()))).collect();
+    f.fib.apply(&inserts).unwrap();
+    Graph::new(1024, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())).unwrap()
+}
+
 /// Receives `frames` on `port` and runs them through the graph, node by node. Returns every
 /// frame that reached `capture` as (output interface, prefix length matched, bytes), in order;
 /// vectors reaching `capture` stop there unless `capture` is a driver's tx node, which runs.

@@ -37,6 +37,7 @@ pub(super) fn adjacency_detail(dp: &Dataplane, adj: Adjacency) -> String {
     match adj {
         Adjacency::Drop => "drop".to_string(),
         Adjacency::Local => "local (this router)".to_string(),
+        Adjacency::Reject(r) => format!("{} (reject route)", r.name()),
         Adjacency::Glean { tx_if } => format!("connected, out {}", name(tx_if)),
         Adjacency::Via { tx_if, next_hop, rewrite, push } => {
             let mac = rewrite.map_or("unresolved: no neighbor".to_string(), |r| {

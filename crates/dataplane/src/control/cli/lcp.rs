@@ -64,10 +64,35 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         );
         json!({"messages": messages, "dumps": dumps, "overruns": overruns, "resync_changes": found})
     });
+    let routes = kernel_routes(dp, lcp.table(), &mut text);
     Ok(Reply {
         text,
         json: json!({
             "enabled": true, "netns": lcp.netns(), "pairs": rows, "duplicate_answers": duplicates, "listener": listener,
+            "kernel_routes": routes,
         }),
     })
+}
+
+/// The kernel's routes in the mirrored table: how many the FIB holds, by kind, and how many
+/// it does not, by why; as a line each and JSON.
+fn kernel_routes(dp: &Dataplane, table: u32, text: &mut String) -> serde_json::Value {
+    let k = dp.kernel_routes();
+    let mirrored: Vec<(&str, u64)> = k.by_kind().collect();
+    let unmirrored = k.unmirrored();
+    let list =
+        |v: &mut dyn Iterator<Item = (&str, u64)>| v.map(|(w, n)| format!("{w} {n}")).collect::<Vec<_>>().join(", ");
+    let total: u64 = mirrored.iter().map(|(_, n)| n).sum();
+    let _ = writeln!(text, "kernel routes (table {table}): {total} mirrored ({})", list(&mut mirrored.iter().copied()));
+    let skipped: u64 = unmirrored.values().sum();
+    let _ = writeln!(
+        text,
+        "kernel routes not mirrored: {skipped}{}",
+        if skipped == 0 {
+            String::new()
+        } else {
+            format!(" ({})", list(&mut unmirrored.iter().map(|(w, n)| (*w, *n))))
+        }
+    );
+    json!({"table": table, "mirrored": mirrored.into_iter().collect::<std::collections::BTreeMap<_, _>>(), "unmirrored": unmirrored})
 }
