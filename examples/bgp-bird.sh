@@ -7,11 +7,12 @@
 # this lab in network namespaces, waits until BGP's routes are in vecflow's FIB, shows them,
 # pings from A's loopback to B's through vecflow, and removes everything when it ends.
 #
-#   ns A: lo 10.255.0.1/32               ns R: vecflow run                ns B: lo 10.255.0.2/32
-#         BIRD, AS 65001                   wa 10.66.1.1/24 (port to-a)          BIRD, AS 65002
-#   eth0 10.66.1.2/24 ──────veth────── to-a                to-b ──────veth────── eth0 10.66.2.2/24
-#                                          ns L (linux-cp): TAPs wa and wb,
-#                                          BIRD, AS 65000: BGP with A and B
+#   ns A: lo 10.255.0.1/32          ns R: vecflow run                  ns B: lo 10.255.0.2/32
+#         BIRD, AS 65001              ports wa 10.66.1.1/24 on to-a,           BIRD, AS 65002
+#                                           wb 10.66.2.1/24 on to-b
+#   eth0 10.66.1.2/24 ───veth─── to-a                         to-b ───veth─── eth0 10.66.2.2/24
+#                               ns L (linux-cp): TAPs wa and wb,
+#                               BIRD, AS 65000: BGP with A and B
 #
 # IPv6 the same way: loopbacks fd00:255::1 and ::2, links fd00:66:1::/64 and fd00:66:2::/64.
 set -euo pipefail

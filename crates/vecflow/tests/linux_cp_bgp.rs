@@ -388,6 +388,7 @@ fn two_bgp_sessions_over_two_links_make_an_ecmp_route_and_a_link_down_moves_its_
     if let Err(rows) = wait_fib(dir, &format!("{A4}/32"), 20, |r| kernel_route(r, &["via 10.66.1.2 out wa"])) {
         fail("A's loopback in the FIB", &rows.join("\n"));
     }
+    eprintln!("{}", fib(dir, &b4));
     let (ok, out) = ping_until(&lab, &lab.a, &["-I", A4, B4], 10);
     if !ok {
         fail("ping A's loopback → B's", &out);
