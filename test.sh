@@ -83,7 +83,7 @@ need_apt ip iproute2
 need_apt ping iputils-ping
 need_apt ethtool ethtool
 need_apt iperf3 iperf3
-# BIRD 2 on a vecflow router's linux-cp TAP (tests/linux_cp_bird.rs).
+# BIRD 2 on a vecflow router's linux-cp TAP (tests/linux_cp_bird.rs, linux_cp_bgp.rs).
 need_apt bird bird2
 # The README test: the API example with socat, the package's man pages.
 need_apt socat socat

@@ -14,13 +14,15 @@
 
 mod common;
 
+#[path = "netns/bird.rs"]
+mod bird;
 #[path = "netns/lab.rs"]
 #[allow(dead_code)] // the routed labs' helpers this lab does not use
 mod lab;
 #[path = "netns/lcp_lab.rs"]
 mod lcp_lab;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -79,47 +81,6 @@ fn link_local(ns: &str, dev: &str) -> String {
     }
 }
 
-/// Starts BIRD in namespace `ns` with `conf`, its socket and files in `dir`.
-fn start_bird(ns: &str, dir: &Path, name: &str, conf: &str) -> (common::Daemon, PathBuf) {
-    let (cfg, sock) = (dir.join(format!("{name}.conf")), dir.join(format!("{name}.ctl")));
-    std::fs::write(&cfg, conf).unwrap();
-    let bird = common::Daemon::spawn(
-        Command::new("ip")
-            .args(["netns", "exec", ns, "bird", "-f", "-c"])
-            .arg(&cfg)
-            .arg("-s")
-            .arg(&sock)
-            .arg("-P")
-            .arg(dir.join(format!("{name}.pid")))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap()),
-    );
-    (bird, sock)
-}
-
-/// `birdc` on socket `sock`: the output of `cmd`.
-fn birdc(sock: &Path, cmd: &str) -> String {
-    let mut args = vec!["-s".to_string(), sock.display().to_string()];
-    args.extend(cmd.split(' ').map(str::to_string));
-    let out = Command::new("birdc").args(&args).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Waits up to `secs` for `cmd` on `sock` to print `needle`; the last output.
-fn wait_for(sock: &Path, cmd: &str, needle: &str, secs: u64) -> Result<String, String> {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let out = birdc(sock, cmd);
-        if out.contains(needle) {
-            return Ok(out);
-        }
-        if Instant::now() > deadline {
-            return Err(out);
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 /// The time of day (seconds) in a `show protocols` line: when the protocol entered its state.
 fn since(line: &str) -> Option<f64> {
     let t = line.split_whitespace().find(|w| w.matches(':').count() == 2)?;
@@ -129,32 +90,28 @@ fn since(line: &str) -> Option<f64> {
 
 /// The BGP session's line of `show protocols`.
 fn bgp_line(sock: &Path) -> String {
-    birdc(sock, "show protocols").lines().find(|l| l.starts_with("b ")).unwrap_or_default().to_string()
+    bird::birdc(sock, "show protocols").lines().find(|l| l.starts_with("b ")).unwrap_or_default().to_string()
 }
 
 #[test]
 fn bird_holds_ospf_and_bgp_across_vecflow_and_bgp_survives_a_restart() {
-    if !lab::can_run() || common::require("bird", &[PathBuf::from("/usr/sbin")], "apt-get install bird2").is_none() {
+    if !bird::can_run() {
         return;
     }
     let lab = lab::Lab::new("1500");
     let dir = tempfile::tempdir().unwrap();
     let (lcp, vecflow, config) = lcp_lab::linux_cp_router(&lab, dir.path());
     let (_router_bird, router) =
-        start_bird(&lcp.0, dir.path(), "router", &bird_conf("10.77.0.1", 65001, "wa", "10.77.0.2", 65002));
+        bird::start(&lcp.0, dir.path(), "router", &bird_conf("10.77.0.1", 65001, "wa", "10.77.0.2", 65002));
     let (_host_bird, host) =
-        start_bird(&lab.a, dir.path(), "host", &bird_conf("10.77.0.2", 65002, &lab.veth("a", 0), "10.77.0.1", 65001));
+        bird::start(&lab.a, dir.path(), "host", &bird_conf("10.77.0.2", 65002, &lab.veth("a", 0), "10.77.0.1", 65001));
     let failed = |what: &str, out: String| {
-        let logs: String = ["router.log", "host.log", "vecflow.log"]
-            .iter()
-            .map(|f| format!("--- {f}\n{}", std::fs::read_to_string(dir.path().join(f)).unwrap_or_default()))
-            .collect();
-        panic!("{what}:\n{out}\n{logs}");
+        panic!("{what}:\n{out}\n{}", bird::logs(dir.path(), &["router.log", "host.log", "vecflow.log"]));
     };
-    if let Err(out) = wait_for(&router, "show protocols", "Established", 30) {
+    if let Err(out) = bird::wait_for(&router, "show protocols", "Established", 30) {
         failed("BGP Established over the TAP", out);
     }
-    if let Err(out) = wait_for(&router, "show ospf neighbors o", "Full", 30) {
+    if let Err(out) = bird::wait_for(&router, "show ospf neighbors o", "Full", 30) {
         failed("OSPF Full over the TAP", out);
     }
     let before = bgp_line(&router);
@@ -216,7 +173,7 @@ print(n)
 
 #[test]
 fn bgp_over_ipv6_link_local_iperf3_to_the_router_and_ospf_through_a_flood() {
-    if !lab::can_run() || common::require("bird", &[PathBuf::from("/usr/sbin")], "apt-get install bird2").is_none() {
+    if !bird::can_run() {
         return;
     }
     let lab = lab::Lab::with_ipv6("1500", true);
@@ -227,24 +184,20 @@ fn bgp_over_ipv6_link_local_iperf3_to_the_router_and_ospf_through_a_flood() {
     let router_conf = bird_conf("10.77.0.1", 65001, "wa", "10.77.0.2", 65002) + &bgp6(65001, "wa", &host_ll, 65002);
     let host_conf =
         bird_conf("10.77.0.2", 65002, &host_dev, "10.77.0.1", 65001) + &bgp6(65002, &host_dev, &router_ll, 65001);
-    let (_router_bird, router) = start_bird(&lcp.0, dir.path(), "router", &router_conf);
-    let (_host_bird, _host) = start_bird(&lab.a, dir.path(), "host", &host_conf);
+    let (_router_bird, router) = bird::start(&lcp.0, dir.path(), "router", &router_conf);
+    let (_host_bird, _host) = bird::start(&lab.a, dir.path(), "host", &host_conf);
     let failed = |what: &str, out: String| -> ! {
-        let logs: String = ["router.log", "host.log", "vecflow.log"]
-            .iter()
-            .map(|f| format!("--- {f}\n{}", std::fs::read_to_string(dir.path().join(f)).unwrap_or_default()))
-            .collect();
-        panic!("{what}:\n{out}\n{logs}");
+        panic!("{what}:\n{out}\n{}", bird::logs(dir.path(), &["router.log", "host.log", "vecflow.log"]));
     };
     let b6_up = |out: &str| out.lines().any(|l| l.starts_with("b6 ") && l.contains("Established"));
     let deadline = Instant::now() + Duration::from_secs(40);
-    while !b6_up(&birdc(&router, "show protocols")) {
+    while !b6_up(&bird::birdc(&router, "show protocols")) {
         if Instant::now() > deadline {
-            failed("BGP over IPv6 link-local Established", birdc(&router, "show protocols"));
+            failed("BGP over IPv6 link-local Established", bird::birdc(&router, "show protocols"));
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    if let Err(out) = wait_for(&router, "show ospf neighbors o", "Full", 30) {
+    if let Err(out) = bird::wait_for(&router, "show ospf neighbors o", "Full", 30) {
         failed("OSPF Full over the TAP", out);
     }
     // One answer on the wire per neighbor solicitation: vecflow's (Linux's, to the copy, is
@@ -273,7 +226,7 @@ fn bgp_over_ipv6_link_local_iperf3_to_the_router_and_ospf_through_a_flood() {
     // than OSPF's dead interval (4 s): OSPF, in the control class, stays Full.
     let flood = lab.exec(&lab.a, &["python3", "-c", FLOOD, "10.77.0.1", "6"]);
     let sent: u64 = String::from_utf8_lossy(&flood.stdout).trim().parse().unwrap_or(0);
-    let neighbors = birdc(&router, "show ospf neighbors o");
+    let neighbors = bird::birdc(&router, "show ospf neighbors o");
     assert!(neighbors.contains("Full"), "OSPF through a flood of {sent} datagrams:\n{neighbors}");
     let lcp_show = lab::ctl(dir.path(), &["show", "lcp"]);
     let row: Vec<&str> = lcp_show.lines().find(|l| l.starts_with("wa ")).unwrap().split_whitespace().collect();

@@ -102,13 +102,7 @@ fn a_two_path_route_spreads_flows_over_two_links_and_a_link_down_moves_only_its_
     lab.address("a", "10.0.1.2/24", Some("10.0.1.1"));
     lab.address("b", "10.0.2.2/24", Some("10.0.2.1"));
     // The second link, B to R, named as the lab's (removed with the namespaces).
-    let (c0, c1) = (format!("vfc0{}", lab.tag), format!("vfc1{}", lab.tag));
-    must("ip", &["link", "add", &c0, "netns", &lab.b, "type", "veth", "peer", "name", &c1, "netns", &lab.r]);
-    for (ns, dev) in [(&lab.b, &c0), (&lab.r, &c1)] {
-        must("ip", &["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off"]);
-        must("ip", &["netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{dev}.disable_ipv6=1")]);
-        must("ip", &["-n", ns, "link", "set", dev, "up"]);
-    }
+    let (c0, c1) = lab.extra_link("b", "c", false);
     must("ip", &["-n", &lab.b, "addr", "add", "10.0.3.2/24", "dev", &c0]);
     must("ip", &["-n", &lab.b, "addr", "add", "10.9.0.1/32", "dev", "lo"]);
     for key in ["all", "default", &c0, &lab.veth("b", 0)] {

@@ -14,13 +14,20 @@ impl Drop for Namespace {
     }
 }
 
+/// The lab's linux-cp namespace `vfl<tag>`, made (with `lo` up) before vecflow starts, as an
+/// operator would.
+pub(crate) fn lcp_namespace(lab: &Lab) -> Namespace {
+    let lcp = Namespace(format!("vfl{}", lab.tag));
+    must("ip", &["netns", "add", &lcp.0]);
+    must("ip", &["-n", &lcp.0, "link", "set", "lo", "up"]);
+    lcp
+}
+
 /// vecflow routing for the lab with linux-cp on: its port `wa` (10.77.0.1/24) on host A's link
 /// (A is 10.77.0.2/24), its TAP `wa` in namespace `vfl<tag>` (made first, as an operator
 /// would), which vecflow gives the same address. Returns the namespace, vecflow, and its configuration.
 pub(crate) fn linux_cp_router(lab: &Lab, dir: &Path) -> (Namespace, Daemon, String) {
-    let lcp = Namespace(format!("vfl{}", lab.tag));
-    must("ip", &["netns", "add", &lcp.0]);
-    must("ip", &["-n", &lcp.0, "link", "set", "lo", "up"]);
+    let lcp = lcp_namespace(lab);
     lab.address("a", "10.77.0.2/24", None);
     let config = format!(
         "workers: {{count: 1}}
