@@ -292,6 +292,79 @@ fn the_kernels_routes_through_the_taps_are_mirrored_into_the_fib() {
     dp.stop().unwrap();
 }
 
+/// What FRR installs with `nexthop_compat_mode=0` (next-hop objects and groups, routes by
+/// `nhid`), reject routes, and kernel neighbors reach vecflow; what it cannot forward is
+/// counted in `show lcp`.
+#[test]
+fn next_hop_objects_reject_routes_and_kernel_neighbors_are_mirrored() {
+    let Some((ns, a, _b, mut dp)) = tap_lab("vflnh", "lcpn", "lcpo") else { return };
+    let ip = |args: &[&str]| ip_in(&ns.0, args);
+    let cli = dataplane::control::cli::Registry::with_builtins();
+    let show = |dp: &mut Dataplane, what: &str| cli.execute(dp, what).unwrap().text;
+    lab::must("ip", &["netns", "exec", &ns.0, "sysctl", "-qw", "net.ipv4.nexthop_compat_mode=0"]);
+
+    // A group of two objects, weights 3 and 1: a route through it has both paths.
+    ip(&["nexthop", "add", "id", "1", "via", "192.0.2.9", "dev", &a]);
+    ip(&["nexthop", "add", "id", "2", "via", "192.0.2.10", "dev", &a]);
+    ip(&["nexthop", "add", "id", "10", "group", "1,3/2"]);
+    ip(&["route", "add", "203.0.113.0/24", "nhid", "10", "proto", "bgp"]);
+    ip(&["route", "add", "198.18.1.0/24", "nhid", "1", "proto", "bgp"]);
+    let fib = |dp: &mut Dataplane, p: &str| show(dp, &format!("show ip fib {p}"));
+    serve_until(&mut dp, "the group's two paths", |dp| {
+        let f = fib(dp, "203.0.113.0/24");
+        f.contains("kernel") && f.contains("multipath: 2 paths") && f.contains("192.0.2.10")
+    });
+    let f = fib(&mut dp, "203.0.113.0/24");
+    let weight =
+        |via: &str| f.lines().find(|l| l.contains(via)).map(|l| l.split_whitespace().nth(1).unwrap().to_string());
+    assert_eq!((weight("192.0.2.9 "), weight("192.0.2.10 ")), (Some("3".into()), Some("1".into())), "{f}");
+    assert!(fib(&mut dp, "198.18.1.0/24").contains("via 192.0.2.9"), "{}", fib(&mut dp, "198.18.1.0/24"));
+    // An object replaced: every route through it follows, with no route message.
+    ip(&["nexthop", "replace", "id", "2", "via", "192.0.2.11", "dev", &a]);
+    serve_until(&mut dp, "the replaced object", |dp| fib(dp, "203.0.113.0/24").contains("192.0.2.11"));
+    // An object deleted: the group keeps the other, the route through it goes.
+    ip(&["nexthop", "del", "id", "1"]);
+    serve_until(&mut dp, "the deleted object's routes", |dp| {
+        let (group, single) = (fib(dp, "203.0.113.0/24"), fib(dp, "198.18.1.0/24"));
+        !single.contains("kernel") && group.contains("via 192.0.2.11") && !group.contains("multipath")
+    });
+
+    // Reject routes, both families.
+    ip(&["route", "add", "blackhole", "198.18.2.0/24"]);
+    ip(&["route", "add", "unreachable", "198.18.3.0/24"]);
+    ip(&["route", "add", "prohibit", "198.18.4.0/24"]);
+    ip(&["-6", "route", "add", "blackhole", "2001:db8:bad::/48"]);
+    serve_until(&mut dp, "the reject routes", |dp| {
+        fib(dp, "198.18.4.0/24").contains("prohibit (reject route)")
+            && show(dp, "show ip6 fib 2001:db8:bad::/48").contains("blackhole (reject route)")
+    });
+    assert!(fib(&mut dp, "198.18.3.0/24").contains("unreachable (reject route)"));
+    // A kind vecflow cannot forward: counted, by why.
+    ip(&["route", "add", "198.18.5.0/24", "via", "inet6", "fe80::1", "dev", &a]);
+    serve_until(&mut dp, "the unmirrored count", |dp| {
+        show(dp, "show lcp").contains("kernel routes not mirrored: 1 (a gateway of the other family 1)")
+    });
+    let lcp = show(&mut dp, "show lcp");
+    assert!(lcp.contains("blackhole 2, unreachable 1, prohibit 1"), "{lcp}");
+
+    // Kernel neighbors: a permanent one acts as static; a reachable one is confirmed.
+    let neighbors = |dp: &mut Dataplane| show(dp, "show ip neighbors");
+    ip(&["neigh", "add", "192.0.2.50", "lladdr", "02:00:00:00:00:50", "dev", &a, "nud", "permanent"]);
+    ip(&["neigh", "add", "192.0.2.51", "lladdr", "02:00:00:00:00:51", "dev", &a, "nud", "reachable"]);
+    let row = |text: &str, addr: &str| text.lines().find(|l| l.contains(addr)).unwrap_or("").to_string();
+    serve_until(&mut dp, "both neighbors", |dp| {
+        let n = neighbors(dp);
+        row(&n, "192.0.2.50 ").contains("static") && row(&n, "192.0.2.51 ").contains("reachable")
+    });
+    assert!(row(&neighbors(&mut dp), "192.0.2.50 ").contains("02:00:00:00:00:50"));
+    // Deleted in the kernel: the permanent one goes; the one vecflow confirmed stays.
+    ip(&["neigh", "del", "192.0.2.50", "dev", &a]);
+    ip(&["neigh", "del", "192.0.2.51", "dev", &a]);
+    serve_until(&mut dp, "the permanent one gone", |dp| row(&neighbors(dp), "192.0.2.50 ").is_empty());
+    assert!(row(&neighbors(&mut dp), "192.0.2.51 ").contains("02:00:00:00:00:51"));
+    dp.stop().unwrap();
+}
+
 #[test]
 fn sflow_reports_the_taps_linux_ifindex_with_if_index_linux() {
     let Some(tag) = tap_test_tag() else { return };

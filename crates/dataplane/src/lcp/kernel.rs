@@ -97,8 +97,9 @@ impl LinuxCp {
     /// What vecflow makes of the kernel's route to `prefix` in the mirrored table (the one of
     /// lowest metric): its next hops on the TAPs' interfaces (its own or its next-hop
     /// object's), on the link for a device route, or a reject; `Err` with why for one vecflow
-    /// does not mirror (a device it does not own, the kernel's own subnet routes: vecflow has
-    /// its addresses), `Ok(None)` when there is none.
+    /// cannot mirror (through a device it does not own, a gateway of the other family),
+    /// `Ok(None)` when there is none or it is the kernel's own subnet route (vecflow has the
+    /// address it comes from).
     pub fn kernel_target(&self, prefix: IpPrefix) -> Result<Option<Target>, &'static str> {
         let low = RouteKey { table: self.table, prefix, metric: 0 };
         let high = RouteKey { metric: u32::MAX, ..low };
@@ -107,7 +108,8 @@ impl LinuxCp {
         let hops = match route {
             KernelRoute::Unmirrored(why) => return Err(why),
             &KernelRoute::Reject(r) => return Ok(Some(Target::Reject(r))),
-            KernelRoute::Unicast { protocol: PROTOCOL_KERNEL, .. } => return Err("the kernel's own subnet route"),
+            // Skipped, not counted: vecflow has the address the subnet comes from.
+            KernelRoute::Unicast { protocol: PROTOCOL_KERNEL, .. } => return Ok(None),
             KernelRoute::Unicast { hops, .. } => hops,
             KernelRoute::Object { id, .. } => match self.object_hops(*id)? {
                 Some(hops) => {
