@@ -85,6 +85,8 @@ need_apt ethtool ethtool
 need_apt iperf3 iperf3
 # BIRD 2 on a vecflow router's linux-cp TAP (tests/linux_cp_bird.rs, linux_cp_bgp.rs).
 need_apt bird bird2
+# FRR's zebra and bgpd as the linux-cp router's daemons (tests/linux_cp_bgp.rs, docs/bgp-router.md).
+need_apt vtysh frr
 # The README test: the API example with socat, the package's man pages.
 need_apt socat socat
 need_apt man man-db

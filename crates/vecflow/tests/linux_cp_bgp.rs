@@ -6,8 +6,10 @@
 //! unreachable" by vecflow), a new announcement brings traffic back. A second lab: two
 //! links to B, two BGP sessions announcing the same prefix, BIRD's kernel protocol with
 //! `merge paths on` exports one ECMP route, vecflow spreads flows over both links, and one
-//! link set down moves its flows to the other. Ports in `rx-mode: adaptive`. Needs root,
-//! `ip`, `ethtool`, `iperf3`, `python3` and BIRD 2 (`bird2`).
+//! link set down moves its flows to the other. A third: the first lab with FRR (zebra and
+//! bgpd) as the router's daemons and `nexthop_compat_mode=0`, so that its routes name
+//! next-hop objects. Ports in `rx-mode: adaptive`. Needs root, `ip`, `ethtool`, `iperf3`,
+//! `python3`, BIRD 2 (`bird2`) and FRR (`frr`).
 //!
 //! ```text
 //!  ns A: 10.255.0.1/32 on lo, BIRD           ns B: 10.255.0.2/32 on lo, BIRD
@@ -30,7 +32,7 @@ mod lcp_lab;
 
 use lab::{Lab, ctl, must};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// A's and B's loopbacks, IPv4 and IPv6.
@@ -54,6 +56,9 @@ template bgp peer {{
   local as {asn};
   hold time 30;
   connect retry time 1;
+  # A peer still starting (FRR's bgpd reads its configuration after it listens) may reset
+  # the first connection: retry within a second, not after BIRD's default minute.
+  error wait time 1, 5;
 }}
 {extra}
 {}"#,
@@ -195,14 +200,24 @@ fn ping_until(lab: &Lab, ns: &str, args: &[&str], secs: u64) -> (bool, String) {
 
 /// What a failure shows: the router's BGP routes, vecflow's FIBs, interfaces and drops, the
 /// kernel's routes in the linux-cp namespace, and the logs.
-fn state(lcp: &str, dir: &Path, router: &Path) -> String {
-    let mut s = format!("--- birdc show route\n{}", bird::birdc(router, "show route"));
+fn state(lcp: &str, dir: &Path, router: Option<&Path>) -> String {
+    let mut s = router.map_or(String::new(), |r| format!("--- birdc show route\n{}", bird::birdc(r, "show route")));
     for c in ["show ip fib", "show ip6 fib", "show interface", "show errors", "show lcp"] {
         s += &format!("--- vecflow ctl {c}\n{}", ctl(dir, &c.split(' ').collect::<Vec<_>>()));
     }
     s += &format!("--- ip route (linux-cp)\n{}", must("ip", &["-n", lcp, "route"]));
     s += &format!("--- ip -6 route (linux-cp)\n{}", must("ip", &["-n", lcp, "-6", "route"]));
-    s + &bird::logs(dir, &["router.log", "a.log", "b.log", "vecflow.log"])
+    let frr = dir.join("frr");
+    if frr.exists() {
+        for c in ["show bgp summary", "show bgp ipv6 unicast"] {
+            let out = std::process::Command::new("vtysh").arg("--vty_socket").arg(&frr).args(["-c", c]).output();
+            s += &format!(
+                "--- vtysh -c '{c}'\n{}",
+                out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+            );
+        }
+    }
+    s + &bird::logs(dir, &["router.log", "a.log", "b.log", "frr/zebra.log", "frr/bgpd.log", "vecflow.log"])
 }
 
 #[test]
@@ -213,19 +228,7 @@ fn bird_bgp_routes_are_forwarded_by_vecflow_and_a_withdrawal_leaves_the_fib_with
     let lab = Lab::with_ipv6("1500", true);
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let (va, vb) = (lab.veth("a", 0), lab.veth("b", 0));
-    must("ip", &["-n", &lab.a, "addr", "add", "10.66.1.2/24", "dev", &va]);
-    must("ip", &["-n", &lab.a, "addr", "add", "fd00:66:1::2/64", "dev", &va]);
-    must("ip", &["-n", &lab.b, "addr", "add", "10.66.2.2/24", "dev", &vb]);
-    must("ip", &["-n", &lab.b, "addr", "add", "fd00:66:2::2/64", "dev", &vb]);
-    loopback(&lab.a, A4, A6);
-    loopback(&lab.b, B4, B6);
-    let lcp = lcp_lab::lcp_namespace(&lab);
-    let ports = [
-        ("wa", lab.veth("a", 1), "10.66.1.1/24, 'fd00:66:1::1/64'"),
-        ("wb", lab.veth("b", 1), "10.66.2.1/24, 'fd00:66:2::1/64'"),
-    ];
-    let (vecflow, _) = lab.start_vecflow(dir, &router_yaml(&lcp.0, &ports));
+    let (lcp, vecflow, b, _hosts) = hosts_lab(&lab, dir);
     let sessions = [
         session("a4", "10.66.1.2", 65001, "all"),
         session("a6", "fd00:66:1::2", 65001, "all"),
@@ -234,27 +237,13 @@ fn bird_bgp_routes_are_forwarded_by_vecflow_and_a_withdrawal_leaves_the_fib_with
     ];
     let (_router_bird, router) =
         bird::start(&lcp.0, dir, "router", &bird_conf("10.66.1.1", 65000, "all", "", &sessions));
-    let a_conf = host_conf(A4, 65001, &[("r4", "10.66.1.1"), ("r6", "fd00:66:1::1")]);
-    let (_a_bird, _a) = bird::start(&lab.a, dir, "a", &a_conf);
-    let b_conf = host_conf(B4, 65002, &[("r4", "10.66.2.1"), ("r6", "fd00:66:2::1")]);
-    let (_b_bird, b) = bird::start(&lab.b, dir, "b", &b_conf);
-    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", state(&lcp.0, dir, &router)) };
+    let shown = || state(&lcp.0, dir, Some(&router));
+    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", shown()) };
 
     if let Err(out) = established(&router, &["a4", "a6", "b4", "b6"]) {
         fail("four BGP sessions Established over the TAPs", &out);
     }
-    // The loopbacks, learned by BGP, installed in the kernel by BIRD, mirrored into the FIB.
-    for (prefix, via) in [
-        (format!("{A4}/32"), "via 10.66.1.2 out wa"),
-        (format!("{B4}/32"), "via 10.66.2.2 out wb"),
-        (format!("{A6}/128"), "out wa"),
-        (format!("{B6}/128"), "out wb"),
-    ] {
-        if let Err(rows) = wait_fib(dir, &prefix, 20, |r| kernel_route(r, &[via])) {
-            fail(&format!("{prefix} {via}, source kernel, in the FIB"), &rows.join("\n"));
-        }
-    }
-
+    loopbacks_in_the_fib(dir, &shown);
     // Pings and iperf3 between the loopbacks: through vecflow's ports, not up the TAPs.
     let (ok, out) = ping_until(&lab, &lab.a, &["-I", A4, B4], 10);
     if !ok {
@@ -286,11 +275,59 @@ fn bird_bgp_routes_are_forwarded_by_vecflow_and_a_withdrawal_leaves_the_fib_with
         );
     }
 
-    // A default route via vecflow on A; B withdraws its loopback: gone from the FIB within a
-    // second, and vecflow answers A with ICMP net unreachable.
+    withdrawal_and_announcement(&lab, dir, &b, &shown);
+    lab.stop_vecflow(vecflow, dir);
+}
+
+/// The first lab: hosts A and B on ports wa and wb (IPv4 and IPv6), with their loopbacks
+/// and BIRDs announcing them to the router (AS 65000 at 10.66.1.1 / 10.66.2.1), and
+/// vecflow with linux-cp; the routing daemon in the linux-cp namespace is the caller's. The
+/// namespace, vecflow, B's BIRD socket and the hosts' BIRDs.
+fn hosts_lab(lab: &Lab, dir: &Path) -> (lcp_lab::Namespace, common::Daemon, PathBuf, [common::Daemon; 2]) {
+    let (va, vb) = (lab.veth("a", 0), lab.veth("b", 0));
+    must("ip", &["-n", &lab.a, "addr", "add", "10.66.1.2/24", "dev", &va]);
+    must("ip", &["-n", &lab.a, "addr", "add", "fd00:66:1::2/64", "dev", &va]);
+    must("ip", &["-n", &lab.b, "addr", "add", "10.66.2.2/24", "dev", &vb]);
+    must("ip", &["-n", &lab.b, "addr", "add", "fd00:66:2::2/64", "dev", &vb]);
+    loopback(&lab.a, A4, A6);
+    loopback(&lab.b, B4, B6);
+    let lcp = lcp_lab::lcp_namespace(lab);
+    let ports = [
+        ("wa", lab.veth("a", 1), "10.66.1.1/24, 'fd00:66:1::1/64'"),
+        ("wb", lab.veth("b", 1), "10.66.2.1/24, 'fd00:66:2::1/64'"),
+    ];
+    let (vecflow, _) = lab.start_vecflow(dir, &router_yaml(&lcp.0, &ports));
+    let a_conf = host_conf(A4, 65001, &[("r4", "10.66.1.1"), ("r6", "fd00:66:1::1")]);
+    let (a_bird, _) = bird::start(&lab.a, dir, "a", &a_conf);
+    let b_conf = host_conf(B4, 65002, &[("r4", "10.66.2.1"), ("r6", "fd00:66:2::1")]);
+    let (b_bird, b) = bird::start(&lab.b, dir, "b", &b_conf);
+    (lcp, vecflow, b, [a_bird, b_bird])
+}
+
+/// Waits until A's and B's loopbacks, learned by BGP and installed in the kernel by the
+/// router's daemon, are in vecflow's FIB (source kernel) through the right port.
+fn loopbacks_in_the_fib(dir: &Path, state: &dyn Fn() -> String) {
+    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", state()) };
+    for (prefix, via) in [
+        (format!("{A4}/32"), "via 10.66.1.2 out wa"),
+        (format!("{B4}/32"), "via 10.66.2.2 out wb"),
+        (format!("{A6}/128"), "out wa"),
+        (format!("{B6}/128"), "out wb"),
+    ] {
+        if let Err(rows) = wait_fib(dir, &prefix, 20, |r| kernel_route(r, &[via])) {
+            fail(&format!("{prefix} {via}, source kernel, in the FIB"), &rows.join("\n"));
+        }
+    }
+}
+
+/// A default route via vecflow on A; B withdraws its loopbacks (`birdc disable loop`): gone
+/// from the FIB within a second, and vecflow answers A with ICMP net unreachable; B
+/// announces them again: back in the FIB, and traffic flows again.
+fn withdrawal_and_announcement(lab: &Lab, dir: &Path, b: &Path, state: &dyn Fn() -> String) {
+    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", state()) };
     must("ip", &["-n", &lab.a, "route", "add", "default", "via", "10.66.1.1"]);
     let start = Instant::now();
-    let out = bird::birdc(&b, "disable loop");
+    let out = bird::birdc(b, "disable loop");
     assert!(out.contains("disabled"), "birdc disable loop: {out}");
     let b4 = format!("{B4}/32");
     let gone = match wait_fib(dir, &b4, 10, |r| r.is_empty()) {
@@ -315,17 +352,113 @@ fn bird_bgp_routes_are_forwarded_by_vecflow_and_a_withdrawal_leaves_the_fib_with
 
     // B announces it again: back in the FIB, and traffic flows again.
     let start = Instant::now();
-    let out = bird::birdc(&b, "enable loop");
+    let out = bird::birdc(b, "enable loop");
     assert!(out.contains("enabled"), "birdc enable loop: {out}");
     let back = match wait_fib(dir, &b4, 20, |r| kernel_route(r, &["via 10.66.2.2 out wb"])) {
         Ok(_) => start.elapsed(),
         Err(rows) => fail("B's announced loopback back in the FIB", &rows.join("\n")),
     };
     eprintln!("announcement (birdc enable) → in vecflow's FIB: {back:?}");
-    let (ok, out) = ping_until(&lab, &lab.a, &["-I", A4, B4], 10);
+    let (ok, out) = ping_until(lab, &lab.a, &["-I", A4, B4], 10);
     if !ok {
         fail("ping A → B after B announced again", &out);
     }
+}
+
+/// FRR's configuration for the router (AS 65000) of [`hosts_lab`]: eBGP to A and B over
+/// IPv4 and IPv6, everything imported and exported (`no bgp ebgp-requires-policy`).
+const FRR_BGPD: &str = "
+frr defaults traditional
+hostname vecflow-router
+router bgp 65000
+ bgp router-id 10.66.1.1
+ no bgp ebgp-requires-policy
+ no bgp default ipv4-unicast
+ neighbor 10.66.1.2 remote-as 65001
+ neighbor fd00:66:1::2 remote-as 65001
+ neighbor 10.66.2.2 remote-as 65002
+ neighbor fd00:66:2::2 remote-as 65002
+ neighbor 10.66.1.2 timers connect 1
+ neighbor fd00:66:1::2 timers connect 1
+ neighbor 10.66.2.2 timers connect 1
+ neighbor fd00:66:2::2 timers connect 1
+ address-family ipv4 unicast
+  neighbor 10.66.1.2 activate
+  neighbor 10.66.2.2 activate
+ exit-address-family
+ address-family ipv6 unicast
+  neighbor fd00:66:1::2 activate
+  neighbor fd00:66:2::2 activate
+ exit-address-family
+";
+
+/// Starts FRR's `zebra` and then `bgpd` (`FRR_BGPD`) in namespace `ns`, as user `frr`
+/// (FRR will not run as root, which is not in its vty group), their sockets, configurations
+/// and logs (`zebra.log`, `bgpd.log`) in `dir`/frr (owned by `frr`), no vty on TCP.
+fn start_frr(ns: &str, dir: &Path) -> [common::Daemon; 2] {
+    let dir = dir.join("frr");
+    std::fs::create_dir(&dir).unwrap();
+    must("chown", &["frr:frr", &dir.display().to_string()]);
+    let zserv = dir.join("zserv.api");
+    let daemon = |name: &str, conf: &str| {
+        let file = dir.join(format!("{name}.conf"));
+        std::fs::write(&file, conf).unwrap();
+        let mut cmd = std::process::Command::new("ip");
+        cmd.args(["netns", "exec", ns, &format!("/usr/lib/frr/{name}"), "-u", "frr", "-g", "frr", "-P", "0", "-f"])
+            .arg(&file)
+            .arg("-z")
+            .arg(&zserv)
+            .arg("-i")
+            .arg(dir.join(format!("{name}.pid")))
+            .arg("--vty_socket")
+            .arg(&dir)
+            .arg("--log")
+            .arg(format!("file:{}", dir.join(format!("{name}.log")).display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        common::Daemon::spawn(&mut cmd)
+    };
+    let zebra = daemon("zebra", "hostname vecflow-router\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !zserv.exists() {
+        assert!(Instant::now() < deadline, "zebra made no {}: {}", zserv.display(), bird::logs(&dir, &["zebra.log"]));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    [zebra, daemon("bgpd", FRR_BGPD)]
+}
+
+/// FRR's zebra and bgpd as vecflow's routing daemons, with the linux-cp namespace's
+/// `net.ipv4.nexthop_compat_mode=0`: zebra installs next-hop objects and routes that name
+/// them (`nhid`), which vecflow follows. The loopbacks reach the FIB, traffic flows, a
+/// withdrawal leaves the FIB within a second and an announcement brings it back.
+#[test]
+fn frr_bgp_routes_through_next_hop_objects_are_forwarded_by_vecflow() {
+    if !bird::can_run() || common::require("zebra", &[PathBuf::from("/usr/lib/frr")], "apt-get install frr").is_none() {
+        return;
+    }
+    let lab = Lab::with_ipv6("1500", true);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (lcp, vecflow, b, _hosts) = hosts_lab(&lab, dir);
+    must("ip", &["netns", "exec", &lcp.0, "sysctl", "-qw", "net.ipv4.nexthop_compat_mode=0"]);
+    let _frr = start_frr(&lcp.0, dir);
+    let shown = || state(&lcp.0, dir, None);
+    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", shown()) };
+    loopbacks_in_the_fib(dir, &shown);
+    // zebra installed them through next-hop objects: what vecflow followed.
+    for (family, prefix) in [("-4", format!("{B4}/32")), ("-6", format!("{B6}/128"))] {
+        let kernel = must("ip", &["-n", &lcp.0, family, "route", "show", &prefix]);
+        if !kernel.contains("nhid") {
+            fail(&format!("zebra's route to {prefix} through a next-hop object"), &kernel);
+        }
+    }
+    for args in [&["-I", A4, B4][..], &["-6", "-I", A6, B6]] {
+        let (ok, out) = ping_until(&lab, &lab.a, args, 10);
+        if !ok {
+            fail(&format!("ping {args:?}"), &out);
+        }
+    }
+    withdrawal_and_announcement(&lab, dir, &b, &shown);
     lab.stop_vecflow(vecflow, dir);
 }
 
@@ -373,7 +506,7 @@ fn two_bgp_sessions_over_two_links_make_an_ecmp_route_and_a_link_down_moves_its_
     let (_a_bird, _) = bird::start(&lab.a, dir, "a", &host_conf(A4, 65001, &[("r4", "10.66.1.1")]));
     let b_conf = host_conf(B4, 65002, &[("r1", "10.66.2.1"), ("r2", "10.66.3.1")]);
     let (_b_bird, _) = bird::start(&lab.b, dir, "b", &b_conf);
-    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", state(&lcp.0, dir, &router)) };
+    let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", state(&lcp.0, dir, Some(&router))) };
 
     if let Err(out) = established(&router, &["a4", "b1", "b2"]) {
         fail("three BGP sessions Established over the TAPs", &out);
