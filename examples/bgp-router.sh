@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
-# vecflow as a BGP router, with BIRD 2 (docs/bgp-router.md). Run as root:
+# vecflow as a BGP router, with BIRD 2 or FRR on it (docs/bgp-router.md). Run as root:
 #
-#     sudo env "PATH=$PATH" examples/bgp-bird.sh
+#     sudo env "PATH=$PATH" examples/bgp-router.sh bird      # or: ... bgp-router.sh frr
 #
-# Needs vecflow on the PATH, iproute2, ethtool, ping and BIRD 2 (`bird`, `birdc`). It builds
-# this lab in network namespaces, waits until BGP's routes are in vecflow's FIB, shows them,
-# pings from A's loopback to B's through vecflow, and removes everything when it ends.
+# Needs vecflow on the PATH, iproute2, ethtool, ping, BIRD 2 (`bird`, `birdc`: the hosts run
+# it) and for `frr` FRR (zebra, bgpd, vtysh). It builds this lab in network namespaces, waits
+# until BGP's routes are in vecflow's FIB, shows them, pings from A's loopback to B's through
+# vecflow, and removes everything when it ends.
 #
 #   ns A: lo 10.255.0.1/32          ns R: vecflow run                  ns B: lo 10.255.0.2/32
 #         BIRD, AS 65001              ports wa 10.66.1.1/24 on to-a,           BIRD, AS 65002
 #                                           wb 10.66.2.1/24 on to-b
 #   eth0 10.66.1.2/24 ───veth─── to-a                         to-b ───veth─── eth0 10.66.2.2/24
 #                               ns L (linux-cp): TAPs wa and wb,
-#                               BIRD, AS 65000: BGP with A and B
+#                               BIRD or FRR, AS 65000: BGP with A and B
 #
 # IPv6 the same way: loopbacks fd00:255::1 and ::2, links fd00:66:1::/64 and fd00:66:2::/64.
 set -euo pipefail
 
+daemon=${1:-bird}
+case $daemon in
+    bird) tools=(bird birdc) ;;
+    frr) tools=(bird birdc vtysh /usr/lib/frr/zebra /usr/lib/frr/bgpd) ;;
+    *) echo "usage: $0 [bird|frr]: the routing daemon on the vecflow router" >&2; exit 2 ;;
+esac
 vecflow=$(command -v vecflow) || { echo "vecflow is not on the PATH" >&2; exit 1; }
-for tool in ip ethtool bird birdc ping; do
+for tool in ip ethtool ping "${tools[@]}"; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
 done
 
@@ -79,10 +86,11 @@ pids+=($!)
 ctl() { "$vecflow" ctl --socket "$work/api.sock" "$@"; }
 ctl --wait
 
-# --- BIRD ---------------------------------------------------------------------------------
-# The router (in namespace L, on the TAPs): BGP with A and B, one session per address family;
-# everything BGP learns goes into the kernel's main table, which vecflow mirrors.
-cat >"$work/router.conf" <<EOF
+# --- The router's daemon (in namespace L, on the TAPs) --------------------------------------
+# BGP with A and B, one session per address family; everything BGP learns goes into the
+# kernel's main table, which vecflow mirrors.
+bird_router() {
+    cat >"$work/router.conf" <<EOF
 log stderr all;
 router id 10.66.1.1;
 protocol device { scan time 1; }
@@ -94,6 +102,50 @@ protocol bgp a6 from peer { neighbor fd00:66:1::2 as 65001; ipv6 { import all; e
 protocol bgp b4 from peer { neighbor 10.66.2.2 as 65002; ipv4 { import all; export all; }; }
 protocol bgp b6 from peer { neighbor fd00:66:2::2 as 65002; ipv6 { import all; export all; }; }
 EOF
+    ip netns exec "$L" bird -f -c "$work/router.conf" -s "$work/router.ctl" -P "$work/router.pid" \
+        >"$work/router.log" 2>&1 &
+    pids+=($!)
+}
+# FRR: zebra installs routes through next-hop objects ("nhid"), which vecflow follows; with
+# nexthop_compat_mode=0 the kernel sends only those. FRR runs as user frr (not as root, which
+# is not in its vty group), so its files are in a directory of frr's.
+frr_router() {
+    ip netns exec "$L" sysctl -qw net.ipv4.nexthop_compat_mode=0
+    mkdir "$work/frr"
+    echo "hostname vecflow-router" >"$work/frr/zebra.conf"
+    cat >"$work/frr/bgpd.conf" <<EOF
+frr defaults traditional
+hostname vecflow-router
+router bgp 65000
+ bgp router-id 10.66.1.1
+ no bgp ebgp-requires-policy
+ no bgp default ipv4-unicast
+ neighbor 10.66.1.2 remote-as 65001
+ neighbor fd00:66:1::2 remote-as 65001
+ neighbor 10.66.2.2 remote-as 65002
+ neighbor fd00:66:2::2 remote-as 65002
+ address-family ipv4 unicast
+  neighbor 10.66.1.2 activate
+  neighbor 10.66.2.2 activate
+ exit-address-family
+ address-family ipv6 unicast
+  neighbor fd00:66:1::2 activate
+  neighbor fd00:66:2::2 activate
+ exit-address-family
+EOF
+    chown -R frr:frr "$work/frr"
+    chmod 755 "$work"
+    for d in zebra bgpd; do
+        if [ "$d" = bgpd ]; then    # bgpd talks to zebra on its socket
+            until [ -S "$work/frr/zserv.api" ]; do sleep 0.1; done
+        fi
+        ip netns exec "$L" /usr/lib/frr/$d -u frr -g frr -P 0 -f "$work/frr/$d.conf" -i "$work/frr/$d.pid" \
+            -z "$work/frr/zserv.api" --vty_socket "$work/frr" --log "file:$work/frr/$d.log" >/dev/null 2>&1 &
+        pids+=($!)
+    done
+}
+"${daemon}_router"
+
 # A host: announces its loopback prefixes (those on lo, not 127.0.0.1 and ::1), installs
 # what it learns by BGP.
 host_conf() {  # host_conf ROUTER-ID AS ROUTER4 ROUTER6
@@ -108,14 +160,14 @@ protocol direct loop {
 }
 protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }
 protocol kernel { ipv6 { import none; export where source = RTS_BGP; }; }
-template bgp uplink { local as $2; connect retry time 1; }
+template bgp uplink { local as $2; connect retry time 1; error wait time 1, 5; }
 protocol bgp r4 from uplink { neighbor $3 as 65000; ipv4 { import all; export where source = RTS_DEVICE; }; }
 protocol bgp r6 from uplink { neighbor $4 as 65000; ipv6 { import all; export where source = RTS_DEVICE; }; }
 EOF
 }
 host_conf 10.255.0.1 65001 10.66.1.1 fd00:66:1::1 >"$work/a.conf"
 host_conf 10.255.0.2 65002 10.66.2.1 fd00:66:2::1 >"$work/b.conf"
-for node in router:"$L" a:"$A" b:"$B"; do
+for node in a:"$A" b:"$B"; do
     name=${node%%:*} ns=${node#*:}
     ip netns exec "$ns" bird -f -c "$work/$name.conf" -s "$work/$name.ctl" -P "$work/$name.pid" \
         >"$work/$name.log" 2>&1 &
@@ -129,7 +181,7 @@ wait_route() {  # wait_route ip|ip6 PREFIX: until vecflow's FIB has it from the 
         sleep 0.5
     done
     echo "$2 is not in vecflow's FIB after 60 s; the logs:" >&2
-    tail -n 20 "$work"/*.log >&2
+    tail -n 20 "$work"/*.log "$work"/frr/*.log 2>/dev/null >&2
     return 1
 }
 echo "waiting for BGP's routes in vecflow's FIB..."
@@ -137,8 +189,16 @@ wait_route ip 10.255.0.1/32
 wait_route ip 10.255.0.2/32
 wait_route ip6 fd00:255::1/128
 wait_route ip6 fd00:255::2/128
-echo "== birdc show protocols (router)"
-birdc -s "$work/router.ctl" show protocols
+if [ "$daemon" = bird ]; then
+    echo "== birdc show protocols (router)"
+    birdc -s "$work/router.ctl" show protocols
+else
+    echo "== vtysh -c 'show bgp summary' (router)"
+    vtysh --vty_socket "$work/frr" -c "show bgp summary"
+fi
+echo "== ip route, ip -6 route (the kernel's, in namespace L)"
+ip -n "$L" route
+ip -n "$L" -6 route
 echo "== vecflow ctl show ip fib"
 ctl show ip fib
 echo "== vecflow ctl show ip6 fib"
