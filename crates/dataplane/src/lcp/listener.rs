@@ -165,6 +165,15 @@ impl KernelView {
     /// The IPv4 routes with next hops of their own the kernel removes silently with
     /// `change` (see [`KernelView::silently_removed`]).
     fn routes_removed(&self, change: &Change) -> Vec<RouteKey> {
+        // Most changes remove nothing: no walk over (a full table of) routes for them.
+        let may_remove = match change {
+            Change::Link(index, facts) => self.links.get(index).is_some_and(|f| f.up) && !facts.is_some_and(|f| f.up),
+            Change::Address(_, prefix, false) => prefix.addr.is_ipv4(),
+            _ => false,
+        };
+        if !may_remove {
+            return Vec::new();
+        }
         let gone = |hop: &super::routes::KernelHop| match change {
             Change::Link(index, facts) => {
                 let was_up = self.links.get(index).is_some_and(|f| f.up);

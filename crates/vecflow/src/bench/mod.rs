@@ -14,6 +14,8 @@ mod measure;
 mod report;
 mod scenarios;
 
+pub(crate) use scenarios::{ip4_table, ip6_bgp_table};
+
 use anyhow::{Context, bail};
 use dataplane::config::Config;
 use dataplane::runtime::isa::Isa;

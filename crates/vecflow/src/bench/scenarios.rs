@@ -206,7 +206,7 @@ fn ip4_1m(core: Option<u16>) -> Config {
 
 /// The 1 000 000 prefixes of `ip4-1m`, seeded, as (network, length): 60 % /24, 20 % /22–/23,
 /// 19.9 % /16–/21, 0.1 % /8–/15, anywhere in 1.0.0.0–223.255.255.255.
-pub(super) fn ip4_table() -> Vec<(u32, u8)> {
+pub(crate) fn ip4_table() -> Vec<(u32, u8)> {
     let mut rng = 0x1d1d_5eed_u64;
     let mut next = || splitmix(&mut rng);
     let mut seen = std::collections::HashSet::new();
@@ -289,7 +289,7 @@ const IP6_BGP_PREFIXES: usize = 230_000;
 /// the IPv6 Internet table) — split over the two next hops. As in the real table, most
 /// prefixes longer than /32 sit inside one of 24 000 /32 allocations (80 %), the rest
 /// anywhere.
-pub(super) fn ip6_bgp_table() -> Vec<(u128, u8)> {
+pub(crate) fn ip6_bgp_table() -> Vec<(u128, u8)> {
     const SPREAD: [u8; 20] = [16, 19, 20, 22, 24, 28, 29, 30, 31, 33, 34, 36, 38, 40, 42, 44, 45, 46, 47, 64];
     let mut rng = 0x6b9d_5eed_u64;
     let mask = dataplane::l3::fib::key_mask;
