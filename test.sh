@@ -174,6 +174,12 @@ PY
     scripts/bench-punt.sh 1 >target/bench-punt-smoke.txt 2>&1 || { tail -30 target/bench-punt-smoke.txt; exit 1; }
     grep -E '^punted [1-9][0-9]*/s to the TAP' target/bench-punt-smoke.txt ||
         { echo "bench-punt.sh punted nothing:"; tail -30 target/bench-punt-smoke.txt; exit 1; }
+    # Not only a smoke run: the full-table test of linux-cp (1.2 M routes through the kernel,
+    # the pair, the preload, the overrun), with the release build it needs.
+    step "linux-cp full table (scripts/lcp-full-table.sh)"
+    PATH="$PWD/target/release:$PATH" scripts/lcp-full-table.sh >target/lcp-full-table.txt 2>&1 ||
+        { tail -60 target/lcp-full-table.txt; exit 1; }
+    cat target/lcp-full-table.txt
 elif [ "${CI:-}" = true ]; then
     echo "the script smoke runs need root (network namespaces); with CI=true that is a failure"
     exit 1

@@ -57,6 +57,11 @@ pub struct LinuxCpConfig {
     /// main table; not 0 or 255, the local table).
     #[serde(default = "default_table")]
     pub table: u32,
+    /// The netlink listener's receive buffer in bytes (default 64 MiB, 4096–1073741824): room
+    /// for a burst of route changes (a full table) before the kernel drops notifications and
+    /// the listener has to dump again.
+    #[serde(default = "default_netlink_buffer")]
+    pub netlink_buffer: usize,
 }
 
 fn default_netns() -> String {
@@ -67,6 +72,10 @@ fn default_table() -> u32 {
     routes::MAIN_TABLE
 }
 
+fn default_netlink_buffer() -> usize {
+    listener::EVENT_BUFFER
+}
+
 impl Default for LinuxCpConfig {
     fn default() -> Self {
         LinuxCpConfig {
@@ -74,6 +83,7 @@ impl Default for LinuxCpConfig {
             punt_rate: PuntRate::default(),
             link_sync: false,
             table: default_table(),
+            netlink_buffer: default_netlink_buffer(),
         }
     }
 }
@@ -166,6 +176,9 @@ impl Config {
                 return Err(invalid(format!("linux-cp.punt-rate.{class}"), rate, "0 (no limit) to 10000000"));
             }
         }
+        if !(4096..=1 << 30).contains(&lcp.netlink_buffer) {
+            return Err(invalid("linux-cp.netlink-buffer", lcp.netlink_buffer, "4096 to 1073741824 (bytes)"));
+        }
         if lcp.table == 0 || lcp.table == 255 {
             return Err(invalid("linux-cp.table", lcp.table, "1 to 4294967295 but 255 (the local table)"));
         }
@@ -205,6 +218,8 @@ pub struct LinuxCp {
     view: listener::KernelView,
     /// The routing table mirrored (`linux-cp.table`).
     table: u32,
+    /// The listener's receive buffer (`linux-cp.netlink-buffer`).
+    netlink_buffer: usize,
 }
 
 impl LinuxCp {
@@ -247,8 +262,8 @@ impl LinuxCp {
             pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default(), asserted: Vec::new() });
         }
         let requests = netns.run(netlink::Netlink::requests)?;
-        let (listener, view, table) = (None, Default::default(), config.table);
-        Ok(LinuxCp { netns, pairs, thread: None, requests, listener, view, table })
+        let (listener, view, table, netlink_buffer) = (None, Default::default(), config.table, config.netlink_buffer);
+        Ok(LinuxCp { netns, pairs, thread: None, requests, listener, view, table, netlink_buffer })
     }
 
     /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
@@ -313,7 +328,7 @@ impl LinuxCp {
             taps.push(io::TapIo { index: p.index, file: p.tap.file()?, worker, counters: p.counters.clone() });
         }
         let free = (0..worker::QUEUE).map(|_| Vec::with_capacity(worker::FRAME_BYTES)).collect();
-        let sockets = self.netns.run(|| listener::Listener::sockets(listener::EVENT_BUFFER))?;
+        let sockets = self.netns.run(|| listener::Listener::sockets(self.netlink_buffer))?;
         self.listener = Some(listener::Listener::spawn(sockets, stop.clone())?);
         self.thread = Some(io::spawn(io::Io { taps, workers: lines, used: used_rx, free, stop })?);
         Ok(ends)

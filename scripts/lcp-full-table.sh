@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# A full Internet table through linux-cp: the kernel gets 1 000 000 IPv4 routes (the
+# benchmarks' ip4-1m table, less what overlaps 10.0.0.0/8) and 230 000 IPv6 routes (ip6-bgp)
+# with `ip -batch`, in chunks, while hosts A and B ping each other through vecflow. Checks and
+# prints, for each chunk, the kernel's own time and how long after it vecflow's FIB held every
+# route (vecflow's lag); then that vecflow holds exactly the kernel's routes within a second of
+# the last chunk, that the pings lost nothing, the rate at which a restarted vecflow mirrors the
+# table from its start-up dump (preloaded), and that an overrun (linux-cp.netlink-buffer 4096
+# while the IPv4 table is deleted) ends in a re-dump with exactly the kernel's routes again.
+#
+#     sudo env "PATH=$PATH" scripts/lcp-full-table.sh      # CHUNK=100000 by default
+#
+# Needs root, vecflow on the PATH (a release build: a debug one is far slower), iproute2,
+# ethtool, ping and python3. Everything it makes (namespaces with a random tag, files under a
+# temporary directory) is removed when it ends.
+set -euo pipefail
+
+CHUNK=${CHUNK:-100000}
+vecflow=$(command -v vecflow) || { echo "vecflow is not on the PATH" >&2; exit 1; }
+for tool in ip ethtool ping python3 split; do
+    command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 1; }
+
+tag=$(printf '%04x' $(( (RANDOM ^ $$) & 0xffff )))
+A=ft-a-$tag B=ft-b-$tag R=ft-r-$tag L=ft-l-$tag
+work=$(mktemp -d /tmp/vecflow-table.XXXXXX)
+vecflow_pid= ping_pid=
+cleanup() {
+    for pid in $ping_pid $vecflow_pid; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    for ns in "$A" "$B" "$R" "$L"; do ip netns del "$ns" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+fail() {
+    echo "FAIL: $*" >&2
+    [ -z "$vecflow_pid" ] || { ctl show errors; ctl show interface; ctl show lcp; } >&2 || true
+    tail -n 20 "$work"/vecflow*.log >&2 || true
+    exit 1
+}
+now() { date +%s.%N; }
+secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$1" "$2"; }
+
+# --- A ── wa [vecflow in R, TAPs in L] wb ── B --------------------------------------------
+for ns in "$A" "$B" "$R" "$L"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+link() {  # link HOST-NS PORT ADDRESS4 ADDRESS6 GATEWAY4
+    ip -n "$1" link add eth0 type veth peer name "$2" netns "$R"
+    ip netns exec "$1" ethtool -K eth0 tx off tso off gso off gro off >/dev/null
+    ip netns exec "$R" ethtool -K "$2" tx off tso off gso off gro off >/dev/null
+    ip netns exec "$R" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
+    ip -n "$1" addr add "$3" dev eth0
+    ip -n "$1" addr add "$4" dev eth0 nodad
+    ip -n "$1" link set eth0 up
+    ip -n "$1" route add default via "$5"
+    ip -n "$R" link set "$2" up
+}
+link "$A" to-a 10.77.0.2/24 fd00:77::2/64 10.77.0.1
+link "$B" to-b 10.78.0.2/24 fd00:78::2/64 10.78.0.1
+
+start_vecflow() {  # start_vecflow LOG [EXTRA-LINUX-CP-SETTINGS]
+    cat >"$work/router.yaml" <<EOF
+linux-cp: {netns: $L${2:+, $2}}
+metrics: {enabled: false}
+interfaces:
+  wa: {driver: af-packet, host-interface: to-a, rx-mode: adaptive, addresses: [10.77.0.1/24, 'fd00:77::1/64']}
+  wb: {driver: af-packet, host-interface: to-b, rx-mode: adaptive, addresses: [10.78.0.1/24, 'fd00:78::1/64']}
+EOF
+    ip netns exec "$R" "$vecflow" run -c "$work/router.yaml" --socket "$work/api.sock" >"$work/$1" 2>&1 &
+    vecflow_pid=$!
+    ctl --wait
+}
+stop_vecflow() { kill "$vecflow_pid"; wait "$vecflow_pid" || true; vecflow_pid=; }
+ctl() { "$vecflow" ctl --socket "$work/api.sock" "$@"; }
+# The kernel routes vecflow mirrors, and the listener's overruns and re-dumps.
+lcp_counts() {
+    ctl show lcp --json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(sum(d["kernel_routes"]["mirrored"].values()), d["listener"]["overruns"], d["listener"]["dumps"])'
+}
+mirrored() { lcp_counts | cut -d' ' -f1; }
+# Polls every 10 ms until vecflow mirrors N routes, for up to LIMIT seconds.
+wait_mirrored() {  # wait_mirrored N LIMIT
+    local deadline
+    deadline=$(python3 -c "import time; print(time.time() + $2)")
+    until [ "$(mirrored)" = "$1" ]; do
+        python3 -c "import sys, time; sys.exit(time.time() > $deadline)" || fail "vecflow mirrors $(mirrored) routes after $2 s, not $1"
+        sleep 0.01
+    done
+}
+kernel_routes() { echo $(( $(ip -n "$L" -4 route show proto bgp | wc -l) + $(ip -n "$L" -6 route show proto bgp | wc -l) )); }
+
+start_vecflow vecflow.log
+"$vecflow" generate routes ip4-1m --via 10.77.0.2 --dev wa --exclude 10.0.0.0/8 >"$work/v4"
+"$vecflow" generate routes ip6-bgp --via fd00:77::2 --dev wa >"$work/v6"
+split -l "$CHUNK" -d -a 3 "$work/v4" "$work/chunk.4."
+split -l "$CHUNK" -d -a 3 "$work/v6" "$work/chunk.6."
+
+# --- The pair: A pings B through vecflow for as long as the table loads -------------------
+# Once both have been resolved (the first packet to an unresolved neighbor is dropped).
+ip netns exec "$A" ping -c 3 -i 0.2 -w 10 10.78.0.2 >/dev/null || fail "A cannot ping B through vecflow"
+ip netns exec "$A" ping -q -i 0.002 -s 100 10.78.0.2 >"$work/ping.txt" 2>&1 &
+ping_pid=$!
+
+# --- The table, chunk by chunk ------------------------------------------------------------
+total=0 lag=0
+printf '%-10s %8s %10s %12s\n' chunk routes "kernel (s)" "vecflow lag (s)"
+for f in "$work"/chunk.4.* "$work"/chunk.6.*; do
+    n=$(wc -l <"$f")
+    total=$((total + n))
+    family=-4
+    case $f in *chunk.6.*) family=-6 ;; esac
+    t0=$(now)
+    ip -n "$L" "$family" -batch "$f"
+    t1=$(now)
+    wait_mirrored "$total" 60
+    t2=$(now)
+    lag=$(secs "$t1" "$t2")
+    printf '%-10s %8d %10s %12s\n' "${f##*/chunk.}" "$n" "$(secs "$t0" "$t1")" "$lag"
+done
+python3 -c "import sys; sys.exit(float(sys.argv[1]) > 1.0)" "$lag" || fail "vecflow's FIB matched the kernel ${lag} s after the last chunk (over 1 s)"
+[ "$(kernel_routes)" = "$total" ] || fail "the kernel has $(kernel_routes) routes, not $total"
+echo "vecflow mirrors all $total routes ${lag} s after the last chunk"
+for prefix in $(shuf -n 5 --random-source="$work/v4" "$work/v4" | cut -d' ' -f3) $(shuf -n 5 --random-source="$work/v6" "$work/v6" | cut -d' ' -f3); do
+    family=ip
+    case $prefix in *:*) family=ip6 ;; esac
+    ctl show "$family" fib "$prefix" | grep -q "^$prefix .*kernel .*out wa" || fail "$prefix is not in vecflow's FIB as the kernel's"
+done
+
+kill -INT "$ping_pid"
+wait "$ping_pid" || true
+ping_pid=
+sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' "$work/ping.txt")
+got=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' "$work/ping.txt")
+echo "the pair while the table loaded: $sent pings sent, $got answered"
+[ -n "$sent" ] && [ "$sent" -gt 100 ] && [ $((sent - got)) -le 1 ] || fail "the pair lost pings: $(cat "$work/ping.txt")"
+
+# --- The same table, preloaded: mirrored from the start-up dump ---------------------------
+stop_vecflow
+t0=$(now)
+start_vecflow vecflow-preloaded.log
+wait_mirrored "$total" 60
+t1=$(now)
+took=$(secs "$t0" "$t1")
+echo "preloaded: vecflow started and mirrored $total routes in $took s ($(python3 -c "print(round($total / $took))") routes/s)"
+
+# --- An overrun: a 4 KiB receive buffer while the IPv4 table is deleted -------------------
+stop_vecflow
+start_vecflow vecflow-overrun.log "netlink-buffer: 4096"
+wait_mirrored "$total" 60
+sed 's/^route add \([^ ]*\) .*/route del \1/' "$work/v4" >"$work/del4"
+ip -n "$L" -4 -batch "$work/del4"
+v6=$(wc -l <"$work/v6")
+wait_mirrored "$v6" 60
+read -r left overruns dumps <<<"$(lcp_counts)"
+[ "$(kernel_routes)" = "$v6" ] || fail "the kernel has $(kernel_routes) routes, not $v6"
+[ "$overruns" -ge 1 ] && [ "$dumps" -ge 2 ] || fail "no overrun and re-dump: $overruns overruns, $dumps dumps"
+echo "overrun: $overruns overruns, $dumps dumps; vecflow mirrors exactly the kernel's $left routes"
+stop_vecflow
+echo "lcp-full-table: OK"
