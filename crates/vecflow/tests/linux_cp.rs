@@ -274,6 +274,24 @@ fn the_kernels_routes_through_the_taps_are_mirrored_into_the_fib() {
     serve_until(&mut dp, "both gone", |dp| {
         !fib(dp, "203.0.113.0/24").contains("kernel") && !fib(dp, "198.18.0.0/24").contains("kernel")
     });
+    // IPv4: an appended route to a prefix is used once the first one is deleted.
+    ip(&["route", "add", "198.18.9.0/24", "via", "192.0.2.20", "dev", &a, "proto", "bgp"]);
+    ip(&["route", "append", "198.18.9.0/24", "via", "192.0.2.21", "dev", &a, "proto", "bgp"]);
+    serve_until(&mut dp, "the first of two", |dp| has(&fib(dp, "198.18.9.0/24"), "192.0.2.20"));
+    ip(&["route", "del", "198.18.9.0/24", "via", "192.0.2.20", "dev", &a]);
+    serve_until(&mut dp, "the appended one", |dp| has(&fib(dp, "198.18.9.0/24"), "192.0.2.21"));
+    // IPv6: next hops appended one by one, and one of three deleted.
+    let fib6 = |dp: &mut Dataplane| cli.execute(dp, "show ip6 fib 2001:db8:99::/48").unwrap().text;
+    ip(&["-6", "route", "add", "2001:db8:99::/48", "via", "fe80::20", "dev", &a, "proto", "bgp"]);
+    for gw in ["fe80::21", "fe80::22"] {
+        ip(&["-6", "route", "append", "2001:db8:99::/48", "via", gw, "dev", &a, "proto", "bgp"]);
+    }
+    serve_until(&mut dp, "three IPv6 paths", |dp| fib6(dp).contains("multipath: 3 paths"));
+    ip(&["-6", "route", "del", "2001:db8:99::/48", "via", "fe80::21", "dev", &a]);
+    serve_until(&mut dp, "two IPv6 paths left", |dp| {
+        let f = fib6(dp);
+        f.contains("multipath: 2 paths") && f.contains("fe80::22 ") && !f.contains("fe80::21 ")
+    });
     // Linux removes IPv4 routes without a message when their link's last IPv4 address goes,
     // or the link goes down: vecflow withdraws them itself.
     ip(&["addr", "add", "198.51.100.1/24", "dev", &a]);

@@ -9,7 +9,7 @@ use super::neighbors::{KernelNeighbor, neighbor_of};
 pub use super::netlink::{EVENT_BUFFER, Netlink};
 use super::netlink::{Message, Received};
 use super::nexthops::{NextHopMessage, NextHopObject};
-use super::routes::{KernelRoute, RouteKey, route_of};
+use super::routes::{Alternatives, KernelRoute, RouteKey, route_of};
 use crate::config::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
@@ -51,8 +51,10 @@ pub struct KernelView {
     pub neighbors: BTreeMap<(u32, IpAddr), KernelNeighbor>,
     /// Every next-hop object, by id.
     pub nexthops: BTreeMap<u32, NextHopObject>,
-    /// Every unicast-table route (of every table).
+    /// Every unicast-table route (of every table): the one the kernel uses for its key.
     pub routes: BTreeMap<RouteKey, KernelRoute>,
+    /// The IPv4 routes of a key after the one used (the listener's view only keeps them).
+    pub alternatives: Alternatives,
 }
 
 /// One change in the kernel's links, addresses and routes.
@@ -84,7 +86,7 @@ impl KernelView {
     /// Takes in one message; the changes it made: the message's own and, before it, what
     /// the kernel removes silently with it ([`KernelView::silently_removed`]).
     pub fn apply(&mut self, message: &Message) -> Vec<Change> {
-        match change_of(message) {
+        match self.change_of(message) {
             Some(change) => self.apply_all(change),
             None => Vec::new(),
         }
@@ -259,22 +261,30 @@ impl KernelView {
     }
 }
 
-/// The change a message describes, if it is one the view keeps.
-fn change_of(message: &Message) -> Option<Change> {
-    let message = match message {
-        Message::NextHop(NextHopMessage { id, object }) => return Some(Change::NextHop(*id, object.clone())),
-        Message::Route(m) => m,
-    };
+impl KernelView {
+    /// The change a message describes, if it is one the view keeps.
+    fn change_of(&mut self, message: &Message) -> Option<Change> {
+        let (message, flags) = match message {
+            Message::NextHop(NextHopMessage { id, object }) => return Some(Change::NextHop(*id, object.clone())),
+            Message::Route { message, flags } => (message, *flags),
+        };
+        if let RouteNetlinkMessage::NewRoute(_) | RouteNetlinkMessage::DelRoute(_) = message {
+            let (key, route) = route_of(message)?;
+            let new = matches!(message, RouteNetlinkMessage::NewRoute(_));
+            let now = self.alternatives.route_message(key, route, new, flags, self.routes.get(&key))?;
+            return Some(Change::Route(key, now));
+        }
+        change_of(message)
+    }
+}
+
+/// The change a message (not a route's) describes, if it is one the view keeps.
+fn change_of(message: &RouteNetlinkMessage) -> Option<Change> {
     Some(match message {
         RouteNetlinkMessage::NewLink(l) => Change::Link(l.header.index, Some(link_facts(l))),
         RouteNetlinkMessage::DelLink(l) => Change::Link(l.header.index, None),
         RouteNetlinkMessage::NewAddress(a) => Change::Address(a.header.index, address_prefix(a)?, true),
         RouteNetlinkMessage::DelAddress(a) => Change::Address(a.header.index, address_prefix(a)?, false),
-        RouteNetlinkMessage::NewRoute(_) => {
-            let (key, route) = route_of(message)?;
-            Change::Route(key, Some(route))
-        }
-        RouteNetlinkMessage::DelRoute(_) => Change::Route(route_of(message)?.0, None),
         RouteNetlinkMessage::NewNeighbour(_) | RouteNetlinkMessage::DelNeighbour(_) => {
             let (index, address, entry) = neighbor_of(message)?;
             Change::Neighbor(index, address, entry)
@@ -446,6 +456,11 @@ mod tests {
         assert!(old.addresses.is_empty());
     }
 
+    /// `message` as a notification (no flags).
+    fn route(message: RouteNetlinkMessage) -> Message {
+        Message::Route { message, flags: 0 }
+    }
+
     #[test]
     fn messages_give_links_and_own_addresses() {
         let mut link = LinkMessage::default();
@@ -460,13 +475,13 @@ mod tests {
         addr.attributes.push(AddressAttribute::Local("10.0.0.1".parse().unwrap()));
         let mut view = KernelView::default();
         let up = Some(LinkFacts { up: true, carrier: true, mtu: 1400 });
-        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::NewLink(link.clone()))), [Change::Link(7, up)]);
-        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::NewLink(link.clone()))), [], "nothing new");
-        let added = view.apply(&Message::Route(RouteNetlinkMessage::NewAddress(addr.clone())));
+        assert_eq!(view.apply(&route(RouteNetlinkMessage::NewLink(link.clone()))), [Change::Link(7, up)]);
+        assert_eq!(view.apply(&route(RouteNetlinkMessage::NewLink(link.clone()))), [], "nothing new");
+        let added = view.apply(&route(RouteNetlinkMessage::NewAddress(addr.clone())));
         assert_eq!(added, [Change::Address(7, p("10.0.0.1/24"), true)]);
         addr.header.prefix_len = 33;
-        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::NewAddress(addr))), [], "a bad length is ignored");
-        assert_eq!(view.apply(&Message::Route(RouteNetlinkMessage::DelLink(link))), [Change::Link(7, None)]);
+        assert_eq!(view.apply(&route(RouteNetlinkMessage::NewAddress(addr))), [], "a bad length is ignored");
+        assert_eq!(view.apply(&route(RouteNetlinkMessage::DelLink(link))), [Change::Link(7, None)]);
         assert!(view.addresses.is_empty());
     }
 

@@ -39,8 +39,14 @@ const GROUPS: [u32; 7] = [
 /// One rtnetlink message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
-    /// One `netlink-packet-route` reads: a link's, an address's, a route's.
-    Route(RouteNetlinkMessage),
+    /// One `netlink-packet-route` reads (a link's, an address's, a route's), with its
+    /// header's flags (`NLM_F_APPEND`, `NLM_F_REPLACE`, `NLM_F_MULTIPART` in a dump's answer).
+    Route {
+        /// The message.
+        message: RouteNetlinkMessage,
+        /// The netlink header's flags.
+        flags: u16,
+    },
     /// A next-hop object's.
     NextHop(NextHopMessage),
 }
@@ -250,7 +256,7 @@ impl Netlink {
                 }
             } else {
                 match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[at..at + len]) {
-                    Ok(m) => out.push((m.header, route_payload(m.payload))),
+                    Ok(m) => out.push((m.header, route_payload(m.payload, m.header.flags))),
                     Err(e) => tracing::debug!("linux-cp netlink: skipping a message: {e}"),
                 }
             }
@@ -263,10 +269,10 @@ impl Netlink {
 /// The dump request flags.
 const DUMP: u16 = NLM_F_REQUEST | NLM_F_DUMP;
 
-/// `payload` with its inner message as a [`Message`].
-fn route_payload(payload: NetlinkPayload<RouteNetlinkMessage>) -> NetlinkPayload<Message> {
+/// `payload` (of a message with header flags `flags`) with its inner message as a [`Message`].
+fn route_payload(payload: NetlinkPayload<RouteNetlinkMessage>, flags: u16) -> NetlinkPayload<Message> {
     match payload {
-        NetlinkPayload::InnerMessage(m) => NetlinkPayload::InnerMessage(Message::Route(m)),
+        NetlinkPayload::InnerMessage(message) => NetlinkPayload::InnerMessage(Message::Route { message, flags }),
         NetlinkPayload::Done(d) => NetlinkPayload::Done(d),
         NetlinkPayload::Error(e) => NetlinkPayload::Error(e),
         NetlinkPayload::Overrun(o) => NetlinkPayload::Overrun(o),

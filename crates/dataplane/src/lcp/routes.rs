@@ -5,8 +5,10 @@
 
 use crate::config::IpPrefix;
 use crate::l3::Reject;
+use netlink_packet_core::{NLM_F_APPEND, NLM_F_MULTIPART, NLM_F_REPLACE};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// The main routing table's id.
@@ -110,6 +112,97 @@ pub fn route_of(message: &RouteNetlinkMessage) -> Option<(RouteKey, KernelRoute)
     Some((key, KernelRoute::Unicast { hops, protocol }))
 }
 
+/// The IPv4 routes of a key after the one the kernel uses (`ip route append` makes them; the
+/// next one takes over when the first is deleted), and how a route message changes the route
+/// of its key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Alternatives(BTreeMap<RouteKey, Vec<KernelRoute>>);
+
+impl Alternatives {
+    /// What route message `route` of `key` (added when `new`, with header flags `flags`)
+    /// makes of the route the kernel uses, `current`: `Some(Some(route))` a new one,
+    /// `Some(None)` none, `None` no change (an alternative came or went). IPv4: an append
+    /// (or a dump's second route) is an alternative, a replace replaces, an add over a route
+    /// prepends; a delete removes the route whose next hops it names (or the one used),
+    /// the next alternative taking over. IPv6 (whose messages list a route's every next hop
+    /// when one is added): a delete naming next hops removes only those.
+    pub fn route_message(
+        &mut self,
+        key: RouteKey,
+        route: KernelRoute,
+        new: bool,
+        flags: u16,
+        current: Option<&KernelRoute>,
+    ) -> Option<Option<KernelRoute>> {
+        let v4 = key.prefix.addr.is_ipv4();
+        let Some(current) = current else {
+            return new.then_some(Some(route));
+        };
+        if new {
+            if !v4 || flags & NLM_F_REPLACE != 0 {
+                return Some(Some(route));
+            }
+            let list = self.0.entry(key).or_default();
+            if flags & (NLM_F_APPEND | NLM_F_MULTIPART) != 0 {
+                list.push(route);
+                return None;
+            }
+            list.insert(0, current.clone());
+            return Some(Some(route));
+        }
+        let named = named_hops(&route);
+        if v4 {
+            let others = self.0.get_mut(&key);
+            match (named, others) {
+                (Some(hops), Some(list)) if !same_hops(current, hops) && list.iter().any(|r| same_hops(r, hops)) => {
+                    list.retain(|r| !same_hops(r, hops));
+                    if list.is_empty() {
+                        self.0.remove(&key);
+                    }
+                    None
+                }
+                (_, Some(list)) => {
+                    let next = list.remove(0);
+                    if list.is_empty() {
+                        self.0.remove(&key);
+                    }
+                    Some(Some(next))
+                }
+                (_, None) => Some(None),
+            }
+        } else {
+            match (current, named) {
+                (KernelRoute::Unicast { hops, protocol }, Some(gone)) => {
+                    let left: Vec<KernelHop> =
+                        hops.iter().filter(|h| !gone.iter().any(|g| same_hop(g, h))).copied().collect();
+                    let changed = left.len() != hops.len() && !left.is_empty();
+                    Some(changed.then_some(KernelRoute::Unicast { hops: left, protocol: *protocol }))
+                }
+                _ => Some(None),
+            }
+        }
+    }
+}
+
+/// The next hops a route message names, if it names any (a delete by prefix alone does not).
+fn named_hops(route: &KernelRoute) -> Option<&[KernelHop]> {
+    match route {
+        KernelRoute::Unicast { hops, .. } if hops.iter().any(|h| h.gateway.is_some() || h.ifindex != 0) => Some(hops),
+        _ => None,
+    }
+}
+
+/// Whether two next hops are the same gateway on the same device.
+fn same_hop(a: &KernelHop, b: &KernelHop) -> bool {
+    (a.gateway, a.ifindex) == (b.gateway, b.ifindex)
+}
+
+/// Whether `route` goes through exactly `hops`.
+fn same_hops(route: &KernelRoute, hops: &[KernelHop]) -> bool {
+    matches!(route, KernelRoute::Unicast { hops: mine, .. }
+        if mine.len() == hops.len() && mine.iter().zip(hops).all(|(a, b)| same_hop(a, b)))
+}
+
 /// The kernel's own routes for the subnets of its addresses (`proto kernel`).
 pub const PROTOCOL_KERNEL: u8 = 2;
 
@@ -198,5 +291,38 @@ mod tests {
         m.header.kind = RouteType::Prohibit;
         assert_eq!(route_of(&RouteNetlinkMessage::NewRoute(m)).unwrap().1, KernelRoute::Reject(Reject::Prohibit));
         assert!(route_of(&message("10.0.0.0", 33, vec![])).is_none(), "a bad length");
+    }
+
+    #[test]
+    fn appends_prepends_and_deletes_of_one_next_hop_change_the_route_used_as_linux_does() {
+        let key = |p: &str| RouteKey { table: 254, prefix: p.parse().unwrap(), metric: 0 };
+        let via = |gw: &str| KernelRoute::Unicast {
+            hops: vec![KernelHop { gateway: Some(gw.parse().unwrap()), ifindex: 3, weight: 1 }],
+            protocol: 186,
+        };
+        let (k, mut alt) = (key("10.99.0.0/16"), Alternatives::default());
+        let (a, b, c) = (via("10.9.0.2"), via("10.9.0.3"), via("10.9.0.4"));
+        // IPv4: an append is an alternative, an add over a route prepends.
+        assert_eq!(alt.route_message(k, a.clone(), true, 0, None), Some(Some(a.clone())));
+        assert_eq!(alt.route_message(k, b.clone(), true, NLM_F_APPEND, Some(&a)), None);
+        assert_eq!(alt.route_message(k, c.clone(), true, 0, Some(&a)), Some(Some(c.clone())), "prepended");
+        // Deleting an alternative changes nothing; deleting the one used promotes the next.
+        assert_eq!(alt.route_message(k, b.clone(), false, 0, Some(&c)), None);
+        assert_eq!(alt.route_message(k, c.clone(), false, 0, Some(&c)), Some(Some(a.clone())));
+        assert_eq!(alt.route_message(k, a.clone(), false, 0, Some(&a)), Some(None));
+        assert_eq!(alt, Alternatives::default());
+        // IPv6: a delete naming one next hop of three leaves two.
+        let k6 = key("2001:db8:99::/48");
+        let hop = |gw: &str| KernelHop { gateway: Some(gw.parse().unwrap()), ifindex: 3, weight: 1 };
+        let three = KernelRoute::Unicast {
+            hops: vec![hop("2001:db8::2"), hop("2001:db8::3"), hop("2001:db8::4")],
+            protocol: 3,
+        };
+        let one = KernelRoute::Unicast { hops: vec![hop("2001:db8::3")], protocol: 3 };
+        let two = KernelRoute::Unicast { hops: vec![hop("2001:db8::2"), hop("2001:db8::4")], protocol: 3 };
+        assert_eq!(alt.route_message(k6, one, false, 0, Some(&three)), Some(Some(two.clone())));
+        let whole =
+            KernelRoute::Unicast { hops: vec![KernelHop { gateway: None, ifindex: 0, weight: 1 }], protocol: 3 };
+        assert_eq!(alt.route_message(k6, whole, false, 0, Some(&two)), Some(None), "a delete by prefix alone");
     }
 }
