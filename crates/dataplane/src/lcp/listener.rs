@@ -369,6 +369,31 @@ fn listen(mut events: Netlink, mut dumps: Netlink, tx: &Sender<Change>, c: &List
     let mut view = KernelView::default();
     let mut dump_due = true;
     while !stop.load(Relaxed) {
+        if dump_due && c.dumps.load(Relaxed) == 0 {
+            // The first dump: each change goes out as it is read, so that the control thread
+            // mirrors a full table while the rest of it is still being read. An interrupted
+            // one is followed by a dump whose difference is handed over.
+            let mut closed = false;
+            let sent = dumps.dump_each(&mut |m| {
+                for change in view.apply(&m) {
+                    closed |= tx.send(change).is_err();
+                }
+            });
+            if closed {
+                return;
+            }
+            match sent {
+                Ok(consistent) => {
+                    c.dumps.fetch_add(1, Release);
+                    dump_due = !consistent;
+                }
+                Err(e) => {
+                    tracing::warn!("linux-cp netlink: dump: {e}");
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+            }
+        }
         if dump_due {
             match dumps.dump_all() {
                 Ok(messages) => {

@@ -105,47 +105,74 @@ impl Netlink {
     /// from a dump repeated while the kernel marks it interrupted by a change
     /// (`NLM_F_DUMP_INTR`). A kernel without next-hop objects has none.
     pub fn dump_all(&mut self) -> io::Result<Vec<Message>> {
-        let mut all = self.dump(|n| n.send(RouteNetlinkMessage::GetLink(LinkMessage::default()), DUMP))?;
-        all.extend(self.dump(|n| n.send(RouteNetlinkMessage::GetAddress(AddressMessage::default()), DUMP))?);
-        all.extend(self.dump(|n| n.send(RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()), DUMP))?);
-        match self.dump(|n| n.send_bytes(nexthops::dump_request)) {
-            Ok(objects) => all.extend(objects),
-            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
-            Err(e) => return Err(e),
-        }
-        for family in [AddressFamily::Inet, AddressFamily::Inet6] {
-            let mut m = RouteMessage::default();
-            m.header.address_family = family;
-            all.extend(self.dump(|n| n.send(RouteNetlinkMessage::GetRoute(m.clone()), DUMP))?);
+        let mut all = Vec::new();
+        for kind in Dump::ALL {
+            let mut tries = 0;
+            loop {
+                let mut out = Vec::new();
+                match self.dump(kind, &mut |m| out.push(m)) {
+                    Ok(true) => {
+                        all.extend(out);
+                        break;
+                    }
+                    Ok(false) if tries + 1 < DUMP_TRIES => tries += 1,
+                    Ok(false) => {
+                        return Err(io::Error::other(format!("the kernel interrupted {DUMP_TRIES} dumps in a row")));
+                    }
+                    Err(e) if kind == Dump::NextHops && e.raw_os_error() == Some(libc::EOPNOTSUPP) => break,
+                    Err(e) => return Err(e),
+                }
+            }
         }
         Ok(all)
     }
 
-    /// The answer to the dump request `request` sends (returning its sequence number).
-    fn dump(&mut self, request: impl Fn(&mut Self) -> io::Result<u32>) -> io::Result<Vec<Message>> {
-        for _ in 0..DUMP_TRIES {
-            let seq = request(self)?;
-            let mut out = Vec::new();
-            let mut interrupted = false;
-            'reply: loop {
-                for (header, payload) in self.read()? {
-                    if header.sequence_number != seq {
-                        continue;
-                    }
-                    interrupted |= header.flags & NLM_F_DUMP_INTR != 0;
-                    match payload {
-                        NetlinkPayload::InnerMessage(m) => out.push(m),
-                        NetlinkPayload::Done(_) => break 'reply,
-                        NetlinkPayload::Error(e) => return Err(e.to_io()),
-                        _ => {}
-                    }
-                }
-            }
-            if !interrupted {
-                return Ok(out);
+    /// Every link, address, neighbor, next-hop object and route of the namespace, handed to
+    /// `sink` as they are read (each kind dumped once); true when the kernel marked none of
+    /// the dumps interrupted by a change (`NLM_F_DUMP_INTR`).
+    pub fn dump_each(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        let mut consistent = true;
+        for kind in Dump::ALL {
+            match self.dump(kind, sink) {
+                Ok(whole) => consistent &= whole,
+                Err(e) if kind == Dump::NextHops && e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+                Err(e) => return Err(e),
             }
         }
-        Err(io::Error::other(format!("the kernel interrupted {DUMP_TRIES} dumps in a row")))
+        Ok(consistent)
+    }
+
+    /// Dumps `kind` once, handing each message to `sink`; false when the kernel marked the
+    /// dump interrupted by a change.
+    fn dump(&mut self, kind: Dump, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        let route = |family| {
+            let mut m = RouteMessage::default();
+            m.header.address_family = family;
+            RouteNetlinkMessage::GetRoute(m)
+        };
+        let seq = match kind {
+            Dump::Links => self.send(RouteNetlinkMessage::GetLink(LinkMessage::default()), DUMP)?,
+            Dump::Addresses => self.send(RouteNetlinkMessage::GetAddress(AddressMessage::default()), DUMP)?,
+            Dump::Neighbors => self.send(RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()), DUMP)?,
+            Dump::NextHops => self.send_bytes(nexthops::dump_request)?,
+            Dump::Routes4 => self.send(route(AddressFamily::Inet), DUMP)?,
+            Dump::Routes6 => self.send(route(AddressFamily::Inet6), DUMP)?,
+        };
+        let mut interrupted = false;
+        loop {
+            for (header, payload) in self.read()? {
+                if header.sequence_number != seq {
+                    continue;
+                }
+                interrupted |= header.flags & NLM_F_DUMP_INTR != 0;
+                match payload {
+                    NetlinkPayload::InnerMessage(m) => sink(m),
+                    NetlinkPayload::Done(_) => return Ok(!interrupted),
+                    NetlinkPayload::Error(e) => return Err(e.to_io()),
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// Sets `prefix` on link `ifindex` (adds it, or replaces it when it is there).
@@ -264,6 +291,23 @@ impl Netlink {
         }
         Ok(out)
     }
+}
+
+/// What a dump asks for, in the order they are dumped (next-hop objects before the routes
+/// that name them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dump {
+    Links,
+    Addresses,
+    Neighbors,
+    NextHops,
+    Routes4,
+    Routes6,
+}
+
+impl Dump {
+    const ALL: [Dump; 6] =
+        [Dump::Links, Dump::Addresses, Dump::Neighbors, Dump::NextHops, Dump::Routes4, Dump::Routes6];
 }
 
 /// The dump request flags.
