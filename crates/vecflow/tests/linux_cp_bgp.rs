@@ -452,6 +452,13 @@ fn frr_bgp_routes_through_next_hop_objects_are_forwarded_by_vecflow() {
             fail(&format!("zebra's route to {prefix} through a next-hop object"), &kernel);
         }
     }
+    // vecflow asked for the MAC of the route's link-local next hop when the route came: it is
+    // resolved before any packet needs it.
+    let resolved =
+        |r: &[String]| kernel_route(r, &["via fe80:", "out wb ("]) && !r.iter().any(|l| l.contains("unresolved"));
+    if let Err(rows) = wait_fib(dir, &format!("{B6}/128"), 3, resolved) {
+        fail("B's IPv6 loopback's next hop resolved before any traffic", &rows.join("\n"));
+    }
     for args in [&["-I", A4, B4][..], &["-6", "-I", A6, B6]] {
         let (ok, out) = ping_until(&lab, &lab.a, args, 10);
         if !ok {

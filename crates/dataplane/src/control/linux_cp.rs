@@ -8,7 +8,7 @@ use crate::control::engine::Dataplane;
 use crate::interface::Interface;
 use crate::l3::rib::{RouteChange, Source};
 use crate::lcp::neighbors::{KernelNeighbor, Trust};
-use crate::neighbor::punt::{Event, Learn};
+use crate::neighbor::punt::{Event, Learn, Probe};
 use std::net::IpAddr;
 use std::time::Instant;
 use wire::MacAddr;
@@ -177,8 +177,30 @@ impl Dataplane {
                 })
                 .collect(),
         };
+        self.resolve_next_hops(done.iter().filter_map(|c| c.target.as_ref()));
         for c in done {
             self.kernel_routes.set(crate::config::IpPrefix { addr: c.prefix, len: c.len }, c.target);
+        }
+    }
+
+    /// Has worker 0 ask for the MAC of each next hop of `targets` the neighbor table has no
+    /// entry for (an ARP request, a neighbor solicitation), so that a route learned from the
+    /// kernel is resolved before its first packet rather than by dropping that packet.
+    fn resolve_next_hops<'a>(&mut self, targets: impl Iterator<Item = &'a crate::l3::objects::Target>) {
+        let now = Instant::now();
+        let mut asked = std::collections::BTreeSet::new();
+        for t in targets {
+            let crate::l3::objects::Target::Paths { hops, .. } = t else { continue };
+            for h in hops {
+                if self.neighbors.knows(h.tx_if, h.via) || !asked.insert((h.tx_if, h.via)) {
+                    continue;
+                }
+                self.neighbors.on_event(Event::Resolving { interface: h.tx_if, address: h.via }, now);
+                let probe = Probe { interface: h.tx_if, address: h.via, mac: None };
+                if self.probes.try_send(probe).is_err() {
+                    tracing::debug!("probe queue full: {probe:?} not sent");
+                }
+            }
         }
     }
 

@@ -233,6 +233,11 @@ impl Neighbors {
         }
     }
 
+    /// Whether the table has an entry for `address` on `interface` (in any state).
+    pub fn knows(&self, interface: u16, address: IpAddr) -> bool {
+        self.entries.contains_key(&(interface, address))
+    }
+
     /// The MACs workers forward with: every entry that has one.
     pub fn macs(&self) -> HashMap<(u16, IpAddr), MacAddr> {
         self.entries.iter().filter_map(|(&k, e)| Some((k, e.mac?))).collect()
