@@ -631,9 +631,7 @@ impl Dataplane {
         }
         let (aged, probes) = self.neighbors.age(now);
         for p in probes {
-            if self.probes.try_send(p).is_err() {
-                tracing::debug!("probe queue full: {p:?} not sent");
-            }
+            self.send_probe(p);
         }
         if changed || aged {
             let live = self.liveness();
@@ -645,6 +643,13 @@ impl Dataplane {
             if Arc::ptr_eq(&before, &self.tables) {
                 self.republish();
             }
+        }
+    }
+
+    /// Has worker 0 send probe `p` (dropped, and logged, when its queue is full).
+    pub(super) fn send_probe(&self, p: Probe) {
+        if self.probes.try_send(p).is_err() {
+            tracing::debug!("probe queue full: {p:?} not sent");
         }
     }
 

@@ -196,10 +196,7 @@ impl Dataplane {
                     continue;
                 }
                 self.neighbors.on_event(Event::Resolving { interface: h.tx_if, address: h.via }, now);
-                let probe = Probe { interface: h.tx_if, address: h.via, mac: None };
-                if self.probes.try_send(probe).is_err() {
-                    tracing::debug!("probe queue full: {probe:?} not sent");
-                }
+                self.send_probe(Probe { interface: h.tx_if, address: h.via, mac: None });
             }
         }
     }
