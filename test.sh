@@ -202,20 +202,25 @@ miri "" buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot
 miri -Zmiri-disable-weak-memory-emulation fib::
 
 # Runs fuzz target $2 of crate $1 for FUZZ_SECONDS with a fixed seed, from its corpus plus any
-# seed directories given after; fails on a crash, a leak or a broken invariant.
+# seed directories given after (arguments starting with '-' go to libFuzzer); fails on a
+# crash, a leak or a broken invariant.
 fuzz() {
     local crate=$1 target=$2
     shift 2
+    local seeds=() flags=()
+    for a in "$@"; do
+        if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
+    done
     step "fuzz $crate/$target for ${FUZZ_SECONDS}s (cargo +nightly fuzz, seed 1)"
     local log="$PWD/target/fuzz-$crate-$target.log"
     mkdir -p "crates/$crate/fuzz/corpus/$target"
-    (cd "crates/$crate/fuzz" && cargo +nightly fuzz run "$target" "corpus/$target" "$@" -- \
-        -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 >"$log" 2>&1) || true
+    (cd "crates/$crate/fuzz" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
+        -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 "${flags[@]}" >"$log" 2>&1) || true
     grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
     grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; exit 1; }
 }
 fuzz sflow decode
-fuzz dataplane packets
+fuzz dataplane packets -max_len=30000
 fuzz dataplane config "$PWD/examples"
 
 step "summary"

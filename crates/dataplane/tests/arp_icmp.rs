@@ -153,3 +153,43 @@ fn big_packets_are_fragmented_or_answered_with_fragmentation_needed() {
     assert_eq!((f[34], f[35], u16::from_be_bytes([f[40], f[41]])), (3, 4, 576), "fragmentation needed, MTU 576");
     assert_eq!(g.counters.error(1, DropReason::FragNeeded).get(), 1);
 }
+
+#[test]
+fn jumbo_packets_are_fragmented_to_a_smaller_mtu_or_answered_with_it() {
+    let (mut g, _) = common::graph(
+        "
+buffers: {data-size: 9216}
+interfaces:
+  port0: {index: 1, mac: '9c:69:b4:61:a1:dc', addresses: [100.64.0.1/31], mtu: 9000}
+  lan: {index: 5, mac: '02:fe:00:00:00:05', addresses: [10.5.0.1/24], mtu: 1500}
+routes:
+  - {prefix: 16.0.0.0/24, via: 100.64.0.0}
+  - {prefix: 48.0.0.0/24, via: 10.5.0.2}
+neighbors:
+  - {interface: port0, address: 100.64.0.0, mac: '00:1b:21:06:00:00'}
+  - {interface: lan, address: 10.5.0.2, mac: '02:00:00:00:05:02'}
+",
+    );
+    let df_clear = ip_frame([48, 0, 0, 9], 64, false, 9000, false);
+    let out = drive(&mut g, 1, std::slice::from_ref(&df_clear), NodeId::GeneratorTx);
+    // 8980 bytes of data in pieces of at most 1480: six full ones and one of 100.
+    let mut data = Vec::new();
+    for (k, (tx_if, _, f)) in out.iter().enumerate() {
+        assert_eq!(*tx_if, 5);
+        let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
+        assert!(ip.checksum_ok() && usize::from(ip.total_len()) <= 1500);
+        let flags = u16::from_be_bytes([f[20], f[21]]);
+        assert_eq!((flags & 0x1fff, flags & 0x2000 != 0), (k as u16 * 185, k + 1 < out.len()));
+        data.extend_from_slice(&f[34..14 + usize::from(ip.total_len())]);
+    }
+    assert_eq!(out.len(), 7);
+    assert_eq!(data, df_clear[34..], "the fragments carry the whole payload in order");
+
+    let df_set = ip_frame([48, 0, 0, 9], 64, false, 9000, true);
+    let out = drive(&mut g, 1, &[df_set], NodeId::GeneratorTx);
+    assert_eq!(out.len(), 1);
+    let (tx_if, _, f) = &out[0];
+    assert_eq!(*tx_if, 1, "back toward the source");
+    assert_eq!((f[34], f[35], u16::from_be_bytes([f[40], f[41]])), (3, 4, 1500), "fragmentation needed, MTU 1500");
+    assert!(f.len() <= 14 + 576, "the answer quotes no more than an ICMP error may: {} bytes", f.len());
+}

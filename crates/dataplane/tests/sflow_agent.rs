@@ -474,3 +474,40 @@ interfaces:
     let in_second = at.iter().filter(|&&t| (1.0..2.0).contains(&t)).count();
     assert!((190..=210).contains(&in_second), "{in_second} discard samples from 1 s to 2 s (limit 200/s)");
 }
+
+#[test]
+fn jumbo_frames_are_sampled_with_their_whole_length() {
+    let Collected { dp, flows, .. } = run_until(
+        |port| {
+            Config::load(&format!(
+                "
+buffers: {{data-size: 9216}}
+sflow: {{sampling-rate: 10, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
+interfaces:
+  port0:
+    mac: 9c:69:b4:61:a1:dc
+    addresses: [100.64.0.1/31]
+    mtu: 9000
+    sflow: {{}}
+    generator: {{streams: [{{src-mac: 00:1b:21:06:00:00, dst-ip: 48.0.0.1, frame-size: 9004, rate-pps: 20000}}]}}
+  port1: {{mac: 9c:69:b4:61:a1:dd, addresses: [100.64.1.1/31], mtu: 9000}}
+routes:
+  - {{prefix: 48.0.0.0/24, via: 100.64.1.0}}
+neighbors:
+  - {{interface: port1, address: 100.64.1.0, mac: 00:1b:21:06:00:01}}
+"
+            ))
+            .unwrap()
+        },
+        |dp| dp.sflow().is_some_and(|(_, t, _)| t.samples_encoded >= 20),
+    );
+    let samples = &flows[&1];
+    assert!(samples.len() >= 20, "{}", samples.len());
+    for f in samples {
+        let FlowRecord::RawHeader(h) = &f.records[0] else { panic!("raw header first") };
+        assert_eq!((h.frame_length, h.stripped), (9004, 4), "the whole frame on the wire, FCS included");
+        assert_eq!(h.header.len(), 128, "header-bytes, not the frame");
+    }
+    let stats = dp.interface_stats(2);
+    assert!(stats.tx_packets > 0 && stats.tx_octets == stats.tx_packets * 9000, "routed whole: {stats:?}");
+}

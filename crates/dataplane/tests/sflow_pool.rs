@@ -47,7 +47,12 @@ fn workers(rate: u32, depth: u32) -> Vec<(Graph, Consumer)> {
     let counters = [Arc::new(WorkerCounters::new()), Arc::new(WorkerCounters::new())];
     (0..2)
         .map(|w| {
-            let mut g = Graph::new(1024, f.tables.clone(), f.fib.fibs(), counters[w].clone()).unwrap();
+            let mut g = Graph::new(
+                dataplane::runtime::buffer::BufferPool::new(1024).unwrap(),
+                f.tables.clone(),
+                f.fib.fibs(),
+                counters[w].clone(),
+            );
             let (producer, consumer) = Ring::new(depth).split();
             let bucket = WorkerBudget::new(DropBudget::new(1), 0);
             let peers = counters.to_vec();

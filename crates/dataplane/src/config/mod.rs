@@ -24,12 +24,10 @@ mod types;
 pub use crate::drivers::config::{
     AfPacketConfig, AfXdpConfig, MAX_PCAP_RATE, PcapConfig, PollMode, XdpModeConfig, ZeroCopyConfig,
 };
-pub use crate::drivers::stream_config::{
-    AddrRange, GeneratorConfig, MAX_FRAME_SIZE, RangeMode, StreamConfig, Template,
-};
+pub use crate::drivers::stream_config::{AddrRange, GeneratorConfig, RangeMode, StreamConfig, Template};
 pub use crate::flows::config::FlowCacheConfig;
 pub use crate::interface::config::{
-    AdminState, DEFAULT_MTU, Driver, Encapsulation, InterfaceConfig, MAX_MTU, RxPlacement, SubInterfaceConfig,
+    AdminState, DEFAULT_MTU, Driver, Encapsulation, InterfaceConfig, RxPlacement, SubInterfaceConfig,
 };
 pub use crate::l3::config::{FibConfig, MAX_PATHS, Route, RoutePath};
 pub use crate::mpls::config::{LocalLabel, Mpls, Payload};
@@ -83,6 +81,9 @@ pub struct Config {
     /// Worker threads and buffers.
     #[serde(default)]
     pub workers: Workers,
+    /// The size of every packet buffer.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub buffers: Buffers,
     /// Interfaces by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interfaces: BTreeMap<String, InterfaceConfig>,
@@ -161,6 +162,40 @@ pub struct Workers {
     pub buffers: u32,
 }
 
+/// The packet buffers' size (their number per worker is `workers.buffers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Buffers {
+    /// Bytes of frame a buffer holds after its headroom, 2048–9216 (default 2048). The largest
+    /// MTU any interface may have is this less 18 (Ethernet header and one 802.1Q tag); raise
+    /// it to 9216 for 9000-byte jumbo frames. Needs a restart to change.
+    #[serde(default = "default_data_size")]
+    pub data_size: u16,
+}
+
+fn default_data_size() -> u16 {
+    crate::runtime::buffer::DEFAULT_DATA_SIZE
+}
+
+impl Default for Buffers {
+    fn default() -> Self {
+        Buffers { data_size: default_data_size() }
+    }
+}
+
+impl Buffers {
+    /// The largest L3 MTU a buffer can carry (a frame with an 802.1Q tag fits it).
+    pub fn max_mtu(&self) -> u16 {
+        self.data_size - crate::interface::L2_OVERHEAD
+    }
+
+    /// Bytes of packet memory `count` buffers take (their slots, headroom and padding
+    /// included; not the metadata).
+    pub fn memory(&self, count: u32) -> u64 {
+        u64::from(count) * crate::runtime::buffer::stride_for(self.data_size) as u64
+    }
+}
+
 fn default_workers() -> u16 {
     1
 }
@@ -209,6 +244,14 @@ impl Config {
         }
         if !(1024..=1 << 20).contains(&w.buffers) {
             return Err(invalid("workers.buffers", w.buffers, "1024 to 1048576"));
+        }
+        use crate::runtime::buffer::{MAX_DATA_SIZE, MIN_DATA_SIZE};
+        if !(MIN_DATA_SIZE..=MAX_DATA_SIZE).contains(&self.buffers.data_size) {
+            return Err(invalid(
+                "buffers.data-size",
+                self.buffers.data_size,
+                format!("{MIN_DATA_SIZE} to {MAX_DATA_SIZE}"),
+            ));
         }
         // CPUs online, not only those this process may use now (`taskset` on the daemon must
         // not make a valid configuration invalid; pinning to a forbidden CPU fails at start).

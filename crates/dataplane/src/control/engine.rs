@@ -217,6 +217,7 @@ impl Dataplane {
         let config = &with_kernel_mtus(config, packet_hosts.iter().chain(&xdp_hosts));
         config.validate()?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
+        log_buffers(config);
         let qsbr = Arc::new(Qsbr::new(config.workers.count as usize + 1));
         let Forwarding { interfaces, tables, fib, rib, label_refs } = build_forwarding(config, qsbr.clone())?;
         let HostPorts { links: mut host_links, rx: mut host_rx, tx: mut host_tx } =
@@ -226,7 +227,9 @@ impl Dataplane {
         } else {
             // One buffer pool per worker, each registered as that worker's UMEM.
             let pools = (0..config.workers.count)
-                .map(|_| crate::runtime::buffer::BufferPool::new(config.workers.buffers))
+                .map(|_| {
+                    crate::runtime::buffer::BufferPool::with_data_size(config.workers.buffers, config.buffers.data_size)
+                })
                 .collect::<std::io::Result<Vec<_>>>()?;
             crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts, pools)?
         };
@@ -329,6 +332,7 @@ impl Dataplane {
                 id,
                 core,
                 buffers: config.workers.buffers,
+                data_size: config.buffers.data_size,
                 tables: tables.clone(),
                 updates: dp.publisher.reader(),
                 punt: Punt::new(Some(events_tx.clone()), probes_rx.take(), hz),
@@ -766,4 +770,17 @@ impl Drop for Dataplane {
         // A worker error at drop time has nowhere to go; `stop` reports it to callers who ask.
         let _ = self.stop();
     }
+}
+
+/// Says at start how much memory the packet buffers take.
+fn log_buffers(config: &Config) {
+    let (count, workers) = (config.workers.buffers, config.workers.count);
+    let per_worker = config.buffers.memory(count) as f64 / f64::from(1u32 << 20);
+    tracing::info!(
+        "buffers: {count} per worker of {} bytes of frame ({}-byte slots): {per_worker:.1} MiB per worker, {:.1} MiB \
+         for {workers} worker(s)",
+        config.buffers.data_size,
+        crate::runtime::buffer::stride_for(config.buffers.data_size),
+        per_worker * f64::from(workers)
+    );
 }

@@ -50,14 +50,17 @@ pub(super) fn with_kernel_mtus<'a>(
     let mut c = config.clone();
     for (name, link) in hosts {
         let Some(i) = c.interfaces.get_mut(name) else { continue };
-        let kernel = link.mtu.min(u32::from(crate::config::MAX_MTU)) as u16;
+        let kernel = link.mtu.min(u32::from(config.buffers.max_mtu())) as u16;
         match i.mtu {
             None => {
                 if link.mtu > u32::from(kernel) {
                     tracing::warn!(
-                        "interfaces.{name}: host interface {} has MTU {}; vecflow's buffers hold {kernel}",
+                        "interfaces.{name}: host interface {} has MTU {}; vecflow's buffers hold an MTU of {kernel} \
+                         (buffers.data-size {}: raise it, up to {}, for larger frames)",
                         link.name,
-                        link.mtu
+                        link.mtu,
+                        config.buffers.data_size,
+                        crate::runtime::buffer::MAX_DATA_SIZE
                     );
                 }
                 i.mtu = Some(kernel);
@@ -98,7 +101,8 @@ pub(super) fn open_host_ports(
             ports.rx[usize::from(config.interfaces[&name].queue_worker(q, i.rx_worker, workers as u16))].push(queue);
         }
         for tx in &mut ports.tx {
-            tx.open(i.index, link.ifindex).map_err(|e| PortError::host(&name, &link.name, e))?;
+            tx.open(i.index, link.ifindex, usize::from(config.buffers.data_size))
+                .map_err(|e| PortError::host(&name, &link.name, e))?;
         }
         tracing::info!(
             "interface {name}: af-packet on {} (ifindex {}), {} rx queue(s), MTU {}, link {}",

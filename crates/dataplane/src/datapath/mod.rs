@@ -76,8 +76,8 @@ impl crate::runtime::graph::Features for Features {
 }
 
 impl Graph {
-    /// A graph with `buffers` packet buffers, forwarding with `tables` and `fib`.
-    pub fn new(buffers: u32, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> std::io::Result<Self> {
+    /// A graph over the packet buffers of `pool`, forwarding with `tables` and `fib`.
+    pub fn new(pool: BufferPool, tables: Arc<Tables>, fib: Fibs, counters: Arc<WorkerCounters>) -> Self {
         let features = Features {
             drivers: Default::default(),
             tables,
@@ -87,7 +87,7 @@ impl Graph {
             punt: neighbor::punt::Punt::new(None, None, crate::runtime::tsc::hz()),
             lcp: None,
         };
-        Ok(Self::with_pool(BufferPool::new(buffers)?, features, counters))
+        Self::with_pool(pool, features, counters)
     }
 
     /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short

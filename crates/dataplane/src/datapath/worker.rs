@@ -97,6 +97,8 @@ pub struct WorkerSetup {
     pub core: Option<u16>,
     /// Packet buffers to allocate.
     pub buffers: u32,
+    /// Bytes of frame each buffer holds (`buffers.data-size`).
+    pub data_size: u16,
     /// Forwarding tables: the snapshot to start with.
     pub tables: Arc<Tables>,
     /// Where newer snapshots come from.
@@ -151,7 +153,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     }
     let pool = match s.pool {
         Some(p) => p,
-        None => crate::runtime::buffer::BufferPool::new(s.buffers)?,
+        None => crate::runtime::buffer::BufferPool::with_data_size(s.buffers, s.data_size)?,
     };
     let features = Features {
         drivers: s.drivers,
@@ -166,6 +168,8 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
     g.trace = crate::runtime::trace::Tracer::new(s.id);
     let c = &s.counters;
     c.looping.start_tsc.set(tsc::now());
+    let mut buffers_low = g.pool.free_count() as u64;
+    c.looping.buffers_low.set(buffers_low);
     let adaptive_spin = tsc::hz() / 1_000_000 * ADAPTIVE_SPIN_US;
     let mut idle_since: Option<u64> = None;
     while !s.stop.load(Relaxed) {
@@ -205,6 +209,12 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
         let now = tsc::now();
         c.looping.loops.add(1);
         c.looping.last_tsc.set(now);
+        let free = g.pool.free_count() as u64;
+        c.looping.buffers_free.set(free);
+        if free < buffers_low {
+            buffers_low = free;
+            c.looping.buffers_low.set(free);
+        }
         if busy {
             idle_since = None;
             continue;

@@ -27,7 +27,7 @@ use super::{cvt, get_opt, set_opt};
 use crate::config::AfPacketConfig;
 use crate::datapath::Graph;
 use crate::interface::MAX_INTERFACES;
-use crate::runtime::buffer::{BufferMeta, BufferPool, DATA_CAPACITY, HEADROOM};
+use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::io;
@@ -250,7 +250,7 @@ impl RxQueue {
     /// its last frame), tag restored and checksum completed, or says why it cannot be used.
     fn copy_next(&mut self, g: &mut Graph, i: u32) -> Result<(), DropReason> {
         // Fresh metadata first: a frame dropped before it is stored is still this port's.
-        *g.pool.meta_mut(i) = BufferMeta::received(0, self.port);
+        *g.pool.meta_mut(i) = g.pool.received(0, self.port);
         let base = self.block_ptr(self.block);
         let hdr_len = std::mem::size_of::<libc::tpacket3_hdr>();
         let verdict = if self.offset + hdr_len > self.block_size {
@@ -288,7 +288,7 @@ impl RxQueue {
 fn store(g: &mut Graph, i: u32, port: u16, frame: &[u8], h: &libc::tpacket3_hdr) -> Result<(), DropReason> {
     let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
     let extra = if tagged { 4 } else { 0 };
-    if (h.tp_len as usize) > frame.len() || frame.len() + extra > DATA_CAPACITY || frame.len() < 12 {
+    if (h.tp_len as usize) > frame.len() || frame.len() + extra > g.pool.data_capacity() || frame.len() < 12 {
         return Err(DropReason::RxTruncated);
     }
     let slot = g.pool.slot_mut(i);
@@ -303,7 +303,7 @@ fn store(g: &mut Graph, i: u32, port: u16, frame: &[u8], h: &libc::tpacket3_hdr)
     } else {
         out.copy_from_slice(frame);
     }
-    *g.pool.meta_mut(i) = BufferMeta::received(frame.len() + extra, port);
+    *g.pool.meta_mut(i) = g.pool.received(frame.len() + extra, port);
     if h.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0 && !complete_checksum(g.pool.frame_mut(i)) {
         return Err(DropReason::CsumNotReady);
     }
@@ -380,13 +380,14 @@ impl Default for TxSockets {
 }
 
 impl TxSockets {
-    /// Opens the send socket of vecflow interface `port` on host interface `ifindex`.
-    pub fn open(&mut self, port: u16, ifindex: u32) -> io::Result<()> {
+    /// Opens the send socket of vecflow interface `port` on host interface `ifindex`, for
+    /// frames of up to `largest` bytes.
+    pub fn open(&mut self, port: u16, ifindex: u32, largest: usize) -> io::Result<()> {
         let fd = packet_socket(0)?;
         set_packet_opt(fd.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1 as &libc::c_int, "PACKET_QDISC_BYPASS")?;
         // Room for a whole vector of the largest frames in flight (the default, about
         // 200 KiB, refuses part of a burst on a NIC whose completions lag).
-        let room: libc::c_int = (VECTOR_SIZE * DATA_CAPACITY * 2) as libc::c_int;
+        let room: libc::c_int = (VECTOR_SIZE * largest * 2) as libc::c_int;
         if set_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &room, "SO_SNDBUFFORCE").is_err() {
             set_opt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, &room, "SO_SNDBUF")?;
         }

@@ -132,6 +132,10 @@ pub struct AfPacketConfig {
     pub rx_queues: u16,
 }
 
+/// Bytes of TPACKET_V3 headers in front of a frame in a ring block, rounded up: the block's
+/// descriptor, the frame's `tpacket3_hdr` and `sockaddr_ll`, and alignment.
+const RING_FRAME_OVERHEAD: u32 = 256;
+
 fn default_block_size() -> u32 {
     1 << 18
 }
@@ -212,6 +216,18 @@ impl Config {
             }
             if !a.block_size.is_power_of_two() || !(4096..=1 << 22).contains(&a.block_size) {
                 return Err(invalid(f("af-packet.block-size"), a.block_size, "a power of two from 4096 to 4194304"));
+            }
+            // A frame never spans blocks: the largest one, with the ring's headers, must fit.
+            let least = (u32::from(self.buffers.data_size) + RING_FRAME_OVERHEAD).next_power_of_two();
+            if a.block_size < least {
+                return Err(invalid(
+                    f("af-packet.block-size"),
+                    a.block_size,
+                    format!(
+                        "a power of two from {least} to 4194304 (a block holds whole frames, up to buffers.data-size {})",
+                        self.buffers.data_size
+                    ),
+                ));
             }
             if !(2..=1024).contains(&a.blocks) {
                 return Err(invalid(f("af-packet.blocks"), a.blocks, "2 to 1024"));

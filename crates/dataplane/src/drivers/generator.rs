@@ -239,7 +239,7 @@ impl Stream {
         }
         // Opaque to the optimiser, so that each store of it is one 16-byte copy rather than a
         // store per field.
-        let meta = std::hint::black_box(BufferMeta::received(self.len, port));
+        let meta = std::hint::black_box(pool.received(self.len, port));
         let addrs = Addrs {
             sb: self.src_base,
             db: self.dst_base,

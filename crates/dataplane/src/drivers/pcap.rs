@@ -21,7 +21,7 @@
 use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
 use crate::interface::MAX_INTERFACES;
-use crate::runtime::buffer::{BufferMeta, DATA_CAPACITY, HEADROOM};
+use crate::runtime::buffer::HEADROOM;
 use crate::runtime::drops::DropReason;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
@@ -269,7 +269,7 @@ impl PcapPort {
     /// has frames).
     fn read_into(&mut self, g: &mut Graph, i: u32) -> Option<Result<(), DropReason>> {
         loop {
-            let room = &mut g.pool.slot_mut(i)[HEADROOM..HEADROOM + DATA_CAPACITY];
+            let room = &mut g.pool.slot_mut(i)[HEADROOM..];
             let verdict = match self.capture.next(room) {
                 Ok(Some(Next::Frame(len))) => Ok(len),
                 Ok(Some(Next::TooLong)) => Err(DropReason::PcapFrameTooLong),
@@ -285,7 +285,7 @@ impl PcapPort {
                 Err(e) => return self.end(Some(e)),
             };
             self.read_this_pass += 1;
-            *g.pool.meta_mut(i) = BufferMeta::received(*verdict.as_ref().unwrap_or(&0), self.port);
+            *g.pool.meta_mut(i) = g.pool.received(*verdict.as_ref().unwrap_or(&0), self.port);
             return Some(verdict.map(drop));
         }
     }

@@ -2,7 +2,6 @@
 
 use crate::config::*;
 use crate::mpls::config::{MAX_LABEL, check_labels};
-use crate::runtime::buffer::DATA_CAPACITY;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -181,17 +180,20 @@ impl StreamConfig {
     }
 }
 
-/// Largest generator frame size: the buffer capacity plus the FCS.
-pub const MAX_FRAME_SIZE: u16 = DATA_CAPACITY as u16 + 4;
-
-pub(crate) fn validate_stream(field: &str, s: &StreamConfig) -> Result<(), ConfigError> {
+/// Checks stream `s` (named `field`) for buffers of `data_size` bytes: its largest frame is
+/// that plus the FCS.
+pub(crate) fn validate_stream(field: &str, s: &StreamConfig, data_size: u16) -> Result<(), ConfigError> {
     let f = |k: &str| format!("{field}.{k}");
     let min = (s.header_len() as u16 + 4).max(64);
-    if !(min..=MAX_FRAME_SIZE).contains(&s.frame_size) {
+    let max = data_size + 4;
+    if !(min..=max).contains(&s.frame_size) {
         return Err(invalid(
             f("frame-size"),
             s.frame_size,
-            format!("{min} to {MAX_FRAME_SIZE} bytes including the FCS (the headers need {min})"),
+            format!(
+                "{min} to {max} bytes including the FCS (the headers need {min}; buffers.data-size {data_size} plus \
+                 the FCS)"
+            ),
         ));
     }
     if let Some(v) = s.vlan.filter(|v| !(1..=4094).contains(v)) {

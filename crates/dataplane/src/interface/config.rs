@@ -3,8 +3,7 @@
 
 use crate::config::*;
 use crate::drivers::stream_config::validate_stream;
-use crate::interface::{L2_OVERHEAD, MAX_INTERFACES};
-use crate::runtime::buffer::DATA_CAPACITY;
+use crate::interface::MAX_INTERFACES;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -157,9 +156,6 @@ impl Default for InterfaceConfig {
     }
 }
 
-/// Largest MTU a buffer can carry.
-pub const MAX_MTU: u16 = DATA_CAPACITY as u16 - L2_OVERHEAD;
-
 /// Tag matching of a sub-interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -211,18 +207,15 @@ impl Config {
         {
             return Err(invalid(f("index"), x, format!("1 to {}", MAX_INTERFACES - 1)));
         }
-        if let Some(m) = i.mtu.filter(|m| !(68..=MAX_MTU).contains(m)) {
-            return Err(invalid(f("mtu"), m, format!("68 to {MAX_MTU}")));
-        }
-        let xdp_max = crate::drivers::af_xdp::MAX_MTU;
-        if let Some(m) = i.mtu.filter(|&m| i.driver == Driver::AfXdp && m > xdp_max) {
-            return Err(invalid(
-                f("mtu"),
-                m,
-                format!(
-                    "68 to {xdp_max} with driver af-xdp (a frame must fit a buffer after the kernel's XDP headroom)"
-                ),
-            ));
+        let max = self.buffers.max_mtu();
+        if let Some(m) = i.mtu.filter(|m| !(68..=max).contains(m)) {
+            let size = self.buffers.data_size;
+            let raise = if size < crate::runtime::buffer::MAX_DATA_SIZE {
+                format!("; raise buffers.data-size (up to {}) for more", crate::runtime::buffer::MAX_DATA_SIZE)
+            } else {
+                String::new()
+            };
+            return Err(invalid(f("mtu"), m, format!("68 to {max} (buffers.data-size {size} less 18{raise})")));
         }
         self.validate_driver(name, i)?;
         self.validate_placement(name, i)?;
@@ -270,7 +263,7 @@ impl Config {
         }
         if let Some(g) = &i.generator {
             for (k, s) in g.streams.iter().enumerate() {
-                validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s)?;
+                validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s, self.buffers.data_size)?;
             }
         }
         Ok(())

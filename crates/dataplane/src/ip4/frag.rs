@@ -9,7 +9,7 @@
 //! needs more buffers than are free is dropped whole as `no-buffer`.
 
 use crate::datapath::Graph;
-use crate::runtime::buffer::DATA_CAPACITY;
+use crate::runtime::buffer::MAX_DATA_SIZE;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::VecHandle;
@@ -64,8 +64,9 @@ fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
     let l2 = usize::from(m.l3_offset);
     // Labels pushed in front of the IP header (l2 beyond Ethernet's 14 bytes) count against
     // the MTU; a fragment never outgrows a buffer either.
-    let mtu =
-        usize::from(g.features.tables.get(m.tx_if).mtu).saturating_sub(l2.saturating_sub(14)).min(DATA_CAPACITY - l2);
+    let mtu = usize::from(g.features.tables.get(m.tx_if).mtu)
+        .saturating_sub(l2.saturating_sub(14))
+        .min(g.pool.data_capacity() - l2);
     let f = g.pool.frame(i);
     let ip = &f[l2..];
     let ihl = usize::from(ip[0] & 0x0f) * 4;
@@ -82,7 +83,7 @@ fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
     if g.pool.settled_count() < count {
         return Err(DropReason::FragNoBuffer);
     }
-    let mut frame = [0u8; DATA_CAPACITY];
+    let mut frame = [0u8; MAX_DATA_SIZE as usize];
     let mut pos = 0;
     while pos < data {
         let f = g.pool.frame(i);

@@ -116,11 +116,9 @@ pub fn plain_frames(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16
 /// ethertype and destination MAC to the same lanes.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use crate::runtime::buffer::{RawPool, STRIDE};
+    use crate::runtime::buffer::RawPool;
     use std::arch::x86_64::*;
     use wire::MacAddr;
-
-    const _: () = assert!(STRIDE == (1 << 11) + (1 << 6), "slot offsets are computed as k << 11 + k << 6");
 
     /// The IPv4 ethertype as the low 16 bits of a little-endian word loaded at byte 12.
     const IPV4_LE: i32 = 0x0008;
@@ -209,7 +207,7 @@ mod x86 {
             let at_meta = _mm512_slli_epi32::<5>(k);
             let meta = pool.meta.cast::<u8>().add(RawPool::OFFSET_LEN);
             let off_len = _mm512_mask_i32gather_epi32::<1>(_mm512_setzero_si512(), lanes, at_meta, meta.cast());
-            let slot = _mm512_add_epi32(_mm512_slli_epi32::<11>(k), _mm512_slli_epi32::<6>(k));
+            let slot = _mm512_mullo_epi32(k, _mm512_set1_epi32(pool.stride as i32));
             (at_meta, off_len, _mm512_add_epi32(slot, _mm512_and_si512(off_len, _mm512_set1_epi32(0xffff))))
         }
     }
@@ -228,7 +226,7 @@ mod x86 {
             let at_meta = _mm256_slli_epi32::<5>(k);
             let meta = pool.meta.cast::<u8>().add(RawPool::OFFSET_LEN);
             let off_len = _mm256_mask_i32gather_epi32::<1>(_mm256_setzero_si256(), meta.cast(), at_meta, lanes);
-            let slot = _mm256_add_epi32(_mm256_slli_epi32::<11>(k), _mm256_slli_epi32::<6>(k));
+            let slot = _mm256_mullo_epi32(k, _mm256_set1_epi32(pool.stride as i32));
             (at_meta, off_len, _mm256_add_epi32(slot, _mm256_and_si256(off_len, _mm256_set1_epi32(0xffff))))
         }
     }
@@ -246,7 +244,7 @@ mod x86 {
             let lanes = ((1u32 << chunk.len()) - 1) as __mmask16;
             // SAFETY: each metadata gather reads a word inside entry `i & mask`; the header
             // is read only in lanes with at least 20 bytes from l3 to the frame end, which lie
-            // in the slot (offset + len <= STRIDE).
+            // in the slot (offset + len <= the stride).
             unsafe {
                 let (at_meta, off_len, frame) = chunk_avx512(pool, chunk, lanes);
                 let err_l3 = _mm512_mask_i32gather_epi32::<1>(zero, lanes, at_meta, meta.add(RawPool::ERROR_L3).cast());
@@ -311,7 +309,7 @@ mod x86 {
             let lanes = ((1u32 << chunk.len()) - 1) as __mmask16;
             // SAFETY: the metadata gather reads a word inside entry `i & mask`; frame bytes
             // are read only in lanes whose frame holds at least 34 bytes (Ethernet and IPv4
-            // headers), which lie in the slot (offset + len <= STRIDE).
+            // headers), which lie in the slot (offset + len <= the stride).
             unsafe {
                 let (_, off_len, at) = chunk_avx512(pool, chunk, lanes);
                 let len = _mm512_srli_epi32::<16>(off_len);

@@ -35,8 +35,9 @@ pub struct Frame {
 /// capacity of each channel.
 pub const QUEUE: usize = 1024;
 
-/// Bytes a frame's buffer holds: the longest frame an interface carries.
-pub const FRAME_BYTES: usize = crate::runtime::buffer::DATA_CAPACITY;
+/// Bytes a frame's buffer holds: the longest frame any buffer size lets an interface carry
+/// (a longer one read from a TAP is cut, and dropped when it reaches a worker).
+pub const FRAME_BYTES: usize = crate::runtime::buffer::MAX_DATA_SIZE as usize;
 
 /// One worker's ends of the channels, and its punt policers.
 #[derive(Debug)]

@@ -1,10 +1,11 @@
 //! Per-worker packet buffers: one data region, one dense metadata array, a LIFO free list.
 //!
-//! Packet data lives in slots of [`STRIDE`] bytes — 33 cache lines, deliberately not a power
-//! of two, so that the first line of every packet does not land in the same L1 cache sets.
-//! Each slot starts with [`HEADROOM`] bytes for pushed headers (VLAN tags, MPLS labels).
-//! Metadata (offset, length, interfaces, drop reason) is a separate array of 32-byte entries,
-//! two per cache line. Vectors carry `u32` buffer indices into both.
+//! Packet data lives in slots of one stride each ([`stride_for`] of the configured data size,
+//! `buffers.data-size`: 2112 bytes for the default 2048, 9280 for 9216): a whole number of
+//! cache lines, always an odd one, so that the first line of every packet does not land in
+//! the same L1 cache sets. Each slot starts with [`HEADROOM`] bytes for pushed headers (VLAN
+//! tags, MPLS labels). Metadata (offset, length, interfaces, drop reason) is a separate array
+//! of 32-byte entries, two per cache line. Vectors carry `u32` buffer indices into both.
 //!
 //! Soundness without per-access bounds checks: the pool maps `2^k ≥ capacity` slots and
 //! metadata entries (the ones past `capacity` are never handed out and stay untouched, so
@@ -14,25 +15,40 @@
 //! exception to "never undefined behaviour": the AF_XDP driver lends free buffers to the
 //! kernel (fill and tx rings), which writes and reads them meanwhile; the driver never hands
 //! such an index to the graph, but a made-up index that lands on one would race with the
-//! kernel over plain bytes. A frame never
-//! leaves its slot: [`BufferMeta`]'s offset and length are private and every way of setting
-//! them keeps `offset + len <= STRIDE`.
+//! kernel over plain bytes. A frame never leaves its slot: [`BufferMeta`]'s offset and length
+//! are private, the pool's own constructors ([`BufferPool::received`],
+//! [`BufferPool::placed`]) cut them to its stride, and every way of changing them keeps the
+//! frame's end where it was. The region also maps [`MAX_STRIDE`] `−` stride bytes past its
+//! last slot, so even a metadata entry copied from a pool of larger buffers (a logic error)
+//! reads and writes only the pool's own memory.
 
 use crate::runtime::hugemem::HugeRegion;
 
-/// Bytes between the starts of two consecutive packet slots (33 × 64).
-pub const STRIDE: usize = 2112;
 /// Bytes reserved in front of the packet for headers pushed on output.
 pub const HEADROOM: usize = 64;
-/// Largest frame a buffer holds (bytes after the headroom).
-pub const DATA_CAPACITY: usize = STRIDE - HEADROOM;
+/// The default of `buffers.data-size`: the largest frame a buffer holds after its headroom.
+pub const DEFAULT_DATA_SIZE: u16 = 2048;
+/// The smallest `buffers.data-size`.
+pub const MIN_DATA_SIZE: u16 = 2048;
+/// The largest `buffers.data-size` (VPP's `default-data-size` range ends here too).
+pub const MAX_DATA_SIZE: u16 = 9216;
+/// The stride of the largest buffers: no frame's offset plus length ever exceeds it.
+pub const MAX_STRIDE: usize = stride_for(MAX_DATA_SIZE);
 /// [`BufferMeta::error`] of a packet no node has dropped.
 pub const NOT_DROPPED: u16 = u16::MAX;
 
+/// Bytes between the starts of two consecutive slots of buffers holding `data_size` bytes
+/// after the headroom: rounded up to whole cache lines, and to an odd number of them.
+pub const fn stride_for(data_size: u16) -> usize {
+    let lines = (data_size as usize + HEADROOM).div_ceil(64);
+    (lines | 1) * 64
+}
+
 /// Per-buffer metadata, kept apart from the packet bytes: 32 bytes, two per cache line.
 ///
-/// Invariant (relied on by [`BufferPool::frame`]): `offset + len <= STRIDE`. The two fields
-/// are private; [`BufferMeta::received`], [`BufferPool::grow_head`] and
+/// Invariant (relied on by [`BufferPool::frame`]): `offset + len` is at most the stride of the
+/// pool that made it, and never more than [`MAX_STRIDE`]. The two fields are private;
+/// [`BufferPool::received`], [`BufferPool::placed`], [`BufferPool::grow_head`] and
 /// [`BufferPool::shrink_head`] are the only ways to set them, and each keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(32))]
@@ -62,26 +78,21 @@ pub struct BufferMeta {
 
 impl Default for BufferMeta {
     fn default() -> Self {
-        Self::received(0, 0)
+        Self::placed(HEADROOM, 0, 0, MAX_STRIDE)
     }
 }
 
 impl BufferMeta {
-    /// The metadata of a frame of `len` bytes just received on `rx_if` at the full headroom.
-    /// A `len` above [`DATA_CAPACITY`] is cut to it (the slot holds no more).
-    #[inline(always)]
-    pub fn received(len: usize, rx_if: u16) -> Self {
-        Self::placed(HEADROOM, len, rx_if)
-    }
-
     /// The metadata of a frame of `len` bytes received on `rx_if` that a driver placed
-    /// `headroom` bytes into its slot. Both are cut to what the slot holds.
+    /// `headroom` bytes into a slot of `stride` bytes. Both are cut to what the slot holds.
     #[inline(always)]
-    pub fn placed(headroom: usize, len: usize, rx_if: u16) -> Self {
-        let offset = headroom.min(STRIDE);
+    const fn placed(headroom: usize, len: usize, rx_if: u16, stride: usize) -> Self {
+        let stride = if stride < MAX_STRIDE { stride } else { MAX_STRIDE };
+        let offset = if headroom < stride { headroom } else { stride };
+        let len = if len < stride - offset { len } else { stride - offset };
         Self {
             offset: offset as u16,
-            len: len.min(STRIDE - offset) as u16,
+            len: len as u16,
             rx_if,
             tx_if: 0,
             error: NOT_DROPPED,
@@ -113,7 +124,7 @@ impl BufferMeta {
 }
 
 /// Where a pool's memory is, for SIMD code that gathers fields of many buffers at once: buffer
-/// `i`'s metadata at `meta + (i & mask)` and its slot at `data + (i & mask) * STRIDE`. The
+/// `i`'s metadata at `meta + (i & mask)` and its slot at `data + (i & mask) * stride`. The
 /// byte offsets of [`BufferMeta`]'s fields it reads are the constants below.
 #[derive(Debug, Clone, Copy)]
 pub struct RawPool {
@@ -123,6 +134,8 @@ pub struct RawPool {
     pub meta: *const BufferMeta,
     /// `2^k − 1` with `2^k` slots and metadata entries.
     pub mask: u32,
+    /// Bytes from one slot to the next.
+    pub stride: u32,
 }
 
 impl RawPool {
@@ -136,7 +149,7 @@ impl RawPool {
     /// True when every slot's byte offset fits an `i32` (the index type of SIMD gathers):
     /// pools up to 1 GiB.
     pub fn gatherable(&self) -> bool {
-        (self.mask as usize + 1) * STRIDE <= 1 << 30
+        (self.mask as usize + 1) * self.stride as usize + MAX_STRIDE <= 1 << 30
     }
 }
 
@@ -160,23 +173,34 @@ pub struct BufferPool {
     /// `2^k − 1` with `2^k ≥ capacity`: `data` holds `mask + 1` slots and `meta` as many
     /// entries, so `i & mask` is in bounds for every `u32` `i`.
     mask: u32,
+    /// Bytes from one slot to the next ([`stride_for`] the data size).
+    stride: usize,
 }
 
 impl BufferPool {
-    /// Creates `capacity` buffers (at least 1), all free, with their memory touched (faulted
-    /// in) now.
+    /// Creates `capacity` buffers (at least 1) of the default data size
+    /// ([`DEFAULT_DATA_SIZE`]), all free, with their memory touched (faulted in) now.
     pub fn new(capacity: u32) -> std::io::Result<Self> {
+        Self::with_data_size(capacity, DEFAULT_DATA_SIZE)
+    }
+
+    /// Creates `capacity` buffers (at least 1) that each hold a frame of `data_size` bytes
+    /// after the headroom (cut to [`MIN_DATA_SIZE`]..=[`MAX_DATA_SIZE`]), all free, with their
+    /// memory touched (faulted in) now.
+    pub fn with_data_size(capacity: u32, data_size: u16) -> std::io::Result<Self> {
         let capacity = capacity.max(1);
+        let stride = stride_for(data_size.clamp(MIN_DATA_SIZE, MAX_DATA_SIZE));
         let too_big = || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{capacity} buffers"));
         let mapped = capacity.checked_next_power_of_two().ok_or_else(too_big)?;
-        let mut data = HugeRegion::new((mapped as usize).checked_mul(STRIDE).ok_or_else(too_big)?)?;
-        for page in data.as_mut_slice()[..capacity as usize * STRIDE].chunks_mut(4096) {
+        let bytes = (mapped as usize).checked_mul(stride).ok_or_else(too_big)? + (MAX_STRIDE - stride);
+        let mut data = HugeRegion::new(bytes)?;
+        for page in data.as_mut_slice()[..capacity as usize * stride].chunks_mut(4096) {
             page[0] = 0;
         }
         let meta = vec![BufferMeta::default(); mapped as usize];
         // Reverse order so that the first allocations get the lowest indices.
         let free = (0..capacity).rev().collect();
-        Ok(Self { data, meta, free, settled: 0, capacity, mask: mapped - 1 })
+        Ok(Self { data, meta, free, settled: 0, capacity, mask: mapped - 1, stride })
     }
 
     /// Total buffers in the pool.
@@ -184,7 +208,40 @@ impl BufferPool {
         self.capacity
     }
 
-    /// The memory of all slots (start, bytes; slot `i` at `i * STRIDE`), to register with the
+    /// Bytes from one slot to the next (the headroom, the data size, and padding to an odd
+    /// number of cache lines).
+    #[inline(always)]
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The largest frame a buffer holds at the default offset ([`HEADROOM`]).
+    #[inline(always)]
+    pub fn data_capacity(&self) -> usize {
+        self.stride - HEADROOM
+    }
+
+    /// Bytes of packet memory the pool maps (its slots, as a power of two of them, and the
+    /// guard past the last).
+    pub fn mapped_bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The metadata of a frame of `len` bytes just received on `rx_if` at the full headroom.
+    /// A `len` above [`BufferPool::data_capacity`] is cut to it (the slot holds no more).
+    #[inline(always)]
+    pub fn received(&self, len: usize, rx_if: u16) -> BufferMeta {
+        BufferMeta::placed(HEADROOM, len, rx_if, self.stride)
+    }
+
+    /// The metadata of a frame of `len` bytes received on `rx_if` that a driver placed
+    /// `headroom` bytes into its slot. Both are cut to what the slot holds.
+    #[inline(always)]
+    pub fn placed(&self, headroom: usize, len: usize, rx_if: u16) -> BufferMeta {
+        BufferMeta::placed(headroom, len, rx_if, self.stride)
+    }
+
+    /// The memory of all slots (start, bytes; slot `i` at `i * stride`), to register with the
     /// kernel as an AF_XDP UMEM. The kernel then writes received frames into free buffers
     /// handed to it and reads frames to send from them, never into a buffer the pool has
     /// handed out to the graph meanwhile (the driver keeps those apart).
@@ -195,7 +252,7 @@ impl BufferPool {
     /// Where its memory is, for SIMD gathers across buffers.
     #[inline(always)]
     pub fn raw(&self) -> RawPool {
-        RawPool { data: self.data.as_ptr(), meta: self.meta.as_ptr(), mask: self.mask }
+        RawPool { data: self.data.as_ptr(), meta: self.meta.as_ptr(), mask: self.mask, stride: self.stride as u32 }
     }
 
     /// Buffers currently free.
@@ -272,47 +329,63 @@ impl BufferPool {
         unsafe { self.meta.get_unchecked_mut(k) }
     }
 
-    /// The whole slot of buffer `i` (headroom included).
+    /// The whole slot of buffer `i` (headroom included): [`BufferPool::stride`] bytes.
     #[inline(always)]
-    pub fn slot(&self, i: u32) -> &[u8; STRIDE] {
+    pub fn slot(&self, i: u32) -> &[u8] {
         let k = self.at(i);
-        // SAFETY: `k <= mask` and the region holds `(mask + 1) * STRIDE` bytes (set in
-        // `new`), so the STRIDE bytes at `k * STRIDE` are in bounds; `[u8; N]` has alignment
-        // 1; the pointer comes from the mapping itself, and `&self` rules out a writer.
-        unsafe { &*self.data.as_ptr().add(k * STRIDE).cast::<[u8; STRIDE]>() }
+        // SAFETY: `k <= mask` and the region holds `(mask + 1) * stride` bytes and more (set
+        // in `new`), so the `stride` bytes at `k * stride` are in bounds; the pointer comes
+        // from the mapping itself, and `&self` rules out a writer.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr().add(k * self.stride), self.stride) }
     }
 
     /// The whole slot of buffer `i`, writable.
     #[inline(always)]
-    pub fn slot_mut(&mut self, i: u32) -> &mut [u8; STRIDE] {
+    pub fn slot_mut(&mut self, i: u32) -> &mut [u8] {
         let k = self.at(i);
         // SAFETY: as in `slot`, and `&mut self` makes the access exclusive.
-        unsafe { &mut *self.data.as_ptr().add(k * STRIDE).cast::<[u8; STRIDE]>() }
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr().add(k * self.stride), self.stride) }
     }
 
     /// The frame bytes of buffer `i` (`offset .. offset + len`).
     #[inline(always)]
     pub fn frame(&self, i: u32) -> &[u8] {
-        let m = self.meta(i);
+        let (k, m) = (self.at(i), self.meta(i));
         let (o, l) = (m.offset as usize, m.len as usize);
-        // SAFETY: `offset + len <= STRIDE` is `BufferMeta`'s invariant.
-        unsafe { self.slot(i).get_unchecked(o..o + l) }
+        // SAFETY: `offset + len <= MAX_STRIDE` is `BufferMeta`'s invariant and the region maps
+        // `MAX_STRIDE` bytes from the start of its last slot (`k <= mask`), so the range is
+        // inside the mapping; `&self` rules out a writer.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr().add(k * self.stride + o), l) }
     }
 
     /// The frame bytes of buffer `i`, writable.
     #[inline(always)]
     pub fn frame_mut(&mut self, i: u32) -> &mut [u8] {
-        let m = self.meta(i);
+        let (k, m) = (self.at(i), self.meta(i));
         let (o, l) = (m.offset as usize, m.len as usize);
-        // SAFETY: as in `frame`.
-        unsafe { self.slot_mut(i).get_unchecked_mut(o..o + l) }
+        // SAFETY: as in `frame`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr().add(k * self.stride + o), l) }
+    }
+
+    /// Copies `len` bytes at offset `from` of buffer `src`'s slot to offset `to` of buffer
+    /// `dst`'s slot (the same buffer, or overlapping ranges, are fine). Not the metadata.
+    ///
+    /// # Panics
+    /// When either range does not lie inside a slot.
+    pub fn copy_bytes(&mut self, src: u32, from: usize, dst: u32, to: usize, len: usize) {
+        assert!(from + len <= self.stride && to + len <= self.stride, "a copy outside the slot");
+        let base = self.data.as_ptr();
+        let (s, d) = (self.at(src) * self.stride + from, self.at(dst) * self.stride + to);
+        // SAFETY: both ranges lie inside a slot (checked above) of the region (`at` masks the
+        // index), `&mut self` makes the access exclusive, and `copy` allows overlap.
+        unsafe { std::ptr::copy(base.add(s), base.add(d), len) };
     }
 
     /// Starts loading the cache line at the start of buffer `i`'s frame (for a driver whose
     /// frames were written by someone else: the kernel, another core).
     #[inline(always)]
     pub fn prefetch_frame(&self, i: u32) {
-        let at = self.at(i) * STRIDE + usize::from(self.meta(i).offset);
+        let at = self.at(i) * self.stride + usize::from(self.meta(i).offset);
         crate::runtime::prefetch(self.data.as_ptr().wrapping_add(at));
     }
 
@@ -321,7 +394,7 @@ impl BufferPool {
     /// look only at the first `len` of them.
     #[inline(always)]
     pub fn line(&self, i: u32) -> &[u8; 64] {
-        let o = (self.meta(i).offset as usize).min(STRIDE - 64);
+        let o = (self.meta(i).offset as usize).min(self.stride - 64);
         self.slot(i)[o..o + 64].try_into().expect("64 bytes")
     }
 
@@ -339,7 +412,7 @@ impl BufferPool {
         let m = self.meta_mut(i);
         let o = usize::from(m.offset).checked_sub(n)?;
         m.offset = o as u16;
-        m.len += n as u16; // the end does not move, so `offset + len` stays <= STRIDE
+        m.len += n as u16; // the end does not move, so `offset + len` stays within the slot
         Some(self.frame_mut(i))
     }
 
@@ -355,7 +428,8 @@ impl BufferPool {
     }
 
     /// Copies `bytes` into buffer `i` at the default offset ([`HEADROOM`]) and sets its
-    /// length. Frames longer than [`DATA_CAPACITY`] are cut to it; returns the stored length.
+    /// length. Frames longer than [`BufferPool::data_capacity`] are cut to it; returns the
+    /// stored length.
     pub fn write_frame(&mut self, i: u32, bytes: &[u8]) -> usize {
         self.write_frame_at(i, HEADROOM, bytes)
     }
@@ -363,7 +437,7 @@ impl BufferPool {
     /// Copies `bytes` into buffer `i` `headroom` bytes into its slot (a driver's placement)
     /// and sets its length; both are cut to what the slot holds. Returns the stored length.
     pub fn write_frame_at(&mut self, i: u32, headroom: usize, bytes: &[u8]) -> usize {
-        let m = BufferMeta::placed(headroom, bytes.len(), 0);
+        let m = self.placed(headroom, bytes.len(), 0);
         let (o, n) = (usize::from(m.offset), usize::from(m.len));
         self.slot_mut(i)[o..o + n].copy_from_slice(&bytes[..n]);
         *self.meta_mut(i) = m;
@@ -406,8 +480,13 @@ mod tests {
     }
 
     #[test]
-    fn frames_do_not_overlap_and_stride_is_not_power_of_two() {
-        assert!(!STRIDE.is_power_of_two() && STRIDE.is_multiple_of(64));
+    fn frames_do_not_overlap_and_stride_is_an_odd_number_of_lines() {
+        for size in [MIN_DATA_SIZE, 2049, 4000, 9000, MAX_DATA_SIZE] {
+            let stride = stride_for(size);
+            assert!(stride.is_multiple_of(64) && (stride / 64) % 2 == 1, "{size}: {stride}");
+            assert!(stride >= usize::from(size) + HEADROOM && stride < usize::from(size) + HEADROOM + 128);
+        }
+        assert_eq!((stride_for(DEFAULT_DATA_SIZE), MAX_STRIDE), (2112, 9280));
         let mut p = BufferPool::new(3).unwrap();
         let mut ids = [0u32; 3];
         p.alloc(&mut ids);
@@ -418,7 +497,25 @@ mod tests {
             assert!(p.frame(i).iter().all(|&b| b == i as u8));
             assert_eq!(p.frame(i).len(), 100);
         }
-        assert_eq!(p.write_frame(0, &[0u8; 5000]), DATA_CAPACITY);
+        assert_eq!(p.write_frame(0, &[0u8; 5000]), p.data_capacity());
+        assert_eq!(p.data_capacity(), usize::from(DEFAULT_DATA_SIZE));
+    }
+
+    #[test]
+    fn jumbo_buffers_hold_their_data_size_and_no_more() {
+        let mut p = BufferPool::with_data_size(4, 9000).unwrap();
+        assert_eq!((p.stride(), p.data_capacity()), (stride_for(9000), stride_for(9000) - HEADROOM));
+        let mut ids = [0u32; 4];
+        p.alloc(&mut ids);
+        for &i in &ids {
+            p.write_frame(i, &vec![i as u8 + 1; 9000]);
+        }
+        for &i in &ids {
+            assert!(p.frame(i).len() == 9000 && p.frame(i).iter().all(|&b| b == i as u8 + 1));
+        }
+        assert_eq!(p.write_frame(0, &[0u8; 12_000]), p.data_capacity());
+        assert_eq!(p.received(20_000, 1).len() as usize, p.data_capacity());
+        assert!(p.frame(1).iter().all(|&b| b == 2), "a full buffer does not spill into the next");
     }
 
     #[test]
@@ -457,9 +554,9 @@ mod tests {
         assert_eq!(p.shrink_head(0, 100 + HEADROOM).map(|f| f.len()), Some(0));
         let m = p.meta(0);
         assert_eq!(usize::from(m.offset()) + usize::from(m.len()), HEADROOM + 100);
-        p.write_frame(0, &[2; DATA_CAPACITY + 10]);
-        assert_eq!(usize::from(p.meta(0).offset()) + usize::from(p.meta(0).len()), STRIDE);
-        assert_eq!(p.write_frame_at(0, STRIDE + 5, &[3; 10]), 0, "no room at all");
+        p.write_frame(0, &[2; DEFAULT_DATA_SIZE as usize + 10]);
+        assert_eq!(usize::from(p.meta(0).offset()) + usize::from(p.meta(0).len()), p.stride());
+        assert_eq!(p.write_frame_at(0, p.stride() + 5, &[3; 10]), 0, "no room at all");
         assert_eq!(p.write_frame_at(0, 0, &[4; 10]), 10);
         assert!(p.grow_head(0, 1).is_none(), "no headroom");
     }

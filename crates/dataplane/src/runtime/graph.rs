@@ -113,6 +113,10 @@ counter_set! {
         last_tsc,
         /// Loop iterations.
         loops,
+        /// Buffers free in the worker's pool at the last loop iteration.
+        buffers_free,
+        /// The fewest buffers the pool had free at the end of any loop iteration.
+        buffers_low,
     }
 }
 

@@ -7,15 +7,22 @@ use dataplane::control::engine::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
+use dataplane::runtime::buffer::BufferPool;
 use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
 use std::sync::Arc;
 
-/// A graph with 1024 buffers forwarding with the tables and FIB of `yaml`, and its interfaces.
+/// 1024 buffers of the size `cfg` asks for.
+fn pool(cfg: &Config) -> BufferPool {
+    BufferPool::with_data_size(1024, cfg.buffers.data_size).unwrap()
+}
+
+/// A graph with 1024 buffers (of the size `buffers.data-size` says) forwarding with the
+/// tables and FIB of `yaml`, and its interfaces.
 pub fn graph(yaml: &str) -> (Graph, Vec<Interface>) {
     let cfg = Config::load(yaml).unwrap();
     let f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
-    (Graph::new(1024, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())).unwrap(), f.interfaces)
+    (Graph::new(pool(&cfg), f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())), f.interfaces)
 }
 
 /// [`graph`], with each of `rejects` (prefix, length, what) in the FIB as a kernel reject
@@ -25,7 +32,7 @@ pub fn graph_with_rejects(yaml: &str, rejects: &[(&str, u8, dataplane::l3::Rejec
     let mut f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
     let inserts: Vec<_> = rejects.iter().map(|&(p, len, r)| (p.parse().unwrap(), len, Some(r.adj()))).collect();
     f.fib.apply(&inserts).unwrap();
-    Graph::new(1024, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new())).unwrap()
+    Graph::new(pool(&cfg), f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new()))
 }
 
 /// Receives `frames` on `port` and runs them through the graph, node by node. Returns every

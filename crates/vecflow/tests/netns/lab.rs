@@ -41,6 +41,11 @@ impl Lab {
     /// off, so that addresses work at once). The router's ends never have it: vecflow, not
     /// the kernel, answers there.
     pub(crate) fn with_ipv6(mtu_b: &str, ipv6: bool) -> Lab {
+        Lab::with_mtus("1500", mtu_b, ipv6)
+    }
+
+    /// As [`Lab::with_ipv6`], with MTU `mtu_a` on A's veth as well.
+    pub(crate) fn with_mtus(mtu_a: &str, mtu_b: &str, ipv6: bool) -> Lab {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
         let tag = format!("{:04x}", (std::process::id() ^ nanos) as u16);
         let lab = Lab { a: format!("vfa{tag}"), b: format!("vfb{tag}"), r: format!("vfr{tag}"), tag };
@@ -48,7 +53,7 @@ impl Lab {
             must("ip", &["netns", "add", ns]);
             must("ip", &["-n", ns, "link", "set", "lo", "up"]);
         }
-        for (host, side, mtu) in [(&lab.a, "a", "1500"), (&lab.b, "b", mtu_b)] {
+        for (host, side, mtu) in [(&lab.a, "a", mtu_a), (&lab.b, "b", mtu_b)] {
             lab.veth_pair(host, &lab.veth(side, 0), &lab.veth(side, 1), mtu, ipv6);
         }
         lab

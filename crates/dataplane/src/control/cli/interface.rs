@@ -29,7 +29,11 @@ pub(super) fn register(r: &mut Registry) {
         run: |dp, args| cleared(dp, args, "interfaces", Dataplane::clear_interfaces),
     });
     r.register(Command { words: "set interface state", help: "set interface state IF up|down", run: set_state });
-    r.register(Command { words: "set interface mtu", help: "set interface mtu IF BYTES (68-2030)", run: set_mtu });
+    r.register(Command {
+        words: "set interface mtu",
+        help: "set interface mtu IF BYTES (68 to buffers.data-size less 18: 2030 by default)",
+        run: set_mtu,
+    });
     r.register(Command {
         words: "set interface ip address",
         help: "set interface ip address [del] IF A.B.C.D/LEN",

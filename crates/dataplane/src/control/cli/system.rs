@@ -27,6 +27,11 @@ pub(super) fn register(r: &mut Registry) {
             run: show_runtime,
         });
     r.register(Command {
+        words: "show buffers",
+        help: "each worker's packet buffers: count, size, memory, free now and fewest free",
+        run: show_buffers,
+    });
+    r.register(Command {
         words: "show errors",
         help: "dropped frames by node, reason and input interface",
         run: show_errors,
@@ -213,6 +218,37 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
             .push(json!({"worker": w.id, "core": w.core, "seconds": secs, "loops": w.looping.loops, "nodes": nodes}));
     }
     Ok(Reply { text, json: json!({"tsc_hz": hz as u64, "isa": isa, "isa_available": available, "workers": workers}) })
+}
+
+fn show_buffers(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
+    let (count, sizes) = (dp.config().workers.buffers, dp.config().buffers);
+    let stride = crate::runtime::buffer::stride_for(sizes.data_size);
+    let memory = sizes.memory(count);
+    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+    let mut text = format!(
+        "{count} buffers per worker of {} bytes of frame (buffers.data-size; {stride}-byte slots with headroom): \
+         {:.1} MiB per worker\n{:<8} {:>10} {:>10} {:>12}\n",
+        sizes.data_size,
+        mib(memory),
+        "Worker",
+        "Free",
+        "In use",
+        "Fewest free"
+    );
+    let mut workers = Vec::new();
+    for w in dp.runtime() {
+        let (free, low) = (w.looping.buffers_free, w.looping.buffers_low);
+        let _ = writeln!(text, "{:<8} {free:>10} {:>10} {low:>12}", w.id, u64::from(count).saturating_sub(free));
+        workers.push(
+            json!({"worker": w.id, "free": free, "in_use": u64::from(count).saturating_sub(free), "fewest_free": low}),
+        );
+    }
+    let _ = writeln!(text, "Total {:.1} MiB", mib(memory * u64::from(dp.config().workers.count)));
+    Ok(Reply {
+        text,
+        json: json!({"buffers": count, "data_size": sizes.data_size, "stride": stride, "bytes_per_worker": memory,
+            "workers": workers}),
+    })
 }
 
 fn show_errors(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {

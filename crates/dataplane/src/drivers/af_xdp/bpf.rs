@@ -25,6 +25,8 @@ const BPF_PROG_TYPE_XDP: u32 = 6;
 /// `enum bpf_attach_type`'s `BPF_XDP`.
 const BPF_XDP: u32 = 37;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+/// `prog_flags`: the program handles frames in several buffers (multi-buffer XDP).
+const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const XDP_PASS: i32 = 2;
 /// Offset of `rx_queue_index` in `struct xdp_md`.
@@ -108,10 +110,49 @@ fn bpf_error(what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{what}: {e}{hint}"))
 }
 
+/// A failed `BPF_PROG_LOAD`: the kernel's errno, and the error explained, with the
+/// verifier's log.
+struct LoadError {
+    errno: Option<i32>,
+    explained: io::Error,
+}
+
+/// Loads `insns` as an XDP program with `flags` (`prog_flags`).
+fn load_program(insns: &[Insn], flags: u32) -> Result<OwnedFd, LoadError> {
+    let license = c"Dual MIT/GPL";
+    let mut log = vec![0u8; 4096];
+    let mut attr = [0u64; 16];
+    // prog_type, insn_cnt, insns, license, log_level, log_size, log_buf, prog_flags (offset 44)
+    put_u32s(&mut attr, 0, &[BPF_PROG_TYPE_XDP, insns.len() as u32]);
+    attr[1] = insns.as_ptr() as u64;
+    attr[2] = license.as_ptr() as u64;
+    put_u32s(&mut attr, 6, &[1, log.len() as u32]);
+    attr[4] = log.as_mut_ptr() as u64;
+    put_u32s(&mut attr, 11, &[flags]);
+    set_name(&mut attr, 48, "vecflow_xdp");
+    // expected_attach_type (offset 68)
+    put_u32s(&mut attr, 17, &[BPF_XDP]);
+    // SAFETY: the instructions, the license and the log (of the size given) live across
+    // the call.
+    match unsafe { bpf(BPF_PROG_LOAD, &mut attr) } {
+        // SAFETY: on success BPF_PROG_LOAD returns a new descriptor that we own.
+        Ok(fd) => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+        Err(raw) => {
+            let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]);
+            let errno = raw.raw_os_error();
+            let e = bpf_error("loading the XDP program", raw);
+            Err(LoadError { errno, explained: io::Error::new(e.kind(), format!("{e}; verifier: {}", text.trim())) })
+        }
+    }
+}
+
 /// The program and the map of sockets it redirects to, loaded (not yet attached).
 pub struct XdpProgram {
     map: OwnedFd,
     prog: OwnedFd,
+    /// Loaded with `BPF_F_XDP_HAS_FRAGS`: it sees frames in several buffers (multi-buffer XDP)
+    /// whole, so a driver may pass them on (false on a kernel before 5.18).
+    pub frags: bool,
 }
 
 impl XdpProgram {
@@ -125,30 +166,13 @@ impl XdpProgram {
         // descriptor that we own.
         let map = unsafe { OwnedFd::from_raw_fd(bpf(BPF_MAP_CREATE, &mut attr).map_err(|e| bpf_error("XSKMAP", e))?) };
         let insns = program(map.as_raw_fd());
-        let license = c"Dual MIT/GPL";
-        let mut log = vec![0u8; 4096];
-        let mut attr = [0u64; 16];
-        // prog_type, insn_cnt, insns, license, log_level, log_size, log_buf
-        put_u32s(&mut attr, 0, &[BPF_PROG_TYPE_XDP, insns.len() as u32]);
-        attr[1] = insns.as_ptr() as u64;
-        attr[2] = license.as_ptr() as u64;
-        put_u32s(&mut attr, 6, &[1, log.len() as u32]);
-        attr[4] = log.as_mut_ptr() as u64;
-        set_name(&mut attr, 48, "vecflow_xdp");
-        // expected_attach_type (offset 68)
-        put_u32s(&mut attr, 17, &[BPF_XDP]);
-        // SAFETY: the instructions, the license and the log (of the size given) live across
-        // the call.
-        let prog = match unsafe { bpf(BPF_PROG_LOAD, &mut attr) } {
-            // SAFETY: on success BPF_PROG_LOAD returns a new descriptor that we own.
-            Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
-            Err(e) => {
-                let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]);
-                let e = bpf_error("loading the XDP program", e);
-                return Err(io::Error::new(e.kind(), format!("{e}; verifier: {}", text.trim())));
-            }
+        let (prog, frags) = match load_program(&insns, BPF_F_XDP_HAS_FRAGS) {
+            Ok(prog) => (prog, true),
+            // A kernel that does not know the flag refuses it.
+            Err(e) if e.errno == Some(libc::EINVAL) => (load_program(&insns, 0).map_err(|e| e.explained)?, false),
+            Err(e) => return Err(e.explained),
         };
-        Ok(XdpProgram { map, prog })
+        Ok(XdpProgram { map, prog, frags })
     }
 
     /// Puts socket `xsk` in the map at `queue`: frames received on that queue go to it.

@@ -1,11 +1,22 @@
 //! The AF_XDP driver: a Linux interface through XDP sockets whose UMEM is the worker's own
-//! buffer pool, so no frame is copied in user space.
+//! buffer pool, so no frame that fits one chunk is copied in user space.
 //!
 //! - **Memory.** Each worker registers its whole buffer pool as one UMEM with unaligned
-//!   chunks of one slot ([`STRIDE`] bytes, not a power of two). The kernel writes a received
-//!   frame [`RX_HEADROOM`] bytes into the chunk we gave it (its fixed XDP headroom), so the
-//!   graph has that much room to push headers. Sockets of one worker on other interfaces or
-//!   queues share the UMEM (`XDP_SHARED_UMEM`), each with its own fill and completion rings.
+//!   chunks, one per buffer slot: a chunk starts where a slot starts and is the slot, or its
+//!   first 4 KiB when the slot is larger (the kernel's chunks end at a page; see
+//!   [`chunk_size`]). The kernel writes a received frame [`RX_HEADROOM`] bytes into the chunk
+//!   we gave it (its fixed XDP headroom), so the graph has that much room to push headers.
+//!   Sockets of one worker on other interfaces or queues share the UMEM (`XDP_SHARED_UMEM`),
+//!   each with its own fill and completion rings.
+//! - **Frames larger than a chunk** (jumbo frames, or a 2 KB frame in a 2112-byte slot after
+//!   the 256-byte headroom) use multi-buffer AF_XDP: sockets bound with `XDP_USE_SG`, the
+//!   program loaded with `BPF_F_XDP_HAS_FRAGS`. The kernel hands such a frame over in several
+//!   chunks, chained with `XDP_PKT_CONTD`; `af-xdp-input` gathers them into the first chunk's
+//!   slot (moving the first part down to the usual headroom when the whole does not fit after
+//!   the XDP headroom) and returns the others to the pool, so the graph sees one buffer per
+//!   frame, as from every driver. On transmit, a frame longer than a chunk goes out as
+//!   several descriptors over its one buffer, chained the same way. A kernel without
+//!   multi-buffer AF_XDP (before 6.6) still runs frames that fit one chunk.
 //! - **Queues.** A device queue binds one UMEM, so workers never share a queue: every worker
 //!   has its own socket (its own queue) on every AF_XDP interface, for receiving (the queues
 //!   placed on it) or only for sending. A worker transmits on its own socket only.
@@ -28,18 +39,18 @@ pub mod socket;
 use crate::datapath::{Features, Graph};
 use crate::drivers::WorkerPorts;
 use crate::interface::MAX_INTERFACES;
-use crate::runtime::buffer::{BufferMeta, BufferPool, STRIDE};
+use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
+use ring::Consumer;
 use socket::Xsk;
 use std::os::fd::RawFd;
 
 /// Where the kernel puts a received frame in its chunk (`XDP_PACKET_HEADROOM`).
 pub const RX_HEADROOM: usize = 256;
-/// The largest frame an AF_XDP port receives.
-pub const RX_CAPACITY: usize = STRIDE - RX_HEADROOM;
-/// The largest MTU of an AF_XDP interface: its frames, tagged, fit [`RX_CAPACITY`].
-pub const MAX_MTU: u16 = (RX_CAPACITY - crate::interface::L2_OVERHEAD as usize) as u16;
+/// The largest UMEM chunk the kernel accepts (a page).
+const MAX_CHUNK: usize = 4096;
 /// An rx descriptor's address in unaligned mode: the chunk in the low 48 bits, the frame's
 /// offset in it above.
 const ADDR_MASK: u64 = (1 << 48) - 1;
@@ -47,6 +58,17 @@ const ADDR_MASK: u64 = (1 << 48) - 1;
 const NONE: u16 = u16::MAX;
 /// Free fill-ring entries worth a refill.
 const REFILL_BATCH: u32 = 64;
+
+/// The UMEM chunk size for buffer slots of `stride` bytes: the slot, up to a page.
+pub fn chunk_size(stride: usize) -> u32 {
+    stride.min(MAX_CHUNK) as u32
+}
+
+/// The largest frame one chunk holds after the kernel's XDP headroom: longer frames need
+/// multi-buffer AF_XDP.
+pub fn single_chunk_frame(stride: usize) -> usize {
+    chunk_size(stride) as usize - RX_HEADROOM
+}
 
 /// A worker's AF_XDP sockets.
 pub struct XskSockets {
@@ -79,8 +101,8 @@ impl XskSockets {
     }
 
     /// The first socket, whose UMEM the others share; `None` before any was added.
-    pub fn umem_owner(&self) -> Option<RawFd> {
-        self.socks.first().map(Xsk::fd)
+    pub fn umem_owner(&self) -> Option<&Xsk> {
+        self.socks.first()
     }
 }
 
@@ -94,21 +116,27 @@ pub struct RxQueue {
     pub fd: RawFd,
 }
 
-/// Returns the chunks the kernel finished sending on `x` to `pool`.
+/// Returns the buffers the kernel finished sending on `x` to `pool`. A frame sent as several
+/// descriptors completes once per descriptor: only its first (at the frame's offset in the
+/// slot, below one chunk) returns the buffer.
 #[inline]
 fn reclaim(x: &mut Xsk, pool: &mut BufferPool) {
     let n = x.completion.available(u32::MAX);
     if n == 0 {
         return;
     }
+    let (stride, chunk) = (pool.stride() as u64, u64::from(chunk_size(pool.stride())));
     let mut done = [0u32; VECTOR_SIZE];
     let mut k = 0;
     while k < n {
         let batch = (n - k).min(VECTOR_SIZE as u32);
+        let mut m = 0;
         for j in 0..batch {
-            done[j as usize] = (x.completion.read(k + j) / STRIDE as u64) as u32;
+            let addr = x.completion.read(k + j);
+            done[m] = (addr / stride) as u32;
+            m += usize::from(addr % stride < chunk);
         }
-        pool.free(&done[..batch as usize]);
+        pool.free(&done[..m]);
         k += batch;
     }
     x.completion.release(n);
@@ -122,6 +150,7 @@ fn refill(x: &mut Xsk, pool: &mut BufferPool) {
     if room < REFILL_BATCH {
         return;
     }
+    let stride = pool.stride() as u64;
     let mut bufs = [0u32; VECTOR_SIZE];
     while room > 0 {
         let got = pool.alloc(&mut bufs[..(room as usize).min(VECTOR_SIZE)]);
@@ -129,54 +158,137 @@ fn refill(x: &mut Xsk, pool: &mut BufferPool) {
             break;
         }
         for (k, &i) in bufs[..got].iter().enumerate() {
-            x.fill.write(k as u32, u64::from(i) * STRIDE as u64);
+            x.fill.write(k as u32, u64::from(i) * stride);
         }
         x.fill.submit(got as u32);
         room -= got as u32;
     }
 }
 
+/// The buffer whose chunk rx descriptor address `addr` names, or `None` for an address that is
+/// not the start of one of `pool`'s chunks (the kernel hands back only the chunks we gave it;
+/// anything else is not ours to keep).
+#[inline(always)]
+fn buffer_of(addr: u64, pool: &BufferPool) -> Option<u32> {
+    let (chunk, stride) = (addr & ADDR_MASK, pool.stride() as u64);
+    let i = chunk / stride;
+    (chunk.is_multiple_of(stride) && i < u64::from(pool.capacity())).then_some(i as u32)
+}
+
+/// The offset in its chunk of the frame rx descriptor address `addr` names.
+#[inline(always)]
+fn offset_of(addr: u64) -> usize {
+    (addr >> 48) as usize
+}
+
+/// Gathers the frame the kernel handed over as rx descriptors `first..=last` of `rx` (the
+/// first and its continuations, each naming a chunk of `pool`) into the first one's buffer,
+/// returned with its metadata set for `port`; every other chunk goes back to the pool. `Err`
+/// with the first buffer (its metadata set) when the whole frame does not fit one buffer: it
+/// is dropped as `rx-truncated`. `Ok(None)` when the first descriptor names no chunk of ours.
+fn gather(
+    pool: &mut BufferPool,
+    rx: &Consumer<libc::xdp_desc>,
+    first: u32,
+    last: u32,
+    port: u16,
+) -> Result<Option<u32>, u32> {
+    let head = rx.read(first);
+    let into = buffer_of(head.addr, pool);
+    let (at, len) = (offset_of(head.addr), head.len as usize);
+    let total: usize = (first..=last).map(|j| rx.read(j).len as usize).sum();
+    let stride = pool.stride();
+    // Where the frame starts: where the kernel put it, else at the usual headroom.
+    let start = if at + total <= stride { at } else { HEADROOM };
+    let fits = into.is_some() && start + total <= stride && at + len <= stride;
+    let mut end = start + len;
+    if let Some(b) = into.filter(|_| fits) {
+        pool.copy_bytes(b, at, b, start, len);
+    }
+    for j in first + 1..=last {
+        let d = rx.read(j);
+        let Some(i) = buffer_of(d.addr, pool) else { continue };
+        if let Some(b) = into.filter(|_| fits) {
+            let l = (d.len as usize).min(stride - end).min(stride.saturating_sub(offset_of(d.addr)));
+            pool.copy_bytes(i, offset_of(d.addr), b, end, l);
+            end += l;
+        }
+        pool.free(&[i]);
+    }
+    let Some(b) = into else { return Ok(None) };
+    if fits {
+        *pool.meta_mut(b) = pool.placed(start, end - start, port);
+        Ok(Some(b))
+    } else {
+        *pool.meta_mut(b) = pool.placed(at, 0, port);
+        Err(b)
+    }
+}
+
 impl RxQueue {
     /// The `af-xdp-input` node: hands up to 256 received frames over as one vector, in the
-    /// buffers the kernel wrote them to; refills the fill ring and takes back sent buffers.
-    /// `None` when nothing arrived.
+    /// buffers the kernel wrote them to (a frame in several chunks gathered into its first);
+    /// refills the fill ring and takes back sent buffers. `None` when nothing arrived.
     pub fn poll(&mut self, g: &mut Graph) -> Option<VecHandle> {
-        let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, .. }, pool, vectors, .. } = g;
-        let x = &mut xsk.socks[usize::from(self.sock)];
-        reclaim(x, pool);
-        let rx = x.rx.as_mut()?;
-        let n = rx.available(VECTOR_SIZE as u32);
-        if n == 0 {
+        let mut truncated = [0u32; VECTOR_SIZE];
+        let mut n_truncated = 0;
+        let got = {
+            let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, .. }, pool, vectors, .. } = g;
+            let x = &mut xsk.socks[usize::from(self.sock)];
+            reclaim(x, pool);
+            let rx = x.rx.as_mut()?;
+            let n = rx.available(VECTOR_SIZE as u32);
+            if n == 0 {
+                refill(x, pool);
+                if x.fill.needs_wakeup() {
+                    x.kick_rx();
+                }
+                return None;
+            }
+            let v = vectors.alloc(self.port);
+            let mut k = 0;
+            while k < n {
+                let d = rx.read(k);
+                if d.options & libc::XDP_PKT_CONTD == 0 {
+                    k += 1;
+                    let Some(i) = buffer_of(d.addr, pool) else { continue };
+                    *pool.meta_mut(i) = pool.placed(offset_of(d.addr), d.len as usize, self.port);
+                    // The kernel wrote the frame (maybe on another core): its headers start
+                    // loading now, for ethernet-input.
+                    pool.prefetch_frame(i);
+                    vectors[v].push(i);
+                    continue;
+                }
+                // A frame in several chunks: all of it, or (its end not yet read) none of it.
+                let Some(last) = (k..n).find(|&j| rx.read(j).options & libc::XDP_PKT_CONTD == 0) else { break };
+                match gather(pool, rx, k, last, self.port) {
+                    Ok(Some(i)) => vectors[v].push(i),
+                    Ok(None) => {}
+                    Err(i) => {
+                        truncated[n_truncated] = i;
+                        n_truncated += 1;
+                    }
+                }
+                k = last + 1;
+            }
+            rx.release(k);
             refill(x, pool);
-            if x.fill.needs_wakeup() {
-                x.kick_rx();
+            if vectors[v].is_empty() {
+                vectors.free(v);
+                None
+            } else {
+                Some(v)
             }
-            return None;
-        }
-        let v = vectors.alloc(self.port);
-        let capacity = u64::from(pool.capacity());
-        for k in 0..n {
-            let d = rx.read(k);
-            let chunk = d.addr & ADDR_MASK;
-            let i = chunk / STRIDE as u64;
-            // The kernel hands back the chunks we gave it; anything else is not ours to keep.
-            if !chunk.is_multiple_of(STRIDE as u64) || i >= capacity {
-                continue;
+        };
+        if n_truncated > 0 {
+            let mut bad = Outbox::new(NodeId::ErrorDrop);
+            for &i in &truncated[..n_truncated] {
+                g.pool.meta_mut(i).error = DropReason::RxTruncated as u16;
+                bad.push(g, i);
             }
-            let i = i as u32;
-            *pool.meta_mut(i) = BufferMeta::placed((d.addr >> 48) as usize, d.len as usize, self.port);
-            // The kernel wrote the frame (maybe on another core): its headers start loading
-            // now, for ethernet-input.
-            pool.prefetch_frame(i);
-            vectors[v].push(i);
+            bad.finish(g);
         }
-        rx.release(n);
-        refill(x, pool);
-        if vectors[v].is_empty() {
-            vectors.free(v);
-            return None;
-        }
-        Some(v)
+        got
     }
 }
 
@@ -200,23 +312,40 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
 }
 
 /// Puts as many of `bufs` as fit on `x`'s tx ring, wakes the kernel, and returns how many
-/// went (the first ones).
+/// went (the first ones). A frame longer than a chunk takes one descriptor per chunk's worth
+/// of it, chained with `XDP_PKT_CONTD` (a socket without multi-buffer never sees one: its
+/// interfaces' MTU keeps frames within a chunk).
 #[inline]
 fn send_run(x: &mut Xsk, pool: &mut BufferPool, bufs: &[u32]) -> usize {
     reclaim(x, pool);
-    let n = x.tx.free(bufs.len() as u32).min(bufs.len() as u32);
-    for (k, &i) in bufs[..n as usize].iter().enumerate() {
+    let (stride, chunk) = (pool.stride() as u64, chunk_size(pool.stride()));
+    let (mut descs, mut sent) = (0u32, 0);
+    for &i in bufs {
         let m = pool.meta(i);
-        let addr = u64::from(i) * STRIDE as u64 + u64::from(m.offset());
-        x.tx.write(k as u32, libc::xdp_desc { addr, len: u32::from(m.len()), options: 0 });
+        let (offset, len) = (u32::from(m.offset()), u32::from(m.len()));
+        let addr = u64::from(i) * stride + u64::from(offset);
+        let parts = if len <= chunk { 1 } else { len.div_ceil(chunk) };
+        // Continuation descriptors lie at least a chunk into the slot, which tells their
+        // completions from the frame's first (see `reclaim`); a frame starting that far in
+        // could not be told apart and is refused (no node moves a frame that far).
+        if x.tx.free(descs + parts) < descs + parts || offset >= chunk {
+            break;
+        }
+        for p in 0..parts {
+            let (at, part) = (p * chunk, (len - p * chunk).min(chunk));
+            let options = if p + 1 < parts { libc::XDP_PKT_CONTD } else { 0 };
+            x.tx.write(descs + p, libc::xdp_desc { addr: addr + u64::from(at), len: part, options });
+        }
+        descs += parts;
+        sent += 1;
     }
-    x.tx.submit(n);
+    x.tx.submit(descs);
     // Copy mode sends at most 32 frames per wake-up: go on while the kernel makes progress.
-    let mut tries = n / 32 + 2;
+    let mut tries = descs / 32 + 2;
     while x.tx.needs_wakeup() && tries > 0 && x.kick_tx() && x.tx.pending() > 0 {
         tries -= 1;
     }
-    n as usize
+    sent
 }
 
 /// Kernel tests: they need root (a network namespace of their own, `bpf(2)`, AF_XDP); they
@@ -269,9 +398,10 @@ pub(crate) mod kernel_tests {
             let mut pool = BufferPool::new(1024).unwrap();
             let (addr, len) = pool.umem_region();
             let opts = XskOptions { ifindex: 1, queue: 0, ring_size: 64, rx: true, zero_copy: ZeroCopy::Auto };
+            let chunk_bytes = chunk_size(pool.stride());
             // SAFETY: `pool` outlives `x` (declared first, dropped last) and lends buffers only
             // through the rings below.
-            let mut x = unsafe { Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None) }.unwrap();
+            let mut x = unsafe { Xsk::open(Umem { addr, len, chunk: chunk_bytes }, &opts, None) }.unwrap();
             assert!(!x.zero_copy, "lo has no zero-copy");
             let program = XdpProgram::load(1).unwrap();
             program.insert(0, x.fd()).unwrap();
@@ -290,9 +420,10 @@ pub(crate) mod kernel_tests {
             let d = rx.read(0);
             rx.release(1);
             let (chunk, offset) = (d.addr & ADDR_MASK, (d.addr >> 48) as usize);
-            assert_eq!((chunk % STRIDE as u64, offset), (0, RX_HEADROOM), "a whole chunk, the frame at the headroom");
-            let i = (chunk / STRIDE as u64) as u32;
-            *pool.meta_mut(i) = BufferMeta::placed(offset, d.len as usize, 1);
+            let stride = pool.stride() as u64;
+            assert_eq!((chunk % stride, offset), (0, RX_HEADROOM), "a whole chunk, the frame at the headroom");
+            let i = (chunk / stride) as u32;
+            *pool.meta_mut(i) = pool.placed(offset, d.len as usize, 1);
             let frame = pool.frame(i);
             assert_eq!(frame.len(), 14 + 20 + 8 + 14, "Ethernet, IPv4, UDP and the payload");
             assert_eq!(&frame[frame.len() - 14..], b"vecflow af-xdp");
@@ -312,10 +443,69 @@ pub(crate) mod kernel_tests {
             let other = BufferPool::new(1024).unwrap();
             let (addr, len) = other.umem_region();
             // SAFETY: as above (it is refused anyway).
-            let e = unsafe { Xsk::open(Umem { addr, len, chunk: STRIDE as u32 }, &opts, None) }
-                .err()
-                .expect("a busy queue");
+            let e =
+                unsafe { Xsk::open(Umem { addr, len, chunk: chunk_bytes }, &opts, None) }.err().expect("a busy queue");
             assert!(e.to_string().contains("another AF_XDP socket is bound to this queue"), "{e}");
+        });
+    }
+
+    #[test]
+    fn a_jumbo_frame_arrives_whole_in_one_buffer_and_leaves_in_pieces() {
+        in_new_netns(|| {
+            let mut pool = BufferPool::with_data_size(1024, 9216).unwrap();
+            let (addr, len) = pool.umem_region();
+            let opts = XskOptions { ifindex: 1, queue: 0, ring_size: 64, rx: true, zero_copy: ZeroCopy::Auto };
+            let chunk = chunk_size(pool.stride());
+            assert_eq!(chunk, 4096, "a page: the kernel's largest chunk");
+            // SAFETY: `pool` outlives `x` (declared first, dropped last) and lends buffers only
+            // through the rings below.
+            let mut x = unsafe { Xsk::open(Umem { addr, len, chunk }, &opts, None) }.unwrap();
+            let program = XdpProgram::load(1).unwrap();
+            assert!(x.multi_buffer && program.frags, "this kernel has multi-buffer AF_XDP");
+            program.insert(0, x.fd()).unwrap();
+            let _attached = program.attach(1, XdpMode::Skb).unwrap();
+            refill(&mut x, &mut pool);
+
+            // 8 000 bytes of UDP payload: 8 042 bytes on `lo`, three chunks' worth.
+            let payload: Vec<u8> = (0..8000u32).map(|k| (k % 251) as u8).collect();
+            let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            sock.send_to(&payload, sock.local_addr().unwrap()).unwrap();
+            let config = crate::config::Config::default();
+            let qsbr = std::sync::Arc::new(crate::runtime::qsbr::Qsbr::new(1));
+            let f = crate::control::engine::build_forwarding(&config, qsbr).unwrap();
+            let counters = std::sync::Arc::new(crate::datapath::WorkerCounters::new());
+            let mut g = Graph::new(pool, f.tables, f.fib.fibs(), counters);
+            let sock_index = g.features.drivers.xsk.socks.len() as u16;
+            g.features.drivers.xsk.socks.push(x);
+            let mut q = RxQueue { port: 1, sock: sock_index, fd: -1 };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            let v = loop {
+                if let Some(v) = q.poll(&mut g) {
+                    break v;
+                }
+                assert!(std::time::Instant::now() < deadline, "no frame reached the rx ring");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            };
+            assert_eq!(g.vectors[v].len(), 1, "one frame, one buffer");
+            let i = g.vectors[v].indices()[0];
+            let frame = g.pool.frame(i);
+            assert_eq!(frame.len(), 14 + 20 + 8 + 8000, "Ethernet, IPv4, UDP and the whole payload");
+            assert_eq!(&frame[42..], &payload[..], "the pieces in order");
+            let free = g.pool.free_count();
+
+            // Out again: three descriptors over the one buffer, which comes back once.
+            let Graph { features, pool, .. } = &mut g;
+            let x = &mut features.drivers.xsk.socks[usize::from(sock_index)];
+            assert_eq!(send_run(x, pool, &[i]), 1);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while pool.free_count() == free {
+                assert!(std::time::Instant::now() < deadline, "the sent buffer never completed");
+                reclaim(x, pool);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            reclaim(x, pool);
+            assert_eq!(pool.free_count(), free + 1, "the buffer came back exactly once");
         });
     }
 }

@@ -5,13 +5,13 @@
 
 use super::bpf::{Attachment, XdpMode, XdpProgram};
 use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
-use super::{RX_CAPACITY, RxQueue, XskSockets};
+use super::{RxQueue, XskSockets, chunk_size, single_chunk_frame};
 use crate::config::{AfXdpConfig, Config, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::KernelDrops;
 use crate::drivers::PortError;
 use crate::drivers::host::HostLink;
 use crate::interface::Interface;
-use crate::runtime::buffer::{BufferPool, STRIDE};
+use crate::runtime::buffer::BufferPool;
 use std::collections::BTreeMap;
 
 /// One worker's share of the AF_XDP interfaces.
@@ -61,23 +61,24 @@ fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> Port
 
 /// Checks what can be checked before anything is opened, for the `af-xdp` interfaces of
 /// `hosts` (by interface name): that each worker's buffers cover what its sockets lend the
-/// kernel, and that each host interface's MTU lets its frames fit a buffer after the XDP
-/// headroom (the kernel would drop longer ones unseen).
+/// kernel, and that each host interface's MTU lets its frames fit a buffer (the kernel would
+/// drop longer ones unseen).
 pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
     check_buffers(config, &crate::interface::build::build_interfaces(config), hosts)?;
+    let max = config.buffers.max_mtu();
     for (name, link) in hosts {
-        if link.mtu > u32::from(super::MAX_MTU) {
+        if link.mtu > u32::from(max) {
             return Err(field_error(
                 name,
                 "host-interface",
                 format!(
-                    "{} has MTU {}; AF_XDP frames must fit the {RX_CAPACITY} bytes of a buffer after the kernel's \
-                     XDP headroom, so its MTU may be at most {} (ip link set {} mtu {})",
+                    "{} has MTU {}; AF_XDP frames must fit a buffer (buffers.data-size {}), so its MTU may be at \
+                     most {max} (ip link set {} mtu {max}, or raise buffers.data-size up to {})",
                     link.name,
                     link.mtu,
-                    super::MAX_MTU,
+                    config.buffers.data_size,
                     link.name,
-                    super::MAX_MTU
+                    crate::runtime::buffer::MAX_DATA_SIZE
                 ),
             ));
         }
@@ -110,7 +111,7 @@ pub fn open(
         for &(w, queue, rx) in &queues {
             let wx = &mut out.workers[usize::from(w)];
             let (addr, len) = wx.pool.umem_region();
-            let umem = Umem { addr, len, chunk: STRIDE as u32 };
+            let umem = Umem { addr, len, chunk: chunk_size(wx.pool.stride()) };
             let opts = XskOptions {
                 ifindex: link.ifindex,
                 queue,
@@ -127,6 +128,7 @@ pub fn open(
                 field_error(&name, "host-interface", format!("{} {what}{detail}: {e}", link.name))
             })?;
             zero_copy |= xsk.zero_copy;
+            check_multi_buffer(&name, &link, i.mtu, wx.pool.stride(), xsk.multi_buffer && program.frags)?;
             if rx {
                 program.insert(queue, xsk.fd()).map_err(host_err)?;
                 drops.push(KernelDrops::AfXdp(xsk.stats_handle().map_err(host_err)?, 0));
@@ -141,9 +143,10 @@ pub fn open(
         }
         if zero_copy {
             tracing::warn!(
-                "interfaces.{name}: zero-copy: buffers are 2112-byte chunks that may cross 4 KiB pages; the kernel \
+                "interfaces.{name}: zero-copy: buffers are {}-byte chunks that may cross 4 KiB pages; the kernel \
                  refuses those whose pages are not physically contiguous, so keep transparent huge pages on \
-                 (/sys/kernel/mm/transparent_hugepage/enabled: always or madvise)"
+                 (/sys/kernel/mm/transparent_hugepage/enabled: always or madvise)",
+                chunk_size(config.buffers.memory(1) as usize)
             );
         }
         let attachment = program
@@ -181,6 +184,32 @@ fn sockets_of(config: &Config, i: &Interface, name: &str) -> Vec<(u16, u32, bool
         }
     }
     queues
+}
+
+/// Checks that interface `name` (MTU `mtu`, on host link `link`) can carry its largest
+/// frames on a socket over buffers of `stride` bytes: within one chunk, or in several when
+/// the socket and program have `multi_buffer`.
+fn check_multi_buffer(
+    name: &str,
+    link: &HostLink,
+    mtu: u16,
+    stride: usize,
+    multi_buffer: bool,
+) -> Result<(), PortError> {
+    let largest = usize::from(mtu + crate::interface::L2_OVERHEAD);
+    if multi_buffer || largest <= single_chunk_frame(stride) {
+        return Ok(());
+    }
+    let most = single_chunk_frame(stride) - usize::from(crate::interface::L2_OVERHEAD);
+    Err(field_error(
+        name,
+        "mtu",
+        format!(
+            "{mtu}: {}'s frames do not fit one AF_XDP chunk, and this kernel has no multi-buffer AF_XDP \
+             (XDP_USE_SG, Linux 6.6 and later); use an MTU of at most {most}",
+            link.name
+        ),
+    ))
 }
 
 /// Buffers a worker keeps for the graph beyond those its sockets lend the kernel.

@@ -110,6 +110,9 @@ pub struct Xsk {
     pub completion: Consumer<u64>,
     /// The kernel moves frames without copying.
     pub zero_copy: bool,
+    /// Bound with `XDP_USE_SG`: frames larger than a chunk arrive and leave as several
+    /// descriptors (false on a kernel before 6.6).
+    pub multi_buffer: bool,
     // Declared last: the rings are unmapped before the socket closes.
     _maps: Vec<Mapping>,
     fd: OwnedFd,
@@ -122,14 +125,15 @@ unsafe impl Send for Xsk {}
 impl Xsk {
     /// Opens a socket on `opts.queue` of `opts.ifindex`: registers `umem` when `share` is
     /// `None`, else shares the UMEM of socket `share` (with its own fill and completion
-    /// rings), maps the rings and binds.
+    /// rings, and its copy or zero-copy, need-wakeup and multi-buffer modes), maps the rings
+    /// and binds, with multi-buffer where the kernel has it.
     ///
     /// # Safety
     /// `umem` must be a mapping that stays mapped for as long as the socket (and every socket
     /// sharing it) lives, and whose chunks the caller lends the kernel only through the fill
     /// and tx rings and does not touch while the kernel holds them: the kernel writes
     /// received frames into it.
-    pub unsafe fn open(umem: Umem, opts: &XskOptions, share: Option<RawFd>) -> io::Result<Self> {
+    pub unsafe fn open(umem: Umem, opts: &XskOptions, share: Option<&Xsk>) -> io::Result<Self> {
         // SAFETY: socket(2) with constant arguments; the result is checked.
         let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
@@ -186,7 +190,22 @@ impl Xsk {
         } else {
             None
         };
-        bind(raw, opts, share)?;
+        let multi_buffer = match share {
+            Some(owner) => {
+                bind(raw, opts, Some(owner.fd()), false).map_err(|e| bind_error(e, opts))?;
+                owner.multi_buffer
+            }
+            // A kernel without multi-buffer AF_XDP refuses the flag (and a driver whose
+            // zero-copy lacks it refuses it with zero-copy on): bind without it.
+            None => match bind(raw, opts, None, true) {
+                Ok(()) => true,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+                    bind(raw, opts, None, false).map_err(|e| bind_error(e, opts))?;
+                    false
+                }
+                Err(e) => return Err(bind_error(e, opts)),
+            },
+        };
         // SAFETY: `xdp_options` is one u32 of flags: every bit pattern is valid.
         let options: libc::xdp_options = unsafe { get_opt(raw, libc::SOL_XDP, libc::XDP_OPTIONS, "XDP_OPTIONS") }?;
         // SAFETY: the rings were made by the kernel for this socket with `size` entries (a
@@ -199,6 +218,7 @@ impl Xsk {
                 fill: Producer::new(fill),
                 completion: Consumer::new(completion),
                 zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
+                multi_buffer,
                 _maps: maps,
                 fd,
             })
@@ -241,8 +261,9 @@ impl Xsk {
     }
 }
 
-/// Binds socket `fd` per `opts` (sharing socket `share`'s UMEM when given).
-fn bind(fd: RawFd, opts: &XskOptions, share: Option<RawFd>) -> io::Result<()> {
+/// Binds socket `fd` per `opts` (sharing socket `share`'s UMEM when given), with `XDP_USE_SG`
+/// when `multi_buffer` (a sharer inherits the owner's).
+fn bind(fd: RawFd, opts: &XskOptions, share: Option<RawFd>, multi_buffer: bool) -> io::Result<()> {
     // SAFETY: sockaddr_xdp is plain data; zero is valid for every field.
     let mut sa: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
     sa.sxdp_family = libc::AF_XDP as u16;
@@ -256,6 +277,7 @@ fn bind(fd: RawFd, opts: &XskOptions, share: Option<RawFd>) -> io::Result<()> {
         }
         None => {
             libc::XDP_USE_NEED_WAKEUP
+                | if multi_buffer { libc::XDP_USE_SG } else { 0 }
                 | match opts.zero_copy {
                     ZeroCopy::Auto => 0,
                     ZeroCopy::On => libc::XDP_ZEROCOPY,
@@ -271,18 +293,19 @@ fn bind(fd: RawFd, opts: &XskOptions, share: Option<RawFd>) -> io::Result<()> {
             std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
         )
     };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        let hint = match e.raw_os_error() {
-            Some(libc::EBUSY) => " (another AF_XDP socket is bound to this queue)",
-            Some(libc::EINVAL) => " (the interface has no such queue: see `ethtool -l`, or fewer af-xdp queues)",
-            Some(libc::EOPNOTSUPP) => " (the driver has no zero-copy: use zero-copy auto or off)",
-            Some(libc::ENETDOWN) => " (the interface is down)",
-            _ => "",
-        };
-        return Err(io::Error::new(e.kind(), format!("binding to queue {}: {e}{hint}", opts.queue)));
-    }
-    Ok(())
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Error `e` of binding per `opts`, with what it most likely means.
+fn bind_error(e: io::Error, opts: &XskOptions) -> io::Error {
+    let hint = match e.raw_os_error() {
+        Some(libc::EBUSY) => " (another AF_XDP socket is bound to this queue)",
+        Some(libc::EINVAL) => " (the interface has no such queue: see `ethtool -l`, or fewer af-xdp queues)",
+        Some(libc::EOPNOTSUPP) => " (the driver has no zero-copy: use zero-copy auto or off)",
+        Some(libc::ENETDOWN) => " (the interface is down)",
+        _ => "",
+    };
+    io::Error::new(e.kind(), format!("binding to queue {}: {e}{hint}", opts.queue))
 }
 
 /// The frames the kernel could not deliver to one socket since it opened: no free chunk in
