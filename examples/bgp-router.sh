@@ -3,7 +3,7 @@
 #
 #     sudo env "PATH=$PATH" examples/bgp-router.sh bird      # or: ... bgp-router.sh frr
 #
-# Needs vecflow on the PATH, iproute2, ethtool, ping, BIRD 2 (`bird`, `birdc`: the hosts run
+# Needs vecflow on the PATH, iproute2, ping, BIRD 2 (`bird`, `birdc`: the hosts run
 # it) and for `frr` FRR (zebra, bgpd, vtysh). It builds this lab in network namespaces, waits
 # until BGP's routes are in vecflow's FIB, shows them, pings from A's loopback to B's through
 # vecflow, and removes everything when it ends.
@@ -25,7 +25,7 @@ case $daemon in
     *) echo "usage: $0 [bird|frr]: the routing daemon on the vecflow router" >&2; exit 2 ;;
 esac
 vecflow=$(command -v vecflow) || { echo "vecflow is not on the PATH" >&2; exit 1; }
-for tool in ip ethtool ping "${tools[@]}"; do
+for tool in ip ping "${tools[@]}"; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
 done
 
@@ -49,13 +49,11 @@ for ns in "$A" "$B" "$R" "$L"; do
     ip netns add "$ns"
     ip -n "$ns" link set lo up
 done
-# host X's eth0 ── the router's to-x; offloads off, as a wire would carry the frames (vecflow's
-# AF_PACKET ports see what the kernel hands them); no IPv6 on the router's ends: vecflow, not
-# the kernel of namespace R, answers there.
+# host X's eth0 ── the router's to-x, with the kernel's default offloads (vecflow's AF_PACKET
+# ports cut what the hosts leave to segmentation offload); no IPv6 on the router's ends:
+# vecflow, not the kernel of namespace R, answers there.
 link() {  # link HOST-NS PORT ADDRESS4 ADDRESS6
     ip -n "$1" link add eth0 type veth peer name "$2" netns "$R"
-    ip netns exec "$1" ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-    ip netns exec "$R" ethtool -K "$2" tx off tso off gso off gro off >/dev/null
     ip netns exec "$R" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
     ip -n "$1" addr add "$3" dev eth0
     ip -n "$1" addr add "$4" dev eth0 nodad

@@ -11,13 +11,13 @@
 #     sudo env "PATH=$PATH" scripts/lcp-full-table.sh      # CHUNK=100000 by default
 #
 # Needs root, vecflow on the PATH (a release build: a debug one is far slower), iproute2,
-# ethtool, ping and python3. Everything it makes (namespaces with a random tag, files under a
+# ping and python3. Everything it makes (namespaces with a random tag, files under a
 # temporary directory) is removed when it ends.
 set -euo pipefail
 
 CHUNK=${CHUNK:-100000}
 vecflow=$(command -v vecflow) || { echo "vecflow is not on the PATH" >&2; exit 1; }
-for tool in ip ethtool ping python3 split; do
+for tool in ip ping python3 split; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 1; }
@@ -47,8 +47,6 @@ secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]
 for ns in "$A" "$B" "$R" "$L"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
 link() {  # link HOST-NS PORT ADDRESS4 ADDRESS6 GATEWAY4
     ip -n "$1" link add eth0 type veth peer name "$2" netns "$R"
-    ip netns exec "$1" ethtool -K eth0 tx off tso off gso off gro off >/dev/null
-    ip netns exec "$R" ethtool -K "$2" tx off tso off gso off gro off >/dev/null
     ip netns exec "$R" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
     ip -n "$1" addr add "$3" dev eth0
     ip -n "$1" addr add "$4" dev eth0 nodad

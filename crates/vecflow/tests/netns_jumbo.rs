@@ -40,6 +40,11 @@ fn jumbo_lab(port: Port) {
     }
     let lab = Lab::with_mtus("9000", "9000", true);
     let (vfc0, vfc1) = lab.extra_link("b", "c", true);
+    lab.facing("a", port);
+    lab.facing("b", port);
+    if port == Port::AfXdp {
+        lab.offloads(&lab.b, &vfc0, &["tx", "off"]);
+    }
     lab.address("a", "10.0.1.2/24", Some("10.0.1.1"));
     lab.address("b", "10.0.2.2/24", Some("10.0.2.1"));
     must("ip", &["-n", &lab.a, "addr", "add", "fd00:1::2/64", "dev", &lab.veth("a", 0)]);

@@ -6,7 +6,9 @@
 //! 802.1Q sub-interfaces (routed and cross-connected), an interface that is down, a small MTU,
 //! flow rules (drop, output, normal) on p0 and p4, and sFlow at 1:1 in both directions with drop
 //! monitoring; jumbo buffers (`buffers.data-size` 9216) with p0 at MTU 9000, so frames up to
-//! a buffer's size reach the nodes and their fragmentation to p1's MTU of 200. After every input: no panic, no
+//! a buffer's size reach the nodes and their fragmentation to p1's MTU of 200; and frames
+//! with arbitrary `virtio_net_hdr`s cut or completed as af-packet-input does
+//! ([`dataplane::drivers::offload`]), whose segments then go through the graph. After every input: no panic, no
 //! buffer or vector leak, no drop without a named reason, and per input interface
 //! rx = forwarded + taken locally (answered) + dropped.
 #![no_main]
@@ -161,7 +163,7 @@ fn frame(template: u8, body: &[u8]) -> Vec<u8> {
             let src: std::net::Ipv6Addr = ["2001:db8:16::1", "fe80::7", "::"][pick(1, 3)].parse().unwrap();
             let next = [17, wire::icmpv6::PROTOCOL, 44][pick(2, 3)];
             let hop = [64, 255, 1][pick(3, 3)];
-            let len = payload.len().min(1460);
+            let len = payload.len().min(9000);
             let mut h = [0u8; 40];
             wire::ipv6::write_header(&mut h, len as u16, next, hop, src, dst);
             f.extend_from_slice(&h);
@@ -170,14 +172,41 @@ fn frame(template: u8, body: &[u8]) -> Vec<u8> {
                 wire::icmpv6::fill_checksum(src, dst, &mut payload[..len]);
             }
             f.extend_from_slice(&payload);
-            f.truncate(2100);
+            f.truncate(9300);
             return f;
         }
         _ => unreachable!("template % 8"),
     }
     f.extend_from_slice(body);
-    f.truncate(2100);
+    f.truncate(9300);
     f
+}
+
+/// What af-packet-input makes of frame `f` with the `virtio_net_hdr` of `body`'s first 10
+/// bytes: the segments of a super-frame it can cut (at most 64 of them), else the frame with
+/// its partial checksum completed, else nothing (dropped as `rx-truncated`).
+fn offloaded(f: &[u8], body: &[u8], largest: usize) -> Vec<Vec<u8>> {
+    use dataplane::drivers::offload::{Plan, VNET_HDR_LEN, VnetHdr, complete_partial};
+    let mut h = [0u8; VNET_HDR_LEN];
+    let n = body.len().min(VNET_HDR_LEN);
+    h[..n].copy_from_slice(&body[..n]);
+    let h = VnetHdr::parse(&h);
+    if h.gso() != VnetHdr::GSO_NONE {
+        let Some(plan) = Plan::new(f, &h, largest) else { return Vec::new() };
+        return (0..plan.count().min(64))
+            .map(|k| {
+                let mut out = vec![0u8; largest];
+                let len = plan.write(f, k, &mut out);
+                out.truncate(len);
+                out
+            })
+            .collect();
+    }
+    let mut f = f.to_vec();
+    if h.flags & VnetHdr::NEEDS_CSUM != 0 && !complete_partial(&mut f, h.csum_start.into(), h.csum_offset.into()) {
+        return Vec::new();
+    }
+    if f.len() > largest { Vec::new() } else { vec![f] }
 }
 
 /// Interface `i`'s (received, forwarded or taken locally, dropped).
@@ -197,11 +226,22 @@ fuzz_target!(|data: &[u8]| {
     let mut rest = data;
     while rest.len() >= 3 {
         let (port, template, len) = (rest[0], rest[1], usize::from(rest[2]).pow(2) / 7);
+        let rest_port_byte = port;
         let body = &rest[3..(3 + len).min(rest.len())];
         rest = &rest[(3 + len).min(rest.len())..];
         let count = 1 + usize::from(template >> 5) * 36; // up to 253 copies: fills vectors
         let f = frame(template, body);
-        let frames: Vec<&[u8]> = std::iter::repeat_n(&f[..], count).collect();
+        // A port byte with its top bit set: the frame came from a packet socket with the
+        // virtio_net_hdr its first 10 body bytes make, as af-packet-input handles it (a
+        // super-frame cut into its segments, a partial checksum completed).
+        let offloaded = (rest_port_byte & 0x80 != 0).then(|| offloaded(&f, body, g.pool.data_capacity()));
+        let frames: Vec<&[u8]> = match &offloaded {
+            Some(segments) => segments.iter().map(|s| &s[..]).collect(),
+            None => std::iter::repeat_n(&f[..], count).collect(),
+        };
+        if frames.is_empty() {
+            continue;
+        }
         let port = ports[usize::from(port) % ports.len()];
         let v = g.inject(port, &frames).expect("the pool is full between inputs");
         g.forward(v, NodeId::EthernetInput);

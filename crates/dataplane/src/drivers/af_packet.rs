@@ -7,11 +7,15 @@
 //! While copying it restores what the kernel took away or left undone:
 //! - the 802.1Q tag the kernel strips (`TP_STATUS_VLAN_VALID`) is put back from
 //!   `tp_vlan_tci`/`tp_vlan_tpid`, so the graph sees the frame as it was on the wire;
-//! - a frame whose TCP or UDP checksum the sender left to offload (`TP_STATUS_CSUMNOTREADY`,
-//!   e.g. from a veth peer with tx checksumming on) gets its checksum completed (IPv4); any
-//!   other such frame is dropped as `csum-not-ready`;
-//! - a frame larger than a buffer (a GSO/GRO super-frame from an offloading sender) or one the
-//!   ring cut short is dropped as `rx-truncated`: it is never forwarded mangled.
+//! - the socket has `PACKET_VNET_HDR`: each frame comes with a `virtio_net_hdr` saying what
+//!   the sender (or GRO) left undone ([`super::offload`]). A partial checksum (a veth peer with
+//!   tx checksumming on) is completed at the offsets it names, whatever the protocol; a GSO/GRO
+//!   super-frame (TCP over IPv4 or IPv6, UDP) is cut into the segments that would have been
+//!   on the wire, one buffer each, so each is forwarded, counted and sampled as the packet it
+//!   is;
+//! - a frame larger than a buffer that is no super-frame, a super-frame that cannot be cut
+//!   (UDP fragmentation offload, a tunnel's, segments larger than a buffer), or one the ring
+//!   cut short is dropped as `rx-truncated`: it is never forwarded mangled.
 //!
 //! Several rx queues of one interface join one `PACKET_FANOUT` group (flows hashed over
 //! them); `PACKET_IGNORE_OUTGOING` keeps what is sent on the host interface (by us or by the
@@ -23,6 +27,7 @@
 //! `sendmmsg` whose iovecs point into the buffers (no copy in user space). Frames the kernel
 //! refuses (its queue full) are dropped as `tx-error`.
 
+use super::offload::{Plan, VNET_HDR_LEN, VnetHdr, complete_partial};
 use super::{cvt, get_opt, set_opt};
 use crate::config::AfPacketConfig;
 use crate::datapath::Graph;
@@ -34,7 +39,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
-use wire::{EtherType, checksum};
+use wire::EtherType;
 
 /// `ETH_P_ALL` in network byte order, as packet sockets want it.
 fn eth_p_all() -> u16 {
@@ -122,6 +127,8 @@ pub struct RxQueue {
     /// Frames of it not yet copied, and the offset of the next one.
     left: u32,
     offset: usize,
+    /// The super-frame at `offset` being cut: its plan and the next segment.
+    segment: Option<(Plan, usize)>,
     // Declared last: the socket closes after the ring is unmapped.
     fd: OwnedFd,
 }
@@ -140,6 +147,8 @@ impl RxQueue {
         let raw = fd.as_raw_fd();
         set_packet_opt(raw, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V3 as libc::c_int), "TPACKET_V3")?;
         set_packet_opt(raw, libc::PACKET_IGNORE_OUTGOING, &1 as &libc::c_int, "PACKET_IGNORE_OUTGOING")?;
+        // Offloaded frames arrive whole, with a virtio_net_hdr saying what is left to do.
+        set_packet_opt(raw, libc::PACKET_VNET_HDR, &1 as &libc::c_int, "PACKET_VNET_HDR")?;
         let frame_size = 2048u32.min(cfg.block_size);
         let req = libc::tpacket_req3 {
             tp_block_size: cfg.block_size,
@@ -177,6 +186,7 @@ impl RxQueue {
             block: 0,
             left: 0,
             offset: 0,
+            segment: None,
             fd,
         })
     }
@@ -247,105 +257,120 @@ impl RxQueue {
     }
 
     /// Copies the next frame of the current block into buffer `i` (releasing the block after
-    /// its last frame), tag restored and checksum completed, or says why it cannot be used.
+    /// its last frame), tag restored and checksum completed, or says why it cannot be used. A
+    /// super-frame is cut into its segments, one per call: the ring moves past it after the
+    /// last.
     fn copy_next(&mut self, g: &mut Graph, i: u32) -> Result<(), DropReason> {
         // Fresh metadata first: a frame dropped before it is stored is still this port's.
         *g.pool.meta_mut(i) = g.pool.received(0, self.port);
         let base = self.block_ptr(self.block);
         let hdr_len = std::mem::size_of::<libc::tpacket3_hdr>();
-        let verdict = if self.offset + hdr_len > self.block_size {
+        if self.offset + hdr_len > self.block_size {
             self.left = 1; // a block we cannot walk further: give it back
+            self.frame_done(0);
+            return Err(DropReason::RxTruncated);
+        }
+        // SAFETY: the header lies inside the block (checked above), which is ours until
+        // released; read unaligned, so an offset the kernel did not align is harmless.
+        let h = unsafe { std::ptr::read_unaligned(base.add(self.offset).cast::<libc::tpacket3_hdr>()) };
+        let (mac, snap) = (usize::from(h.tp_mac), h.tp_snaplen as usize);
+        let next = h.tp_next_offset as usize;
+        let verdict = if self.offset + mac + snap > self.block_size || mac < hdr_len + VNET_HDR_LEN {
             Err(DropReason::RxTruncated)
         } else {
-            // SAFETY: the header lies inside the block (checked above), which is ours until
-            // released; read unaligned, so an offset the kernel did not align is harmless.
-            let h = unsafe { std::ptr::read_unaligned(base.add(self.offset).cast::<libc::tpacket3_hdr>()) };
-            let (mac, snap) = (usize::from(h.tp_mac), h.tp_snaplen as usize);
-            let next = h.tp_next_offset as usize;
-            let r = if self.offset + mac + snap > self.block_size {
-                Err(DropReason::RxTruncated)
-            } else {
-                // SAFETY: `mac + snap` bytes from the header are inside the block (checked).
-                let frame = unsafe { std::slice::from_raw_parts(base.add(self.offset + mac), snap) };
-                store(g, i, self.port, frame, &h)
+            // SAFETY: `mac + snap` bytes from the header are inside the block (checked), and
+            // the `virtio_net_hdr` the kernel writes just before the frame is after the header.
+            let (frame, vnet) = unsafe {
+                let vnet: &[u8; VNET_HDR_LEN] = &*base.add(self.offset + mac - VNET_HDR_LEN).cast();
+                (std::slice::from_raw_parts(base.add(self.offset + mac), snap), VnetHdr::parse(vnet))
             };
-            self.offset += next;
-            if next == 0 {
-                self.left = 1;
+            let ring = RingFrame { frame, h: &h, vnet };
+            if vnet.gso() == VnetHdr::GSO_NONE {
+                store(g, i, self.port, &ring)
+            } else {
+                self.store_segment(g, i, &ring)
             }
-            r
         };
+        if self.segment.is_none() {
+            self.frame_done(next);
+        }
+        verdict
+    }
+
+    /// Writes the next segment of super-frame `ring` into buffer `i` (planning the cut at its
+    /// first); drops a super-frame it cannot cut as `rx-truncated`.
+    fn store_segment(&mut self, g: &mut Graph, i: u32, ring: &RingFrame<'_>) -> Result<(), DropReason> {
+        let tagged = ring.h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
+        let extra = if tagged { 4 } else { 0 };
+        if (ring.h.tp_len as usize) > ring.frame.len() {
+            return Err(DropReason::RxTruncated);
+        }
+        let (plan, k) = match self.segment {
+            Some(cut) => cut,
+            None => match Plan::new(ring.frame, &ring.vnet, g.pool.data_capacity() - extra) {
+                Some(plan) => (plan, 0),
+                None => return Err(DropReason::RxTruncated),
+            },
+        };
+        self.segment = (k + 1 < plan.count()).then_some((plan, k + 1));
+        let len = plan.write(ring.frame, k, &mut g.pool.slot_mut(i)[HEADROOM + extra..]);
+        *g.pool.meta_mut(i) = g.pool.received(len + extra, self.port);
+        if tagged {
+            insert_tag(g.pool.slot_mut(i), ring.h);
+        }
+        Ok(())
+    }
+
+    /// Moves past the current frame (`next` bytes on, 0 for the block's last) and gives the
+    /// block back after its last frame.
+    fn frame_done(&mut self, next: usize) {
+        self.offset += next;
+        if next == 0 {
+            self.left = 1;
+        }
         self.left -= 1;
         if self.left == 0 {
             self.release_block();
         }
-        verdict
     }
 }
 
-/// Copies received `frame` (as the ring holds it, described by `h`) into buffer `i` at the
-/// full headroom, as frame of interface `port`.
-fn store(g: &mut Graph, i: u32, port: u16, frame: &[u8], h: &libc::tpacket3_hdr) -> Result<(), DropReason> {
+/// A frame as the rx ring holds it: its bytes, its `tpacket3_hdr` and its `virtio_net_hdr`.
+struct RingFrame<'a> {
+    frame: &'a [u8],
+    h: &'a libc::tpacket3_hdr,
+    vnet: VnetHdr,
+}
+
+/// Puts back, in the slot of a frame just written `HEADROOM + 4` bytes into it, the 802.1Q
+/// tag the kernel stripped (`h`'s TCI and TPID), the frame now starting at the headroom.
+fn insert_tag(slot: &mut [u8], h: &libc::tpacket3_hdr) {
+    slot.copy_within(HEADROOM + 4..HEADROOM + 16, HEADROOM);
+    let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { h.hv1.tp_vlan_tpid } else { EtherType::VLAN };
+    slot[HEADROOM + 12..HEADROOM + 14].copy_from_slice(&tpid.to_be_bytes());
+    slot[HEADROOM + 14..HEADROOM + 16].copy_from_slice(&(h.hv1.tp_vlan_tci as u16).to_be_bytes());
+}
+
+/// Copies received `ring` frame (not a super-frame) into buffer `i` at the full headroom, as a
+/// frame of interface `port`, tag restored and a partial checksum completed.
+fn store(g: &mut Graph, i: u32, port: u16, ring: &RingFrame<'_>) -> Result<(), DropReason> {
+    let (frame, h) = (ring.frame, ring.h);
     let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
     let extra = if tagged { 4 } else { 0 };
     if (h.tp_len as usize) > frame.len() || frame.len() + extra > g.pool.data_capacity() || frame.len() < 12 {
         return Err(DropReason::RxTruncated);
     }
-    let slot = g.pool.slot_mut(i);
-    let out = &mut slot[HEADROOM..HEADROOM + frame.len() + extra];
+    g.pool.slot_mut(i)[HEADROOM + extra..HEADROOM + extra + frame.len()].copy_from_slice(frame);
     if tagged {
-        let tpid =
-            if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 { h.hv1.tp_vlan_tpid } else { EtherType::VLAN };
-        out[..12].copy_from_slice(&frame[..12]);
-        out[12..14].copy_from_slice(&tpid.to_be_bytes());
-        out[14..16].copy_from_slice(&(h.hv1.tp_vlan_tci as u16).to_be_bytes());
-        out[16..].copy_from_slice(&frame[12..]);
-    } else {
-        out.copy_from_slice(frame);
+        insert_tag(g.pool.slot_mut(i), h);
     }
     *g.pool.meta_mut(i) = g.pool.received(frame.len() + extra, port);
-    if h.tp_status & libc::TP_STATUS_CSUMNOTREADY != 0 && !complete_checksum(g.pool.frame_mut(i)) {
+    let v = ring.vnet;
+    let (start, offset) = (usize::from(v.csum_start) + extra, usize::from(v.csum_offset));
+    if v.flags & VnetHdr::NEEDS_CSUM != 0 && !complete_partial(g.pool.frame_mut(i), start, offset) {
         return Err(DropReason::CsumNotReady);
     }
     Ok(())
-}
-
-/// Completes the TCP or UDP checksum of an IPv4 frame whose sender left it to offload: the
-/// checksum field holds the pseudo-header sum, so the checksum is the inverted sum of the
-/// whole segment. Only when the field does hold this packet's pseudo-header sum (else the
-/// partial checksum is another one, e.g. an inner header's in a tunnel); returns false for
-/// anything it cannot complete.
-fn complete_checksum(f: &mut [u8]) -> bool {
-    let mut at = 12;
-    let Some(t) = f.get(12..14) else { return false };
-    let mut ethertype = u16::from_be_bytes([t[0], t[1]]);
-    while ethertype == EtherType::VLAN || ethertype == EtherType::QINQ {
-        let Some(t) = f.get(at + 4..at + 6) else { return false };
-        ethertype = u16::from_be_bytes([t[0], t[1]]);
-        at += 4;
-    }
-    let ip = at + 2;
-    let Some(h) = f.get(ip..ip + 20) else { return false };
-    let (ihl, total) = (usize::from(h[0] & 0x0f) * 4, usize::from(u16::from_be_bytes([h[2], h[3]])));
-    let field = match h[9] {
-        6 => 16,
-        17 => 6,
-        _ => return false,
-    };
-    if ethertype != EtherType::IPV4 || h[0] >> 4 != 4 || ihl < 20 || total < ihl + field + 2 || ip + total > f.len() {
-        return false;
-    }
-    let pseudo = checksum::sum_words(&h[12..20], u32::from(h[9]) + (total - ihl) as u32);
-    let l4 = &mut f[ip + ihl..ip + total];
-    if u16::from_be_bytes([l4[field], l4[field + 1]]) != checksum::fold(pseudo) {
-        return false;
-    }
-    let sum = match !checksum::fold(checksum::sum_words(l4, 0)) {
-        0 if field == 6 => 0xffff, // UDP sends a computed zero as all ones
-        c => c,
-    };
-    l4[field..field + 2].copy_from_slice(&sum.to_be_bytes());
-    true
 }
 
 /// Frames the kernel dropped on a queue since the last read (`PACKET_STATISTICS`, which
@@ -445,5 +470,141 @@ fn send_run(tx: &mut TxSockets, pool: &BufferPool, port: u16, bufs: &[u32], firs
             Some(libc::EAGAIN | libc::ENOBUFS | libc::EINTR) | None => break,
             Some(_) => at += 1, // this message is refused; try the next
         }
+    }
+}
+
+/// Kernel tests: they need root (a network namespace of their own); they skip without it, and
+/// fail under `CI=true`, where they must run.
+#[cfg(test)]
+mod kernel_tests {
+    use super::*;
+    use crate::drivers::af_xdp::kernel_tests::in_new_netns;
+    use crate::drivers::offload::VnetHdr;
+    use crate::sflow::ring::Ring;
+    use crate::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
+    use std::sync::Arc;
+    use wire::checksum;
+
+    /// A TCP super-frame to p0's MAC, 10.0.1.2 → 10.0.2.2, with `payload` bytes, its
+    /// checksum left partial, and the `virtio_net_hdr` a sender with TSO puts in front.
+    fn super_frame(payload: usize) -> Vec<u8> {
+        let mut f = vec![2, 0xfe, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 8, 0];
+        let mut ip = [0u8; 20];
+        let (src, dst) = ([10, 0, 1, 2].into(), [10, 0, 2, 2].into());
+        wire::ipv4::write_header(&mut ip, (40 + payload) as u16, 64, 6, src, dst);
+        f.extend_from_slice(&ip);
+        let mut tcp = [0u8; 20];
+        tcp[4..8].copy_from_slice(&1000u32.to_be_bytes());
+        (tcp[12], tcp[13]) = (5 << 4, 0x18); // ACK PSH
+        let pseudo = checksum::sum_words(&ip[12..20], 6 + (20 + payload) as u32);
+        tcp[16..18].copy_from_slice(&checksum::fold(pseudo).to_be_bytes());
+        f.extend_from_slice(&tcp);
+        f.extend((0..payload).map(|k| (k % 253) as u8));
+        let h = VnetHdr {
+            flags: VnetHdr::NEEDS_CSUM,
+            gso_type: VnetHdr::GSO_TCPV4,
+            hdr_len: 54,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        [&h.to_bytes()[..], &f].concat()
+    }
+
+    #[test]
+    fn a_super_frame_becomes_segments_each_forwarded_and_sampled_as_on_the_wire() {
+        in_new_netns(|| {
+            let config = crate::config::Config::load(
+                "
+interfaces:
+  p0: {index: 1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24]}
+  p1: {index: 2, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24]}
+neighbors: [{interface: p1, address: 10.0.2.2, mac: '02:00:00:00:00:09'}]
+",
+            )
+            .unwrap();
+            let f = crate::control::engine::build_forwarding(&config, Arc::new(crate::runtime::qsbr::Qsbr::new(1)))
+                .unwrap();
+            let counters = Arc::new(crate::datapath::WorkerCounters::new());
+            let mut g = Graph::new(BufferPool::new(1024).unwrap(), f.tables, f.fib.fibs(), counters.clone());
+            let (producer, mut consumer) = Ring::new(64).split();
+            let budget = WorkerBudget::new(DropBudget::new(1), 0);
+            g.features.sflow = Some(SflowWorker::new(&[(1, 1, RX)], &[], budget, 128, 3, producer, vec![counters]));
+            let mut rx = RxQueue::open(1, 1, &AfPacketConfig::default(), None).unwrap();
+
+            // Sent on lo through a packet socket with a virtio_net_hdr: the kernel keeps it one
+            // GSO frame (lo segments nothing) and hands it to the rx ring whole.
+            let tx = packet_socket(0).unwrap();
+            set_packet_opt(tx.as_raw_fd(), libc::PACKET_VNET_HDR, &1 as &libc::c_int, "PACKET_VNET_HDR").unwrap();
+            bind(tx.as_raw_fd(), 1, 0).unwrap();
+            let frame = super_frame(5000);
+            // SAFETY: a send of the bytes of `frame`, which lives across the call.
+            let sent = unsafe { libc::send(tx.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+            assert_eq!(sent, frame.len() as isize, "{}", io::Error::last_os_error());
+
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            let v = loop {
+                if let Some(v) = rx.poll(&mut g) {
+                    break v;
+                }
+                assert!(std::time::Instant::now() < deadline, "nothing reached the ring");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            };
+            let segments: Vec<Vec<u8>> = g.vectors[v].indices().iter().map(|&i| g.pool.frame(i).to_vec()).collect();
+            let payloads = [1448, 1448, 1448, 656];
+            assert_eq!(segments.len(), 4, "5000 bytes in 1448-byte segments");
+            for (k, s) in segments.iter().enumerate() {
+                assert_eq!(s.len(), 54 + payloads[k]);
+                let ip = wire::Ipv4Packet::new_checked(&s[14..]).unwrap();
+                assert!(ip.checksum_ok() && usize::from(ip.total_len()) == s.len() - 14);
+                let seq = u32::from_be_bytes(s[38..42].try_into().unwrap());
+                assert_eq!(seq, 1000 + 1448 * k as u32);
+                assert_eq!(s[47] & 0x08 != 0, k == 3, "PSH on the last segment only");
+                let pseudo = checksum::sum_words(&s[26..34], 6 + (s.len() - 34) as u32);
+                assert_eq!(checksum::fold(checksum::sum_words(&s[34..], pseudo)), 0xffff, "TCP checksum");
+            }
+            g.forward(v, crate::runtime::graph::NodeId::EthernetInput);
+            g.run(0);
+            g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
+            let mut lengths = Vec::new();
+            consumer.drain(usize::MAX, |s| {
+                lengths.push(usize::from(s.frame_len));
+                true
+            });
+            assert_eq!(lengths, payloads.map(|p| 54 + p), "each segment sampled as the frame it is on the wire");
+            let mut stats = crate::interface::IfStats::default();
+            g.counters.interface(2).add_to(&mut stats);
+            assert_eq!(stats.tx_packets, 4, "each segment forwarded");
+        });
+    }
+
+    #[test]
+    fn a_frame_larger_than_a_buffer_that_is_no_super_frame_is_rx_truncated() {
+        in_new_netns(|| {
+            let f = crate::control::engine::build_forwarding(
+                &crate::config::Config::default(),
+                Arc::new(crate::runtime::qsbr::Qsbr::new(1)),
+            )
+            .unwrap();
+            let counters = Arc::new(crate::datapath::WorkerCounters::new());
+            let mut g = Graph::new(BufferPool::new(1024).unwrap(), f.tables, f.fib.fibs(), counters);
+            let mut rx = RxQueue::open(1, 1, &AfPacketConfig::default(), None).unwrap();
+            let tx = packet_socket(0).unwrap();
+            bind(tx.as_raw_fd(), 1, 0).unwrap();
+            // 3000 bytes on lo (MTU 65536) in one plain frame: more than a 2048-byte buffer.
+            let mut frame = vec![0u8; 3000];
+            frame[12..14].copy_from_slice(&[0x08, 0x00]);
+            // SAFETY: a send of the bytes of `frame`, which lives across the call.
+            let sent = unsafe { libc::send(tx.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+            assert_eq!(sent, 3000, "{}", io::Error::last_os_error());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while g.counters.error(1, DropReason::RxTruncated).get() == 0 {
+                assert!(rx.poll(&mut g).is_none(), "nothing is kept");
+                g.run(0);
+                assert!(std::time::Instant::now() < deadline, "the frame was never seen");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            assert_eq!(g.counters.error(1, DropReason::RxTruncated).get(), 1);
+        });
     }
 }

@@ -15,6 +15,7 @@ pub mod af_xdp;
 pub mod config;
 pub mod generator;
 pub mod host;
+pub mod offload;
 pub mod pace;
 pub mod pcap;
 pub mod stream_config;

@@ -394,8 +394,10 @@ impl BufferPool {
     /// look only at the first `len` of them.
     #[inline(always)]
     pub fn line(&self, i: u32) -> &[u8; 64] {
-        let o = (self.meta(i).offset as usize).min(self.stride - 64);
-        self.slot(i)[o..o + 64].try_into().expect("64 bytes")
+        let (k, o) = (self.at(i), (self.meta(i).offset as usize).min(self.stride - 64));
+        // SAFETY: `o + 64 <= stride`, so the 64 bytes lie in slot `k`, inside the region (see
+        // `slot`); `[u8; 64]` has alignment 1, and `&self` rules out a writer.
+        unsafe { &*self.data.as_ptr().add(k * self.stride + o).cast::<[u8; 64]>() }
     }
 
     /// The first 8 bytes at the frame start as a big-endian `u64` (the destination MAC in the

@@ -67,10 +67,10 @@ macro_rules! drop_reasons {
 
 drop_reasons! {
     Unspecified = "unspecified", InDiscards, ErrorDrop, 256, "sent to error-drop without a reason (a bug if it ever counts)";
-    RxTruncated = "rx-truncated", InErrors, AfPacketInput, 262, "frame larger than a buffer or cut short by the rx ring (a GSO/GRO super-frame: turn off the sender's offloads)";
+    RxTruncated = "rx-truncated", InErrors, AfPacketInput, 262, "frame larger than a buffer and no super-frame vecflow can cut (UDP fragmentation offload, a tunnel's, segments above buffers.data-size), or cut short by the rx ring";
     PcapFrameTooLong = "frame-too-long", InErrors, PcapInput, 262, "capture frame larger than a buffer holds";
     PcapNotEthernet = "not-ethernet", InUnknownProtos, PcapInput, 270, "capture frame of a pcapng interface whose link type is not Ethernet";
-    CsumNotReady = "csum-not-ready", InErrors, AfPacketInput, 289, "the sender left the checksum to offload and it is not an IPv4 TCP or UDP one vecflow can complete";
+    CsumNotReady = "csum-not-ready", InErrors, AfPacketInput, 289, "the sender left the checksum to offload at offsets outside the frame";
     TruncatedEthernet = "truncated-ethernet", InErrors, EthernetInput, 324, "frame shorter than the 14-byte Ethernet header";
     Oversize = "oversize", InErrors, EthernetInput, 262, "frame longer than the input interface's MTU plus an 18-byte tagged Ethernet header";
     InterfaceDown = "interface-down", InDiscards, EthernetInput, 284, "frame received on an interface that is administratively down";
