@@ -446,6 +446,16 @@ interfaces:
     }
     let (bytes, _) = lab.iperf3("10.0.5.2", &[]);
     assert!(bytes > 1_000_000, "iperf3 TCP moved {bytes} bytes");
+    if port == Port::AfXdp {
+        // The NAPI id that last delivered to each rx queue (what busy polling would drive):
+        // on veth (native XDP, copy mode) the kernel reports none, 0.
+        let hardware = ctl(&["show", "hardware"]);
+        let xa = hardware.lines().find(|l| l.starts_with("xa ")).unwrap_or_default();
+        let napi = xa.split_whitespace().find_map(|w| w.strip_prefix("napi=")).unwrap_or_default();
+        let ids: Vec<Option<u32>> = napi.trim_end_matches(',').split(',').map(|id| id.parse().ok()).collect();
+        assert!(ids.len() == 2 && ids.iter().all(Option::is_some), "one NAPI id per rx queue:\n{hardware}");
+        eprintln!("AF_XDP on veth, XDP native, copy mode: NAPI ids of xa's rx queues: {napi}");
+    }
     let (bytes, lost) = lab.iperf3("10.0.5.2", &["-u", "-b", "20M"]);
     let lost = lost.unwrap_or(100.0);
     eprintln!("iperf3 UDP 20 Mbit/s through vecflow's L2XC: {bytes} bytes, {lost:.2} % lost");

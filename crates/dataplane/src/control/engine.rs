@@ -465,6 +465,12 @@ impl Dataplane {
         self.xdp_programs.iter().find(|a| a.port == index).map(|a| (a.mode(), a.zero_copy))
     }
 
+    /// The NAPI ids that last delivered frames to the rx queues of AF_XDP interface `index`.
+    pub fn xdp_napi_ids(&self, index: u16) -> Vec<u32> {
+        let drops = self.hosts.iter().filter(|(i, _, _)| *i == index).flat_map(|(_, _, d)| d);
+        drops.filter_map(KernelDrops::napi_id).collect()
+    }
+
     /// What the kernel said of the host interface behind `index` (`af-packet` interfaces).
     pub fn host_link(&self, index: u16) -> Option<&HostLink> {
         self.hosts.iter().find(|(i, _, _)| *i == index).map(|(_, link, _)| link)

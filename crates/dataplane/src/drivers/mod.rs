@@ -161,6 +161,19 @@ pub enum KernelDrops {
 }
 
 impl KernelDrops {
+    /// For an AF_XDP socket, the NAPI instance that last delivered a frame to it
+    /// (`SO_INCOMING_NAPI_ID`): 0 before the first frame, or when the driver has no NAPI
+    /// (busy polling needs one). `None` for AF_PACKET.
+    pub fn napi_id(&self) -> Option<u32> {
+        let KernelDrops::AfXdp(fd, _) = self else { return None };
+        // SAFETY: the option is one u32: every bit pattern is valid.
+        let id: u32 = unsafe {
+            get_opt(std::os::fd::AsRawFd::as_raw_fd(fd), libc::SOL_SOCKET, libc::SO_INCOMING_NAPI_ID, "NAPI id")
+        }
+        .unwrap_or(0);
+        Some(id)
+    }
+
     /// Frames dropped since the last call.
     pub fn take(&mut self) -> std::io::Result<u64> {
         match self {

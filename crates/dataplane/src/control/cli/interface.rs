@@ -77,8 +77,9 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
                 let own = if i.driver == crate::interface::DriverKind::AfXdp {
                     let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();
                     let (xdp, zero_copy) = dp.xdp_attachment(i.index).unwrap_or(("none", false));
+                    let napi: Vec<String> = dp.xdp_napi_ids(i.index).iter().map(u32::to_string).collect();
                     json!({"queues": a.queues, "ring_size": a.ring_size, "xdp": xdp,
-                        "copy": if zero_copy { "zero-copy" } else { "copy" }})
+                        "copy": if zero_copy { "zero-copy" } else { "copy" }, "napi": napi.join(",")})
                 } else {
                     let a = cfg.and_then(|c| c.af_packet).unwrap_or_default();
                     json!({"rx_queues": a.rx_queues, "block_size": a.block_size, "blocks": a.blocks,
