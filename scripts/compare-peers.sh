@@ -23,9 +23,8 @@
 #   vecflow-afpacket  vecflow, driver af-packet on both veths, rx-mode adaptive, sFlow 1:1000 to
 #                     a local collector
 #   vecflow-afxdp     vecflow, driver af-xdp on both veths (XDP native, copy: veth has no
-#                     zero-copy), rx-mode polling, rings of 2048 (on one shared CPU the rx ring
-#                     must hold what arrives while the generator has the CPU: rings of 1024
-#                     lost 8-24 % in layout a), 32768 buffers, sFlow 1:1000
+#                     zero-copy), rx-mode polling, vecflow's default rings (1024) and buffers
+#                     (16384), sFlow 1:1000
 #   vecflow-afxdp-adaptive  the same in rx-mode adaptive (polls while frames come, then sleeps
 #                     in poll(2))
 # Layouts:
@@ -57,7 +56,8 @@
 #                 to DIR/compare-peers.svg
 # VECFLOW=path picks the binary (default target/release/vecflow, built when missing);
 # XDP_MODE=native|skb the af-xdp rows' XDP mode (default auto: native on veth); XDP_RING=N
-# their ring size (default 2048).
+# their ring size and BUFFERS=N vecflow's buffers per worker (default: vecflow's defaults,
+# rings of 1024 and 16384 buffers).
 # Adding a contender: a line in CONTENDERS and two functions, up_NAME FCPU LAYOUT (start it on
 # CPU FCPU, return when it forwards) and down_NAME (stop it; may set `clocks` to
 # "node=clocks,..."); NAME with - as _.
@@ -226,9 +226,9 @@ down_vecflow_afxdp_adaptive() { vecflow_down; }
 
 vecflow_up() {   # FCPU DRIVER RX-MODE
     local xdp=""
-    [ "$2" = af-xdp ] && xdp=", af-xdp: {mode: ${XDP_MODE:-auto}, ring-size: ${XDP_RING:-2048}}"
+    [ "$2" = af-xdp ] && xdp=", af-xdp: {mode: ${XDP_MODE:-auto}${XDP_RING:+, ring-size: $XDP_RING}}"
     cat >"$work/vecflow.yaml" <<YAML
-workers: {count: 1, cores: [$1], main-core: $1, buffers: 32768}
+workers: {count: 1, cores: [$1], main-core: $1${BUFFERS:+, buffers: $BUFFERS}}
 interfaces:
   in0: {driver: $2, rx-mode: $3$xdp, host-interface: vfcpg1, mac: '02:fe:00:00:00:01', addresses: [10.0.1.1/24], sflow: {enable: true}}
   out0: {driver: $2, rx-mode: $3$xdp, host-interface: vfcps1, mac: '02:fe:00:00:00:02', addresses: [10.0.2.1/24], sflow: {enable: true}}
