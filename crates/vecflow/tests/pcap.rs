@@ -167,3 +167,26 @@ fn a_capture_that_cannot_be_read_stops_the_start_naming_the_field() {
         assert!(stderr.contains(&format!("interfaces.in0.pcap.read: {input}: ")) && stderr.contains(says), "{stderr}");
     }
 }
+
+#[test]
+fn jumbo_frames_replay_whole_up_to_the_buffer_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sent = frames(40);
+    for (k, f) in sent.iter_mut().enumerate() {
+        // 9212: the largest untagged frame at MTU 9198 (a tagged one may have 4 bytes more).
+        f.resize([9000, 9212, 1514, 60][k % 4], k as u8);
+    }
+    let mut with_long = sent.clone();
+    with_long.push(vec![7u8; 9300]); // more than a 9216-byte buffer holds
+    write_pcap(&dir.path().join("in.pcap"), &with_long);
+    let config = "buffers: {data-size: 9216}
+metrics: {enabled: false}
+interfaces:
+  in0: {driver: pcap, pcap: {read: in.pcap}, l2xc: out0, mtu: 9198}
+  out0: {driver: pcap, pcap: {write: out.pcap}, l2xc: in0, mtu: 9198}
+";
+    let show = run_to_end(dir.path(), config);
+    let got = read_frames(&dir.path().join("out.pcap"));
+    assert!(got == sent, "the jumbo frames, byte for byte ({} of {})\n{show}", got.len(), sent.len());
+    assert!(show.contains("frame-too-long"), "the 9300-byte frame is counted, not cut\n{show}");
+}
