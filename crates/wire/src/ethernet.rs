@@ -82,6 +82,20 @@ impl EtherType {
     pub const LLDP: u16 = 0x88cc;
 }
 
+/// The ethertype of Ethernet frame `frame` after at most `max_tags` 802.1Q or 802.1ad tags, and
+/// the offset of what follows it (the network header); a further tag is returned as the
+/// ethertype. `None` when the frame ends first.
+pub fn inner_ethertype(frame: &[u8], max_tags: usize) -> Option<(u16, usize)> {
+    let mut at = 12;
+    loop {
+        let t = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+        if !matches!(t, EtherType::VLAN | EtherType::QINQ) || (at - 12) / 4 >= max_tags {
+            return Some((t, at + 2));
+        }
+        at += 4;
+    }
+}
+
 /// Length of an untagged Ethernet header.
 pub const HEADER_LEN: usize = 14;
 /// Length of one 802.1Q tag.
@@ -174,6 +188,16 @@ impl VlanTag {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inner_ethertype_is_found_past_tags_up_to_the_bound() {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x81, 0x00, 0, 10, 0x88, 0xa8, 0, 20, 0x81, 0x00, 0, 30, 0x08, 0x00]);
+        assert_eq!(inner_ethertype(&f, usize::MAX), Some((EtherType::IPV4, 26)));
+        assert_eq!(inner_ethertype(&f, 2), Some((EtherType::VLAN, 22)), "a third tag is the ethertype");
+        assert_eq!(inner_ethertype(&f, 0), Some((EtherType::VLAN, 14)));
+        assert_eq!(inner_ethertype(&f[..24], usize::MAX), None, "cut short");
+    }
 
     #[test]
     fn parses_tagged_frame() {

@@ -226,7 +226,6 @@ fuzz_target!(|data: &[u8]| {
     let mut rest = data;
     while rest.len() >= 3 {
         let (port, template, len) = (rest[0], rest[1], usize::from(rest[2]).pow(2) / 7);
-        let rest_port_byte = port;
         let body = &rest[3..(3 + len).min(rest.len())];
         rest = &rest[(3 + len).min(rest.len())..];
         let count = 1 + usize::from(template >> 5) * 36; // up to 253 copies: fills vectors
@@ -234,7 +233,7 @@ fuzz_target!(|data: &[u8]| {
         // A port byte with its top bit set: the frame came from a packet socket with the
         // virtio_net_hdr its first 10 body bytes make, as af-packet-input handles it (a
         // super-frame cut into its segments, a partial checksum completed).
-        let offloaded = (rest_port_byte & 0x80 != 0).then(|| offloaded(&f, body, g.pool.data_capacity()));
+        let offloaded = (port & 0x80 != 0).then(|| offloaded(&f, body, g.pool.data_capacity()));
         let frames: Vec<&[u8]> = match &offloaded {
             Some(segments) => segments.iter().map(|s| &s[..]).collect(),
             None => std::iter::repeat_n(&f[..], count).collect(),

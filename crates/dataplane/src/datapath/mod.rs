@@ -90,6 +90,15 @@ impl Graph {
         Self::with_pool(pool, features, counters)
     }
 
+    /// A graph over `pool` forwarding with the tables and FIB `config` builds, with counters
+    /// of its own: for the crate's tests.
+    #[cfg(test)]
+    pub(crate) fn of_config(config: &crate::config::Config, pool: BufferPool) -> Self {
+        let qsbr = Arc::new(crate::runtime::qsbr::Qsbr::new(1));
+        let f = crate::control::engine::build_forwarding(config, qsbr).expect("a configuration that builds");
+        Self::new(pool, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new()))
+    }
+
     /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
     /// to hold one. For the nodes' cold paths: hot loops read the fields in place.
     pub fn ipv4(&self, i: u32) -> Option<wire::Ipv4Packet<&[u8]>> {

@@ -275,7 +275,9 @@ impl RxQueue {
         let h = unsafe { std::ptr::read_unaligned(base.add(self.offset).cast::<libc::tpacket3_hdr>()) };
         let (mac, snap) = (usize::from(h.tp_mac), h.tp_snaplen as usize);
         let next = h.tp_next_offset as usize;
-        let verdict = if self.offset + mac + snap > self.block_size || mac < hdr_len + VNET_HDR_LEN {
+        // Cut short by the ring (its block too small for the frame), or not where it should be.
+        let cut = (h.tp_len as usize) > snap;
+        let verdict = if cut || self.offset + mac + snap > self.block_size || mac < hdr_len + VNET_HDR_LEN {
             Err(DropReason::RxTruncated)
         } else {
             // SAFETY: `mac + snap` bytes from the header are inside the block (checked), and
@@ -302,9 +304,6 @@ impl RxQueue {
     fn store_segment(&mut self, g: &mut Graph, i: u32, ring: &RingFrame<'_>) -> Result<(), DropReason> {
         let tagged = ring.h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
         let extra = if tagged { 4 } else { 0 };
-        if (ring.h.tp_len as usize) > ring.frame.len() {
-            return Err(DropReason::RxTruncated);
-        }
         let (plan, k) = match self.segment {
             Some(cut) => cut,
             None => match Plan::new(ring.frame, &ring.vnet, g.pool.data_capacity() - extra) {
@@ -357,7 +356,7 @@ fn store(g: &mut Graph, i: u32, port: u16, ring: &RingFrame<'_>) -> Result<(), D
     let (frame, h) = (ring.frame, ring.h);
     let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
     let extra = if tagged { 4 } else { 0 };
-    if (h.tp_len as usize) > frame.len() || frame.len() + extra > g.pool.data_capacity() || frame.len() < 12 {
+    if frame.len() + extra > g.pool.data_capacity() || frame.len() < 12 {
         return Err(DropReason::RxTruncated);
     }
     g.pool.slot_mut(i)[HEADROOM + extra..HEADROOM + extra + frame.len()].copy_from_slice(frame);
@@ -482,7 +481,6 @@ mod kernel_tests {
     use crate::drivers::offload::VnetHdr;
     use crate::sflow::ring::Ring;
     use crate::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
-    use std::sync::Arc;
     use wire::checksum;
 
     /// A TCP super-frame to p0's MAC, 10.0.1.2 → 10.0.2.2, with `payload` bytes, its
@@ -523,10 +521,8 @@ neighbors: [{interface: p1, address: 10.0.2.2, mac: '02:00:00:00:00:09'}]
 ",
             )
             .unwrap();
-            let f = crate::control::engine::build_forwarding(&config, Arc::new(crate::runtime::qsbr::Qsbr::new(1)))
-                .unwrap();
-            let counters = Arc::new(crate::datapath::WorkerCounters::new());
-            let mut g = Graph::new(BufferPool::new(1024).unwrap(), f.tables, f.fib.fibs(), counters.clone());
+            let mut g = Graph::of_config(&config, BufferPool::new(1024).unwrap());
+            let counters = g.counters.clone();
             let (producer, mut consumer) = Ring::new(64).split();
             let budget = WorkerBudget::new(DropBudget::new(1), 0);
             g.features.sflow = Some(SflowWorker::new(&[(1, 1, RX)], &[], budget, 128, 3, producer, vec![counters]));
@@ -581,13 +577,7 @@ neighbors: [{interface: p1, address: 10.0.2.2, mac: '02:00:00:00:00:09'}]
     #[test]
     fn a_frame_larger_than_a_buffer_that_is_no_super_frame_is_rx_truncated() {
         in_new_netns(|| {
-            let f = crate::control::engine::build_forwarding(
-                &crate::config::Config::default(),
-                Arc::new(crate::runtime::qsbr::Qsbr::new(1)),
-            )
-            .unwrap();
-            let counters = Arc::new(crate::datapath::WorkerCounters::new());
-            let mut g = Graph::new(BufferPool::new(1024).unwrap(), f.tables, f.fib.fibs(), counters);
+            let mut g = Graph::of_config(&crate::config::Config::default(), BufferPool::new(1024).unwrap());
             let mut rx = RxQueue::open(1, 1, &AfPacketConfig::default(), None).unwrap();
             let tx = packet_socket(0).unwrap();
             bind(tx.as_raw_fd(), 1, 0).unwrap();

@@ -99,13 +99,13 @@ impl Plan {
     /// whose segments must each fit `largest` bytes; `None` when it is not a TCP or UDP
     /// super-frame over IPv4 or IPv6 this can cut (or is inconsistent with its header).
     pub fn new(frame: &[u8], h: &VnetHdr, largest: usize) -> Option<Self> {
+        let (ethertype, l3) = wire::ethernet::inner_ethertype(frame, usize::MAX)?;
         let (ipv4, tcp) = match h.gso() {
             VnetHdr::GSO_TCPV4 => (true, true),
             VnetHdr::GSO_TCPV6 => (false, true),
-            VnetHdr::GSO_UDP_L4 => (ethertype_at(frame)?.1 == 0x0800, false),
+            VnetHdr::GSO_UDP_L4 => (ethertype == 0x0800, false),
             _ => return None,
         };
-        let (l3, ethertype) = ethertype_at(frame)?;
         let ip = frame.get(l3..)?;
         let l4 = if ipv4 {
             let ihl = usize::from(ip.first()? & 0x0f) * 4;
@@ -187,19 +187,6 @@ impl Plan {
         };
         out[field..field + 2].copy_from_slice(&sum.to_be_bytes());
         seg_len
-    }
-}
-
-/// The offset of the network header of Ethernet frame `frame` (past any 802.1Q or 802.1ad
-/// tags) and its ethertype.
-fn ethertype_at(frame: &[u8]) -> Option<(usize, u16)> {
-    let mut at = 12;
-    loop {
-        let t = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
-        if t != 0x8100 && t != 0x88a8 {
-            return Some((at + 2, t));
-        }
-        at += 4;
     }
 }
 

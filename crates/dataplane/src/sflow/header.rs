@@ -13,16 +13,8 @@ pub fn priority(h: &[u8]) -> u8 {
     }
 }
 
-/// The ethertype after up to two VLAN tags, and where its payload starts.
-fn ethertype(h: &[u8]) -> Option<(u16, usize)> {
-    let mut at = 12;
-    loop {
-        match u16::from_be_bytes([*h.get(at)?, *h.get(at + 1)?]) {
-            0x8100 | 0x88a8 if at < 20 => at += 4,
-            et => return Some((et, at + 2)),
-        }
-    }
-}
+/// VLAN tags looked past to find the ethertype.
+const MAX_TAGS: usize = 2;
 
 /// The label stack starting at `at`: its first 8 labels, and where the packet under the
 /// bottom of the stack starts (`None` when the header ends before the bottom).
@@ -46,7 +38,7 @@ fn stack(h: &[u8], mut at: usize) -> (LabelStack, Option<usize>) {
 /// The MPLS label stack of an Ethernet frame (after up to two VLAN tags), outermost first:
 /// up to 8 labels, as many as the header holds; empty when the frame is not MPLS.
 pub fn labels(h: &[u8]) -> LabelStack {
-    match ethertype(h) {
+    match wire::ethernet::inner_ethertype(h, MAX_TAGS) {
         Some((0x8847, at)) => stack(h, at).0,
         _ => LabelStack::EMPTY,
     }
@@ -55,7 +47,7 @@ pub fn labels(h: &[u8]) -> LabelStack {
 /// The IP (source, destination) of an Ethernet frame carrying IPv4 or IPv6, directly or under
 /// MPLS (where the version nibble tells which).
 pub fn ip_addresses(h: &[u8]) -> Option<(IpAddr, IpAddr)> {
-    let (version, ip) = match ethertype(h)? {
+    let (version, ip) = match wire::ethernet::inner_ethertype(h, MAX_TAGS)? {
         (0x0800, at) => (4, at),
         (0x86dd, at) => (6, at),
         (0x8847, at) => {

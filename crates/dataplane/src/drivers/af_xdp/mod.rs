@@ -200,28 +200,32 @@ fn gather(
     let stride = pool.stride();
     // Where the frame starts: where the kernel put it, else at the usual headroom.
     let start = if at + total <= stride { at } else { HEADROOM };
-    let fits = into.is_some() && start + total <= stride && at + len <= stride;
+    // The buffer to gather into, when the whole frame fits it.
+    let target = into.filter(|_| start + total <= stride && at + len <= stride);
     let mut end = start + len;
-    if let Some(b) = into.filter(|_| fits) {
+    if let Some(b) = target {
         pool.copy_bytes(b, at, b, start, len);
     }
     for j in first + 1..=last {
         let d = rx.read(j);
         let Some(i) = buffer_of(d.addr, pool) else { continue };
-        if let Some(b) = into.filter(|_| fits) {
+        if let Some(b) = target {
             let l = (d.len as usize).min(stride - end).min(stride.saturating_sub(offset_of(d.addr)));
             pool.copy_bytes(i, offset_of(d.addr), b, end, l);
             end += l;
         }
         pool.free(&[i]);
     }
-    let Some(b) = into else { return Ok(None) };
-    if fits {
-        *pool.meta_mut(b) = pool.placed(start, end - start, port);
-        Ok(Some(b))
-    } else {
-        *pool.meta_mut(b) = pool.placed(at, 0, port);
-        Err(b)
+    match (target, into) {
+        (Some(b), _) => {
+            *pool.meta_mut(b) = pool.placed(start, end - start, port);
+            Ok(Some(b))
+        }
+        (None, Some(b)) => {
+            *pool.meta_mut(b) = pool.placed(at, 0, port);
+            Err(b)
+        }
+        (None, None) => Ok(None),
     }
 }
 
@@ -470,11 +474,7 @@ pub(crate) mod kernel_tests {
             let payload: Vec<u8> = (0..8000u32).map(|k| (k % 251) as u8).collect();
             let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
             sock.send_to(&payload, sock.local_addr().unwrap()).unwrap();
-            let config = crate::config::Config::default();
-            let qsbr = std::sync::Arc::new(crate::runtime::qsbr::Qsbr::new(1));
-            let f = crate::control::engine::build_forwarding(&config, qsbr).unwrap();
-            let counters = std::sync::Arc::new(crate::datapath::WorkerCounters::new());
-            let mut g = Graph::new(pool, f.tables, f.fib.fibs(), counters);
+            let mut g = Graph::of_config(&crate::config::Config::default(), pool);
             let sock_index = g.features.drivers.xsk.socks.len() as u16;
             g.features.drivers.xsk.socks.push(x);
             let mut q = RxQueue { port: 1, sock: sock_index, fd: -1 };

@@ -146,7 +146,7 @@ pub fn open(
                 "interfaces.{name}: zero-copy: buffers are {}-byte chunks that may cross 4 KiB pages; the kernel \
                  refuses those whose pages are not physically contiguous, so keep transparent huge pages on \
                  (/sys/kernel/mm/transparent_hugepage/enabled: always or madvise)",
-                chunk_size(config.buffers.memory(1) as usize)
+                chunk_size(crate::runtime::buffer::stride_for(config.buffers.data_size))
             );
         }
         let attachment = program
