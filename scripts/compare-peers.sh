@@ -25,6 +25,8 @@
 #   vecflow-afxdp     vecflow, driver af-xdp on both veths (XDP native, copy: veth has no
 #                     zero-copy), rx-mode polling, vecflow's default rings (1024) and buffers
 #                     (16384), sFlow 1:1000
+#   vecflow-afxdp-busy-poll  the same in rx-mode busy-poll (a recvfrom per poll; on veth, whose
+#                     XDP queues report no NAPI id, the kernel cannot busy poll: see drivers.md)
 #   vecflow-afxdp-adaptive  the same in rx-mode adaptive (polls while frames come, then sleeps
 #                     in poll(2))
 # Layouts:
@@ -72,6 +74,7 @@ CONTENDERS=(
     "ovs-afxdp               ab       vfcps vfcps0"
     "vecflow-afpacket        ab       vfcps vfcps0"
     "vecflow-afxdp           ab       vfcps vfcps0"
+    "vecflow-afxdp-busy-poll ab       vfcps vfcps0"
     "vecflow-afxdp-adaptive  ab       vfcps vfcps0"
 )
 secs=10 runs=3 only="" layouts="a,b" json=0 out=""
@@ -221,6 +224,8 @@ up_vecflow_afpacket() { vecflow_up "$1" af-packet adaptive; }
 down_vecflow_afpacket() { vecflow_down; }
 up_vecflow_afxdp() { vecflow_up "$1" af-xdp polling; }
 down_vecflow_afxdp() { vecflow_down; }
+up_vecflow_afxdp_busy_poll() { vecflow_up "$1" af-xdp busy-poll; }
+down_vecflow_afxdp_busy_poll() { vecflow_down; }
 up_vecflow_afxdp_adaptive() { vecflow_up "$1" af-xdp adaptive; }
 down_vecflow_afxdp_adaptive() { vecflow_down; }
 

@@ -229,6 +229,22 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces.g.rx-mode: set is not allowed; allowed: only with driver: af-packet or af-xdp",
         ),
         (
+            "interfaces: {x: {driver: af-packet, host-interface: e1, rx-mode: busy-poll}}",
+            "interfaces.x.rx-mode: busy-poll is not allowed; allowed: polling, interrupt or adaptive (busy-poll only with driver: af-xdp)",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {busy-poll: {budget: 0}}}}",
+            "interfaces.x.af-xdp.busy-poll.budget: 0 is not allowed; allowed: 1 to 1024",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {busy-poll: {defer-hard-irqs: 1001}}}}",
+            "interfaces.x.af-xdp.busy-poll.defer-hard-irqs: 1001 is not allowed; allowed: 1 to 1000",
+        ),
+        (
+            "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {busy-poll: {gro-flush-timeout-us: 0}}}}",
+            "interfaces.x.af-xdp.busy-poll.gro-flush-timeout-us: 0 is not allowed; allowed: 1 to 1000000",
+        ),
+        (
             "interfaces: {x: {driver: af-xdp, host-interface: e1, af-xdp: {queues: 2}, rx-placement: {queues: [0]}}}",
             "interfaces.x.rx-placement.queues: 1 worker(s) is not allowed; allowed: one worker per rx queue: 2",
         ),

@@ -455,6 +455,22 @@ interfaces:
         let ids: Vec<Option<u32>> = napi.trim_end_matches(',').split(',').map(|id| id.parse().ok()).collect();
         assert!(ids.len() == 2 && ids.iter().all(Option::is_some), "one NAPI id per rx queue:\n{hardware}");
         eprintln!("AF_XDP on veth, XDP native, copy mode: NAPI ids of xa's rx queues: {napi}");
+        // Busy polling: the sockets get their options within a second. veth's XDP queues
+        // report no NAPI, so no NAPI setting is touched; the UDP run below goes through it.
+        ctl(&["set", "interface", "rx-mode", "xa", "busy-poll"]);
+        wait_for_log(&dir.path().join("vecflow.log"), &format!("{}: busy polling on", lab.veth("a", 1)));
+        let hardware = ctl(&["show", "hardware"]);
+        let xa = hardware.lines().find(|l| l.starts_with("xa ")).unwrap_or_default();
+        assert!(xa.contains("rx-mode=busy-poll") && xa.contains("busy-poll-napi=none"), "{hardware}");
+    } else {
+        let refused = Command::new(env!("CARGO_BIN_EXE_vecflow"))
+            .args(["ctl", "--socket"])
+            .arg(dir.path().join("api.sock"))
+            .args(["set", "interface", "rx-mode", "xa", "busy-poll"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success() && said.contains("busy-poll only with driver: af-xdp"), "{said}");
     }
     let (bytes, lost) = lab.iperf3("10.0.5.2", &["-u", "-b", "20M"]);
     let lost = lost.unwrap_or(100.0);

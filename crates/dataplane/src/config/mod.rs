@@ -22,7 +22,7 @@ use std::net::IpAddr;
 mod types;
 
 pub use crate::drivers::config::{
-    AfPacketConfig, AfXdpConfig, MAX_PCAP_RATE, PcapConfig, PollMode, XdpModeConfig, ZeroCopyConfig,
+    AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, PollMode, XdpModeConfig, ZeroCopyConfig,
 };
 pub use crate::drivers::stream_config::{AddrRange, GeneratorConfig, RangeMode, StreamConfig, Template};
 pub use crate::flows::config::FlowCacheConfig;

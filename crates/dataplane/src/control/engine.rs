@@ -113,6 +113,8 @@ pub struct Dataplane {
     pub(super) links: Arc<Vec<LinkState>>,
     /// AF_PACKET and AF_XDP interfaces: index, host link, rx queues' kernel drop counters.
     pub(super) hosts: Vec<(u16, HostLink, Vec<KernelDrops>)>,
+    /// Busy polling of AF_XDP interfaces in that rx mode (NAPI settings put back when dropped).
+    pub(super) busy_poll: crate::drivers::af_xdp::busy_poll::BusyPoll,
     /// The XDP programs attached to AF_XDP interfaces (detached when dropped).
     pub(super) xdp_programs: Vec<crate::drivers::af_xdp::setup::Attached>,
     /// Capture files pcap interfaces write: index, field name, file.
@@ -272,6 +274,7 @@ impl Dataplane {
             config: config.clone(),
             links,
             hosts: host_links,
+            busy_poll: Default::default(),
             xdp_programs,
             replays: (!captures.looping && !captures.replays.is_empty()).then_some(captures.replays),
             cleared: Cleared::default(),

@@ -1,8 +1,9 @@
 //! Links: what the kernel says of the host interfaces (link state, speed, ring drops), the
 //! link state of each interface, and paths that follow it.
 
+use crate::config::PollMode;
 use crate::control::engine::Dataplane;
-use crate::interface::{LinkState, MAX_INTERFACES};
+use crate::interface::{DriverKind, LinkState, MAX_INTERFACES};
 use std::time::Instant;
 
 impl Dataplane {
@@ -30,6 +31,26 @@ impl Dataplane {
         }
         self.follow_liveness();
         self.sync_taps();
+        self.follow_busy_poll();
+    }
+
+    /// Sets up or takes down busy polling on each AF_XDP interface as its `rx-mode` says.
+    fn follow_busy_poll(&mut self) {
+        for (index, link, queues) in &self.hosts {
+            let Some(i) = self.interfaces.iter().find(|i| i.index == *index && i.driver == DriverKind::AfXdp) else {
+                continue;
+            };
+            let config = self.config.interfaces.get(&i.name);
+            let want =
+                config.filter(|c| c.rx_mode == PollMode::BusyPoll).map(|c| c.af_xdp.unwrap_or_default().busy_poll);
+            let sockets: Vec<_> = queues.iter().filter_map(|q| Some((q.xsk_fd()?, q.napi_id()?))).collect();
+            self.busy_poll.follow(*index, &link.name, &sockets, want);
+        }
+    }
+
+    /// The NAPI instances set for busy polling on interface `index`.
+    pub fn busy_poll_napis(&self, index: u16) -> Vec<u32> {
+        self.busy_poll.napis_of(index)
     }
 
     /// Moves the buckets of load-balance objects whose paths went down or came back, and

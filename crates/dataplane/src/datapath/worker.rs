@@ -3,7 +3,9 @@
 //! The loop polls each of its rx queues once per round; a poll that yields a vector runs it
 //! through the graph right away. A round that yields nothing counts a suspend on the input
 //! node, then waits as its queues' interfaces' `rx-mode` says:
-//! - any queue `polling`: the next round starts at once (the worker owns its core);
+//! - any queue `polling` or `busy-poll`: the next round starts at once (the worker owns its
+//!   core; `busy-poll` AF_XDP queues also run the device's NAPI in each poll, see
+//!   `drivers::af_xdp::busy_poll`);
 //! - all `interrupt`: it sleeps in `poll(2)` on the queues' sockets until one has frames;
 //! - otherwise (`adaptive` ones): it polls on for [`ADAPTIVE_SPIN_US`] of empty rounds,
 //!   then sleeps as in interrupt mode.
@@ -55,7 +57,7 @@ fn how_to_wait(ports: &[RxPort], tables: &Tables, spun_enough: bool) -> Wait {
     let (mut adaptive, mut always_ready) = (false, false);
     for p in ports {
         match p.waitable().map(|(_, port)| tables.get(port).rx_mode) {
-            Some(PollMode::Polling) => return Wait::Spin,
+            Some(PollMode::Polling | PollMode::BusyPoll) => return Wait::Spin,
             Some(PollMode::Adaptive) => adaptive = true,
             Some(PollMode::Interrupt) => {}
             None => always_ready = true,

@@ -53,6 +53,52 @@ pub struct AfXdpConfig {
     /// completion rings).
     #[serde(default = "default_xdp_ring")]
     pub ring_size: u32,
+    /// How `rx-mode: busy-poll` runs the device's NAPI instances.
+    #[serde(default)]
+    pub busy_poll: BusyPollConfig,
+}
+
+/// Busy-polling settings of an `af-xdp` interface, used while its `rx-mode` is `busy-poll`.
+/// The two NAPI settings are set through netdev netlink (`napi-set`, Linux 6.13 and later)
+/// on each NAPI instance that delivers to the interface's sockets, and put back as they
+/// were when the mode changes or vecflow stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BusyPollConfig {
+    /// Frames the kernel may process per busy poll (`SO_BUSY_POLL_BUDGET`), 1 to 1024; the
+    /// kernel's own default is 8.
+    #[serde(default = "default_busy_poll_budget")]
+    pub budget: u16,
+    /// Polls the device's interrupt stays masked for after one found work
+    /// (`napi-defer-hard-irqs`), 1 to 1000: while the worker keeps polling, no interrupt.
+    #[serde(default = "default_defer_hard_irqs")]
+    pub defer_hard_irqs: u32,
+    /// How long the kernel waits for the worker's next poll before it polls by itself and
+    /// turns interrupts back on (`gro-flush-timeout`), in microseconds, 1 to 1000000.
+    #[serde(default = "default_gro_flush_timeout_us")]
+    pub gro_flush_timeout_us: u32,
+}
+
+impl Default for BusyPollConfig {
+    fn default() -> Self {
+        BusyPollConfig {
+            budget: default_busy_poll_budget(),
+            defer_hard_irqs: default_defer_hard_irqs(),
+            gro_flush_timeout_us: default_gro_flush_timeout_us(),
+        }
+    }
+}
+
+fn default_busy_poll_budget() -> u16 {
+    64
+}
+
+fn default_defer_hard_irqs() -> u32 {
+    2
+}
+
+fn default_gro_flush_timeout_us() -> u32 {
+    200
 }
 
 fn default_xdp_ring() -> u32 {
@@ -66,6 +112,7 @@ impl Default for AfXdpConfig {
             zero_copy: ZeroCopyConfig::Auto,
             queues: default_rx_queues(),
             ring_size: default_xdp_ring(),
+            busy_poll: BusyPollConfig::default(),
         }
     }
 }
@@ -81,6 +128,11 @@ pub enum PollMode {
     Interrupt,
     /// Poll while traffic flows; sleep in poll(2) once the queues stayed empty a while.
     Adaptive,
+    /// AF_XDP only: poll without pause, and have the kernel run the device's receive
+    /// processing (NAPI) in the worker's own `recvfrom` calls rather than after interrupts
+    /// (preferred busy polling; see `af-xdp.busy-poll`). Needs a driver whose XDP queues
+    /// report a NAPI instance (`napi=` in `show hardware`): veth reports none.
+    BusyPoll,
 }
 
 /// Capture-file settings of one interface (driver `pcap`): what it receives and where what it
@@ -199,6 +251,13 @@ impl Config {
         if i.rx_mode != PollMode::Polling && !matches!(i.driver, Driver::AfPacket | Driver::AfXdp) {
             return Err(invalid(f("rx-mode"), "set", "only with driver: af-packet or af-xdp"));
         }
+        if i.rx_mode == PollMode::BusyPoll && i.driver != Driver::AfXdp {
+            return Err(invalid(
+                f("rx-mode"),
+                "busy-poll",
+                "polling, interrupt or adaptive (busy-poll only with driver: af-xdp)",
+            ));
+        }
         if let Some(a) = &i.af_xdp {
             if i.driver != Driver::AfXdp {
                 return Err(invalid(f("af-xdp"), "settings", "af-xdp settings only with driver: af-xdp"));
@@ -208,6 +267,20 @@ impl Config {
             }
             if !(1..=64).contains(&a.queues) {
                 return Err(invalid(f("af-xdp.queues"), a.queues, "1 to 64"));
+            }
+            let b = &a.busy_poll;
+            if !(1..=1024).contains(&b.budget) {
+                return Err(invalid(f("af-xdp.busy-poll.budget"), b.budget, "1 to 1024"));
+            }
+            if !(1..=1000).contains(&b.defer_hard_irqs) {
+                return Err(invalid(f("af-xdp.busy-poll.defer-hard-irqs"), b.defer_hard_irqs, "1 to 1000"));
+            }
+            if !(1..=1_000_000).contains(&b.gro_flush_timeout_us) {
+                return Err(invalid(
+                    f("af-xdp.busy-poll.gro-flush-timeout-us"),
+                    b.gro_flush_timeout_us,
+                    "1 to 1000000",
+                ));
             }
         }
         if let Some(a) = &i.af_packet {

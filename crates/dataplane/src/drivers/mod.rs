@@ -15,6 +15,7 @@ pub mod af_xdp;
 pub mod config;
 pub mod generator;
 pub mod host;
+pub mod netdev;
 pub mod offload;
 pub mod pace;
 pub mod pcap;
@@ -172,6 +173,12 @@ impl KernelDrops {
         }
         .unwrap_or(0);
         Some(id)
+    }
+
+    /// The AF_XDP socket's descriptor (for its busy-polling options); `None` for AF_PACKET.
+    pub fn xsk_fd(&self) -> Option<std::os::fd::RawFd> {
+        let KernelDrops::AfXdp(fd, _) = self else { return None };
+        Some(std::os::fd::AsRawFd::as_raw_fd(fd))
     }
 
     /// Frames dropped since the last call.

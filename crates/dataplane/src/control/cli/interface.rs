@@ -53,7 +53,7 @@ pub(super) fn register(r: &mut Registry) {
     });
     r.register(Command {
         words: "set interface rx-mode",
-        help: "set interface rx-mode IF polling|interrupt|adaptive: how workers wait for its rx queues",
+        help: "set interface rx-mode IF polling|interrupt|adaptive|busy-poll: how workers wait for its rx queues",
         run: set_rx_mode,
     });
 }
@@ -77,9 +77,15 @@ fn show_hardware(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
                 let own = if i.driver == crate::interface::DriverKind::AfXdp {
                     let a = cfg.and_then(|c| c.af_xdp).unwrap_or_default();
                     let (xdp, zero_copy) = dp.xdp_attachment(i.index).unwrap_or(("none", false));
-                    let napi: Vec<String> = dp.xdp_napi_ids(i.index).iter().map(u32::to_string).collect();
+                    let ids = |ids: Vec<u32>| ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+                    // The NAPI instances set for busy polling ("none" while no socket reported one).
+                    let busy = cfg.is_some_and(|c| c.rx_mode == crate::config::PollMode::BusyPoll).then(|| {
+                        let set = ids(dp.busy_poll_napis(i.index));
+                        if set.is_empty() { "none".to_string() } else { set }
+                    });
                     json!({"queues": a.queues, "ring_size": a.ring_size, "xdp": xdp,
-                        "copy": if zero_copy { "zero-copy" } else { "copy" }, "napi": napi.join(",")})
+                        "copy": if zero_copy { "zero-copy" } else { "copy" }, "napi": ids(dp.xdp_napi_ids(i.index)),
+                        "busy_poll_napi": busy})
                 } else {
                     let a = cfg.and_then(|c| c.af_packet).unwrap_or_default();
                     json!({"rx_queues": a.rx_queues, "block_size": a.block_size, "blocks": a.blocks,
@@ -280,12 +286,15 @@ fn set_description(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 }
 
 fn set_rx_mode(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let [name, mode] = words(args, "set interface rx-mode IF polling|interrupt|adaptive")?;
+    let [name, mode] = words(args, "set interface rx-mode IF polling|interrupt|adaptive|busy-poll")?;
     let mode = match mode {
         "polling" => PollMode::Polling,
         "interrupt" => PollMode::Interrupt,
         "adaptive" => PollMode::Adaptive,
-        other => return Err(format!("set interface rx-mode: '{other}' is not polling, interrupt or adaptive")),
+        "busy-poll" => PollMode::BusyPoll,
+        other => {
+            return Err(format!("set interface rx-mode: '{other}' is not polling, interrupt, adaptive or busy-poll"));
+        }
     };
     change(dp, "set interface rx-mode", |c| {
         c.interfaces.get_mut(name).ok_or_else(|| format!("no interface named '{name}'"))?.rx_mode = mode;

@@ -32,10 +32,12 @@
 //!   passes it to the kernel when that queue has none.
 
 pub mod bpf;
+pub mod busy_poll;
 pub mod ring;
 pub mod setup;
 pub mod socket;
 
+use crate::config::PollMode;
 use crate::datapath::{Features, Graph};
 use crate::drivers::WorkerPorts;
 use crate::interface::MAX_INTERFACES;
@@ -237,14 +239,21 @@ impl RxQueue {
         let mut truncated = [0u32; VECTOR_SIZE];
         let mut n_truncated = 0;
         let got = {
-            let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, .. }, pool, vectors, .. } = g;
+            let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, tables, .. }, pool, vectors, .. } = g;
             let x = &mut xsk.socks[usize::from(self.sock)];
             reclaim(x, pool);
             let rx = x.rx.as_mut()?;
             let n = rx.available(VECTOR_SIZE as u32);
+            let busy_poll = n < VECTOR_SIZE as u32 && tables.get(self.port).rx_mode == PollMode::BusyPoll;
+            if busy_poll {
+                // The kernel runs the device's NAPI in this call and fills the rx ring for
+                // the next poll (its interrupt stays off while polls keep coming).
+                x.kick_rx();
+            }
+            let rx = x.rx.as_mut()?;
             if n == 0 {
                 refill(x, pool);
-                if x.fill.needs_wakeup() {
+                if !busy_poll && x.fill.needs_wakeup() {
                     x.kick_rx();
                 }
                 return None;

@@ -244,7 +244,8 @@ impl Xsk {
         r >= 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN)
     }
 
-    /// Asks the kernel to look at the fill ring (`recvfrom`), when it said it needs it.
+    /// Asks the kernel to look at the fill ring (`recvfrom`): when it said it needs it, and
+    /// on every poll in busy polling, where the call runs the device's NAPI.
     #[inline]
     pub fn kick_rx(&self) {
         // SAFETY: a zero-length receive into nothing; only wakes the driver.
