@@ -88,6 +88,14 @@ fn ipv4_lab(pa: Port, pb: Port) {
         let (ok, out) = lab.ping(from, &["-c", "5", "-i", "0.2", "-W", "2", to]);
         assert!(ok && out.contains("5 received"), "ping {to} from {from}:\n{out}");
     }
+    if pa == Port::AfXdp {
+        // wa is in rx-mode busy-poll: its sockets get their options within a second; veth's
+        // XDP queues report no NAPI id, so no NAPI setting is touched.
+        wait_for_log(&dir.path().join("vecflow.log"), &format!("{}: busy polling on", lab.veth("a", 1)));
+        let hardware = ctl(dir.path(), &["show", "hardware"]);
+        let wa = hardware.lines().find(|l| l.starts_with("wa ")).unwrap_or_default();
+        assert!(wa.contains("rx-mode=busy-poll") && wa.contains("busy-poll-napi=none"), "{hardware}");
+    }
     // Tagged frames: the kernel strips the tag before a packet socket sees the frame, vecflow
     // puts it back, so wa's VLAN 100 sub-interface answers ARP (its replies go out tagged);
     // its counters are checked with the others below.

@@ -147,7 +147,8 @@ impl Lab {
 
     /// The routed labs' configuration: two workers, `wa` (index 1) on veth A's router end and
     /// `wb` (index 2) on B's, each with its driver and the rest of its settings (`wa`, `wb`),
-    /// both sampled at 1:10 and polled every second for a collector on `port`.
+    /// both sampled at 1:10 and polled every second for a collector on `port`. On AF_XDP,
+    /// `wa` is in rx-mode busy-poll and `wb` adaptive.
     pub(crate) fn router_yaml(&self, wa: (Port, &str), wb: (Port, &str), port: u16) -> String {
         format!(
             "workers: {{count: 2}}
@@ -157,7 +158,7 @@ interfaces:
   wb: {{index: 2, {}, host-interface: {}, mac: '02:fe:00:00:00:02', sflow: {{}}, {}}}
 sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0.1, port: {port}}}]}}
 ",
-            wa.0.yaml(2, "polling"),
+            wa.0.yaml(2, "busy-poll"),
             self.veth("a", 1),
             wa.1,
             wb.0.yaml(1, "adaptive"),
