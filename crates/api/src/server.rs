@@ -75,6 +75,24 @@ struct Shared {
     clients: AtomicUsize,
 }
 
+/// Who may connect to the API socket, and what its threads do first.
+#[derive(Debug, Clone, Copy)]
+pub struct Access {
+    /// Permission bits of the socket file (connecting needs write permission).
+    pub mode: u32,
+    /// Group of the socket file; `None` keeps the process's.
+    pub gid: Option<u32>,
+    /// Run first by the acceptor thread (client threads are its children): vecflow drops
+    /// its capabilities there.
+    pub thread_start: fn(),
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access { mode: 0o600, gid: None, thread_start: || {} }
+    }
+}
+
 /// The listening API socket. Dropping it stops the acceptor at once and removes the socket
 /// file if it is still the one this server created.
 pub struct Server {
@@ -90,13 +108,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Listens on `path` (mode 0600; its directory is created if missing). A socket file
+    /// Listens on `path` (made mode 0600, then given `access`'s group and mode; its directory
+    /// is created if missing). A socket file
     /// nobody answers on (left by a daemon that died) is replaced; one a live daemon answers
     /// on, or a path that is not a socket, is an error. `commands` (words and help of each
     /// command) is what the `commands` method lists; commands go to the main thread through
     /// `calls`.
     pub fn bind(
         path: &Path,
+        access: Access,
         commands: Vec<(&'static str, &'static str)>,
         calls: SyncSender<Call>,
     ) -> anyhow::Result<Server> {
@@ -123,8 +143,12 @@ impl Server {
         // SAFETY: as above, restoring the previous mask.
         unsafe { libc::umask(old) };
         let listener = listener.with_context(|| format!("listening on {}", path.display()))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("chmod 0600 {}", path.display()))?;
+        if let Some(gid) = access.gid {
+            std::os::unix::fs::lchown(path, None, Some(gid))
+                .with_context(|| format!("giving {} to group {gid}", path.display()))?;
+        }
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(access.mode))
+            .with_context(|| format!("chmod {:04o} {}", access.mode, path.display()))?;
         let file = file_identity(path).with_context(|| format!("reading back {}", path.display()))?;
         let listener = Arc::new(listener);
         let commands: Vec<Value> = commands.iter().map(|(w, h)| json!({"words": w, "help": h})).collect();
@@ -137,7 +161,10 @@ impl Server {
         let (s, l) = (shared.clone(), listener.clone());
         let acceptor = std::thread::Builder::new()
             .name("vecflow-api".into())
-            .spawn(move || accept(&l, s))
+            .spawn(move || {
+                (access.thread_start)();
+                accept(&l, s)
+            })
             .context("starting the API thread")?;
         Ok(Server { path: path.to_owned(), file, listener, shared, acceptor: Some(acceptor) })
     }

@@ -225,6 +225,22 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "interfaces.x.af-xdp.queues: 0 is not allowed; allowed: 1 to 64",
         ),
         (
+            "api: {socket-mode: '0700'}",
+            "api.socket-mode: 0700 is not allowed; allowed: an octal mode with owner read and write and no execute bit, 0600 to 0666",
+        ),
+        (
+            "api: {socket-mode: '0440'}",
+            "api.socket-mode: 0440 is not allowed; allowed: an octal mode with owner read and write and no execute bit, 0600 to 0666",
+        ),
+        (
+            "api: {socket-mode: 'rw'}",
+            "api.socket-mode: rw is not allowed; allowed: an octal mode with owner read and write and no execute bit, 0600 to 0666",
+        ),
+        (
+            "api: {socket-group: ''}",
+            "api.socket-group: \"\" is not allowed; allowed: a group name",
+        ),
+        (
             "interfaces: {g: {rx-mode: interrupt}}",
             "interfaces.g.rx-mode: set is not allowed; allowed: only with driver: af-packet or af-xdp",
         ),

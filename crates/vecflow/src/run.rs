@@ -10,8 +10,9 @@
 
 use crate::metrics::{self, Exporter};
 use anyhow::Context;
-use api::server::{CALL_QUEUE, Request, Server, refuse_pending};
+use api::server::{Access, CALL_QUEUE, Request, Server, refuse_pending};
 use api::{ApiError, CommandReply, code};
+use dataplane::runtime::privileges;
 use dataplane::{Config, Dataplane};
 use sd_notify::NotifyState;
 use serde_json::Value;
@@ -40,7 +41,8 @@ pub struct Args {
     /// neighbors` (and `show sflow`) to stdout: a whole run's totals, e.g. for a benchmark.
     #[arg(long)]
     show_at_exit: bool,
-    /// The API socket `vecflow ctl` talks to (created mode 0600, its directory if missing).
+    /// The API socket `vecflow ctl` talks to (created mode 0600, or as `api` in the
+    /// configuration says; its directory if missing).
     #[arg(long, default_value = api::DEFAULT_SOCKET)]
     socket: PathBuf,
 }
@@ -59,6 +61,73 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }
 
+/// Blocks or unblocks (`how`) SIGINT and SIGTERM in the calling thread.
+fn stop_signals(how: libc::c_int) {
+    // SAFETY: the set is initialised by sigemptyset before use; pthread_sigmask only reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// The id of group `name` (`api.socket-group`), or the error naming the field.
+fn group_id(name: &str) -> anyhow::Result<u32> {
+    let c = std::ffi::CString::new(name).context("api.socket-group")?;
+    // SAFETY: group lookups fill `group` and point into `buf`, both live for the call; the
+    // result pointer is checked before use.
+    unsafe {
+        let mut group: libc::group = std::mem::zeroed();
+        let mut buf = vec![0 as libc::c_char; 16384];
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        let r = libc::getgrnam_r(c.as_ptr(), &mut group, buf.as_mut_ptr(), buf.len(), &mut found);
+        if r != 0 || found.is_null() {
+            anyhow::bail!("api.socket-group: {name} is not allowed; allowed: a group this host has (/etc/group)");
+        }
+        Ok(group.gr_gid)
+    }
+}
+
+/// Says which capabilities vecflow keeps while running, and warns about any thread that has
+/// more once threads still starting had a second to drop theirs.
+fn log_capabilities(config: &Config) {
+    let keep = privileges::runtime_needs(config);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let threads = loop {
+        let threads = privileges::report();
+        let settled = threads.as_ref().map_or(true, |t| t.iter().all(|(_, have)| have.is_subset(&keep)));
+        if settled || Instant::now() >= deadline {
+            break threads;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    match threads {
+        Ok(threads) => {
+            let over: Vec<String> = threads
+                .iter()
+                .filter(|(_, have)| !have.is_subset(&keep))
+                .map(|(name, have)| format!("{name} ({})", privileges::names(have)))
+                .collect();
+            if over.is_empty() {
+                tracing::info!(
+                    "capabilities while running: {} (all {} threads)",
+                    privileges::names(&keep),
+                    threads.len()
+                );
+            } else {
+                tracing::warn!(
+                    "capabilities while running: {}; threads with more: {}",
+                    privileges::names(&keep),
+                    over.join(", ")
+                );
+            }
+        }
+        Err(e) => tracing::warn!("cannot read the threads' capabilities: {e}"),
+    }
+}
+
 /// What `yaml` would change (as commands), applied too when `apply`.
 fn plan(dp: &mut Dataplane, yaml: &str, apply: bool) -> Result<CommandReply, ApiError> {
     let failed = |e: String| ApiError::new(code::COMMAND_FAILED, e);
@@ -74,22 +143,37 @@ fn plan(dp: &mut Dataplane, yaml: &str, apply: bool) -> Result<CommandReply, Api
 
 /// Runs the daemon until SIGINT or SIGTERM, or until its captures are replayed.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    // SIGINT and SIGTERM wait (blocked in every thread, which inherit it) until the handler's
+    // thread exists, made once capabilities are dropped; then the main thread takes them.
+    stop_signals(libc::SIG_BLOCK);
     init_logging(args.verbose);
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading {source}"))?;
     let config = Config::load(&text).with_context(|| format!("in {source}"))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
+    privileges::check(&config).map_err(anyhow::Error::msg).with_context(|| format!("starting {source}"))?;
+    privileges::plan(&config);
     let registry = dataplane::control::cli::Registry::with_builtins();
     let (calls_tx, calls) = sync_channel(CALL_QUEUE);
     let commands = registry.commands().iter().map(|c| (c.words, c.help)).collect();
-    let api = Server::bind(&args.socket, commands, calls_tx.clone()).context("api socket")?;
+    let access = Access {
+        mode: config.api.mode()?,
+        gid: config.api.socket_group.as_deref().map(group_id).transpose()?,
+        thread_start: privileges::enter_runtime,
+    };
+    let api = Server::bind(&args.socket, access, commands, calls_tx.clone()).context("api socket")?;
     let metrics = match config.metrics.enabled {
         true => Some(Exporter::bind(config.metrics.address, calls_tx)?),
         false => None,
     };
     let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
+    // Everything privileged is open: the main thread drops to what it needs while running,
+    // and the signal thread starts after, with no more.
+    privileges::enter_runtime();
+    log_capabilities(&config);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
+    stop_signals(libc::SIG_UNBLOCK);
     tracing::info!(
         "vecflow {} running {source}: {} interfaces, {} worker(s); SIGINT or SIGTERM stops it",
         env!("CARGO_PKG_VERSION"),

@@ -335,6 +335,11 @@ fn metrics_are_served_and_move() {
     let out = spawn_run(dir.path(), &dir.path().join("s.sock"), &lab(d.metrics_port)).wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains(&format!("metrics.address: 127.0.0.1:{}", d.metrics_port)), "{err}");
+    // A socket group this host does not have: the error names the field.
+    let yaml = format!("api: {{socket-group: vecflow-no-such-group}}\n{}", lab(0));
+    let out = spawn_run(dir.path(), &dir.path().join("g.sock"), &yaml).wait_with_output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("api.socket-group: vecflow-no-such-group is not allowed"), "{err}");
     d.stop();
 }
 

@@ -112,6 +112,9 @@ pub struct Config {
     /// The Prometheus endpoint of `vecflow run`.
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// Who may use the API socket of `vecflow run` (its path is `--socket`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub api: ApiConfig,
     /// The Linux control plane: a TAP in a network namespace for every interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linux_cp: Option<crate::lcp::LinuxCpConfig>,
@@ -141,6 +144,46 @@ fn default_metrics_address() -> std::net::SocketAddr {
 impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig { enabled: true, address: default_metrics_address() }
+    }
+}
+
+/// Who may connect to the API socket: its group and permissions (connecting needs write
+/// permission). A restart changes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ApiConfig {
+    /// Group the socket belongs to, by name (default: the group vecflow runs as).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_group: Option<String>,
+    /// The socket's permissions, an octal string: owner read and write, no execute bits,
+    /// `"0600"` (default: the owner only, and root) to `"0666"`; `"0660"` lets the group in.
+    #[serde(default = "default_socket_mode")]
+    pub socket_mode: String,
+}
+
+fn default_socket_mode() -> String {
+    "0600".into()
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig { socket_group: None, socket_mode: default_socket_mode() }
+    }
+}
+
+impl ApiConfig {
+    /// The socket's permission bits, or the error naming `api.socket-mode`.
+    pub fn mode(&self) -> Result<u32, ConfigError> {
+        let m = &self.socket_mode;
+        let bits = u32::from_str_radix(m.strip_prefix("0o").unwrap_or(m), 8).ok();
+        match bits {
+            Some(b) if m.len() <= 5 && b & 0o600 == 0o600 && b & !0o666 == 0 => Ok(b),
+            _ => Err(invalid(
+                "api.socket-mode",
+                m,
+                "an octal mode with owner read and write and no execute bit, 0600 to 0666",
+            )),
+        }
     }
 }
 
@@ -238,6 +281,10 @@ impl Config {
 
     /// Checks every value and cross-reference.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.api.mode()?;
+        if let Some(g) = self.api.socket_group.as_deref().filter(|g| g.is_empty() || g.contains(['/', ':', '\0'])) {
+            return Err(invalid("api.socket-group", format!("{g:?}"), "a group name"));
+        }
         let w = &self.workers;
         if !(1..=64).contains(&w.count) {
             return Err(invalid("workers.count", w.count, "1 to 64"));

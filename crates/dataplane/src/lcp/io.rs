@@ -70,7 +70,10 @@ pub(super) fn spawn(io: Io) -> io::Result<JoinHandle<()>> {
     for t in &io.taps {
         set_nonblocking(&t.file)?;
     }
-    std::thread::Builder::new().name("vecflow-lcp".into()).spawn(move || run(io))
+    std::thread::Builder::new().name("vecflow-lcp".into()).spawn(move || {
+        crate::runtime::privileges::enter_runtime();
+        run(io)
+    })
 }
 
 fn set_nonblocking(f: &File) -> io::Result<()> {

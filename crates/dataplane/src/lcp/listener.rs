@@ -353,9 +353,10 @@ impl Listener {
         let (tx, changes) = channel();
         let counters = Arc::new(ListenerCounters::default());
         let c = counters.clone();
-        let thread = std::thread::Builder::new()
-            .name("vecflow-netlink".into())
-            .spawn(move || listen(events, dumps, &tx, &c, &stop))?;
+        let thread = std::thread::Builder::new().name("vecflow-netlink".into()).spawn(move || {
+            crate::runtime::privileges::enter_runtime();
+            listen(events, dumps, &tx, &c, &stop)
+        })?;
         Ok(Listener { changes, counters, thread })
     }
 

@@ -11,6 +11,7 @@ pub mod drops;
 pub mod graph;
 pub mod hugemem;
 pub mod isa;
+pub mod privileges;
 pub mod published;
 pub mod qsbr;
 pub mod rate;

@@ -76,11 +76,17 @@ impl Daemon {
     /// Sends `signal` (e.g. `libc::SIGTERM`, so that it flushes what it holds) and waits up to
     /// `grace` for the process to exit; panics, after killing it, if it does not.
     pub fn stop(mut self, signal: libc::c_int, grace: Duration) -> ExitStatus {
-        let child = self.child.as_mut().expect("not yet stopped");
-        let pid = libc::pid_t::try_from(child.id()).expect("pid");
+        let pid = libc::pid_t::try_from(self.child().id()).expect("pid");
         // SAFETY: kill(2) has no memory effects; `pid` is our child, not reaped yet, so it
         // still names that process.
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "signal {signal} to {}", self.name);
+        self.wait_exit(grace)
+    }
+
+    /// Waits up to `grace` for the process to end by itself; panics, after killing it, if it
+    /// does not.
+    pub fn wait_exit(mut self, grace: Duration) -> ExitStatus {
+        let child = self.child.as_mut().expect("not yet stopped");
         let deadline = Instant::now() + grace;
         loop {
             if let Some(status) = child.try_wait().expect("waitpid") {
@@ -88,7 +94,7 @@ impl Daemon {
                 return status;
             }
             // Drop kills and reaps it.
-            assert!(Instant::now() < deadline, "{} did not exit within {grace:?} of signal {signal}", self.name);
+            assert!(Instant::now() < deadline, "{} did not exit within {grace:?}", self.name);
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -128,21 +128,30 @@ impl Lab {
     /// `dir`) and waits until it runs; its stderr goes to `dir/vecflow.log`, its stdout (the
     /// `show` commands at exit) to `dir/show.txt`. Returns it and the start-up log.
     pub(crate) fn start_vecflow(&self, dir: &Path, config: &str) -> (Daemon, String) {
+        let vecflow = self.spawn_vecflow(dir, config, &[env!("CARGO_BIN_EXE_vecflow")]);
+        let started = wait_for_log(&dir.join("vecflow.log"), "running");
+        (vecflow, started)
+    }
+
+    /// Starts `vecflow run --show-at-exit` as [`Lab::start_vecflow`] does, through `launch`
+    /// (the program and its arguments up to vecflow's binary: `setpriv …  path/vecflow`),
+    /// without waiting for it.
+    pub(crate) fn spawn_vecflow(&self, dir: &Path, config: &str, launch: &[&str]) -> Daemon {
         let yaml = dir.join("router.yaml");
         std::fs::write(&yaml, config).unwrap();
         let log = dir.join("vecflow.log");
-        let vecflow = Daemon::spawn(
+        Daemon::spawn(
             Command::new("ip")
-                .args(["netns", "exec", &self.r, env!("CARGO_BIN_EXE_vecflow"), "run", "--show-at-exit"])
+                .args(["netns", "exec", &self.r])
+                .args(launch)
+                .args(["run", "--show-at-exit"])
                 .arg("--socket")
                 .arg(dir.join("api.sock"))
                 .arg("-c")
                 .arg(&yaml)
                 .stdout(std::fs::File::create(dir.join("show.txt")).unwrap())
                 .stderr(std::fs::File::create(&log).unwrap()),
-        );
-        let started = wait_for_log(&log, "running");
-        (vecflow, started)
+        )
     }
 
     /// The routed labs' configuration: two workers, `wa` (index 1) on veth A's router end and
