@@ -82,6 +82,7 @@ need_apt sfacctd pmacct
 need_apt ip iproute2
 need_apt ping iputils-ping
 need_apt ethtool ethtool
+need_apt setpriv util-linux
 need_apt iperf3 iperf3
 # BIRD 2 on a vecflow router's linux-cp TAP (tests/linux_cp_bird.rs, linux_cp_bgp.rs).
 need_apt bird bird2
@@ -222,6 +223,13 @@ fuzz() {
 fuzz sflow decode
 fuzz dataplane packets -max_len=30000
 fuzz dataplane config "$PWD/examples"
+fuzz dataplane pcap "$PWD/crates/vecflow/tests/fixtures"
+scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
+fuzz dataplane netlink "$PWD/target/fuzz-seeds/netlink"
+fuzz dataplane api "$PWD/crates/dataplane/fuzz/seeds/api"
+fuzz dataplane apply "$PWD/crates/dataplane/fuzz/seeds/apply" "$PWD/examples"
+step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice)"
+scripts/fuzz-campaign.sh --slice-sec 5 --budget-min 0 --flat-min 0 dataplane/pcap
 
 step "summary"
 print_summary

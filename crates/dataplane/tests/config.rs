@@ -236,10 +236,7 @@ fn errors_name_the_field_the_value_and_what_is_allowed() {
             "api: {socket-mode: 'rw'}",
             "api.socket-mode: rw is not allowed; allowed: an octal mode with owner read and write and no execute bit, 0600 to 0666",
         ),
-        (
-            "api: {socket-group: ''}",
-            "api.socket-group: \"\" is not allowed; allowed: a group name",
-        ),
+        ("api: {socket-group: ''}", "api.socket-group: \"\" is not allowed; allowed: a group name"),
         (
             "interfaces: {g: {rx-mode: interrupt}}",
             "interfaces.g.rx-mode: set is not allowed; allowed: only with driver: af-packet or af-xdp",

@@ -130,15 +130,9 @@ fn log_capabilities(config: &Config) {
 
 /// What `yaml` would change (as commands), applied too when `apply`.
 fn plan(dp: &mut Dataplane, yaml: &str, apply: bool) -> Result<CommandReply, ApiError> {
-    let failed = |e: String| ApiError::new(code::COMMAND_FAILED, e);
-    let config = Config::load(yaml).map_err(|e| failed(e.to_string()))?;
-    let commands = dp.plan(&config).map_err(|e| failed(e.to_string()))?;
-    if apply {
-        dp.apply(&config).map_err(|e| failed(e.to_string()))?;
-        tracing::info!("applied a new configuration: {} change(s)", commands.len());
-    }
-    let text = commands.iter().map(|c| format!("{c}\n")).collect();
-    Ok(CommandReply { text, json: serde_json::json!({ "commands": commands, "applied": apply }) })
+    dataplane::control::plan::plan_yaml(dp, yaml, apply)
+        .map(|(text, json)| CommandReply { text, json })
+        .map_err(|e| ApiError::new(code::COMMAND_FAILED, e))
 }
 
 /// Runs the daemon until SIGINT or SIGTERM, or until its captures are replayed.

@@ -15,15 +15,15 @@
 
 use dataplane::config::Config;
 use dataplane::control::engine::build_forwarding;
-use dataplane::runtime::drops::{DropReason, N_REASONS};
-use dataplane::runtime::graph::NodeId;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
+use dataplane::runtime::drops::{DropReason, N_REASONS};
+use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
+use dataplane::runtime::vector::VectorPool;
 use dataplane::sflow::ring::{Consumer, Ring};
 use dataplane::sflow::{DropBudget, RX, SflowWorker, TX, WorkerBudget};
-use dataplane::runtime::vector::VectorPool;
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, Mutex, OnceLock};
 

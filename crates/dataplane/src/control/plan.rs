@@ -156,3 +156,21 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
     }
     out
 }
+
+/// The answer to the API's `plan` and `apply` methods: what the configuration `yaml` would
+/// change on `dp`, as commands (text, one per line, and JSON), applied too when `apply`. An
+/// error names the field, or why the change is refused; a refused apply changes nothing.
+pub fn plan_yaml(
+    dp: &mut crate::control::engine::Dataplane,
+    yaml: &str,
+    apply: bool,
+) -> Result<(String, serde_json::Value), String> {
+    let config = Config::load(yaml).map_err(|e| e.to_string())?;
+    let commands = dp.plan(&config).map_err(|e| e.to_string())?;
+    if apply {
+        dp.apply(&config).map_err(|e| e.to_string())?;
+        tracing::info!("applied a new configuration: {} change(s)", commands.len());
+    }
+    let text = commands.iter().map(|c| format!("{c}\n")).collect();
+    Ok((text, serde_json::json!({ "commands": commands, "applied": apply })))
+}

@@ -171,6 +171,31 @@ impl Capture {
     }
 }
 
+impl Capture {
+    /// The length of the next frame, copied into `room`, or why it cannot be used
+    /// (`frame-too-long`, `not-ethernet`); `None` at the end of the file.
+    fn next_frame(&mut self, room: &mut [u8]) -> Result<Option<Result<usize, DropReason>>, String> {
+        Ok(self.next(room)?.map(|next| match next {
+            Next::Frame(len) => Ok(len),
+            Next::TooLong => Err(DropReason::PcapFrameTooLong),
+            Next::NotEthernet => Err(DropReason::PcapNotEthernet),
+        }))
+    }
+}
+
+/// Reads the capture at `path` to its end as `pcap-input` does, each frame into `room` bytes,
+/// and tells `each` what became of it: its length, or why it is dropped. An error when the
+/// file is not a capture vecflow replays or cannot be read to its end (where `pcap-input`
+/// ends the replay with a warning). The fuzz target `pcap` reads arbitrary files with it.
+pub fn read_capture(path: &Path, room: usize, mut each: impl FnMut(Result<usize, DropReason>)) -> Result<(), String> {
+    let mut capture = Capture::open(path).map_err(|e| e.to_string())?;
+    let mut out = vec![0; room];
+    while let Some(verdict) = capture.next_frame(&mut out)? {
+        each(verdict);
+    }
+    Ok(())
+}
+
 /// Reads the header of a capture at the start of `chunks`: its format, and a parser for it.
 fn read_header(chunks: &mut Chunks) -> Result<Format, String> {
     let format = chunks.parse(|s| match s.get(..4) {
@@ -270,10 +295,8 @@ impl PcapPort {
     fn read_into(&mut self, g: &mut Graph, i: u32) -> Option<Result<(), DropReason>> {
         loop {
             let room = &mut g.pool.slot_mut(i)[HEADROOM..];
-            let verdict = match self.capture.next(room) {
-                Ok(Some(Next::Frame(len))) => Ok(len),
-                Ok(Some(Next::TooLong)) => Err(DropReason::PcapFrameTooLong),
-                Ok(Some(Next::NotEthernet)) => Err(DropReason::PcapNotEthernet),
+            let verdict = match self.capture.next_frame(room) {
+                Ok(Some(verdict)) => verdict,
                 Ok(None) if self.looping && self.read_this_pass > 0 => match self.capture.restart() {
                     Ok(()) => {
                         self.read_this_pass = 0;

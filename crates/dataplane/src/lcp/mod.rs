@@ -21,7 +21,7 @@ pub mod io;
 mod kernel;
 pub mod listener;
 pub mod neighbors;
-mod netlink;
+pub mod netlink;
 mod netns;
 pub mod nexthops;
 pub mod routes;

@@ -265,32 +265,39 @@ impl Netlink {
             }
             self.buf.resize(n.next_power_of_two(), 0);
         };
-        let mut out = Vec::new();
-        let mut at = 0;
-        while at < n {
-            let Ok(frame) = NetlinkBuffer::new_checked(&self.buf[at..n]) else { break };
-            let len = frame.length() as usize;
-            if len == 0 {
-                break;
-            }
-            let kind = frame.message_type();
-            if matches!(kind, nexthops::RTM_NEWNEXTHOP | nexthops::RTM_DELNEXTHOP) {
-                let mut header = NetlinkHeader::default();
-                (header.message_type, header.flags, header.sequence_number) =
-                    (kind, frame.flags(), frame.sequence_number());
-                if let Some(m) = nexthops::parse(kind, &self.buf[at + 16..at + len]) {
-                    out.push((header, NetlinkPayload::InnerMessage(Message::NextHop(m))));
-                }
-            } else {
-                match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&self.buf[at..at + len]) {
-                    Ok(m) => out.push((m.header, route_payload(m.payload, m.header.flags))),
-                    Err(e) => tracing::debug!("linux-cp netlink: skipping a message: {e}"),
-                }
-            }
-            at += (len + 3) & !3;
-        }
-        Ok(out)
+        Ok(parse(&self.buf[..n]))
     }
+}
+
+/// The messages of one rtnetlink datagram `buf`. Messages that cannot be parsed (kinds the
+/// crates do not know, or malformed) are skipped, and a length that runs past the datagram
+/// ends it. The fuzz target `netlink` feeds it arbitrary bytes.
+pub fn parse(buf: &[u8]) -> Vec<(NetlinkHeader, NetlinkPayload<Message>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < buf.len() {
+        let Ok(frame) = NetlinkBuffer::new_checked(&buf[at..]) else { break };
+        let len = frame.length() as usize;
+        if len == 0 {
+            break;
+        }
+        let kind = frame.message_type();
+        if matches!(kind, nexthops::RTM_NEWNEXTHOP | nexthops::RTM_DELNEXTHOP) {
+            let mut header = NetlinkHeader::default();
+            (header.message_type, header.flags, header.sequence_number) =
+                (kind, frame.flags(), frame.sequence_number());
+            if let Some(m) = nexthops::parse(kind, &buf[at + 16..at + len]) {
+                out.push((header, NetlinkPayload::InnerMessage(Message::NextHop(m))));
+            }
+        } else {
+            match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[at..at + len]) {
+                Ok(m) => out.push((m.header, route_payload(m.payload, m.header.flags))),
+                Err(e) => tracing::debug!("linux-cp netlink: skipping a message: {e}"),
+            }
+        }
+        at += (len + 3) & !3;
+    }
+    out
 }
 
 /// What a dump asks for, in the order they are dumped (next-hop objects before the routes

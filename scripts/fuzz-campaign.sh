@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Long fuzzing campaigns, the way ./test.sh runs its short ones (same targets, seeds and
+# corpora), for the next person to run before a release (not run by CI).
+#
+#   scripts/fuzz-campaign.sh [--max-runs N] [--budget-min M] [--flat-min F] [--slice-sec S]
+#                            [TARGET ...]
+#
+# TARGET is crate/target (default: all of them: sflow/decode, dataplane/packets, config, pcap,
+# netlink, api, apply). Each runs on one core in slices of S seconds (default 600), from its
+# corpus (kept in crates/CRATE/fuzz/corpus/TARGET between slices and campaigns), until it has
+# run N executions (default 10 000 000) or M minutes (default 60: a CPU-hour), whichever
+# comes first, and its coverage (libFuzzer's cov and ft at the end of each slice) has not
+# grown in the last F minutes (default 30). A crash, a leak or a broken invariant stops the
+# campaign (exit 1; the slice's log is kept in target/). At the end it prints, per target:
+# commit, executions, coverage, minutes and why it stopped; the same goes to
+# target/fuzz-campaign.txt.
+# Needs the nightly toolchain and cargo-fuzz (./test.sh installs them); netlink seeds need root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+budget=60 flat=30 max_runs=10000000 slice=600
+targets=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --budget-min) budget=$2; shift ;;
+        --flat-min) flat=$2; shift ;;
+        --max-runs) max_runs=$2; shift ;;
+        --slice-sec) slice=$2; shift ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) targets+=("$1") ;;
+    esac
+    shift
+done
+[ ${#targets[@]} -gt 0 ] || targets=(sflow/decode dataplane/packets dataplane/config dataplane/pcap
+    dataplane/netlink dataplane/api dataplane/apply)
+
+root=$PWD
+commit=$(git rev-parse --short HEAD)$(git diff --quiet || echo "+changes")
+scripts/netlink-seeds.sh "$root/target/fuzz-seeds/netlink" >/dev/null
+report="$root/target/fuzz-campaign.txt"
+mkdir -p "$root/target"
+: >"$report"
+
+# The seed directories and libFuzzer flags test.sh gives each target.
+seeds_of() {
+    case $1 in
+        dataplane/packets) echo "-max_len=30000" ;;
+        dataplane/config) echo "$root/examples" ;;
+        dataplane/pcap) echo "$root/crates/vecflow/tests/fixtures" ;;
+        dataplane/netlink) echo "$root/target/fuzz-seeds/netlink" ;;
+        dataplane/api) echo "$root/crates/dataplane/fuzz/seeds/api" ;;
+        dataplane/apply) echo "$root/crates/dataplane/fuzz/seeds/apply $root/examples" ;;
+    esac
+}
+
+for t in "${targets[@]}"; do
+    crate=${t%/*} target=${t#*/}
+    dir="$root/crates/$crate/fuzz"
+    mkdir -p "$dir/corpus/$target"
+    seeds=() flags=()
+    for a in $(seeds_of "$t"); do
+        if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
+    done
+    (cd "$dir" && cargo +nightly fuzz build "$target" >/dev/null 2>&1)
+    runs=0 secs=0 cov=0 ft=0 grew_at=0 why=""
+    while :; do
+        log="$root/target/fuzz-campaign-$crate-$target-$secs.log"
+        (cd "$dir" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
+            -max_total_time="$slice" -print_final_stats=1 "${flags[@]}" >"$log" 2>&1) || true
+        if ! grep -q '^Done ' "$log"; then
+            echo "$t: failed in the slice at second $secs; see $log" | tee -a "$report"
+            tail -40 "$log"
+            exit 1
+        fi
+        ran=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+        runs=$((runs + ran))
+        read -r new_cov new_ft < <(grep -E '(DONE|pulse|NEW|REDUCE|INITED) +cov:' "$log" | tail -1 |
+            sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+).*/\1 \2/')
+        secs=$((secs + slice))
+        if [ "${new_cov:-0}" -gt "$cov" ] || [ "${new_ft:-0}" -gt "$ft" ]; then
+            grew_at=$secs
+        fi
+        cov=${new_cov:-$cov} ft=${new_ft:-$ft}
+        echo "  $t: $((secs / 60)) min, $runs runs, cov $cov ft $ft" >&2
+        if { [ "$runs" -ge "$max_runs" ] || [ "$secs" -ge $((budget * 60)) ]; } &&
+            [ $((secs - grew_at)) -ge $((flat * 60)) ]; then
+            why="$runs runs in $((secs / 60)) min; coverage flat for the last $(((secs - grew_at) / 60)) min"
+            break
+        fi
+    done
+    printf '%-18s commit %s: %s runs, cov %s ft %s, %s s (%s)\n' "$t" "$commit" "$runs" "$cov" "$ft" \
+        "$secs" "$why" | tee -a "$report"
+done
+echo "wrote $report" >&2
