@@ -12,7 +12,8 @@ use crate::metrics::{self, Exporter};
 use anyhow::Context;
 use api::server::{Access, CALL_QUEUE, Request, Server, refuse_pending};
 use api::{ApiError, CommandReply, code};
-use dataplane::runtime::privileges;
+use dataplane::control::privileges;
+use dataplane::runtime::privileges::{enter_runtime, names as cap_names, report as thread_caps};
 use dataplane::{Config, Dataplane};
 use sd_notify::NotifyState;
 use serde_json::Value;
@@ -96,7 +97,7 @@ fn log_capabilities(config: &Config) {
     let keep = privileges::runtime_needs(config);
     let deadline = Instant::now() + Duration::from_secs(1);
     let threads = loop {
-        let threads = privileges::report();
+        let threads = thread_caps();
         let settled = threads.as_ref().map_or(true, |t| t.iter().all(|(_, have)| have.is_subset(&keep)));
         if settled || Instant::now() >= deadline {
             break threads;
@@ -108,18 +109,14 @@ fn log_capabilities(config: &Config) {
             let over: Vec<String> = threads
                 .iter()
                 .filter(|(_, have)| !have.is_subset(&keep))
-                .map(|(name, have)| format!("{name} ({})", privileges::names(have)))
+                .map(|(name, have)| format!("{name} ({})", cap_names(have)))
                 .collect();
             if over.is_empty() {
-                tracing::info!(
-                    "capabilities while running: {} (all {} threads)",
-                    privileges::names(&keep),
-                    threads.len()
-                );
+                tracing::info!("capabilities while running: {} (all {} threads)", cap_names(&keep), threads.len());
             } else {
                 tracing::warn!(
                     "capabilities while running: {}; threads with more: {}",
-                    privileges::names(&keep),
+                    cap_names(&keep),
                     over.join(", ")
                 );
             }
@@ -152,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let access = Access {
         mode: config.api.mode()?,
         gid: config.api.socket_group.as_deref().map(group_id).transpose()?,
-        thread_start: privileges::enter_runtime,
+        thread_start: enter_runtime,
     };
     let api = Server::bind(&args.socket, access, commands, calls_tx.clone()).context("api socket")?;
     let metrics = match config.metrics.enabled {
@@ -162,7 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
     // Everything privileged is open: the main thread drops to what it needs while running,
     // and the signal thread starts after, with no more.
-    privileges::enter_runtime();
+    enter_runtime();
     log_capabilities(&config);
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();

@@ -11,4 +11,5 @@ mod links;
 mod linux_cp;
 pub mod plan;
 pub(crate) mod ports;
+pub mod privileges;
 mod summary;

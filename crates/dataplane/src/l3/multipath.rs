@@ -101,11 +101,20 @@ impl LoadBalance {
     /// Takes which paths are live: a path that went down gives its buckets to the live paths
     /// furthest below their share, and no other bucket moves; a path that came up (or holds
     /// none yet) takes its share from the paths above theirs, and only to it do buckets move.
-    /// With no live path nothing moves. True when a bucket moved.
+    /// With no live path no flow has a way out: nothing moves if the buckets are spread by
+    /// weight over all paths, else (a new object, or one that had live paths) they are
+    /// spread so, as if every path were live, the state a start with these paths down has.
+    /// True when a bucket moved.
     pub fn set_live(&mut self, live: Vec<bool>) -> bool {
         let was = std::mem::replace(&mut self.live, live);
         if !self.live.iter().any(|&l| l) {
-            return false;
+            if self.counts() == self.wanted() {
+                return false;
+            }
+            let dead = std::mem::replace(&mut self.live, was);
+            let moved = self.set_live(vec![true; dead.len()]);
+            self.live = dead;
+            return moved;
         }
         let want = self.wanted();
         let n = self.paths.len();
@@ -251,6 +260,15 @@ mod tests {
         assert_eq!(lb.counts(), vec![384, 128]);
         let lb = LoadBalance::new(paths(&[1; 64]), vec![true; 64], None);
         assert!(lb.counts().iter().all(|&c| c == 8));
+    }
+
+    /// A route made while all its paths are down (its interfaces down) still spreads its
+    /// buckets by weight, as a start with those interfaces down does (live apply found it
+    /// holding none: every bucket named no adjacency).
+    #[test]
+    fn an_object_made_with_no_live_path_spreads_its_buckets_by_weight() {
+        let lb = LoadBalance::new(paths(&[3, 1]), vec![false; 2], None);
+        assert_eq!((lb.counts(), lb.live.clone()), (vec![384, 128], vec![false, false]));
     }
 
     #[test]

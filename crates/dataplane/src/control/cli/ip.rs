@@ -76,12 +76,15 @@ fn fib_row<A: FibAddr>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value 
         lb.paths.len()
     );
     let (wanted, held) = (lb.wanted(), lb.counts());
-    let paths: Vec<Value> = lb
-        .paths
-        .iter()
-        .enumerate()
-        .map(|(k, p)| {
-            let detail = adjacency_detail(dp, adjacency(dp, p.adj));
+    // Listed by next hop ("via ADDR out IF …"), not in the object's adjacency order, which
+    // depends on the order adjacencies were made in.
+    let mut listed: Vec<(usize, String)> =
+        lb.paths.iter().enumerate().map(|(k, p)| (k, adjacency_detail(dp, adjacency(dp, p.adj)))).collect();
+    listed.sort_by(|a, b| a.1.cmp(&b.1));
+    let paths: Vec<Value> = listed
+        .into_iter()
+        .map(|(k, detail)| {
+            let p = &lb.paths[k];
             let state = if lb.live[k] { "up" } else { "down" };
             let _ = writeln!(
                 text,
