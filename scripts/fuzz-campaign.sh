@@ -3,14 +3,15 @@
 # corpora), for the next person to run before a release (not run by CI).
 #
 #   scripts/fuzz-campaign.sh [--max-runs N] [--budget-min M] [--flat-min F] [--slice-sec S]
-#                            [TARGET ...]
+#                            [--cap-min C] [TARGET ...]
 #
 # TARGET is crate/target (default: all of them: sflow/decode, dataplane/packets, config, pcap,
 # netlink, api, apply). Each runs on one core in slices of S seconds (default 600), from its
 # corpus (kept in crates/CRATE/fuzz/corpus/TARGET between slices and campaigns), until it has
 # run N executions (default 10 000 000) or M minutes (default 60: a CPU-hour), whichever
 # comes first, and its coverage (libFuzzer's cov and ft at the end of each slice) has not
-# grown in the last F minutes (default 30). A crash, a leak or a broken invariant stops the
+# grown in the last F minutes (default 30), or (with --cap-min) after C minutes whatever its
+# coverage does, which the report then says. A crash, a leak or a broken invariant stops the
 # campaign (exit 1; the slice's log is kept in target/). At the end it prints, per target:
 # commit, executions, coverage, minutes and why it stopped; the same goes to
 # target/fuzz-campaign.txt.
@@ -18,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-budget=60 flat=30 max_runs=10000000 slice=600
+budget=60 flat=30 max_runs=10000000 slice=600 cap=0
 targets=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -26,7 +27,8 @@ while [ $# -gt 0 ]; do
         --flat-min) flat=$2; shift ;;
         --max-runs) max_runs=$2; shift ;;
         --slice-sec) slice=$2; shift ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        --cap-min) cap=$2; shift ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1") ;;
     esac
@@ -86,6 +88,10 @@ for t in "${targets[@]}"; do
         if { [ "$runs" -ge "$max_runs" ] || [ "$secs" -ge $((budget * 60)) ]; } &&
             [ $((secs - grew_at)) -ge $((flat * 60)) ]; then
             why="$runs runs in $((secs / 60)) min; coverage flat for the last $(((secs - grew_at) / 60)) min"
+            break
+        fi
+        if [ "$cap" -gt 0 ] && [ "$secs" -ge $((cap * 60)) ]; then
+            why="stopped at the $cap-minute cap; coverage last grew at minute $((grew_at / 60))"
             break
         fi
     done
