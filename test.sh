@@ -151,6 +151,9 @@ step "README and docs: every command block as written, links and subcommands (sc
 cargo build --release --locked -p vecflow
 scripts/readme-test.py
 
+step "smoke run of scripts/overload.sh (5 s per run: the sFlow books add up under a 1:1 flood)"
+scripts/overload.sh --seconds 5 --smoke
+
 step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh, scripts/bench-punt.sh)"
 # One short run each, so that a change they depend on (a new column in show runtime) breaks
 # them here rather than silently; the measurements themselves are for the docs, not CI.
