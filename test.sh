@@ -232,7 +232,7 @@ fuzz dataplane netlink "$PWD/target/fuzz-seeds/netlink"
 fuzz dataplane api "$PWD/crates/dataplane/fuzz/seeds/api"
 fuzz dataplane apply "$PWD/crates/dataplane/fuzz/seeds/apply" "$PWD/examples"
 step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice)"
-scripts/fuzz-campaign.sh --slice-sec 5 --budget-min 0 --flat-min 0 dataplane/pcap
+scripts/fuzz-campaign.sh --slice-sec 5 --budget-min 0 --flat-min 0 --report target/fuzz-campaign-smoke.txt dataplane/pcap
 
 step "summary"
 print_summary

@@ -3,7 +3,7 @@
 # corpora), for the next person to run before a release (not run by CI).
 #
 #   scripts/fuzz-campaign.sh [--max-runs N] [--budget-min M] [--flat-min F] [--slice-sec S]
-#                            [--cap-min C] [TARGET ...]
+#                            [--cap-min C] [--report REPORT] [TARGET ...]
 #
 # TARGET is crate/target (default: all of them: sflow/decode, dataplane/packets, config, pcap,
 # netlink, api, apply). Each runs on one core in slices of S seconds (default 600), from its
@@ -13,13 +13,13 @@
 # grown in the last F minutes (default 30), or (with --cap-min) after C minutes whatever its
 # coverage does, which the report then says. A crash, a leak or a broken invariant stops the
 # campaign (exit 1; the slice's log is kept in target/). At the end it prints, per target:
-# commit, executions, coverage, minutes and why it stopped; the same goes to
-# target/fuzz-campaign.txt.
+# commit, executions, coverage, seconds and why it stopped; the same goes to REPORT
+# (--report, default target/fuzz-campaign.txt).
 # Needs the nightly toolchain and cargo-fuzz (./test.sh installs them); netlink seeds need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-budget=60 flat=30 max_runs=10000000 slice=600 cap=0
+budget=60 flat=30 max_runs=10000000 slice=600 cap=0 report=target/fuzz-campaign.txt
 targets=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -28,7 +28,8 @@ while [ $# -gt 0 ]; do
         --max-runs) max_runs=$2; shift ;;
         --slice-sec) slice=$2; shift ;;
         --cap-min) cap=$2; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        --report) report=$2; shift ;;
+        -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1") ;;
     esac
@@ -40,8 +41,8 @@ done
 root=$PWD
 commit=$(git rev-parse --short HEAD)$(git diff --quiet || echo "+changes")
 scripts/netlink-seeds.sh "$root/target/fuzz-seeds/netlink" >/dev/null
-report="$root/target/fuzz-campaign.txt"
-mkdir -p "$root/target"
+case $report in /*) ;; *) report="$root/$report" ;; esac
+mkdir -p "$root/target" "$(dirname "$report")"
 : >"$report"
 
 # The seed directories and libFuzzer flags test.sh gives each target.
@@ -64,7 +65,8 @@ for t in "${targets[@]}"; do
     for a in $(seeds_of "$t"); do
         if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
     done
-    (cd "$dir" && cargo +nightly fuzz build "$target" >/dev/null 2>&1)
+    (cd "$dir" && cargo +nightly fuzz build "$target" >"$root/target/fuzz-campaign-build.log" 2>&1) ||
+        { echo "$t: the build failed:"; tail -30 "$root/target/fuzz-campaign-build.log"; exit 1; }
     runs=0 secs=0 cov=0 ft=0 grew_at=0 why=""
     while :; do
         log="$root/target/fuzz-campaign-$crate-$target-$secs.log"
@@ -78,7 +80,7 @@ for t in "${targets[@]}"; do
         ran=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
         runs=$((runs + ran))
         read -r new_cov new_ft < <(grep -E '(DONE|pulse|NEW|REDUCE|INITED) +cov:' "$log" | tail -1 |
-            sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+).*/\1 \2/')
+            sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+).*/\1 \2/') || true
         secs=$((secs + slice))
         if [ "${new_cov:-0}" -gt "$cov" ] || [ "${new_ft:-0}" -gt "$ft" ]; then
             grew_at=$secs

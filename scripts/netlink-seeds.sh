@@ -3,9 +3,10 @@
 # datagram): dumps of links, addresses, neighbors, next-hop objects and IPv4 and IPv6 routes
 # (multipath with weights, next-hop objects and groups, blackhole and unreachable routes,
 # several tables) from a namespace of its own, made and removed here. Needs root, ip(8) and
-# python3; without root it writes nothing and says so.
+# python3; without root it writes nothing (DIR is still made) and says so.
 set -euo pipefail
 dir=${1:?usage: scripts/netlink-seeds.sh DIR}
+mkdir -p "$dir"
 if [ "$(id -u)" != 0 ]; then
     echo "netlink-seeds: needs root (a namespace of its own); no seeds written" >&2
     exit 0

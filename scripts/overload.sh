@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2; shift ;;
         --json) json=$2; shift ;;
         --smoke) smoke=1 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -42,8 +42,13 @@ dir=$(mktemp -d /tmp/vecflow-overload.XXXXXX)
 port=$((20000 + RANDOM % 20000))
 pids=()
 cleanup() {
+    local status=$?
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$dir"
+    if [ "$status" = 0 ]; then
+        rm -rf "$dir"
+    else
+        echo "overload.sh failed; its logs and outputs are kept in $dir" >&2
+    fi
 }
 trap cleanup EXIT
 
@@ -102,6 +107,7 @@ run() {
     kill -INT "$vf"
     wait "$vf" || { echo "vecflow run ($name) exited non-zero:"; tail -20 "$dir/$name.log"; exit 1; }
     wait "$collector" || true
+    pids=()
     python3 - "$dir" "$name" "$secs" "${rss[@]}" <<'PY'
 import json, re, sys
 d, name, secs, rss = sys.argv[1], sys.argv[2], float(sys.argv[3]), [int(x) for x in sys.argv[4:]]

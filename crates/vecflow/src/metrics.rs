@@ -273,7 +273,7 @@ impl Exporter {
         let thread = std::thread::Builder::new()
             .name("vecflow-metrics".into())
             .spawn(move || {
-                dataplane::runtime::privileges::enter_runtime();
+                dataplane::runtime::privileges::thread_start();
                 for stream in l.incoming() {
                     let Ok(stream) = stream else {
                         if s.load(Relaxed) {

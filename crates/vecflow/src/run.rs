@@ -13,13 +13,13 @@ use anyhow::Context;
 use api::server::{Access, CALL_QUEUE, Request, Server, refuse_pending};
 use api::{ApiError, CommandReply, code};
 use dataplane::control::privileges;
-use dataplane::runtime::privileges::{enter_runtime, names as cap_names, report as thread_caps};
+use dataplane::runtime::privileges::{
+    CapsHashSet, main_started, names as cap_names, report as thread_caps, thread_start,
+};
 use dataplane::{Config, Dataplane};
 use sd_notify::NotifyState;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
@@ -62,16 +62,30 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }
 
-/// Blocks or unblocks (`how`) SIGINT and SIGTERM in the calling thread.
-fn stop_signals(how: libc::c_int) {
-    // SAFETY: the set is initialised by sigemptyset before use; pthread_sigmask only reads it.
+/// SIGINT, SIGTERM and SIGHUP: the signals that stop vecflow.
+fn stop_signals() -> libc::sigset_t {
+    // SAFETY: the set is initialised by sigemptyset before sigaddset writes to it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        set
     }
+}
+
+/// Blocks the stop signals in the calling thread, and so in every thread it starts after.
+fn block_stop_signals() {
+    // SAFETY: pthread_sigmask only reads the set.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &stop_signals(), std::ptr::null_mut()) };
+}
+
+/// Takes a pending stop signal, if one came; never waits.
+fn stop_signalled() -> bool {
+    let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: sigtimedwait reads the set and the timeout and writes no info (null).
+    unsafe { libc::sigtimedwait(&stop_signals(), std::ptr::null_mut(), &zero) > 0 }
 }
 
 /// The id of group `name` (`api.socket-group`), or the error naming the field.
@@ -91,36 +105,41 @@ fn group_id(name: &str) -> anyhow::Result<u32> {
     }
 }
 
-/// Says which capabilities vecflow keeps while running, and warns about any thread that has
-/// more once threads still starting had a second to drop theirs.
+/// Says which capabilities vecflow keeps while running (the main thread `keep`, every other
+/// thread none), and warns about any thread that has more once threads still starting had a
+/// second to drop theirs.
 fn log_capabilities(config: &Config) {
     let keep = privileges::runtime_needs(config);
+    let none = CapsHashSet::new();
+    // The main thread comes first.
+    let over = |threads: &[(String, CapsHashSet)]| -> Vec<String> {
+        threads
+            .iter()
+            .enumerate()
+            .filter(|(k, (_, have))| !have.is_subset(if *k == 0 { &keep } else { &none }))
+            .map(|(_, (name, have))| format!("{name} ({})", cap_names(have)))
+            .collect()
+    };
     let deadline = Instant::now() + Duration::from_secs(1);
     let threads = loop {
         let threads = thread_caps();
-        let settled = threads.as_ref().map_or(true, |t| t.iter().all(|(_, have)| have.is_subset(&keep)));
+        let settled = threads.as_ref().map_or(true, |t| over(t).is_empty());
         if settled || Instant::now() >= deadline {
             break threads;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     match threads {
-        Ok(threads) => {
-            let over: Vec<String> = threads
-                .iter()
-                .filter(|(_, have)| !have.is_subset(&keep))
-                .map(|(name, have)| format!("{name} ({})", cap_names(have)))
-                .collect();
-            if over.is_empty() {
-                tracing::info!("capabilities while running: {} (all {} threads)", cap_names(&keep), threads.len());
-            } else {
-                tracing::warn!(
-                    "capabilities while running: {}; threads with more: {}",
-                    cap_names(&keep),
-                    over.join(", ")
-                );
-            }
-        }
+        Ok(threads) if over(&threads).is_empty() => tracing::info!(
+            "capabilities while running: {} in the main thread, none in the {} others",
+            cap_names(&keep),
+            threads.len() - 1
+        ),
+        Ok(threads) => tracing::warn!(
+            "capabilities while running: {} in the main thread, none in the others; threads with more: {}",
+            cap_names(&keep),
+            over(&threads).join(", ")
+        ),
         Err(e) => tracing::warn!("cannot read the threads' capabilities: {e}"),
     }
 }
@@ -134,9 +153,10 @@ fn plan(dp: &mut Dataplane, yaml: &str, apply: bool) -> Result<CommandReply, Api
 
 /// Runs the daemon until SIGINT or SIGTERM, or until its captures are replayed.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    // SIGINT and SIGTERM wait (blocked in every thread, which inherit it) until the handler's
-    // thread exists, made once capabilities are dropped; then the main thread takes them.
-    stop_signals(libc::SIG_BLOCK);
+    // SIGINT, SIGTERM and SIGHUP stay blocked in every thread (they inherit it) and pending
+    // until the main loop takes them (within a tick): no signal thread, so no thread keeps
+    // what the main thread drops, and a signal during start is handled once start ends.
+    block_stop_signals();
     init_logging(args.verbose);
     let source = args.config.display().to_string();
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading {source}"))?;
@@ -149,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let access = Access {
         mode: config.api.mode()?,
         gid: config.api.socket_group.as_deref().map(group_id).transpose()?,
-        thread_start: enter_runtime,
+        thread_start,
     };
     let api = Server::bind(&args.socket, access, commands, calls_tx.clone()).context("api socket")?;
     let metrics = match config.metrics.enabled {
@@ -159,12 +179,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut dp = Dataplane::start(&config).with_context(|| format!("starting {source}"))?;
     // Everything privileged is open: the main thread drops to what it needs while running,
     // and the signal thread starts after, with no more.
-    enter_runtime();
+    main_started();
     log_capabilities(&config);
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    ctrlc::set_handler(move || s.store(true, Relaxed)).context("installing the SIGINT/SIGTERM handler")?;
-    stop_signals(libc::SIG_UNBLOCK);
     tracing::info!(
         "vecflow {} running {source}: {} interfaces, {} worker(s); SIGINT or SIGTERM stops it",
         env!("CARGO_PKG_VERSION"),
@@ -179,7 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut next_refresh = Instant::now() + LINK_REFRESH;
     let mut next_tick = Instant::now() + TICK;
-    while !stop.load(Relaxed) {
+    while !stop_signalled() {
         if dp.replay_finished() {
             tracing::info!("every capture has been replayed");
             break;

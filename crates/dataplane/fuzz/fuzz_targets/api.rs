@@ -100,4 +100,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let h = &mut *h;
     assert!(h.registry.execute(&mut h.dp, "show interface").is_ok());
+    // Back to the base configuration, so that each input starts from the same state (and a
+    // crash reproduces from its input alone).
+    dataplane::control::plan::plan_yaml(&mut h.dp, running::BASE, true).expect("the base applies again");
 });

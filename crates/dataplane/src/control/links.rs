@@ -44,7 +44,7 @@ impl Dataplane {
             let want =
                 config.filter(|c| c.rx_mode == PollMode::BusyPoll).map(|c| c.af_xdp.unwrap_or_default().busy_poll);
             let sockets: Vec<_> = queues.iter().filter_map(|q| Some((q.xsk_fd()?, q.napi_id()?))).collect();
-            self.busy_poll.follow(*index, &link.name, &sockets, want);
+            self.busy_poll.follow(*index, (&link.name, link.ifindex), &sockets, want);
         }
     }
 

@@ -149,7 +149,7 @@ pub fn spawn(setup: WorkerSetup) -> std::io::Result<JoinHandle<std::io::Result<(
 }
 
 fn run(mut s: WorkerSetup) -> std::io::Result<()> {
-    crate::runtime::privileges::enter_runtime();
+    crate::runtime::privileges::thread_start();
     if let Some(core) = s.core {
         crate::runtime::cpu::pin_current_thread(core)
             .map_err(|e| std::io::Error::new(e.kind(), format!("worker {}: pin to CPU {core}: {e}", s.id)))?;

@@ -14,6 +14,7 @@ use netlink_packet_generic::{GenlFamily, GenlHeader, GenlMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_GENERIC};
 use std::fmt::Debug;
 use std::io;
+use std::os::fd::AsRawFd;
 
 /// `NETDEV_CMD_NAPI_GET`.
 const NAPI_GET: u8 = 11;
@@ -137,6 +138,9 @@ impl Netdev {
         let mut socket = Socket::new(NETLINK_GENERIC)?;
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
+        // The kernel answers at once; a reply that never comes must not hold the main thread.
+        let timeout = libc::timeval { tv_sec: 2, tv_usec: 0 };
+        super::set_opt(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout, "SO_RCVTIMEO")?;
         let mut netdev = Netdev { socket, family: 0, seq: 0, buf: vec![0; 16384] };
         let ask = GenlCtrl { cmd: GenlCtrlCmd::GetFamily, nlas: vec![GenlCtrlAttrs::FamilyName("netdev".into())] };
         let replies = netdev.exchange(GenlMessage::from_payload(ask), NLM_F_ACK).map_err(|e| {
@@ -211,7 +215,7 @@ impl Netdev {
                     }
                 }
                 if len == 0 {
-                    break;
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "netdev netlink: a message of length 0"));
                 }
                 at += (len + 3) & !3;
             }

@@ -272,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn no_live_path_keeps_every_bucket_where_it_was() {
+    fn no_live_path_keeps_buckets_already_spread_by_weight() {
         let mut lb = LoadBalance::new(paths(&[1, 2]), vec![true; 2], None);
         let before = lb.clone();
         assert!(!lb.set_live(vec![false, false]), "all down: nothing moves");

@@ -71,7 +71,7 @@ pub(super) fn spawn(io: Io) -> io::Result<JoinHandle<()>> {
         set_nonblocking(&t.file)?;
     }
     std::thread::Builder::new().name("vecflow-lcp".into()).spawn(move || {
-        crate::runtime::privileges::enter_runtime();
+        crate::runtime::privileges::thread_start();
         run(io)
     })
 }

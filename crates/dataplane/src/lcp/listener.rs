@@ -354,7 +354,7 @@ impl Listener {
         let counters = Arc::new(ListenerCounters::default());
         let c = counters.clone();
         let thread = std::thread::Builder::new().name("vecflow-netlink".into()).spawn(move || {
-            crate::runtime::privileges::enter_runtime();
+            crate::runtime::privileges::thread_start();
             listen(events, dumps, &tx, &c, &stop)
         })?;
         Ok(Listener { changes, counters, thread })

@@ -1,13 +1,16 @@
-//! Least privilege, the mechanism: the Linux capabilities the process keeps while running,
+//! Least privilege, the mechanism: the Linux capabilities the main thread keeps while running,
 //! the drop to them (per thread, as capabilities are), and every thread's set read back.
 //! What a configuration needs is decided in `control::privileges`.
 //!
-//! Capabilities belong to each thread, so every long-lived thread drops to the running set
-//! as it starts ([`enter_runtime`]: workers, the sFlow agent, linux-cp's threads, the API and
-//! metrics threads) and the main thread once the dataplane runs; [`report`] reads every
-//! thread's effective set back from `/proc`.
+//! Only the main thread does what needs a capability once the dataplane runs (NAPI settings,
+//! socket options, TAP ioctls, netlink requests). So every other long-lived thread drops every
+//! capability as it starts ([`thread_start`]: workers, the sFlow agent, linux-cp's threads, the
+//! API and metrics threads), and the main thread drops to the running set once the dataplane
+//! runs ([`main_started`]); [`report`] reads every thread's effective set back from `/proc`.
 
-use caps::{CapSet, Capability, CapsHashSet};
+/// A set of capabilities (the `caps` crate's).
+pub use caps::CapsHashSet;
+use caps::{CapSet, Capability};
 use std::sync::OnceLock;
 
 /// What the process keeps while running, once decided ([`keep_while_running`]).
@@ -25,12 +28,26 @@ pub fn names(set: &CapsHashSet) -> String {
     if v.is_empty() { "none".into() } else { v.join(", ") }
 }
 
-/// Drops this thread's capabilities to the running set ([`keep_while_running`]; nothing
-/// before it is decided): effective, permitted, inheritable and ambient sets, and the bounding
-/// set when the thread may change it (`CAP_SETPCAP`). Failures are logged: the thread runs on
-/// either way.
-pub fn enter_runtime() {
-    let Some(keep) = RUNTIME.get() else { return };
+/// A long-lived thread's first step: drops every capability, once the running set is decided
+/// ([`keep_while_running`]; nothing before, as in tests that start a dataplane alone).
+pub fn thread_start() {
+    if RUNTIME.get().is_some() {
+        drop_logged(&CapsHashSet::new());
+    }
+}
+
+/// The main thread's step once the dataplane runs: drops to the running set (nothing before
+/// it is decided).
+pub fn main_started() {
+    if let Some(keep) = RUNTIME.get() {
+        drop_logged(keep);
+    }
+}
+
+/// Drops this thread's capabilities to `keep`: effective, permitted, inheritable and ambient
+/// sets, and the bounding set when the thread may change it (`CAP_SETPCAP`). A failure is
+/// logged: the thread runs on either way.
+fn drop_logged(keep: &CapsHashSet) {
     if let Err(e) = drop_to(keep) {
         tracing::warn!("cannot drop capabilities to {}: {e}", names(keep));
     }
@@ -50,7 +67,8 @@ fn drop_to(keep: &CapsHashSet) -> Result<(), caps::errors::CapsError> {
     Ok(())
 }
 
-/// Every thread of this process with its effective capabilities, read from `/proc`.
+/// Every thread of this process with its effective capabilities, read from `/proc`, the main
+/// thread first.
 pub fn report() -> std::io::Result<Vec<(String, CapsHashSet)>> {
     let mut out = Vec::new();
     for task in std::fs::read_dir("/proc/self/task")? {
@@ -63,7 +81,9 @@ pub fn report() -> std::io::Result<Vec<(String, CapsHashSet)>> {
         let mask = status.lines().find_map(|l| l.strip_prefix("CapEff:")).map(str::trim).unwrap_or("0");
         let bits = u64::from_str_radix(mask, 16).unwrap_or(0);
         let set = caps::all().into_iter().filter(|c| bits & c.bitmask() != 0).collect();
-        out.push((name.trim().to_string(), set));
+        let main = dir.file_name() == Some(std::ffi::OsStr::new(&std::process::id().to_string()));
+        out.push((main, name.trim().to_string(), set));
     }
-    Ok(out)
+    out.sort_by_key(|(main, _, _)| !main);
+    Ok(out.into_iter().map(|(_, name, set)| (name, set)).collect())
 }

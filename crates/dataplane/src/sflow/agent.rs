@@ -172,7 +172,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             tracing::info!("sFlow agent: cannot set nice {} ({e}); it keeps the process's", s.nice);
         }
     }
-    crate::runtime::privileges::enter_runtime();
+    crate::runtime::privileges::thread_start();
     let started = Instant::now();
     let mut high_water = 0;
     let mut sources = [Source::default(); MAX_INTERFACES];

@@ -63,10 +63,17 @@ pub struct BusyPoll {
 }
 
 impl BusyPoll {
-    /// Brings interface `port` (named `name`), whose rx sockets are `sockets` (each with the
-    /// NAPI id it reports, 0 for none yet), in line with `want`: busy polling with those
-    /// settings, or none. Problems are logged, not returned: the interface forwards either way.
-    pub fn follow(&mut self, port: u16, name: &str, sockets: &[(RawFd, u32)], want: Option<BusyPollConfig>) {
+    /// Brings interface `port` (on host interface `name`, Linux ifindex `ifindex`), whose rx
+    /// sockets are `sockets` (each with the NAPI id it reports, 0 for none yet), in line with
+    /// `want`: busy polling with those settings, or none. Problems are logged, not returned:
+    /// the interface forwards either way.
+    pub fn follow(
+        &mut self,
+        port: u16,
+        (name, ifindex): (&str, u32),
+        sockets: &[(RawFd, u32)],
+        want: Option<BusyPollConfig>,
+    ) {
         let Some(want) = want else {
             if self.on.remove(&port).is_some() {
                 for &(fd, _) in sockets {
@@ -75,6 +82,10 @@ impl BusyPoll {
                     }
                 }
                 self.restore(|p| p == port);
+                // Instances refused for this interface are tried again if it comes back.
+                for &(_, id) in sockets {
+                    self.refused.remove(&id);
+                }
                 tracing::info!("{name}: busy polling off");
             }
             return;
@@ -90,7 +101,13 @@ impl BusyPoll {
                 self.set(name, id, wanted(&want));
             }
             self.on.insert(port, want);
-            tracing::info!("{name}: busy polling on (budget {})", want.budget);
+            // What the device has, for whoever wonders why no instance gets set (veth lists
+            // instances its XDP sockets never report).
+            let napis = self.netdev().and_then(|n| n.napis(ifindex)).map_or(0, |v| v.len());
+            tracing::info!(
+                "{name}: busy polling on (budget {}); the device has {napis} NAPI instance(s), each set once a socket reports it",
+                want.budget
+            );
         }
         for &(_, id) in sockets {
             if id == 0 || self.napis.contains_key(&id) || self.refused.contains(&id) {
@@ -203,26 +220,26 @@ mod kernel_tests {
 
             let mut busy = BusyPoll::default();
             let config = BusyPollConfig { budget: 48, defer_hard_irqs: 3, gro_flush_timeout_us: 150 };
-            busy.follow(7, "nv0", &[(fd, id)], Some(config));
+            busy.follow(7, ("nv0", ifindex), &[(fd, id)], Some(config));
             assert_eq!(read(), NapiSettings { defer_hard_irqs: 3, gro_flush_timeout_ns: 150_000 });
             assert_eq!(busy.napis_of(7), vec![id]);
             // (SO_PREFER_BUSY_POLL and SO_BUSY_POLL_BUDGET cannot be read back.)
             assert_eq!(option(fd, libc::SO_BUSY_POLL), BUSY_POLL_US);
 
             // Other settings reach the instance already set; its old ones are still kept.
-            busy.follow(7, "nv0", &[(fd, id)], Some(BusyPollConfig { defer_hard_irqs: 5, ..config }));
+            busy.follow(7, ("nv0", ifindex), &[(fd, id)], Some(BusyPollConfig { defer_hard_irqs: 5, ..config }));
             assert_eq!(read().defer_hard_irqs, 5);
             // Leaving the mode puts everything back.
-            busy.follow(7, "nv0", &[(fd, id)], None);
+            busy.follow(7, ("nv0", ifindex), &[(fd, id)], None);
             assert_eq!(read(), before);
             assert!(busy.napis_of(7).is_empty());
             assert_eq!(option(fd, libc::SO_BUSY_POLL), 0);
             // A socket that reports no NAPI (veth's XDP queues: 0) gets its options only.
-            busy.follow(7, "nv0", &[(fd, 0)], Some(config));
+            busy.follow(7, ("nv0", ifindex), &[(fd, 0)], Some(config));
             assert!(busy.napis_of(7).is_empty());
             assert_eq!(read(), before);
             // Stopping (the state dropped) puts back what is set.
-            busy.follow(7, "nv0", &[(fd, id)], Some(config));
+            busy.follow(7, ("nv0", ifindex), &[(fd, id)], Some(config));
             assert_eq!(read().defer_hard_irqs, 3);
             drop(busy);
             assert_eq!(read(), before);
