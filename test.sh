@@ -154,6 +154,15 @@ scripts/readme-test.py
 step "smoke run of scripts/overload.sh (5 s per run: the sFlow books add up under a 1:1 flood)"
 scripts/overload.sh --seconds 5 --smoke
 
+step "the soak for one minute (scripts/soak.sh: routing, BGP, faults and collectors, then the books)"
+if [ "$(id -u)" = 0 ]; then
+    scripts/soak.sh --minutes 1 --json target/soak.json
+elif [ "${CI:-}" = true ]; then
+    echo "the soak needs root (CI=true)"; exit 1
+else
+    echo "SKIP scripts/soak.sh: needs root for network namespaces"
+fi
+
 step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh, scripts/bench-punt.sh)"
 # One short run each, so that a change they depend on (a new column in show runtime) breaks
 # them here rather than silently; the measurements themselves are for the docs, not CI.

@@ -1,0 +1,154 @@
+"""The soak: vecflow routing two host pairs through namespaces for N minutes while its
+configuration, BGP routes, links, MTU and collectors change under it; then the books.
+Run it as `scripts/soak.sh` (see there for the options)."""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import checks
+import faults
+import parts
+from lab import HOSTS, Lab, wait_until
+
+TCP_PORT = 5202
+
+
+def args():
+    p = argparse.ArgumentParser(prog="scripts/soak.sh", description=__doc__)
+    p.add_argument("--minutes", type=float, default=10, help="length of the soak (default 10)")
+    p.add_argument("--rate", type=int, help="UDP packets/s per pair (default: the highest the machine "
+                   "sustains without loss, found by doubling probes before the soak, times 0.8)")
+    p.add_argument("--json", help="write the report here")
+    p.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
+    return p.parse_args()
+
+
+def tools():
+    """The programs the soak runs; exits 2 naming what is missing."""
+    gobin = os.path.join(os.environ.get("GOPATH", os.path.expanduser("~/go")), "bin")
+    found = {t: shutil.which(t, path=os.environ["PATH"] + os.pathsep + gobin + ":/usr/sbin")
+             for t in ("bird", "birdc", "iperf3", "trafgen", "ethtool", "ip", "goflow2")}
+    missing = [t for t, p in found.items() if not p]
+    if missing or os.geteuid() != 0:
+        sys.exit(f"soak.sh needs root and {', '.join(missing) or 'nothing else'} "
+                 "(./test.sh installs them: bird2, iperf3, netsniff-ng, ethtool, iproute2, goflow2)")
+    return found
+
+
+def main():
+    a = args()
+    found = tools()
+    vecflow = os.path.abspath(os.environ.get("VECFLOW", "target/release/vecflow"))
+    secs = max(30, round(a.minutes * 60))
+    workdir = tempfile.mkdtemp(prefix="vecflow-soak.")
+    lab = Lab(workdir)
+    ok = False
+    try:
+        report = soak(lab, vecflow, found, secs, a.rate)
+        ok = not report["failed"]
+        print(checks.summary(report))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(report, f, indent=1)
+    finally:
+        lab.close()
+        if ok and not a.keep:
+            shutil.rmtree(workdir)
+        else:
+            print(f"soak.sh: logs and outputs in {workdir}", file=sys.stderr)
+    sys.exit(0 if ok else 1)
+
+
+def soak(lab, vecflow, found, secs, rate):
+    log = lambda what: print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+    log(f"building the lab (tag {lab.tag}) in {lab.dir}")
+    lab.build()
+    base = 20000 + int(lab.tag, 16) % 20000
+    sflow_ports = [base, base + 1]
+    birdc = lambda name, cmd: subprocess.run([found["birdc"], "-s", os.path.join(lab.dir, name + ".ctl"),
+                                              *cmd.split()], capture_output=True, text=True).stdout
+    collect, goflow2 = parts.start_collectors(lab, vecflow, sflow_ports, found["goflow2"], 1)
+    sock = os.path.join(lab.dir, "api.sock")
+    config = os.path.join(lab.dir, "vecflow.yaml")
+    with open(config, "w") as f:
+        f.write(parts.vecflow_yaml(lab, sflow_ports, {}, []))
+    show = open(os.path.join(lab.dir, "show-at-exit.txt"), "w")
+    vf = lab.spawn("r", "vecflow", [vecflow, "run", "--show-at-exit", "-c", config, "--socket", sock], stdout=show)
+    subprocess.run([vecflow, "ctl", "--socket", sock, "--wait=60"], check=True, capture_output=True)
+    api = parts.Api(sock)
+    log("vecflow runs; starting BIRD on the router and the four hosts")
+    parts.start_birds(lab, birdc)
+    for h in HOSTS:
+        wait_until(f"{lab.loopback(h)}/32 in vecflow's FIB",
+                   lambda: f"{lab.loopback(h)}/32" in api.cli(f"show ip fib {lab.loopback(h)}/32")["text"], 30)
+    for h in "ac":
+        parts.iperf3_server(lab, h, TCP_PORT)
+    udp_pairs = [("a", "b"), ("c", "d")]
+    probes = []
+    if rate is None:
+        log("finding the highest UDP rate without loss (both pairs at once)")
+        best, probes = parts.calibrate(lab, udp_pairs, 3, 2500, 640000)
+        if not best:
+            raise RuntimeError(f"no rate without loss: {probes}")
+        rate = int(best * 0.8)
+    log(f"soak: {secs} s, UDP {rate} packets/s per pair (a→b, c→d), TCP b→a and d→c")
+    rec = faults.Recorder(time.monotonic())
+    stop = threading.Event()
+    s = faults.Soak(lab, api, vecflow, birdc, sflow_ports, rec, stop)
+    received = {dst: parts.udp_received(lab, dst) for _, dst in udp_pairs}
+    floods = {f"udp-{src}{dst}": parts.udp_flood(lab, src, dst, rate, rate * secs, f"udp-{src}{dst}")
+              for src, dst in udp_pairs}
+    clients = {}
+    for src, dst in (("b", "a"), ("d", "c")):
+        name = f"tcp-{src}{dst}"
+        clients[name] = parts.iperf3_client(lab, src, dst, TCP_PORT, secs, ["-P", "2", "-b", "20M"], name)
+    s.sample(vf.popen.pid)
+    threads = s.threads(vf.popen.pid)
+    down = min(30, secs // 4)
+    schedule = [(0.2 * secs, "mtu 1400", lambda: s.set_mtu("pd", 1400)),
+                (0.2 * secs + min(20, secs / 10), "mtu 1500", lambda: s.set_mtu("pd", 1500)),
+                (0.3 * secs, "collector down", lambda: goflow2.stop(signal.SIGTERM)),
+                (0.3 * secs + down, "collector up",
+                 lambda: parts.start_goflow2(lab, found["goflow2"], sflow_ports[1], 2)),
+                (0.5 * secs, "link d down", lambda: lab.set_link("d", False)),
+                (0.5 * secs + 5, "link d up", lambda: lab.set_link("d", True))]
+    for at, what, fn in sorted(schedule, key=lambda e: e[0]):
+        time.sleep(max(0, at - (time.monotonic() - rec.t0)))
+        rec.mark(what)
+        log(what)
+        fn()
+    for c in [*floods.values(), *clients.values()]:
+        c.popen.wait(secs + 60)
+    stop.set()
+    for t in threads:
+        t.join()
+    log("traffic over; stopping BIRD and letting the counters settle")
+    fib = api.cli("show ip fib")["text"]
+    for p in lab.procs:
+        if p.name.startswith("bird"):
+            p.stop()
+    books = checks.settle(lab, api)
+    sflow = api.cli("show sflow")["json"]
+    errors = api.cli("show errors")["json"]
+    status = vf.stop(signal.SIGTERM, 30)
+    time.sleep(2)
+    for p in (collect, *[p for p in lab.procs if p.name.startswith("goflow2")]):
+        p.stop(signal.SIGINT if p is collect else signal.SIGTERM)
+    traffic = {n: parts.iperf3_result(lab, n) for n in clients}
+    for (src, dst), name in zip(udp_pairs, floods):
+        got = parts.udp_received(lab, dst) - received[dst]
+        traffic[name] = {"sent": rate * secs, "received": got, "exit": floods[name].popen.returncode}
+    return checks.report(lab, dict(secs=secs, rate=rate, probes=probes, rec=rec, soak=s, fib=fib, books=books,
+                                   sflow=sflow, errors=errors, exit_status=status, traffic=traffic, down=down))
+
+
+if __name__ == "__main__":
+    main()
