@@ -107,7 +107,12 @@ def sflow_checks(summary, sflow, rate):
     the packets the sampler saw and the graph forwarded, its drops against the samples lost to
     full rings, the discard samples (drop monitoring) it received against those sent, and the
     estimate of forwarded packets within twice its 95 % bound."""
-    out = []
+    t = sflow["totals"]
+    taken = sum(src["sampler"]["taken"] for src in sflow["sources"])
+    sent = sum(src["samples_sent"] for src in sflow["sources"])
+    out = [{"check": "samples taken = sent as flow samples + of packets the graph dropped", "left": taken,
+            "right": sent + t["samples_of_drops"], "encoded": t["samples_encoded"],
+            "ok": taken == sent + t["samples_of_drops"] and sent == t["samples_encoded"]}]
     rows = {r["source"]: r for r in summary.get("interfaces", [])}
     for src in sflow["sources"]:
         name, st = src["interface"], src["sampler"]
