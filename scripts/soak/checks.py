@@ -172,13 +172,13 @@ def report(lab, r):
     for what, least in expected.items():
         checks.append({"check": f"{what}: at least {int(least)}", "ok": rec.counts.get(what, 0) >= least,
                        "left": rec.counts.get(what, 0)})
-    return {"seconds": r["secs"], "udp_pps_per_pair": r["rate"], "probes": r["probes"], "traffic": r["traffic"],
+    return {"seconds": r["secs"], "udp_gap_us": r["gap"], "probes": r["probes"], "traffic": r["traffic"],
             "events": rec.counts, "timeline": rec.timeline, "bgp_flap_ms": s.flap_ms, "resources": s.resources,
             "datagrams": datagrams, "books": r["books"], "checks": checks, "failed": [c["check"] for c in checks if not c["ok"]]}
 
 
 def summary(rep):
-    lines = [f"soak: {rep['seconds']} s, UDP {rep['udp_pps_per_pair']} packets/s per pair; "
+    lines = [f"soak: {rep['seconds']} s, UDP every {rep['udp_gap_us']} µs a pair; "
              f"events {json.dumps(rep['events'])}"]
     for n, t in rep["traffic"].items():
         lines.append(f"  {n}: {json.dumps(t)}")

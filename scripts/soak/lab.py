@@ -32,12 +32,14 @@ def run(*args, check=True):
 
 
 class Proc:
-    """A process the soak started, its output in a log file; stopped with a signal."""
+    """A process the soak started, its output in a log file, in a process group of its own:
+    stopped with a signal to the group (trafgen's workers are child processes)."""
 
     def __init__(self, name, args, log, stdout=None):
         self.name, self.log = name, log
         err = open(log, "ab")
-        self.popen = subprocess.Popen(args, stdout=stdout or err, stderr=err, stdin=subprocess.DEVNULL)
+        self.popen = subprocess.Popen(args, stdout=stdout or err, stderr=err, stdin=subprocess.DEVNULL,
+                                      start_new_session=True)
 
     def alive(self):
         return self.popen.poll() is None
@@ -45,11 +47,11 @@ class Proc:
     def stop(self, sig=signal.SIGTERM, timeout=15):
         """Sends `sig`, waits up to `timeout` s (then kills); the exit status."""
         if self.alive():
-            self.popen.send_signal(sig)
+            os.killpg(self.popen.pid, sig)
             try:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
+                os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()
         return self.popen.returncode
 

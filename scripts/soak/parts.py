@@ -3,6 +3,8 @@ API as clients use it (whole requests, and requests abandoned half way)."""
 
 import json
 import os
+import re
+import signal
 import socket
 import time
 
@@ -187,28 +189,44 @@ def udp_received(lab, h):
     return udp["InDatagrams"] + udp["NoPorts"] + udp["InErrors"]
 
 
-def udp_flood(lab, src, dst, pps, count, name):
-    """trafgen on `src` sending `count` frames at `pps` to `dst` (see `trafgen_conf`)."""
+def udp_flood(lab, src, dst, gap_us, name):
+    """trafgen on `src` sending to `dst` (see `trafgen_conf`), one frame every `gap_us` µs or
+    a little more (it sleeps between frames: steady, unlike its `-b` rate, which sends each
+    second's frames in one burst), until `flood_sent` stops it."""
     conf = os.path.join(lab.dir, f"{name}.trafgen")
     with open(conf, "w") as f:
         f.write(trafgen_conf(lab, src, dst))
     return lab.spawn(src, name, ["trafgen", "--dev", lab.host_veth(src), "--conf", conf, "--cpus", "1",
-                                 "--no-sock-mem", "-b", f"{pps}pps", "-n", str(count), "-C", "-q"])
+                                 "--no-sock-mem", "-t", f"{gap_us}us", "-C"])
 
 
-def calibrate(lab, pairs, secs, start_pps, ceiling):
-    """The highest rate (packets/s per pair, doubling from `start_pps`) at which every pair of
-    `pairs` (source, destination) loses nothing over `secs`; each probe's result."""
-    best, probes, pps = 0, [], start_pps
-    while pps <= ceiling:
+def flood_sent(flood):
+    """Stops a `udp_flood` (SIGINT: it prints its count); the frames it sent."""
+    flood.stop(signal.SIGINT)
+    with open(flood.log) as f:
+        counts = re.findall(r"(\d+) packets outgoing", f.read())
+    if not counts:
+        raise RuntimeError(f"{flood.name}: trafgen printed no count (see {flood.log})")
+    return int(counts[-1])
+
+
+def calibrate(lab, pairs, secs, gaps_us, tcp):
+    """The shortest gap of `gaps_us` (longest first) at which every pair of `pairs` (source,
+    destination) loses nothing over `secs` beside the TCP flows that `tcp(secs, tag)` starts,
+    or None; each probe's gap, rate and loss."""
+    best, probes = None, []
+    for gap in gaps_us:
         before = {dst: udp_received(lab, dst) for _, dst in pairs}
-        procs = [udp_flood(lab, src, dst, pps, pps * secs, f"probe-{pps}-{src}{dst}") for src, dst in pairs]
-        for p in procs:
-            p.popen.wait(secs * 4 + 20)
+        floods = [udp_flood(lab, src, dst, gap, f"probe-{gap}us-{src}{dst}") for src, dst in pairs]
+        beside = tcp(secs, f"probe-{gap}us")
+        time.sleep(secs)
+        sent = [flood_sent(f) for f in floods]
+        for c in beside:
+            c.popen.wait(30)
         time.sleep(0.5)
-        lost = sum(pps * secs - (udp_received(lab, dst) - before[dst]) for _, dst in pairs)
-        probes.append({"pps": pps, "lost": lost})
+        lost = sum(n - (udp_received(lab, dst) - before[dst]) for n, (_, dst) in zip(sent, pairs))
+        probes.append({"gap_us": gap, "pps": round(sum(sent) / len(sent) / secs), "lost": lost})
         if lost > 0:
             break
-        best, pps = pps, pps * 2
+        best = gap
     return best, probes

@@ -24,8 +24,8 @@ TCP_PORT = 5202
 def args():
     p = argparse.ArgumentParser(prog="scripts/soak.sh", description=__doc__)
     p.add_argument("--minutes", type=float, default=10, help="length of the soak (default 10)")
-    p.add_argument("--rate", type=int, help="UDP packets/s per pair (default: the highest the machine "
-                   "sustains without loss, found by doubling probes before the soak, times 0.8)")
+    p.add_argument("--gap-us", type=int, help="µs between UDP frames of each pair (default: twice the "
+                   "shortest gap that loses nothing, found by probes before the soak)")
     p.add_argument("--json", help="write the report here")
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
     return p.parse_args()
@@ -52,7 +52,7 @@ def main():
     lab = Lab(workdir)
     ok = False
     try:
-        report = soak(lab, vecflow, found, secs, a.rate)
+        report = soak(lab, vecflow, found, secs, a.gap_us)
         ok = not report["failed"]
         print(checks.summary(report))
         if a.json:
@@ -67,7 +67,7 @@ def main():
     sys.exit(0 if ok else 1)
 
 
-def soak(lab, vecflow, found, secs, rate):
+def soak(lab, vecflow, found, secs, gap):
     log = lambda what: print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
     log(f"building the lab (tag {lab.tag}) in {lab.dir}")
     lab.build()
@@ -92,24 +92,22 @@ def soak(lab, vecflow, found, secs, rate):
     for h in "ac":
         parts.iperf3_server(lab, h, TCP_PORT)
     udp_pairs = [("a", "b"), ("c", "d")]
+    tcp = lambda t, tag: [parts.iperf3_client(lab, src, dst, TCP_PORT, t, ["-P", "2", "-b", "20M"],
+                                              f"{tag}-tcp-{src}{dst}") for src, dst in (("b", "a"), ("d", "c"))]
     probes = []
-    if rate is None:
-        log("finding the highest UDP rate without loss (both pairs at once)")
-        best, probes = parts.calibrate(lab, udp_pairs, 3, 2500, 640000)
-        if not best:
+    if gap is None:
+        log("finding the shortest gap between UDP frames without loss (both pairs at once, TCP beside)")
+        best, probes = parts.calibrate(lab, udp_pairs, 3, [400, 200, 100, 50, 20, 10, 5, 2], tcp)
+        if best is None:
             raise RuntimeError(f"no rate without loss: {probes}")
-        rate = int(best * 0.8)
-    log(f"soak: {secs} s, UDP {rate} packets/s per pair (a→b, c→d), TCP b→a and d→c")
+        gap = 2 * best
+    log(f"soak: {secs} s, UDP a→b and c→d every {gap} µs, TCP b→a and d→c")
     rec = faults.Recorder(time.monotonic())
     stop = threading.Event()
     s = faults.Soak(lab, api, vecflow, birdc, sflow_ports, rec, stop)
     received = {dst: parts.udp_received(lab, dst) for _, dst in udp_pairs}
-    floods = {f"udp-{src}{dst}": parts.udp_flood(lab, src, dst, rate, rate * secs, f"udp-{src}{dst}")
-              for src, dst in udp_pairs}
-    clients = {}
-    for src, dst in (("b", "a"), ("d", "c")):
-        name = f"tcp-{src}{dst}"
-        clients[name] = parts.iperf3_client(lab, src, dst, TCP_PORT, secs, ["-P", "2", "-b", "20M"], name)
+    floods = {f"udp-{src}{dst}": parts.udp_flood(lab, src, dst, gap, f"udp-{src}{dst}") for src, dst in udp_pairs}
+    clients = {c.name: c for c in tcp(secs, "soak")}
     s.sample(vf.popen.pid)
     threads = s.threads(vf.popen.pid)
     down = min(30, secs // 4)
@@ -125,8 +123,10 @@ def soak(lab, vecflow, found, secs, rate):
         rec.mark(what)
         log(what)
         fn()
-    for c in [*floods.values(), *clients.values()]:
-        c.popen.wait(secs + 60)
+    time.sleep(max(0, secs - (time.monotonic() - rec.t0)))
+    sent = {name: parts.flood_sent(f) for name, f in floods.items()}
+    for c in clients.values():
+        c.popen.wait(60)
     stop.set()
     for t in threads:
         t.join()
@@ -145,8 +145,8 @@ def soak(lab, vecflow, found, secs, rate):
     traffic = {n: parts.iperf3_result(lab, n) for n in clients}
     for (src, dst), name in zip(udp_pairs, floods):
         got = parts.udp_received(lab, dst) - received[dst]
-        traffic[name] = {"sent": rate * secs, "received": got, "exit": floods[name].popen.returncode}
-    return checks.report(lab, dict(secs=secs, rate=rate, probes=probes, rec=rec, soak=s, fib=fib, books=books,
+        traffic[name] = {"sent": sent[name], "pps": round(sent[name] / secs), "received": got}
+    return checks.report(lab, dict(secs=secs, gap=gap, probes=probes, rec=rec, soak=s, fib=fib, books=books,
                                    sflow=sflow, errors=errors, exit_status=status, traffic=traffic, down=down))
 
 
