@@ -178,6 +178,8 @@ for r in rows:
     if r["contender"].startswith("vecflow"):
         assert r["clocks_per_packet"].get("ip4-lookup", 0) > 0, r
         assert all(run["sflow_samples"]["sent"] > 0 for run in r["runs"]), r
+        # The samplers' books at exit: every sample taken was sent or was of a dropped packet.
+        assert all(x["taken"] == x["sent"] + x["of_drops"] for x in (run["sflow_samples"] for run in r["runs"])), r
 print("compare-peers.sh: " + ", ".join(f'{r["contender"]} {r["mpps"]} Mpps' for r in rows))
 PY
     scripts/bench-af-packet.sh 1 >target/bench-af-packet-smoke.txt 2>&1 ||

@@ -269,18 +269,22 @@ vecflow_down() {
         r && t && c && NF == nf {printf "%s%s=%s", s, $1, $c; s=","}
         r && NF == 0 {t=0}' "$work/vecflow.out")
     [ -n "$clocks" ] || { cat "$work/vecflow.out" "$work/vecflow.log" >&2; echo "no show runtime from vecflow" >&2; return 1; }
-    # `show sflow`: a row per source under Interface ... taken sent dropped ...
+    # `show sflow`: a row per source under Interface ... taken sent ..., and the totals: the
+    # samples of packets the graph then dropped (not sent as flow samples) and those lost to
+    # full rings (never taken). The books: taken = sent + of drops.
     samples=$(awk '/^vecflow# show sflow/ {r=1; next} /^vecflow# / {r=0}
+        r && match($0, /sampled packets dropped by the graph [0-9]+/) {split(substr($0, RSTART, RLENGTH), a, " "); od = a[7]}
+        r && match($0, /samples lost to full rings: [0-9]+/) {split(substr($0, RSTART, RLENGTH), a, " "); rf = a[6]}
         r && $1 == "Interface" {t=1; nf=NF; for (i = 1; i <= NF; i++) col[$i]=i; next}
-        r && t && NF == nf {tk += $col["taken"]; s += $col["sent"]; d += $col["dropped"]}
+        r && t && NF == nf {tk += $col["taken"]; s += $col["sent"]}
         r && NF == 0 {t=0}
-        END {printf "%d/%d/%d", tk, s, d}' "$work/vecflow.out")
-    [ "$samples" != 0/0/0 ] || { echo "no samples in vecflow's show sflow" >&2; return 1; }
+        END {printf "%d/%d/%d/%d", tk, s, od, rf}' "$work/vecflow.out")
+    [ "$samples" != 0/0/0/0 ] || { echo "no samples in vecflow's show sflow" >&2; return 1; }
 }
 
 # measure NAME LAYOUT RUN SINK_NS SINK_DEV: one run; appends a line to $work/results:
 # name layout run delivered-in-window window-ns sent-in-all delivered-in-all clocks samples
-# (samples: vecflow's sFlow flow samples taken/sent/dropped, or -)
+# (samples: vecflow's sFlow samples taken/sent/of-drops/lost-to-full-rings, or -)
 measure() {
     local name=$1 layout=$2 run=$3 sns=$4 sdev=$5 fcpu=0 fn=${1//-/_}
     [ "$layout" = b ] && fcpu=1
@@ -336,7 +340,7 @@ for line in open(path):
     if clocks != "-":
         r["clocks_per_packet"] = {k: float(v) for k, v in (kv.split("=") for kv in clocks.split(","))}
     if samples != "-":
-        r["sflow_samples"] = dict(zip(("taken", "sent", "dropped"), map(int, samples.split("/"))))
+        r["sflow_samples"] = dict(zip(("taken", "sent", "of_drops", "ring_full"), map(int, samples.split("/"))))
     rows.setdefault((name, layout), []).append(r)
 gen = rows.get(("generator-alone", "a"))
 gen_mpps = st.median(r["mpps"] for r in gen) if gen else None
@@ -376,8 +380,8 @@ for r in out:
 for r in out:
     s = [x["sflow_samples"] for x in r["runs"] if "sflow_samples" in x]
     if s:
-        print("%s %s sFlow samples taken/sent/dropped per run: %s" % (r["contender"], r["layout"],
-              " ".join("%(taken)d/%(sent)d/%(dropped)d" % x for x in s)))
+        print("%s %s sFlow samples taken/sent/of drops/lost to full rings per run: %s" % (r["contender"], r["layout"],
+              " ".join("%(taken)d/%(sent)d/%(of_drops)d/%(ring_full)d" % x for x in s)))
 print("a: everything on CPU 0; b: generator on CPU 0, forwarder on CPU 1. "
       "ns/pkt = 1e3/Mpps - 1e3/Mpps(generator-alone).")
 PY
