@@ -574,11 +574,18 @@ impl Dataplane {
     }
 
     /// Publishes the workers' tables: `interfaces`, `base`'s labels and flows, the current
-    /// adjacencies and load-balance objects, the neighbor table's MACs.
+    /// adjacencies and load-balance objects, the neighbor table's MACs, the links that are
+    /// down.
     fn publish_tables(&mut self, interfaces: &[Interface], base: &L3) {
         let l3 = L3 { adjs: self.rib.objects.adjs().to_vec(), lbs: self.rib.objects.lbs().to_vec(), ..base.clone() }
             .with_neighbors(interfaces, self.neighbors.macs(), self.neighbors.failed());
-        self.publisher.publish(Tables::new(interfaces, l3));
+        let mut tables = Tables::new(interfaces, l3);
+        for (index, link, _) in &self.hosts {
+            if !link.oper_up {
+                tables.link_down(*index);
+            }
+        }
+        self.publisher.publish(tables);
         self.tables = self.publisher.current();
     }
 
