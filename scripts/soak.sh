@@ -2,10 +2,10 @@
 # The soak: vecflow routing real packets through network namespaces for N minutes while its
 # configuration, routes, links and collectors change under it, then its books checked.
 #
-#   sudo scripts/soak.sh [--minutes N] [--rate PPS] [--json FILE] [--keep]
+#   sudo scripts/soak.sh [--minutes N] [--gap-us US] [--json FILE] [--keep]
 #
-# Needs root, BIRD 2, iperf3, ethtool, iproute2 and goflow2 (./test.sh installs them), and the
-# release build (built when missing; VECFLOW=path to use another binary). The lab, the
+# Needs root, BIRD 2, iperf3, trafgen, ethtool, iproute2 and goflow2 (./test.sh installs
+# them), and the release build (built when missing; VECFLOW=path to use another binary). The lab, the
 # schedule of faults and every check are described in docs/testing.md ("The soak"); the code
 # is in scripts/soak/. Exits 0 when every check passed, 1 when one failed, 2 when it cannot run.
 set -euo pipefail

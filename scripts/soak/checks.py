@@ -137,7 +137,8 @@ def sflow_checks(summary, sflow, rate):
 
 
 def resource_checks(samples, secs):
-    """RSS and descriptors flat after warm-up (the first fifth, at least 20 s): within 5 %."""
+    """RSS, descriptors and threads (API client threads apart) flat after warm-up (the first
+    fifth, at least 20 s): within 5 %."""
     warm = [s for s in samples if s["t"] >= max(20, secs / 5)]
     out = []
     for key in ("rss_kib", "fds", "threads"):

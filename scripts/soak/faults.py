@@ -124,11 +124,21 @@ class Soak:
         self.rec.mark(f"set interface mtu {port} {mtu}")
 
     def sample(self, pid):
-        """vecflow's resident memory, open descriptors and threads."""
+        """vecflow's resident memory, open descriptors and threads; the threads serving API
+        clients (one per open connection, the soak's own among them) are counted apart."""
         with open(f"/proc/{pid}/status") as f:
             status = dict(line.split(":", 1) for line in f if ":" in line)
+        names = []
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/comm") as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass  # a thread that ended meanwhile
+        clients = names.count("vecflow-api-cli")
         self.resources.append({"t": self.rec.now(), "rss_kib": int(status["VmRSS"].split()[0]),
-                               "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": int(status["Threads"])})
+                               "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": len(names) - clients,
+                               "api_client_threads": clients})
 
     def threads(self, pid):
         """The periodic faults and the resource sampler, started."""
