@@ -38,8 +38,9 @@ def tools():
              for t in ("bird", "birdc", "iperf3", "trafgen", "ethtool", "ip", "goflow2")}
     missing = [t for t, p in found.items() if not p]
     if missing or os.geteuid() != 0:
-        sys.exit(f"soak.sh needs root and {', '.join(missing) or 'nothing else'} "
-                 "(./test.sh installs them: bird2, iperf3, netsniff-ng, ethtool, iproute2, goflow2)")
+        print(f"soak.sh needs root and {', '.join(missing) or 'nothing else'} "
+              "(./test.sh installs them: bird2, iperf3, netsniff-ng, ethtool, iproute2, goflow2)", file=sys.stderr)
+        sys.exit(2)
     return found
 
 

@@ -580,11 +580,7 @@ impl Dataplane {
         let l3 = L3 { adjs: self.rib.objects.adjs().to_vec(), lbs: self.rib.objects.lbs().to_vec(), ..base.clone() }
             .with_neighbors(interfaces, self.neighbors.macs(), self.neighbors.failed());
         let mut tables = Tables::new(interfaces, l3);
-        for (index, link, _) in &self.hosts {
-            if !link.oper_up {
-                tables.link_down(*index);
-            }
-        }
+        self.hosts.iter().filter(|(_, link, _)| !link.oper_up).for_each(|(index, _, _)| tables.link_down(*index));
         self.publisher.publish(tables);
         self.tables = self.publisher.current();
     }
