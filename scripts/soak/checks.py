@@ -158,6 +158,8 @@ def show_at_exit_datagrams(lab):
 
 
 def report(lab, r):
+    """Every check on what the soak `r` gathered; the report (`failed` names the checks that
+    failed)."""
     rec, s = r["rec"], r["soak"]
     datagrams = show_at_exit_datagrams(lab)
     checks = interface_checks(r["books"], r["errors"])
@@ -179,6 +181,7 @@ def report(lab, r):
 
 
 def summary(rep):
+    """The report on one screen."""
     lines = [f"soak: {rep['seconds']} s, UDP every {rep['udp_gap_us']} µs a pair; "
              f"events {json.dumps(rep['events'])}"]
     for n, t in rep["traffic"].items():

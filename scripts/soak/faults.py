@@ -17,17 +17,21 @@ class Recorder:
         self.counts, self.failures, self.timeline = {}, [], []
 
     def now(self):
+        """Seconds since the soak started."""
         return round(time.monotonic() - self.t0, 2)
 
     def count(self, what, n=1):
+        """Counts `n` events `what`."""
         with self.lock:
             self.counts[what] = self.counts.get(what, 0) + n
 
     def fail(self, what):
+        """Records a failure."""
         with self.lock:
             self.failures.append(f"t={self.now()} s: {what}")
 
     def mark(self, what):
+        """Records a one-time event on the timeline."""
         with self.lock:
             self.timeline.append((self.now(), what))
 
@@ -62,6 +66,7 @@ class Soak:
         self.flap_ms = {"withdraw": [], "announce": []}
 
     def yaml(self):
+        """The configuration as it stands (MTUs set, routes applied)."""
         return parts.vecflow_yaml(self.lab, self.sflow_ports, self.mtu, self.routes)
 
     def apply(self, k):

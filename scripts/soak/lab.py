@@ -42,6 +42,7 @@ class Proc:
                                       start_new_session=True)
 
     def alive(self):
+        """True while the process runs."""
         return self.popen.poll() is None
 
     def stop(self, sig=signal.SIGTERM, timeout=15):
@@ -67,26 +68,33 @@ class Lab:
 
     # --- names and addresses ---
     def host_veth(self, h):
+        """Host `h`'s end of its link."""
         return f"vsk{h}0{self.tag}"
 
     def router_veth(self, h):
+        """The router's end of host `h`'s link (vecflow's port)."""
         return f"vsk{h}1{self.tag}"
 
     @staticmethod
     def k(h):
+        """Host `h`'s number, 1 to 4: its subnet, port index and AS."""
         return HOSTS.index(h) + 1
 
     def host_addr(self, h):
+        """Host `h`'s address on its link."""
         return f"10.70.{self.k(h)}.2"
 
     def router_addr(self, h):
+        """vecflow's address on host `h`'s link."""
         return f"10.70.{self.k(h)}.1"
 
     def loopback(self, h):
+        """Host `h`'s loopback address, announced by BGP."""
         return f"10.255.70.{self.k(h)}"
 
     # --- building ---
     def build(self):
+        """Makes the namespaces, veths, addresses and fallback routes."""
         for ns in self.ns.values():
             run("ip", "netns", "add", ns)
             run("ip", "-n", ns, "link", "set", "lo", "up")
@@ -110,6 +118,7 @@ class Lab:
             run("ip", "-n", self.ns[h], "route", "add", "10.255.70.0/24", "via", self.router_addr(h), "metric", "1000")
 
     def sysctl(self, ns, key, value):
+        """Sets sysctl `key` in namespace `ns`."""
         run("ip", "netns", "exec", ns, "sysctl", "-qw", f"{key}={value}")
 
     def exec(self, where, *args, check=True):
@@ -131,9 +140,11 @@ class Lab:
                 "tx_packets": j["tx"]["packets"], "tx_dropped": j["tx"]["dropped"]}
 
     def set_link(self, h, up):
+        """Sets host `h`'s end of its link up or down."""
         run("ip", "-n", self.ns[h], "link", "set", self.host_veth(h), "up" if up else "down")
 
     def close(self):
+        """Kills every process started and deletes the namespaces."""
         for p in reversed(self.procs):
             p.stop(signal.SIGKILL, 5)
         for ns in self.ns.values():

@@ -67,6 +67,7 @@ def start_birds(lab, birdc):
 
 
 def start_bird(lab, where, name, conf):
+    """BIRD in namespace `where` on `conf`, its files named `name`.* in the work directory."""
     path = os.path.join(lab.dir, name)
     with open(path + ".conf", "w") as f:
         f.write(conf)
@@ -77,6 +78,7 @@ class Api:
     """vecflow's JSON-RPC API on its Unix socket, one connection per call."""
 
     def __init__(self, path):
+        """The API on socket `path`."""
         self.path = path
 
     def _connect(self):
@@ -138,6 +140,7 @@ def start_goflow2(lab, goflow2, port, part):
 
 
 def iperf3_server(lab, h, port):
+    """An iperf3 server on host `h`'s loopback, port `port`; waits until it listens."""
     # Bound to the loopback, so that every answer leaves from it.
     lab.spawn(h, f"iperf3-server-{h}-{port}", ["iperf3", "-s", "-p", str(port), "-B", lab.loopback(h)])
     listening = lambda: f":{port:04X}" in lab.exec(h, "cat", "/proc/net/tcp")

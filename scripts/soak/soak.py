@@ -22,6 +22,7 @@ TCP_PORT = 5202
 
 
 def args():
+    """The command line."""
     p = argparse.ArgumentParser(prog="scripts/soak.sh", description=__doc__)
     p.add_argument("--minutes", type=float, default=10, help="length of the soak (default 10)")
     p.add_argument("--gap-us", type=int, help="µs between UDP frames of each pair (default: the gap that "
@@ -45,6 +46,8 @@ def tools():
 
 
 def main():
+    """Runs the soak in a fresh lab, prints the summary, writes the report; exits 1 when a
+    check failed (the work directory then stays)."""
     a = args()
     found = tools()
     vecflow = os.path.abspath(os.environ.get("VECFLOW", "target/release/vecflow"))
@@ -69,6 +72,8 @@ def main():
 
 
 def soak(lab, vecflow, found, secs, gap):
+    """Builds the lab, starts everything, finds the rate (unless `gap` µs is given), runs the
+    traffic and the faults for `secs` s, settles, stops vecflow; the report."""
     log = lambda what: print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
     log(f"building the lab (tag {lab.tag}) in {lab.dir}")
     lab.build()
@@ -136,7 +141,6 @@ def soak(lab, vecflow, found, secs, gap):
     for t in threads:
         t.join()
     log("traffic over; stopping BIRD and letting the counters settle")
-    fib = api.cli("show ip fib")["text"]
     for p in lab.procs:
         if p.name.startswith("bird"):
             p.stop()
@@ -151,7 +155,7 @@ def soak(lab, vecflow, found, secs, gap):
     for (src, dst), name in zip(udp_pairs, floods):
         got = parts.udp_received(lab, dst) - received[dst]
         traffic[name] = {"sent": sent[name], "pps": round(sent[name] / secs), "received": got}
-    return checks.report(lab, dict(secs=secs, gap=gap, probes=probes, rec=rec, soak=s, fib=fib, books=books,
+    return checks.report(lab, dict(secs=secs, gap=gap, probes=probes, rec=rec, soak=s, books=books,
                                    sflow=sflow, errors=errors, exit_status=status, traffic=traffic, down=down))
 
 

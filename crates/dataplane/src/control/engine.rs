@@ -574,14 +574,11 @@ impl Dataplane {
     }
 
     /// Publishes the workers' tables: `interfaces`, `base`'s labels and flows, the current
-    /// adjacencies and load-balance objects, the neighbor table's MACs, the links that are
-    /// down.
+    /// adjacencies and load-balance objects, the neighbor table's MACs.
     fn publish_tables(&mut self, interfaces: &[Interface], base: &L3) {
         let l3 = L3 { adjs: self.rib.objects.adjs().to_vec(), lbs: self.rib.objects.lbs().to_vec(), ..base.clone() }
             .with_neighbors(interfaces, self.neighbors.macs(), self.neighbors.failed());
-        let mut tables = Tables::new(interfaces, l3);
-        self.hosts.iter().filter(|(_, link, _)| !link.oper_up).for_each(|(index, _, _)| tables.link_down(*index));
-        self.publisher.publish(tables);
+        self.publisher.publish(Tables::new(interfaces, l3));
         self.tables = self.publisher.current();
     }
 

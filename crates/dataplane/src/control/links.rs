@@ -29,15 +29,6 @@ impl Dataplane {
                 }
             }
         }
-        // A link that went down (or came back, or was down at start) since the tables were
-        // published: interface-output drops what would go there (tx-interface-down).
-        let stale = self
-            .hosts
-            .iter()
-            .any(|(index, link, _)| self.tables.get(*index).admin_up && link.oper_up != self.tables.sends(*index));
-        if stale {
-            self.republish();
-        }
         self.follow_liveness();
         self.sync_taps();
         self.follow_busy_poll();
