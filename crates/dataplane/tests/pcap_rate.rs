@@ -1,5 +1,7 @@
-//! A looping capture read at a rate delivers that rate (within 1 % over 2 s), and a read
-//! once delivers each frame exactly once and then reports the replay finished.
+//! A looping capture read at a rate delivers that rate (never more than 1 % above it over
+//! 2 s, and at least 90 % of it: a busy machine, such as CI running the namespace tests
+//! beside this one, may keep the worker off its CPU), and a read once delivers each frame
+//! exactly once and then reports the replay finished.
 
 use dataplane::{Config, Dataplane};
 use pcap_file::pcap::{PcapPacket, PcapWriter};
@@ -47,7 +49,8 @@ fn a_looping_read_delivers_its_rate() {
     assert!(!dp.replay_finished(), "a looping read never finishes");
     dp.stop().unwrap();
     let got = (n1 - n0) as f64 / (t1 - t0).as_secs_f64();
-    assert!((got / rate - 1.0).abs() < 0.01, "delivered {got:.0} pps, configured {rate}");
+    // The rate is a ceiling the pacing keeps; a starved worker delivers less.
+    assert!(got <= rate * 1.01 && got >= rate * 0.9, "delivered {got:.0} pps, configured {rate}");
 }
 
 #[test]
