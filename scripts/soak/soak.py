@@ -104,11 +104,12 @@ def soak(lab, vecflow, found, secs, gap):
     if gap is None:
         log("finding the shortest gap between UDP frames without loss (both pairs at once, TCP beside)")
         best, probes = parts.calibrate(lab, udp_pairs, 3, [400, 200, 100, 50, 20, 10, 5, 2], tcp)
-        if best is None:
-            raise RuntimeError(f"no rate without loss: {probes}")
         # Half the fastest clean rate, for the faults' share of the CPU: the clean probe
-        # closest below it (trafgen's rate is not proportional to 1/gap).
-        clean = [p for p in probes if not p["lost"]]
+        # closest below it (trafgen's rate is not proportional to 1/gap). With none clean (a
+        # machine busy with something else), the slowest probe's: the books count the loss.
+        clean = [p for p in probes if not p["lost"]] or probes[:1]
+        if best is None:
+            log(f"no probe was free of loss: {probes}; running at the slowest")
         half = max(p["pps"] for p in clean) / 2
         gap = min((p for p in clean if p["pps"] <= half), key=lambda p: half - p["pps"], default=clean[0])["gap_us"]
     log(f"soak: {secs} s, UDP a→b and c→d every {gap} µs, TCP b→a and d→c")
