@@ -169,6 +169,21 @@ fn tx_interface_down_is_an_out_discard() {
 }
 
 #[test]
+fn a_port_whose_link_is_down_drops_at_output_as_an_admin_down_one_does() {
+    let mut g = graph();
+    // gen0's frames cross to gen1; gen1's link goes down (the main thread marks it so in
+    // the tables it publishes): they are dropped before the driver, not refused by the kernel.
+    let mut tables = (*g.features.tables).clone();
+    tables.link_down(2);
+    g.features.tables = std::sync::Arc::new(tables);
+    receive(&mut g, 1, &[&frame(60, UCAST, 0x0800), &frame(60, UCAST, 0x0800)]);
+    assert_eq!(drops(&g, 1, DropReason::TxInterfaceDown), 2);
+    assert_eq!((stats(&g, 2).out_discards, stats(&g, 2).tx_packets), (2, 0));
+    assert_eq!(stats(&g, 1).rx_forwarded, 0, "a frame dropped at output was not forwarded");
+    assert_eq!(g.pool.free_count(), 1024);
+}
+
+#[test]
 fn mixed_vector_is_split_per_next_node_in_order() {
     let mut g = graph();
     let frames =

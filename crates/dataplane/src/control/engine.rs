@@ -287,6 +287,7 @@ impl Dataplane {
             kernel_routes: Default::default(),
         };
         dp.refresh_links();
+        dp.republish(); // with the links that are down at start marked
         if let Some(lcp) = &config.linux_cp {
             let names = config.linux_names()?;
             let up = |i| dp.link(i).oper_up.get() != 0;
@@ -574,11 +575,13 @@ impl Dataplane {
     }
 
     /// Publishes the workers' tables: `interfaces`, `base`'s labels and flows, the current
-    /// adjacencies and load-balance objects, the neighbor table's MACs.
+    /// adjacencies and load-balance objects, the neighbor table's MACs, the links that are down.
     fn publish_tables(&mut self, interfaces: &[Interface], base: &L3) {
         let l3 = L3 { adjs: self.rib.objects.adjs().to_vec(), lbs: self.rib.objects.lbs().to_vec(), ..base.clone() }
             .with_neighbors(interfaces, self.neighbors.macs(), self.neighbors.failed());
-        self.publisher.publish(Tables::new(interfaces, l3));
+        let mut tables = Tables::new(interfaces, l3);
+        self.hosts.iter().filter(|(_, link, _)| !link.oper_up).for_each(|(index, _, _)| tables.link_down(*index));
+        self.publisher.publish(tables);
         self.tables = self.publisher.current();
     }
 
@@ -633,10 +636,11 @@ impl Dataplane {
         }
     }
 
-    /// Looks after the neighbor table: takes in what workers learned, ages entries, has
-    /// stale ones probed, and publishes a new table snapshot when what workers forward with
+    /// Follows the host links' state; looks after the neighbor table: takes in what workers
+    /// learned, ages entries, has stale ones probed, and publishes a new table snapshot when what workers forward with
     /// changed. Call it often (every 10 ms or so): workers' events wait in a bounded queue.
     pub fn service(&mut self) {
+        self.follow_carriers();
         let mut changed = self.follow_kernel();
         let now = Instant::now();
         while let Ok(event) = self.events.try_recv() {

@@ -7,20 +7,15 @@ use crate::interface::{DriverKind, LinkState, MAX_INTERFACES};
 use std::time::Instant;
 
 impl Dataplane {
-    /// Re-reads what the kernel says of each AF_PACKET interface: link state and speed, and
-    /// the frames its rx rings dropped since the last call (added to `rx-miss`). Call it
-    /// about once a second.
+    /// Re-reads what the kernel says of each host interface: link speed, and the frames its
+    /// rx rings dropped since the last call (added to `rx-miss`); follows the link state too.
+    /// Call it about once a second.
     pub fn refresh_links(&mut self) {
         let counts = self.interfaces.iter().map(|i| (i.index, self.interface_stats(i.index))).collect();
         self.rate_samples = [self.rate_samples[1].take(), Some((Instant::now(), counts))];
         for (index, link, stats) in &mut self.hosts {
-            let was_up = link.oper_up;
-            link.refresh();
-            if link.oper_up != was_up {
-                tracing::info!("host interface {}: link {}", link.name, if link.oper_up { "up" } else { "down" });
-            }
+            link.refresh_speed();
             let state = &self.links[usize::from(*index)];
-            state.oper_up.set(u64::from(link.oper_up));
             state.speed.set(link.speed);
             for drops in stats.iter_mut() {
                 match drops.take() {
@@ -29,9 +24,30 @@ impl Dataplane {
                 }
             }
         }
+        self.follow_carriers();
         self.follow_liveness();
         self.sync_taps();
         self.follow_busy_poll();
+    }
+
+    /// Re-reads each host interface's link state (one system call each: call it every tick)
+    /// and, when one changed, follows it at once: `interface-output` drops what would leave
+    /// by a link that is down (`tx-interface-down`, rather than handing it to a kernel that
+    /// refuses it), load-balance objects move its paths' buckets, its TAP's carrier follows.
+    pub fn follow_carriers(&mut self) {
+        let mut changed = false;
+        for (index, link, _) in &mut self.hosts {
+            if link.refresh_carrier() {
+                tracing::info!("host interface {}: link {}", link.name, if link.oper_up { "up" } else { "down" });
+                changed = true;
+            }
+            self.links[usize::from(*index)].oper_up.set(u64::from(link.oper_up));
+        }
+        if changed {
+            self.republish();
+            self.follow_liveness();
+            self.sync_taps();
+        }
     }
 
     /// Sets up or takes down busy polling on each AF_XDP interface as its `rx-mode` says.

@@ -2,11 +2,14 @@
 //! whether the kernel would also act on its traffic (addresses, IPv6, forwarding), which
 //! `vecflow run` warns about because the kernel still owns the interface.
 
+use std::fs::File;
 use std::io;
 use std::net::Ipv4Addr;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 /// Facts about one Linux interface.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HostLink {
     /// Its name.
     pub name: String,
@@ -14,10 +17,15 @@ pub struct HostLink {
     pub ifindex: u32,
     /// Its MTU.
     pub mtu: u32,
-    /// Operational state is up (carrier present).
+    /// The link is up: the interface is administratively up and has carrier. That is what
+    /// the kernel's transmit path checks, at once; its `operstate` follows the carrier up to
+    /// a second later.
     pub oper_up: bool,
     /// Link speed in bits per second, 0 when the kernel does not know it.
     pub speed: u64,
+    /// Its sysfs `carrier` file, kept open: each read at offset 0 asks the kernel again, for
+    /// one system call (opening it by path costs several times that).
+    carrier: Option<Arc<File>>,
 }
 
 /// One line of a sysfs or procfs file, trimmed.
@@ -44,16 +52,27 @@ impl HostLink {
             mtu: mtu.min(u64::from(u32::MAX)) as u32,
             oper_up: false,
             speed: 0,
+            carrier: File::open(format!("{dir}/carrier")).ok().map(Arc::new),
         };
-        link.refresh();
+        link.refresh_carrier();
+        link.refresh_speed();
         Ok(link)
     }
 
-    /// Re-reads link state and speed (they change while we run).
-    pub fn refresh(&mut self) {
+    /// Re-reads the link state (cheap enough for every tick of the main loop); true when it
+    /// changed.
+    pub fn refresh_carrier(&mut self) -> bool {
+        // "1" with carrier; "0" without; EINVAL while the interface is administratively down,
+        // an error once it is gone. Links that do not report a carrier (tun, some virtual
+        // ones) read "1" while up.
+        let mut buf = [0u8; 4];
+        let up = self.carrier.as_ref().is_some_and(|f| f.read_at(&mut buf, 0).is_ok_and(|n| n > 0 && buf[0] == b'1'));
+        std::mem::replace(&mut self.oper_up, up) != up
+    }
+
+    /// Re-reads the link speed (it changes while we run).
+    pub fn refresh_speed(&mut self) {
         let dir = format!("/sys/class/net/{}", self.name);
-        // "up", or "unknown" for links without carrier reporting (tun, some virtual ones).
-        self.oper_up = read_line(&format!("{dir}/operstate")).is_ok_and(|s| s == "up" || s == "unknown");
         // Mbit/s; -1 or an error (EINVAL on links that are down) when unknown.
         self.speed = read_line(&format!("{dir}/speed"))
             .ok()

@@ -278,6 +278,15 @@ impl Tables {
         self.vlans.iter().filter(move |((p, _), _)| *p == port).map(|(_, &sub)| sub)
     }
 
+    /// Marks physical interface `port`'s link down: `interface-output` drops what it would
+    /// send there or on its sub-interfaces (`tx-interface-down`), as when the interface is
+    /// administratively down, rather than handing frames to a kernel that refuses them.
+    pub fn link_down(&mut self, port: u16) {
+        for i in self.ifs.iter_mut().filter(|i| i.port == port && port != 0) {
+            i.tx_node = NodeId::ErrorDrop;
+        }
+    }
+
     /// The entry of interface `index` (indices ≥ `MAX_INTERFACES` are treated as unused).
     #[inline(always)]
     pub fn get(&self, index: u16) -> &IfRuntime {

@@ -127,7 +127,7 @@ drop_reasons! {
     PuntPoliced = "punt-policed", InDiscards, LcpPunt, 258, "a packet for linux-cp's TAP over its class's rate (linux-cp.punt-rate)";
     PuntQueueFull = "punt-queue-full", InDiscards, LcpPunt, 259, "a packet for linux-cp's TAP found the queue to the control thread full";
     Acl = "acl", InDiscards, FlowClassify, 258, "a flow rule with actions=drop matched";
-    TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is administratively down";
+    TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is down: administratively, or its link has no carrier (read every 10 ms)";
     TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus its Ethernet header (14 bytes, 18 with a tag)";
     TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full)";
