@@ -637,8 +637,9 @@ impl Dataplane {
     }
 
     /// Follows the host links' state; looks after the neighbor table: takes in what workers
-    /// learned, ages entries, has stale ones probed, and publishes a new table snapshot when what workers forward with
-    /// changed. Call it often (every 10 ms or so): workers' events wait in a bounded queue.
+    /// learned, ages entries, has stale ones probed, and publishes a new table snapshot when
+    /// what workers forward with changed. Call it often (every 10 ms or so): workers' events
+    /// wait in a bounded queue.
     pub fn service(&mut self) {
         self.follow_carriers();
         let mut changed = self.follow_kernel();

@@ -130,7 +130,7 @@ drop_reasons! {
     TxInterfaceDown = "tx-interface-down", OutDiscards, InterfaceOutput, 284, "output interface is down: administratively, or its link has no carrier (read every 10 ms)";
     TagNoHeadroom = "no-headroom", OutDiscards, InterfaceOutput, 259, "the driver left too little headroom in front of the frame for the output sub-interface's 802.1Q tag";
     MtuExceeded = "mtu-exceeded", OutDiscards, InterfaceOutput, 262, "frame longer than the output interface's MTU plus its Ethernet header (14 bytes, 18 with a tag)";
-    TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full)";
+    TxError = "tx-error", OutErrors, AfPacketTx, 259, "the kernel refused the frame (its transmit queue was full, or its link went down in the 10 ms before vecflow read it)";
     TxRingFull = "tx-ring-full", OutErrors, AfXdpTx, 259, "the AF_XDP socket's tx ring was full (the kernel sends slower than vecflow forwards)";
     PcapWriteError = "write-error", OutErrors, PcapTx, 259, "the capture file could not be written (disk full, say)";
 }
