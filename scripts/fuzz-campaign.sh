@@ -10,8 +10,11 @@
 # corpus (kept in crates/CRATE/fuzz/corpus/TARGET between slices and campaigns), until it has
 # run N executions (default 10 000 000) or M minutes (default 60: a CPU-hour), whichever
 # comes first, and its coverage (libFuzzer's cov: the code edges its inputs reach, at the end
-# of each slice) has not grown in the last F minutes (default 30), or (with --cap-min) after C minutes whatever its
-# coverage does, which the report then says. A crash, a leak or a broken invariant stops the
+# of each slice) has not beaten its highest value in the last F minutes (default 30), or (with
+# --cap-min) after C minutes whatever its coverage does, which the report then says. Only a new
+# highest counts as growth: some targets' cov moves a few edges up and down from slice to slice
+# with no new input (dataplane/packets by about 5), which a comparison with the previous slice
+# would count as growth forever. A crash, a leak or a broken invariant stops the
 # campaign (exit 1; the slice's log is kept in target/). At the end it prints, per target:
 # commit, executions, coverage, seconds and why it stopped; the same goes to REPORT
 # (--report, default target/fuzz-campaign.txt).
@@ -67,7 +70,7 @@ for t in "${targets[@]}"; do
     done
     (cd "$dir" && cargo +nightly fuzz build "$target" >"$root/target/fuzz-campaign-build.log" 2>&1) ||
         { echo "$t: the build failed:"; tail -30 "$root/target/fuzz-campaign-build.log"; exit 1; }
-    runs=0 secs=0 cov=0 ft=0 grew_at=0 why=""
+    runs=0 secs=0 cov=0 best=0 ft=0 grew_at=0 why=""
     while :; do
         log="$root/target/fuzz-campaign-$crate-$target-$secs.log"
         (cd "$dir" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
@@ -84,11 +87,11 @@ for t in "${targets[@]}"; do
         secs=$((secs + slice))
         # ft (libFuzzer's features: edges split by hit counts, and value profiles) keeps creeping
         # up for hours after cov, the code reached, has settled; it is reported, not waited for.
-        if [ "${new_cov:-0}" -gt "$cov" ]; then
-            grew_at=$secs
+        if [ "${new_cov:-0}" -gt "$best" ]; then
+            best=$new_cov grew_at=$secs
         fi
         cov=${new_cov:-$cov} ft=${new_ft:-$ft}
-        echo "  $t: $((secs / 60)) min, $runs runs, cov $cov ft $ft" >&2
+        echo "  $t: $((secs / 60)) min, $runs runs, cov $cov (highest $best) ft $ft" >&2
         if { [ "$runs" -ge "$max_runs" ] || [ "$secs" -ge $((budget * 60)) ]; } &&
             [ $((secs - grew_at)) -ge $((flat * 60)) ]; then
             why="$runs runs in $((secs / 60)) min; coverage flat for the last $(((secs - grew_at) / 60)) min"
@@ -99,7 +102,7 @@ for t in "${targets[@]}"; do
             break
         fi
     done
-    printf '%-18s commit %s: %s runs, cov %s ft %s, %s s (%s)\n' "$t" "$commit" "$runs" "$cov" "$ft" \
-        "$secs" "$why" | tee -a "$report"
+    printf '%-18s commit %s: %s runs, cov %s (highest %s) ft %s, %s s (%s)\n' "$t" "$commit" "$runs" \
+        "$cov" "$best" "$ft" "$secs" "$why" | tee -a "$report"
 done
 echo "wrote $report" >&2
