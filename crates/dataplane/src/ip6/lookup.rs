@@ -1,7 +1,7 @@
 //! `ip6-lookup`: longest-prefix match of each packet's destination in the IPv6 FIB.
 //!
-//! A walk is one dependent load per level (the first level, then one Poptrie node per 6 bits
-//! beyond /18 of the longest prefix on its path, then the leaf), so the walks of the whole
+//! A walk is one dependent load per level (the first level, then a fixed number of 64-byte
+//! nodes of its slot's tree, usually a root and a leaf), so the walks of the whole
 //! vector go level by level ([`crate::l3::fib::Fib6::lookup_batch`]): the cache misses of 256
 //! walks overlap instead of adding up. The adjacency and the matched
 //! prefix length go into the metadata; a multipath route's packets then take the adjacency of
@@ -27,31 +27,51 @@ const REJECTS: [DropReason; 3] =
     [DropReason::Ip6Blackhole, DropReason::Ip6RouteUnreachable, DropReason::Ip6RouteProhibited];
 
 /// True for a link-local address (fe80::/10), as a big-endian `u128`.
-#[inline(always)]
 fn link_local(a: u128) -> bool {
     a >> 118 == 0x3fa
+}
+
+/// What [`maybe_never_forwarded`] keeps of a packet's first address bytes, `src8` and
+/// `dst8`: the largest destination byte, and the smallest source byte plus 2 (wrapping), over
+/// the packets of a vector.
+#[derive(Clone, Copy)]
+struct FirstBytes {
+    dst_max: u8,
+    src_min: u8,
+}
+
+impl FirstBytes {
+    /// Before any packet.
+    const NONE: FirstBytes = FirstBytes { dst_max: 0, src_min: u8::MAX };
+
+    /// Takes in a packet's first address bytes: two compares and moves.
+    #[inline(always)]
+    fn add(self, src8: u8, dst8: u8) -> FirstBytes {
+        FirstBytes { dst_max: self.dst_max.max(dst8), src_min: self.src_min.min(src8.wrapping_add(2)) }
+    }
+
+    /// True when one of the packets may be one [`never_forwarded`] stops: a cheap superset
+    /// (destinations in fe00::/7, which takes in link-local, site-local and multicast;
+    /// sources in fe00::/7 or ::/8, which takes in link-local and `::`), which [`split`]
+    /// checks exactly.
+    #[inline(always)]
+    fn maybe_never_forwarded(self) -> bool {
+        (self.dst_max >= 0xfe) | (self.src_min < 3)
+    }
 }
 
 /// Why a packet from `src` to `dst` (big-endian `u128`s) may not be forwarded whatever the
 /// route, if it may not: a multicast or link-local destination, a link-local or unspecified
 /// source.
-#[inline(always)]
 fn never_forwarded(src: u128, dst: u128) -> Option<DropReason> {
-    if (dst >> 120 == 0xff) | link_local(dst) | link_local(src) | (src == 0) {
-        Some(never_forwarded_reason(src, dst))
+    if dst >> 120 == 0xff {
+        Some(DropReason::Ip6Multicast)
+    } else if link_local(dst) || link_local(src) {
+        Some(DropReason::Ip6LinkLocal)
+    } else if src == 0 {
+        Some(DropReason::Ip6SourceUnspecified)
     } else {
         None
-    }
-}
-
-#[cold]
-fn never_forwarded_reason(src: u128, dst: u128) -> DropReason {
-    if dst >> 120 == 0xff {
-        DropReason::Ip6Multicast
-    } else if link_local(dst) || link_local(src) {
-        DropReason::Ip6LinkLocal
-    } else {
-        DropReason::Ip6SourceUnspecified
     }
 }
 
@@ -76,22 +96,22 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let n = g.vectors[v].len();
     let fib = g.features.fib.ip6.clone();
     let mut dst = [[0u8; 16]; VECTOR_SIZE];
-    let mut odd = false;
+    let mut first = FirstBytes::NONE;
     for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
         let l3 = usize::from(g.pool.meta(i).l3_offset);
         // ip6-input guaranteed 40 header bytes at l3.
         let h: &[u8; 32] = g.pool.frame(i)[l3 + 8..l3 + 40].try_into().expect("32 bytes");
-        let (s, dd) = h.split_at(16);
-        *d = dd.try_into().expect("16 bytes");
+        *d = h[16..].try_into().expect("16 bytes");
         fib.prefetch(d);
-        odd |= never_forwarded(u128::from_be_bytes(s.try_into().expect("16 bytes")), u128::from_be_bytes(*d)).is_some();
+        first = first.add(h[0], h[16]);
     }
+    let odd = first.maybe_never_forwarded();
     let mut e = [0u32; VECTOR_SIZE];
-    fib.lookup_batch(&dst[..n], &mut e[..n]);
+    fib.lookup_batch(g.isa, &dst[..n], &mut e[..n]);
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = !odd;
     for (&e, &i) in e[..n].iter().zip(g.vectors[v].indices()) {
-        let (adj, len) = Leaf::decode(e).map_or((ADJ_DROP, 0), |l| (l.adj, l.prefix_len));
+        let (adj, len) = Leaf::decode_or_drop(e);
         let m = g.pool.meta_mut(i);
         m.adj = adj;
         m.dst_prefix_len = len;
@@ -142,4 +162,31 @@ fn split(g: &mut Graph, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
         }
     }
     g.split(v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the first 16 bits of either address and the rest, a packet never forwarded
+    /// makes the fast check send its vector to `split`, alone or among routable packets.
+    #[test]
+    fn the_fast_check_takes_in_every_packet_never_forwarded() {
+        let routable = u128::from(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
+        let first = |src: u128, dst: u128| FirstBytes::NONE.add((src >> 120) as u8, (dst >> 120) as u8);
+        let plain = first(routable, routable);
+        assert!(!plain.maybe_never_forwarded(), "global unicast both ways is forwarded at once");
+        for top in 0..=u16::MAX {
+            for rest in [0, 1, u128::MAX >> 16] {
+                let a = u128::from(top) << 112 | rest;
+                for (src, dst) in [(a, routable), (routable, a)] {
+                    if never_forwarded(src, dst).is_some() {
+                        let alone = first(src, dst);
+                        let among = plain.add((src >> 120) as u8, (dst >> 120) as u8);
+                        assert!(alone.maybe_never_forwarded() && among.maybe_never_forwarded(), "{src:x} -> {dst:x}");
+                    }
+                }
+            }
+        }
+    }
 }

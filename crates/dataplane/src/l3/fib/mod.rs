@@ -1,4 +1,5 @@
-//! The forwarding tables: longest-prefix match for IPv4 (DIR-24-8) and IPv6 (a Poptrie).
+//! The forwarding tables: longest-prefix match for IPv4 (DIR-24-8) and IPv6 (B+-trees of
+//! intervals under a direct first level).
 //!
 //! IPv4 uses DIR-24-8: `tbl24` holds one 32-bit entry per value of the address's first 24
 //! bits (64 MiB of address space on transparent huge pages, touched only where routes are),
@@ -10,9 +11,9 @@
 //! ([`crate::runtime::qsbr`]). The `Fib<A>` and `FibWriter<A>` types stay generic over the
 //! address family (their keys are left-aligned `u128`s), but only IPv4 uses them.
 //!
-//! IPv6 uses [`Fib6`] (module `ip6`): an 18-bit direct-pointing first level over immutable
-//! Poptrie subtrees rebuilt copy-on-write per batch, about 120 bytes per route of a
-//! full table against the 1.6 KiB a DIR-24-8 extended to 128 bits took (see its module doc).
+//! IPv6 uses [`Fib6`] (module `ip6`): an 18-bit direct first level over one static B+-tree of
+//! elementary intervals per slot, rebuilt copy-on-write per batch, about 110 bytes per route of
+//! a full table against the 1.6 KiB a DIR-24-8 extended to 128 bits took (see its module doc).
 //!
 //! An IPv4 entry is 0 (no route), a leaf `VALID | prefix_len << 22 | adjacency`, or
 //! `EXT | group`; IPv6 leaves use the same leaf encoding.
@@ -79,12 +80,23 @@ pub struct Leaf {
     pub prefix_len: u8,
 }
 
+const _: () = assert!(crate::l3::ADJ_DROP == 0, "Leaf::decode_or_drop reads no route as adjacency 0");
+
 impl Leaf {
     /// The leaf an entry holds, `None` for no route (an entry of a finished walk is never
     /// `EXT`).
     #[inline(always)]
     pub fn decode(e: u32) -> Option<Leaf> {
         (e & (VALID | EXT) == VALID).then_some(Leaf { adj: e & ADJ, prefix_len: (e >> 22) as u8 })
+    }
+
+    /// The adjacency and prefix length of entry `e` of a finished walk, which is a leaf or 0
+    /// (no route: [`ADJ_DROP`](crate::l3::ADJ_DROP), which is 0, length 0), read without a
+    /// branch.
+    #[inline(always)]
+    pub fn decode_or_drop(e: u32) -> (u32, u8) {
+        debug_assert!(e == 0 || Leaf::decode(e).is_some(), "a leaf or 0");
+        (e & ADJ, (e >> 22) as u8)
     }
 
     fn encode(self) -> u32 {

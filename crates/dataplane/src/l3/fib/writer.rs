@@ -52,6 +52,9 @@ pub enum FibError {
     /// A prefix length beyond the address or an adjacency index out of range.
     #[error("fib: invalid route {0}/{1} adjacency {2}")]
     Invalid(IpAddr, u8, u32),
+    /// The IPv6 table's node memory is all in use.
+    #[error("fib: the IPv6 table is full (its {0} MiB of nodes are in use)")]
+    Full(usize),
 }
 
 /// The main thread's handle for changing a [`Fib`]. It keeps every route (for deletes, which

@@ -13,16 +13,21 @@ fn writer() -> Fib6Writer {
     Fib6Writer::new(Arc::new(Fib6::new().unwrap()), Arc::new(Qsbr::new(1)))
 }
 
-/// Checks every address of `addrs`, one by one and by batch, against `want`.
+/// Checks every address of `addrs`, one by one and by batch (with each instruction set this
+/// CPU has), against `want`.
 fn check(fib: &Fib6, addrs: &[u128], want: impl Fn(u128) -> Option<Leaf>) -> Result<(), TestCaseError> {
     for chunk in addrs.chunks(VECTOR_SIZE) {
         let dst: Vec<[u8; 16]> = chunk.iter().map(|a| a.to_be_bytes()).collect();
         let mut batch = vec![0u32; chunk.len()];
-        fib.lookup_batch(&dst, &mut batch);
-        for (&addr, &e) in chunk.iter().zip(&batch) {
-            let want = want(addr);
+        let wanted: Vec<Option<Leaf>> = chunk.iter().map(|&a| want(a)).collect();
+        for (&addr, &want) in chunk.iter().zip(&wanted) {
             prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv6Addr::from(addr));
-            prop_assert_eq!(Leaf::decode(e), want, "batch, addr {}", Ipv6Addr::from(addr));
+        }
+        for isa in Isa::available() {
+            fib.lookup_batch(isa, &dst, &mut batch);
+            for ((&addr, &want), &e) in chunk.iter().zip(&wanted).zip(&batch) {
+                prop_assert_eq!(Leaf::decode(e), want, "batch ({}), addr {}", isa.name(), Ipv6Addr::from(addr));
+            }
         }
     }
     Ok(())
@@ -118,7 +123,8 @@ proptest! {
         prop_assert_eq!(w.subtrees(), 0, "no subtree leaks");
         prop_assert!(w.is_empty());
         check(&fib, &addrs, |_| None)?;
-        prop_assert!(w.bytes() <= empty + w.builder.bytes() + w.scratch.capacity() * 32, "back to the empty table's bytes");
+        prop_assert_eq!(w.lines_used(), 0, "every line given back");
+        prop_assert!(w.bytes() >= empty);
     }
 }
 
@@ -163,6 +169,51 @@ fn lab_routes_fallback_and_refused_batches() {
     assert_eq!(look("2001:db8::1"), l(8, 128));
     assert_eq!(look("2001:db8::"), l(6, 12));
     assert_eq!(look("2001:db8::2"), l(6, 12));
+}
+
+/// Neighbours on connected /64s (as `ip6-connected` has them): each host route answers for
+/// its address only, the /64 for the rest, and one probe of the host table decides.
+#[test]
+fn host_routes_on_connected_subnets() {
+    let mut w = writer();
+    let net = |n: u128| 0x2001_0db8_0000_0000_0000_0000_0000_0000u128 | n << 80;
+    let mut model = BTreeMap::new();
+    let mut changes = Vec::new();
+    let (hosts, probes) = if cfg!(miri) { (6u128, 10u128) } else { (254, 300) };
+    for (port, n) in [0x16u128, 0x48].into_iter().enumerate() {
+        model.insert((net(n), 64), 10 + port as u32);
+        for h in 1..=hosts {
+            model.insert((net(n) | h, 128), 100 + h as u32);
+        }
+    }
+    model.insert((net(0x16) | 0x8000 << 48, 80), 7); // longer than the window: an escape
+    for (&(k, l), &adj) in &model {
+        changes.push((Ipv6Addr::from(k), l, Some(adj)));
+    }
+    w.apply(&changes).unwrap();
+    let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+    let mut addrs: Vec<u128> = edges(&keys).collect();
+    addrs.extend((0..=probes).flat_map(|h| [net(0x16) | h, net(0x48) | h, net(0x16) | 0x8000 << 48 | h]));
+    check(w.fib(), &addrs, |a| oracle(&model, a)).unwrap();
+    assert_eq!(w.subtrees(), 1, "both /64s in one slot");
+}
+
+/// A batch whose trees do not fit the lines left is refused whole: the routes and the
+/// lookups are as before it.
+#[test]
+fn a_batch_that_does_not_fit_changes_nothing() {
+    let mut w = writer();
+    let a = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+    w.apply(&[(a("2001:db8::"), 32, Some(2))]).unwrap();
+    w.limit_lines(4);
+    let many: Vec<_> =
+        (0..200u128).map(|k| (Ipv6Addr::from(u128::from(a("2001:db8::")) | k << 64), 64, Some(3 + k as u32))).collect();
+    assert!(matches!(w.apply(&many), Err(FibError::Full(_))));
+    assert_eq!(w.len(), 1);
+    assert_eq!(w.fib().lookup_addr(a("2001:db8:0:5::1")), Some(Leaf { adj: 2, prefix_len: 32 }));
+    assert_eq!(w.subtrees(), 1);
+    w.apply(&many[..1]).unwrap();
+    assert_eq!(w.fib().lookup_addr(a("2001:db8::1")), Some(Leaf { adj: 3, prefix_len: 64 }));
 }
 
 /// Lengths as `ip6_bgp_table()` (crates/vecflow/src/bench/scenarios.rs) draws them, `count`
@@ -286,7 +337,7 @@ fn readers_see_old_or_new_never_garbage_during_updates() {
         let addrs: Vec<[u8; 16]> = (0..64).map(|x| host(x).to_be_bytes()).collect();
         let mut out = [0u32; 64];
         loop {
-            fib.lookup_batch(&addrs, &mut out);
+            fib.lookup_batch(Isa::best(), &addrs, &mut out);
             for (x, &e) in out.iter().enumerate() {
                 let l = Leaf::decode(e).expect("2001:db8::/32 covers it");
                 let scalar = fib.lookup(host(x as u128)).expect("covered");
@@ -312,6 +363,48 @@ fn readers_see_old_or_new_never_garbage_during_updates() {
     stop.store(true, Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0);
     assert_eq!(w.subtrees(), 1, "the /32's subtree");
+}
+
+/// A reader whose walks take escapes while the writer moves the slot's window (a /19 added
+/// and deleted beside a /32: the window starts at bit 19, then 32) finishes each escape at the
+/// depth of the tree it started in: it sees the /120 and the /32, never garbage.
+#[test]
+fn escapes_finish_in_their_own_tree_while_the_window_moves() {
+    let q = Arc::new(Qsbr::new(1));
+    let mut w = Fib6Writer::new(Arc::new(Fib6::new().unwrap()), q.clone());
+    let a = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+    let host = u128::from(a("2001:db8:1:2:3:4:5:600"));
+    w.apply(&[(a("2001:db8::"), 32, Some(1)), (Ipv6Addr::from(host), 120, Some(5))]).unwrap();
+    let fib = w.fib().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let mut qr = q.register(0);
+    qr.quiescent();
+    let reader = std::thread::spawn(move || {
+        // Inside the /120 (first, last), and just past it (the /32's).
+        let probes = [(host, 5, 120), (host | 0xff, 5, 120), (host + 0x100, 1, 32), (host - 1, 1, 32)];
+        let addrs: Vec<[u8; 16]> = probes.iter().map(|p| p.0.to_be_bytes()).collect();
+        let mut out = [0u32; 4];
+        let mut seen = 0u64;
+        while !s.load(Ordering::Relaxed) {
+            for isa in Isa::available() {
+                fib.lookup_batch(isa, &addrs, &mut out);
+                for (&(addr, adj, len), &e) in probes.iter().zip(&out) {
+                    let l = Leaf::decode(e);
+                    assert_eq!(l, Some(Leaf { adj, prefix_len: len }), "{} ({})", Ipv6Addr::from(addr), isa.name());
+                    seen += 1;
+                }
+            }
+            qr.quiescent();
+        }
+        seen
+    });
+    for _ in 0..if cfg!(miri) { 4 } else { 2000 } {
+        w.apply(&[(a("2001::"), 19, Some(9))]).unwrap();
+        w.apply(&[(a("2001::"), 19, None)]).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
 }
 
 /// Build and delete rates at the scale of `ip6-bgp` (run in release:
@@ -378,7 +471,7 @@ fn lookup_rate() {
             for d in chunk {
                 fib.prefetch(d);
             }
-            fib.lookup_batch(chunk, &mut out[..chunk.len()]);
+            fib.lookup_batch(Isa::best(), chunk, &mut out[..chunk.len()]);
             sum += u64::from(out[0]);
         }
     }
@@ -388,33 +481,13 @@ fn lookup_rate() {
         sum += fib.lookup(u128::from_be_bytes(*d)).map_or(0, |l| u64::from(l.adj));
     }
     let scalar = t.elapsed().as_secs_f64() * 1e9 / dst.len() as f64;
-    // Nodes each walk visits (the first level aside), and how many end on a separate leaf.
-    let (mut hist, mut on_leaf) = ([0usize; 21], 0);
+    // Walks by the height of their slot's tree (0: none, or outside its region).
+    let mut hist = [0usize; 8];
     for d in &dst {
         let key = u128::from_be_bytes(*d);
-        let e = fib.first(slot_of(key)).load(Ordering::Acquire);
-        let mut visited = 0;
-        if e.addr() & 1 == 1 {
-            let mut node = root(e);
-            let mut depth = FIRST_BITS;
-            loop {
-                visited += 1;
-                // SAFETY: a live subtree (the writer is here, idle).
-                match unsafe { step(node, key, depth) } {
-                    Step::Child(c) => {
-                        node = c;
-                        depth += STRIDE;
-                    }
-                    Step::Leaf(_) => {
-                        on_leaf += 1;
-                        break;
-                    }
-                    Step::Done(_) => break,
-                }
-            }
-        }
-        hist[visited.min(20)] += 1;
+        let (walk, _) = start(fib.first(slot_of(key)).load(Ordering::Acquire), key, fib.arena.base() as usize);
+        hist[walk & 63] += 1;
     }
-    println!("walks by nodes visited: {hist:?}; {on_leaf} end on a separate leaf");
+    println!("walks by tree height: {hist:?}");
     println!("batch {batch:.1} ns/lookup, scalar {scalar:.1} ns/lookup ({sum}); {} bytes/route", w.bytes() / w.len());
 }

@@ -1,13 +1,14 @@
-//! Changing the IPv6 table: batches of changes, subtrees rebuilt copy-on-write and freed after
-//! a quiescent period.
+//! Changing the IPv6 table: batches of changes, trees rebuilt copy-on-write into free arena
+//! lines, old lines and host tables freed after a quiescent period.
 
-use super::build::{Builder, Entry};
-use super::{FIRST_BITS, Fib6, SLOTS, slot_of};
+use super::arena::Alloc;
+use super::build::{Entry, build_slot};
+use super::hosts::Hosts;
+use super::{FIRST_BITS, Fib6, REGION_BITS, SLOTS, slot_of};
 use crate::l3::fib::{FibError, Leaf, MAX_INDEX, Route, key_mask};
 use crate::runtime::qsbr::Qsbr;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv6Addr;
-use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 
@@ -18,43 +19,31 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 /// larger is counted.
 pub const MAP_BYTES_PER_ROUTE: usize = 72;
 
-/// A retired subtree: its allocation, freed after a quiescent period.
-struct Retired(NonNull<u64>);
-
-// SAFETY: a retired subtree is owned by the writer alone (unpublished); it is plain memory.
-unsafe impl Send for Retired {}
-
-/// The first-level entry of a leaf.
-fn leaf_entry(leaf: u32) -> *mut u64 {
-    std::ptr::without_provenance_mut((leaf as usize) << 1)
+/// The encoded leaf of a route of length `len` toward `adj`.
+fn leaf(adj: u32, len: u8) -> u32 {
+    Leaf { adj, prefix_len: len }.encode()
 }
 
-/// Frees the subtree a first-level entry (tagged pointer) points to.
-///
-/// # Safety
-/// `e` was published by [`Fib6Writer`] from a `Box<[u64]>` whose first word is its length, no
-/// reader can still reach it, and it is freed once.
-pub(super) unsafe fn free(e: *mut u64) {
-    let block = e.map_addr(|a| a & !1);
-    // SAFETY: the caller's: `block` is the start of a live `Box<[u64]>` (from `Box::into_raw`,
-    // so with its provenance) whose first word is its length.
-    unsafe {
-        let words = block.read() as usize;
-        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(block, words)));
-    }
-}
+/// A published host table no longer published, freed after a quiescent period.
+struct RetiredHosts(*mut Hosts);
+
+// SAFETY: a retired table is owned by the writer alone (unpublished); it is plain memory.
+unsafe impl Send for RetiredHosts {}
 
 /// The main thread's handle for changing a [`Fib6`]. It keeps every route (for rebuilding
-/// subtrees and deletes, which fall back to the covering route, and for `show ip6 fib`).
+/// trees and deletes, which fall back to the covering route, and for `show ip6 fib`).
 pub struct Fib6Writer {
     fib: Arc<Fib6>,
     qsbr: Arc<Qsbr>,
     routes: BTreeMap<(u128, u8), u32>,
-    retired: Vec<Retired>,
-    /// Words of the subtrees published in the table.
-    live_words: usize,
-    pub(super) builder: Builder,
-    pub(super) scratch: Vec<Entry>,
+    /// The /128s of `routes` (the host table is built from them).
+    host_routes: HashMap<u128, u32>,
+    /// Each slot's tree: its first line and its number of lines.
+    trees: HashMap<usize, (u32, u32)>,
+    lines: Alloc,
+    /// Lines of replaced trees, given back after a quiescent period.
+    retired: Vec<(u32, u32)>,
+    retired_hosts: Vec<RetiredHosts>,
 }
 
 impl Fib6Writer {
@@ -64,10 +53,11 @@ impl Fib6Writer {
             fib,
             qsbr,
             routes: BTreeMap::new(),
+            host_routes: HashMap::new(),
+            trees: HashMap::new(),
+            lines: Alloc::default(),
             retired: Vec::new(),
-            live_words: 0,
-            builder: Builder::default(),
-            scratch: Vec::new(),
+            retired_hosts: Vec::new(),
         }
     }
 
@@ -91,45 +81,75 @@ impl Fib6Writer {
         self.routes.is_empty()
     }
 
-    /// Subtrees in the table.
+    /// Slots with a tree.
     pub fn subtrees(&self) -> usize {
-        self.fib.live.load(Relaxed)
+        self.trees.len()
     }
 
     /// Bytes allocated for the table and its writer: the first level (its mapping), the
-    /// defaults, every subtree by its length, the builder's buffers and the route map
-    /// ([`MAP_BYTES_PER_ROUTE`] a route).
+    /// defaults, the arena lines ever used (the mapping's touched part), the host table and
+    /// the route map ([`MAP_BYTES_PER_ROUTE`] a route) and its index of /128s (a bucket and a
+    /// control byte for each entry it has room for).
     pub fn bytes(&self) -> usize {
         self.fib.first.len()
             + std::mem::size_of_val(&*self.fib.defaults)
-            + self.live_words * 8
-            + self.builder.bytes()
-            + self.scratch.capacity() * std::mem::size_of::<Entry>()
+            + self.lines.touched() as usize * 64
+            + self.fib.hosts().map_or(0, Hosts::bytes)
             + self.routes.len() * MAP_BYTES_PER_ROUTE
+            + self.host_routes.capacity() * (std::mem::size_of::<(u128, u32)>() + 1)
     }
 
     /// Applies a batch of changes (inserts or replaces with `Some(adj)`, deletes with `None`)
-    /// in order, then waits for one quiescent period and frees the subtrees it replaced. Every
-    /// change is checked first: on an error none is applied.
+    /// in order, then waits for one quiescent period and frees what it replaced. Every change
+    /// is checked first, and the trees are built before any is published: on an error none of
+    /// the batch is applied.
     pub fn apply(&mut self, changes: &[(Ipv6Addr, u8, Option<u32>)]) -> Result<(), FibError> {
         self.check(changes)?;
-        let mut dirty = Vec::new();
+        // What the map held before, to put back if the trees do not fit.
+        let mut undo = Vec::with_capacity(changes.len());
+        let (mut dirty, mut hosts, mut short) = (Vec::new(), false, Vec::new());
         for &(addr, len, adj) in changes {
             let key = u128::from(addr) & key_mask(len);
-            match adj {
+            let old = match adj {
                 Some(adj) => self.routes.insert((key, len), adj),
                 None => self.routes.remove(&(key, len)),
             };
+            undo.push(((key, len), old));
+            if len == 128 {
+                self.set_host(key, adj);
+                hosts = true;
+            }
             if u32::from(len) > FIRST_BITS {
                 dirty.push(slot_of(key));
             } else {
-                self.short(key, len, adj);
+                short.push((key, len, adj));
             }
         }
         dirty.sort_unstable();
         dirty.dedup();
-        for slot in dirty {
-            self.rebuild(slot);
+        let built = match self.build(&dirty) {
+            Ok(built) => built,
+            Err(e) => {
+                for (k, old) in undo.into_iter().rev() {
+                    match old {
+                        Some(adj) => self.routes.insert(k, adj),
+                        None => self.routes.remove(&k),
+                    };
+                    if k.1 == 128 {
+                        self.set_host(k.0, old);
+                    }
+                }
+                return Err(e);
+            }
+        };
+        for (key, len, adj) in short {
+            self.short(key, len, adj);
+        }
+        if hosts {
+            self.publish_hosts();
+        }
+        for (slot, entry, lines) in built {
+            self.publish(slot, entry, lines);
         }
         self.reclaim();
         Ok(())
@@ -156,16 +176,92 @@ impl Fib6Writer {
         Ok(())
     }
 
+    /// Builds the tree of each slot of `dirty` from the map into free lines (unpublished), and
+    /// returns the first-level entry of each (0: no route longer than the first level is left
+    /// there) and its number of lines. When the lines run out, gives back those it took and
+    /// refuses.
+    fn build(&mut self, dirty: &[usize]) -> Result<Vec<(usize, u64, u32)>, FibError> {
+        let mut built = Vec::with_capacity(dirty.len());
+        let mut routes: Vec<Entry> = Vec::new();
+        for &slot in dirty {
+            let lo = (slot as u128) << (128 - FIRST_BITS);
+            let hi = lo | u128::MAX >> FIRST_BITS;
+            routes.clear();
+            routes.extend(
+                self.routes.range((lo, FIRST_BITS as u8 + 1)..=(hi, 128)).map(|(&(k, l), &adj)| (k, l, leaf(adj, l))),
+            );
+            if routes.is_empty() {
+                built.push((slot, 0, 0));
+                continue;
+            }
+            let t = build_slot(&routes);
+            let n = u32::try_from(t.tree.lines.len()).unwrap_or(u32::MAX);
+            let Some(at) = self.lines.take(n) else {
+                for &(_, e, lines) in &built {
+                    if e != 0 {
+                        self.lines.give(e as u32 >> 6, lines);
+                    }
+                }
+                return Err(FibError::Full(super::arena::BYTES >> 20));
+            };
+            // SAFETY: lines just taken from the free ones: no reader can reach them.
+            unsafe { self.fib.arena.write(at, &t.tree.lines) };
+            let e = u64::from(t.region) << (64 - REGION_BITS)
+                | u64::from(t.d - FIRST_BITS) << 32
+                | u64::from(at) << 6
+                | u64::from(t.tree.height);
+            built.push((slot, e, n));
+        }
+        Ok(built)
+    }
+
+    /// Publishes `entry` (a tree of `lines` lines, or 0) in `slot`'s first-level entry and
+    /// retires the tree it replaces.
+    fn publish(&mut self, slot: usize, entry: u64, lines: u32) {
+        debug_assert!(slot < SLOTS);
+        // A reader that loads the entry sees the tree's lines (written before).
+        self.fib.first(slot).store(entry, Release);
+        if let Some(old) = self.trees.remove(&slot) {
+            self.retired.push(old);
+        }
+        if entry != 0 {
+            self.trees.insert(slot, (entry as u32 >> 6, lines));
+        }
+    }
+
+    /// Records host route `key` with `adj`, or its removal (`None`), in the index of /128s.
+    fn set_host(&mut self, key: u128, adj: Option<u32>) {
+        match adj {
+            Some(adj) => self.host_routes.insert(key, adj),
+            None => self.host_routes.remove(&key),
+        };
+    }
+
+    /// Builds the host table from the /128s and publishes it (before the trees that mark
+    /// them), retiring the one it replaces.
+    fn publish_hosts(&mut self) {
+        let new = if self.host_routes.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            let hosts = self.host_routes.iter().map(|(&k, &adj)| (k, leaf(adj, 128)));
+            Box::into_raw(Box::new(Hosts::new(hosts)))
+        };
+        let old = self.fib.hosts.swap(new, Release);
+        if !old.is_null() {
+            self.retired_hosts.push(RetiredHosts(old));
+        }
+    }
+
     /// After the map took a change of a route `key/len` no longer than the first level: the
-    /// defaults of the slots it covers, and their entries when they hold a leaf.
+    /// defaults of the slots it covers.
     fn short(&mut self, key: u128, len: u8, adj: Option<u32>) {
         let leaf = match adj {
-            Some(adj) => Leaf { adj, prefix_len: len }.encode(),
+            Some(adj) => leaf(adj, len),
             None => (0..len)
                 .rev()
                 .find_map(|l| {
                     let adj = self.routes.get(&(key & key_mask(l), l))?;
-                    Some(Leaf { adj: *adj, prefix_len: l }.encode())
+                    Some(leaf(*adj, l))
                 })
                 .unwrap_or(0),
         };
@@ -178,40 +274,8 @@ impl Fib6Writer {
         for slot in start..start + (1 << (FIRST_BITS - u32::from(len))) {
             if replace(self.fib.defaults[slot].load(Relaxed)) {
                 self.fib.defaults[slot].store(leaf, Relaxed);
-                let first = self.fib.first(slot);
-                if first.load(Relaxed).addr() & 1 == 0 {
-                    first.store(leaf_entry(leaf), Release);
-                }
             }
         }
-    }
-
-    /// Builds the subtree of `slot` from the map and publishes it (or the slot's default leaf
-    /// when no route longer than the first level is left there); retires the old subtree.
-    fn rebuild(&mut self, slot: usize) {
-        let lo = (slot as u128) << (128 - FIRST_BITS);
-        let hi = lo | u128::MAX >> FIRST_BITS;
-        self.scratch.clear();
-        self.scratch.extend(self.routes.range((lo, FIRST_BITS as u8 + 1)..=(hi, 128)).map(|(&(k, l), &a)| (k, l, a)));
-        let new = if self.scratch.is_empty() {
-            leaf_entry(self.fib.default_of(slot))
-        } else {
-            let block = self.builder.build(&self.scratch);
-            self.live_words += block.len();
-            self.fib.live.fetch_add(1, Relaxed);
-            // Tagged (| 1): the allocation is 8-aligned.
-            Box::into_raw(block).cast::<u64>().map_addr(|a| a | 1)
-        };
-        // Publishes the filled subtree: a reader that loads the pointer sees its contents.
-        let old = self.fib.first(slot).swap(new, Release);
-        if old.addr() & 1 == 1 {
-            let block = old.map_addr(|a| a & !1);
-            // SAFETY: a subtree this writer published; only it writes the first level.
-            self.live_words -= unsafe { block.read() } as usize;
-            self.fib.live.fetch_sub(1, Relaxed);
-            self.retired.push(Retired(NonNull::new(old).expect("tagged, not null")));
-        }
-        debug_assert!(slot < SLOTS);
     }
 
     /// Waits for every reader to pass a quiescent point (a worker: a vector boundary), so
@@ -220,16 +284,33 @@ impl Fib6Writer {
         self.qsbr.synchronize();
     }
 
-    /// Waits for every worker to pass a vector boundary, then frees the retired subtrees.
+    /// Waits for every worker to pass a vector boundary, then frees the retired trees' lines
+    /// and host tables.
     pub fn reclaim(&mut self) {
-        if !self.retired.is_empty() {
-            self.qsbr.synchronize();
-            for r in self.retired.drain(..) {
-                // SAFETY: unpublished before the synchronize that just returned: every reader
-                // has been quiescent since, so none still holds a pointer into it; retired once.
-                unsafe { free(r.0.as_ptr()) };
-            }
+        if self.retired.is_empty() && self.retired_hosts.is_empty() {
+            return;
         }
+        self.qsbr.synchronize();
+        for (at, n) in self.retired.drain(..) {
+            self.lines.give(at, n);
+        }
+        for r in self.retired_hosts.drain(..) {
+            // SAFETY: unpublished before the synchronize that just returned, made by
+            // `Box::into_raw`, retired once.
+            drop(unsafe { Box::from_raw(r.0) });
+        }
+    }
+
+    /// Lines the trees use.
+    #[cfg(test)]
+    pub(super) fn lines_used(&self) -> u32 {
+        self.trees.values().map(|t| t.1).sum()
+    }
+
+    /// Lets the trees have `more` lines than they ever had, and no more.
+    #[cfg(test)]
+    pub(super) fn limit_lines(&mut self, more: u32) {
+        self.lines.limit(self.lines.touched() + more);
     }
 }
 
