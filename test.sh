@@ -1,9 +1,31 @@
 #!/usr/bin/env bash
-# Runs every vecflow test: formatting, lints, unit/integration/property tests.
-# Usage: ./test.sh        (the same command CI runs through .ci/run)
-# Anything the tests need from outside the Rust toolchain is installed here, once, when missing.
+# Runs vecflow's tests, in one of two tiers (docs/testing.md):
+#
+#   ./test.sh          the contributor's loop: formatting, lints, the file-size check, and every
+#                      test that needs neither root nor a network namespace nor a tool from
+#                      outside the Rust toolchain (unit, property, node, engine, sFlow, CLI and
+#                      docs-consistency tests). The same set whoever runs it, root or not.
+#   ./test.sh --full   what CI runs (.ci/run): all of the above, plus the tests built only with
+#                      cargo's `lab-tests` feature (network namespaces, linux-cp, BIRD and FRR,
+#                      the decoders), the flow pipeline, the README's commands, the scripts'
+#                      smoke runs, the soak for a minute, the linux-cp full table, loom, Miri and
+#                      every fuzz target. It sets CI=true: a test that cannot run is a failure.
+#
+# What belongs to a release rather than to every change (the 10-minute soak, fuzz campaigns,
+# long benchmarks) is scripts/long-checks.sh. Anything --full needs from outside the Rust
+# toolchain is installed here, once, when missing.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+tier=quick
+for arg in "$@"; do
+    case $arg in
+        --full) tier=full ;;
+        -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+        *) echo "./test.sh: unknown argument $arg (usage: ./test.sh [--full])" >&2; exit 2 ;;
+    esac
+done
+[ "$tier" = quick ] || export CI=true
 
 # Each step prints its name; the time each took is printed when the next starts and, as a table,
 # when the run ends (also on failure), so a slow step is easy to find.
@@ -31,7 +53,7 @@ install_step() {
 print_step_times() {
     end_step
     step_name=
-    printf '\n==> time per step (total %ds)\n' "$SECONDS"
+    printf '\n==> time per step (%s tier, total %ds)\n' "$tier" "$SECONDS"
     printf '%s\n' "${step_times[@]}"
 }
 trap print_step_times EXIT
@@ -45,7 +67,7 @@ need_apt() {
     local cmd=$1 pkg=$2
     command -v "$cmd" >/dev/null 2>&1 && return 0
     if [ "$(id -u)" != 0 ]; then
-        echo "not root: cannot install $pkg; the tests that need $cmd will say SKIP"
+        echo "not root: cannot install $pkg; the tests that need $cmd will fail (CI=true)"
         return 0
     fi
     install_step "$pkg" apt_install "$pkg"
@@ -66,54 +88,62 @@ need_cargo_tool() {
     fi
 }
 
+# The explicit switch between the tiers' cargo tests: the lab tests build only with this feature.
+test_args=(--workspace)
+[ "$tier" = quick ] || test_args+=(--features vecflow/lab-tests)
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy (warnings are errors)"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+step "cargo clippy (warnings are errors; every target, the lab tests' too)"
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 
 step "no Rust source file over 800 lines (scripts/check-file-sizes.sh)"
 scripts/check-file-sizes.sh
 
-step "tools the tests need (installed when missing)"
-need_apt tshark tshark
-need_apt sfacctd pmacct
-# The end-to-end tests through network namespaces (root only).
-need_apt ip iproute2
-need_apt ping iputils-ping
-need_apt ethtool ethtool
-need_apt setpriv util-linux
-need_apt iperf3 iperf3
-# BIRD 2 on a vecflow router's linux-cp TAP (tests/linux_cp_bird.rs, linux_cp_bgp.rs).
-need_apt bird bird2
-# FRR's zebra and bgpd as the linux-cp router's daemons (tests/linux_cp_bgp.rs, docs/bgp-router.md).
-need_apt vtysh frr
-# The README test: the API example with socat, the package's man pages.
-need_apt socat socat
-need_apt man man-db
-# The flow pipeline test.
-need_apt curl curl
-# trafgen for the smoke runs of compare-peers.sh and bench-af-packet.sh.
-need_apt trafgen netsniff-ng
-# cargo-deb for the README's package block, at the version scripts/build-deb.sh pins (the blocks
-# install into a directory of their own, which would leave nothing for the next run).
-need_cargo_tool cargo-deb cargo-deb "$(sed -n 's/^CARGO_DEB_VERSION=//p' scripts/build-deb.sh)"
-need_cargo_tool cargo-fuzz cargo-fuzz 0.13.2
-if ! cargo +nightly miri --version >/dev/null 2>&1; then
-    install_step "Miri (rustup +nightly component add miri rust-src)" rustup +nightly component add miri rust-src
-fi
-
-# goflow2, the Go sFlow/NetFlow collector, for the interop tests.
-export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"
-if ! command -v goflow2 >/dev/null 2>&1; then
-    if command -v go >/dev/null 2>&1; then
-        install_step "goflow2 v2.2.6" go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6
-    else
-        echo "no Go toolchain: the goflow2 interop test will say SKIP"
+if [ "$tier" = full ]; then
+    step "tools the tests need (installed when missing)"
+    need_apt tshark tshark
+    need_apt sfacctd pmacct
+    # The end-to-end tests through network namespaces (root only).
+    need_apt ip iproute2
+    need_apt ping iputils-ping
+    need_apt ethtool ethtool
+    need_apt setpriv util-linux
+    need_apt iperf3 iperf3
+    # BIRD 2 on a vecflow router's linux-cp TAP (tests/linux_cp_bird.rs, linux_cp_bgp.rs).
+    need_apt bird bird2
+    # FRR's zebra and bgpd as the linux-cp router's daemons (tests/linux_cp_bgp.rs, docs/bgp-router.md).
+    need_apt vtysh frr
+    # The README test: the API example with socat, the package's man pages.
+    need_apt socat socat
+    need_apt man man-db
+    # The flow pipeline test.
+    need_apt curl curl
+    # trafgen for the smoke runs of compare-peers.sh and bench-af-packet.sh.
+    need_apt trafgen netsniff-ng
+    # cargo-deb for the README's package block, at the version scripts/build-deb.sh pins (the
+    # blocks install into a directory of their own, which would leave nothing for the next run).
+    need_cargo_tool cargo-deb cargo-deb "$(sed -n 's/^CARGO_DEB_VERSION=//p' scripts/build-deb.sh)"
+    need_cargo_tool cargo-fuzz cargo-fuzz 0.13.2
+    if ! cargo +nightly miri --version >/dev/null 2>&1; then
+        install_step "Miri (rustup +nightly component add miri rust-src)" rustup +nightly component add miri rust-src
+    fi
+    # goflow2, the Go sFlow/NetFlow collector, for the interop tests.
+    export PATH="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin:$PATH"
+    if ! command -v goflow2 >/dev/null 2>&1; then
+        if command -v go >/dev/null 2>&1; then
+            install_step "goflow2 v2.2.6" go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6
+        else
+            echo "no Go toolchain: the goflow2 interop test will fail (CI=true)"
+        fi
     fi
 fi
 
-step "cargo test (unit, node, property, engine, sFlow, CLI and interop tests)"
+step "build the tests (cargo test --no-run)"
+cargo test "${test_args[@]}" --no-run --quiet
+
+step "run the tests (unit, node, property, engine, sFlow, CLI$([ "$tier" = quick ] || echo ", namespace, linux-cp and decoder") tests)"
 # A test that cannot run here (a tool above missing, no IPv6 loopback) fails with CI=true;
 # otherwise it appends `SKIP <test>: <reason>` to this file and returns, and cargo counts it
 # as passed: the summary counts it as skipped instead (cargo shows no stderr of passing tests).
@@ -121,7 +151,7 @@ mkdir -p target
 export VECFLOW_SKIP_LOG="$PWD/target/skips.log"
 : >"$VECFLOW_SKIP_LOG"
 set +e
-cargo test --workspace --quiet --no-fail-fast 2>&1 | tee target/test.log
+cargo test "${test_args[@]}" --quiet --no-fail-fast 2>&1 | tee target/test.log
 test_status=${PIPESTATUS[0]}
 set -e
 skip_lines=$(grep -c '^SKIP ' "$VECFLOW_SKIP_LOG" || true)
@@ -132,7 +162,7 @@ print_summary() {
     echo "$summary"
     grep '^SKIP ' "$VECFLOW_SKIP_LOG" || true
     if [ "$ignored_tests" -gt 0 ]; then
-        cargo test --workspace --quiet -- --ignored --list 2>/dev/null | sed -n 's/: test$//p' | sed 's/^/IGNORED /'
+        cargo test "${test_args[@]}" --quiet -- --ignored --list 2>/dev/null | sed -n 's/: test$//p' | sed 's/^/IGNORED /'
     fi
     grep -E '^---- .* stdout ----$' target/test.log | sed -E 's/^---- (.*) stdout ----$/FAILED \1/' || true
 }
@@ -142,34 +172,151 @@ if [ "$test_status" != 0 ]; then
     exit "$test_status"
 fi
 
+if [ "$tier" = quick ]; then
+    step "README and docs: links and subcommands (scripts/readme-test.py --links-only)"
+    scripts/readme-test.py --links-only --vecflow target/debug/vecflow
+
+    step "summary"
+    print_summary
+    lab_tests=$(awk '/^\[\[test\]\]/ {t = 1; next} t && /^name = / {gsub(/"/, "", $3); print "crates/vecflow/tests/" $3 ".rs"; t = 0}' \
+        crates/vecflow/Cargo.toml | paste -sd ' ' | fold -s -w 92 | sed '2,$s/^/    /')
+    cat <<EOF
+
+Not run by this tier (./test.sh --full runs them all; CI runs ./test.sh --full):
+  - the tests that need root, network namespaces or outside tools (cargo feature lab-tests):
+    $lab_tests
+  - the flow pipeline (contrib/flow-pipeline/test-pipeline.sh)
+  - the command blocks of the README and docs/ (scripts/readme-test.py)
+  - the smoke runs of scripts/overload.sh, compare-peers.sh, bench-af-packet.sh, bench-punt.sh
+    and fuzz-campaign.sh, the soak for a minute, the linux-cp full table
+  - loom, Miri, and ${FUZZ_SECONDS} s of each of the seven cargo-fuzz targets
+One lab test alone: cargo test -p vecflow --features lab-tests --test netns
+EOF
+    exit 0
+fi
+
+# A queue of jobs ("name|command": a function of this script and its arguments, split on
+# spaces) that N workers take from in turn, each starting the next job when its last one
+# ends; each job's output goes to a log of its own. When all have ended it prints each job's
+# result and time (also into the step table), and the output of those that failed; it fails
+# if one did.
+run_queue() {
+    local workers=$1 dir=target/queue
+    shift
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    printf '%s\n' "$@" >"$dir/jobs"
+    echo 0 >"$dir/next"
+    local pids=() w
+    for ((w = 0; w < workers; w++)); do
+        queue_worker "$dir" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    local failed=0 secs status name log
+    while IFS='|' read -r secs status name log; do
+        step_times+=("$(printf '%5ds      %s (in a queue of %s)' "$secs" "$name" "$workers")")
+        if [ "$status" = 0 ]; then
+            printf 'ok      %4ds  %s\n' "$secs" "$name"
+            grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY|test result)' "$log" | sed 's/^/        /' || true
+        else
+            printf 'FAILED  %4ds  %s (exit %s); its log, %s:\n' "$secs" "$name" "$status" "$log"
+            tail -60 "$log"
+            failed=1
+        fi
+    done <"$dir/done"
+    [ "$failed" = 0 ]
+}
+queue_worker() {
+    local dir=$1 n job
+    while :; do
+        n=$(flock "$dir/next" bash -c 'n=$(cat "$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$dir/next")
+        job=$(sed -n "$((n + 1))p" "$dir/jobs")
+        [ -n "$job" ] || return 0
+        local name=${job%%|*} start=$SECONDS status=0
+        # shellcheck disable=SC2086 # the command is split on spaces on purpose
+        ${job#*|} >"$dir/$n.log" 2>&1 </dev/null || status=$?
+        echo "$((SECONDS - start))|$status|$name|$dir/$n.log" >>"$dir/done"
+    done
+}
+
+# loom's models: dataplane's unit tests built with `--cfg loom`, in a target directory of their
+# own and the `loom` profile (Cargo.toml: the release build's optimisation without its LTO).
+loom_test() {
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --profile loom "$@"
+}
+# Miri over dataplane's unit tests, one test at a time. Isolation is off for the clock the QSBR
+# and FIB tests sleep on. The FIB runs without weak-memory emulation (miri_weak_off): Miri's
+# store buffers over its 64 MiB table of atomics take hours (its orderings are covered by
+# QSBR's loom model); the data-race and borrow checks stay on.
+miri_test() {
+    local flags=$1
+    shift
+    MIRIFLAGS="-Zmiri-disable-isolation $flags" CARGO_TARGET_DIR=target/miri \
+        cargo +nightly miri test -p dataplane --lib --quiet "$@"
+}
+miri_build() { miri_test "" --no-run; }
+miri_all() { miri_test "" -- --test-threads=1 "$@"; }
+miri_weak_off() { miri_test -Zmiri-disable-weak-memory-emulation -- --test-threads=1 "$@"; }
+# Builds every fuzz target of crate $1 (as `cargo fuzz run` builds them: release, debug
+# assertions, AddressSanitizer).
+fuzz_build() { (cd "crates/$1/fuzz" && cargo +nightly fuzz build); }
+# Runs fuzz target $2 of crate $1 for FUZZ_SECONDS with a fixed seed, from its corpus plus any
+# seed directories given after (arguments starting with '-' go to libFuzzer); fails on a
+# crash, a leak or a broken invariant.
+fuzz() {
+    local crate=$1 target=$2
+    shift 2
+    local seeds=() flags=() a
+    for a in "$@"; do
+        if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
+    done
+    local log="$PWD/target/fuzz-$crate-$target.log"
+    mkdir -p "crates/$crate/fuzz/corpus/$target"
+    (cd "crates/$crate/fuzz" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
+        -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 "${flags[@]}" >"$log" 2>&1) || true
+    grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
+    grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; return 1; }
+}
+dicts=$PWD/crates/dataplane/fuzz/dicts
+
+step "build side by side: the release binary, loom's models, Miri's test binary and the fuzz targets"
+# Five builds, each into a target directory or profile of its own, at once: alone, each leaves a
+# core idle while it waits on one long crate (the release build compiles dataplane in one
+# codegen unit); together they keep both busy.
+run_queue 5 "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow" \
+    "loom's models (--cfg loom)|loom_test --quiet --no-run" \
+    "Miri's unit-test binary|miri_build" \
+    "fuzz targets of dataplane|fuzz_build dataplane" \
+    "fuzz targets of sflow|fuzz_build sflow"
+
 step "flow pipeline: vecflow -> goflow2 -> Kafka -> ClickHouse (contrib/flow-pipeline/test-pipeline.sh)"
 contrib/flow-pipeline/test-pipeline.sh target/debug/vecflow
 
 step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
-# The release binary is what the README's `cargo run --release` builds and what the blocks
-# find as `vecflow` on their PATH (never an installed one).
+# The release binary (built above) is what the README's `cargo run --release` builds and what
+# the blocks find as `vecflow` on their PATH (never an installed one).
 cargo build --release --locked -p vecflow
 scripts/readme-test.py
 
 step "smoke run of scripts/overload.sh (5 s per run: the sFlow books add up under a 1:1 flood)"
 scripts/overload.sh --seconds 5 --smoke
 
-step "the soak for one minute (scripts/soak.sh: routing, BGP, faults and collectors, then the books)"
-if [ "$(id -u)" = 0 ]; then
-    scripts/soak.sh --minutes 1 --json target/soak.json
-elif [ "${CI:-}" = true ]; then
-    echo "the soak needs root (CI=true)"; exit 1
-else
-    echo "SKIP scripts/soak.sh: needs root for network namespaces"
+# The rest makes network namespaces: root only, and with CI=true its absence is a failure.
+if [ "$(id -u)" != 0 ]; then
+    echo "the soak and the scripts' smoke runs need root (network namespaces); ./test.sh --full is CI=true"
+    exit 1
 fi
+
+step "the soak for one minute (scripts/soak.sh: routing, BGP, faults and collectors, then the books)"
+scripts/soak.sh --minutes 1 --json target/soak.json
 
 step "smoke runs of the scripts the docs point to (scripts/compare-peers.sh, scripts/bench-af-packet.sh, scripts/bench-punt.sh)"
 # One short run each, so that a change they depend on (a new column in show runtime) breaks
 # them here rather than silently; the measurements themselves are for the docs, not CI.
-if [ "$(id -u)" = 0 ]; then
-    scripts/compare-peers.sh --seconds 1 --runs 1 --layouts a --json \
-        --only generator-alone,kernel,vecflow-afpacket,vecflow-afxdp >target/compare-peers-smoke.json
-    python3 - target/compare-peers-smoke.json <<'PY'
+scripts/compare-peers.sh --seconds 1 --runs 1 --layouts a --json \
+    --only generator-alone,kernel,vecflow-afpacket,vecflow-afxdp >target/compare-peers-smoke.json
+python3 - target/compare-peers-smoke.json <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 assert [r["contender"] for r in rows] == ["generator-alone", "kernel", "vecflow-afpacket", "vecflow-afxdp"], rows
@@ -182,68 +329,59 @@ for r in rows:
         assert all(x["taken"] == x["sent"] + x["of_drops"] for x in (run["sflow_samples"] for run in r["runs"])), r
 print("compare-peers.sh: " + ", ".join(f'{r["contender"]} {r["mpps"]} Mpps' for r in rows))
 PY
-    scripts/bench-af-packet.sh 1 >target/bench-af-packet-smoke.txt 2>&1 ||
-        { tail -30 target/bench-af-packet-smoke.txt; exit 1; }
-    grep -E '^trafgen sent [1-9][0-9]* in 1 s; vecflow forwarded [1-9]' target/bench-af-packet-smoke.txt ||
-        { echo "bench-af-packet.sh forwarded nothing:"; tail -30 target/bench-af-packet-smoke.txt; exit 1; }
-    scripts/bench-punt.sh 1 >target/bench-punt-smoke.txt 2>&1 || { tail -30 target/bench-punt-smoke.txt; exit 1; }
-    grep -E '^punted [1-9][0-9]*/s to the TAP' target/bench-punt-smoke.txt ||
-        { echo "bench-punt.sh punted nothing:"; tail -30 target/bench-punt-smoke.txt; exit 1; }
-    # Not only a smoke run: the full-table test of linux-cp (1.2 M routes through the kernel,
-    # the pair, the preload, the overrun), with the release build it needs.
-    step "linux-cp full table (scripts/lcp-full-table.sh)"
-    PATH="$PWD/target/release:$PATH" scripts/lcp-full-table.sh >target/lcp-full-table.txt 2>&1 ||
-        { tail -60 target/lcp-full-table.txt; exit 1; }
-    cat target/lcp-full-table.txt
-elif [ "${CI:-}" = true ]; then
-    echo "the script smoke runs need root (network namespaces); with CI=true that is a failure"
-    exit 1
-else
-    echo "SKIP script smoke runs: not root (they need network namespaces)"
-fi
+scripts/bench-af-packet.sh 1 >target/bench-af-packet-smoke.txt 2>&1 ||
+    { tail -30 target/bench-af-packet-smoke.txt; exit 1; }
+grep -E '^trafgen sent [1-9][0-9]* in 1 s; vecflow forwarded [1-9]' target/bench-af-packet-smoke.txt ||
+    { echo "bench-af-packet.sh forwarded nothing:"; tail -30 target/bench-af-packet-smoke.txt; exit 1; }
+scripts/bench-punt.sh 1 >target/bench-punt-smoke.txt 2>&1 || { tail -30 target/bench-punt-smoke.txt; exit 1; }
+grep -E '^punted [1-9][0-9]*/s to the TAP' target/bench-punt-smoke.txt ||
+    { echo "bench-punt.sh punted nothing:"; tail -30 target/bench-punt-smoke.txt; exit 1; }
+# Not only a smoke run: the full-table test of linux-cp (1.2 M routes through the kernel,
+# the pair, the preload, the overrun), with the release build it needs.
+step "linux-cp full table (scripts/lcp-full-table.sh)"
+PATH="$PWD/target/release:$PATH" scripts/lcp-full-table.sh >target/lcp-full-table.txt 2>&1 ||
+    { tail -60 target/lcp-full-table.txt; exit 1; }
+cat target/lcp-full-table.txt
 
-step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --release --quiet loom
+step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built above)"
+loom_test --quiet loom
 
-step "Miri: the unit tests of the modules with unsafe code or lock-free sharing (sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib)"
-# Isolation is off for the clock the QSBR and FIB tests sleep on. The FIB runs without weak-memory
-# emulation: Miri's store buffers over its 64 MiB table of atomics take hours (its orderings are
-# covered by QSBR's loom model); the data-race and borrow checks stay on.
-miri() {
-    MIRIFLAGS="-Zmiri-disable-isolation $1" CARGO_TARGET_DIR=target/miri \
-        cargo +nightly miri test -p dataplane --lib --quiet -- --test-threads=1 "${@:2}"
-}
-miri "" buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::
-miri -Zmiri-disable-weak-memory-emulation fib::
-
-# Runs fuzz target $2 of crate $1 for FUZZ_SECONDS with a fixed seed, from its corpus plus any
-# seed directories given after (arguments starting with '-' go to libFuzzer); fails on a
-# crash, a leak or a broken invariant.
-fuzz() {
-    local crate=$1 target=$2
-    shift 2
-    local seeds=() flags=()
-    for a in "$@"; do
-        if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
-    done
-    step "fuzz $crate/$target for ${FUZZ_SECONDS}s (cargo +nightly fuzz, seed 1)"
-    local log="$PWD/target/fuzz-$crate-$target.log"
-    mkdir -p "crates/$crate/fuzz/corpus/$target"
-    (cd "crates/$crate/fuzz" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
-        -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 "${flags[@]}" >"$log" 2>&1) || true
-    grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
-    grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; exit 1; }
-}
-fuzz sflow decode
-fuzz dataplane packets -max_len=30000
-fuzz dataplane config "$PWD/examples"
-fuzz dataplane pcap "$PWD/crates/vecflow/tests/fixtures"
+# Miri and the fuzz targets each run on one core: they go through a queue of jobs that two
+# workers take from, longest first, one job per core. Miri's jobs are the modules' tests,
+# listed from the unit-test binary (FIB tests take 20-110 s each under Miri, so the IPv6 FIB's
+# are spread over several jobs); each fuzz job is one target for FUZZ_SECONDS.
+step "Miri (the unit tests of the modules with unsafe code or lock-free sharing: sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib) and ${FUZZ_SECONDS} s of each fuzz target, two at a time"
 scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
-fuzz dataplane netlink "$PWD/target/fuzz-seeds/netlink"
-fuzz dataplane api "$PWD/crates/dataplane/fuzz/seeds/api"
-fuzz dataplane apply "$PWD/crates/dataplane/fuzz/seeds/apply" "$PWD/examples"
-step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice)"
-scripts/fuzz-campaign.sh --slice-sec 5 --budget-min 0 --flat-min 0 --report target/fuzz-campaign-smoke.txt dataplane/pcap
+unit_tests() { cargo test -p dataplane --lib --quiet -- --list "$@" 2>/dev/null | sed -n 's/: test$//p'; }
+ip6_fib_tests=($(unit_tests l3::fib::ip6::tests::))
+[ ${#ip6_fib_tests[@]} -gt 0 ] || { echo "no IPv6 FIB unit tests listed"; exit 1; }
+ip6_jobs=3
+jobs=()
+for ((k = 0; k < ip6_jobs; k++)); do
+    part=()
+    for ((i = k; i < ${#ip6_fib_tests[@]}; i += ip6_jobs)); do part+=("${ip6_fib_tests[i]}"); done
+    jobs+=("Miri: IPv6 FIB tests, part $((k + 1)) of $ip6_jobs|miri_weak_off --exact ${part[*]}")
+done
+jobs+=(
+    "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
+    "Miri: the other FIB tests|miri_weak_off fib:: --skip l3::fib::ip6::tests::"
+    "fuzz dataplane/packets|fuzz dataplane packets -max_len=30000"
+    "fuzz dataplane/config|fuzz dataplane config $PWD/examples -dict=$dicts/config.dict"
+    "fuzz dataplane/pcap|fuzz dataplane pcap $PWD/crates/vecflow/tests/fixtures"
+    "fuzz dataplane/netlink|fuzz dataplane netlink $PWD/target/fuzz-seeds/netlink"
+    "fuzz dataplane/api|fuzz dataplane api $PWD/crates/dataplane/fuzz/seeds/api -dict=$dicts/api.dict"
+    "fuzz dataplane/apply|fuzz dataplane apply $PWD/crates/dataplane/fuzz/seeds/apply $PWD/examples -dict=$dicts/config.dict"
+    "fuzz sflow/decode|fuzz sflow decode"
+)
+run_queue 2 "${jobs[@]}"
+
+step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice of sflow/decode on a worktree of HEAD)"
+rm -rf target/fuzz-campaign-smoke
+scripts/fuzz-campaign.sh --state target/fuzz-campaign-smoke --target-dir "$PWD/crates/sflow/fuzz/target" \
+    --cap-min 0 --slice-sec 5 --report target/fuzz-campaign-smoke.txt sflow/decode
+grep -E '^sflow/decode +commit [0-9a-f]{7}: [1-9][0-9]* runs .*own/dependencies by minute: 0m [1-9][0-9]*/[1-9]' \
+    target/fuzz-campaign-smoke.txt || { echo "fuzz-campaign.sh reported no runs or no coverage"; exit 1; }
+git worktree remove --force target/fuzz-campaign-smoke/worktree
 
 step "summary"
 print_summary

@@ -18,7 +18,7 @@
 #     (`ring_full`, which the datagrams report as drops); and what the collector received
 #     against what was sent;
 #   - vecflow's RSS every 5 s, flat (within 5 %) after the first 10 s.
-# Exits 1 when a check fails (with --smoke, as ./test.sh runs it for a few seconds, only the
+# Exits 1 when a check fails (with --smoke, as ./test.sh --full runs it for a few seconds, only the
 # books: the paired ratios need a quiet machine and a minute). The JSON (--json) has one
 # object per run.
 set -euo pipefail

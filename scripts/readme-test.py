@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the commands the README and the manual (docs/*.md) give users, as written.
 
-    scripts/readme-test.py [--vecflow PATH] [--only TEXT] [--list] [FILE.md ...]
+    scripts/readme-test.py [--vecflow PATH] [--only TEXT] [--list] [--links-only] [FILE.md ...]
 
 Every fenced block whose language is `sh` is a test: its lines run in order in one bash
 (`set -eo pipefail`), from the repository's root, with `vecflow` on the PATH being the binary
@@ -39,7 +39,8 @@ shell splits them:
 
 Besides the blocks, every relative link ([text](path) or [text](path#anchor)) in these files
 must name a file that exists, and its anchor a heading in it; and every inline `vecflow WORD`
-must name a subcommand `vecflow --help` lists.
+must name a subcommand `vecflow --help` lists. --links-only checks just these (seconds, no root:
+the contributor's `./test.sh` runs it with the debug binary) and runs no block.
 
 Exit status 0 when everything passed (skips allowed unless CI=true), 1 otherwise.
 """
@@ -322,6 +323,7 @@ def main():
     ap.add_argument("--vecflow", type=Path, default=ROOT / "target/release/vecflow")
     ap.add_argument("--only", help="run only the blocks whose name or first line contains this")
     ap.add_argument("--list", action="store_true", help="list the blocks and what each will run")
+    ap.add_argument("--links-only", action="store_true", help="check the links and subcommands; run no block")
     args = ap.parse_args()
     files = [f.resolve() for f in args.files] or [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
     blocks = [b for f in files for b in blocks_of(f)]
@@ -343,6 +345,9 @@ def main():
         errors += check_links(f) + check_subcommands(f, subcommands)
     for e in errors:
         print(f"FAILED {e}")
+    if args.links_only:
+        print(f"readme-test: links and subcommands of {len(files)} page(s), {len(errors)} failure(s); no block run")
+        return 1 if errors else 0
 
     bindir = Path(tempfile.mkdtemp(prefix="vecflow-readme-"))
     (bindir / "vecflow").symlink_to(vecflow)

@@ -4,7 +4,7 @@
 #
 #   sudo scripts/soak.sh [--minutes N] [--gap-us US] [--json FILE] [--keep]
 #
-# Needs root, BIRD 2, iperf3, trafgen, ethtool, iproute2 and goflow2 (./test.sh installs
+# Needs root, BIRD 2, iperf3, trafgen, ethtool, iproute2 and goflow2 (./test.sh --full installs
 # them), and the release build (built when missing; VECFLOW=path to use another binary).
 # The lab, the schedule of faults and every check are described in docs/testing.md ("The
 # soak"); the code is in scripts/soak/. Exits 0 when every check passed, 1 when one failed,

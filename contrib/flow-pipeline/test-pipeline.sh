@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end test of the flow pipeline, run by ./test.sh: starts it (pipeline.sh up, random
+# End-to-end test of the flow pipeline, run by ./test.sh --full: starts it (pipeline.sh up, random
 # ports, a temporary directory), runs vecflow on the lab (examples/lab.yaml: generator
 # interfaces, sFlow 1:1000 on ports 4-7) with its collector at goflow2 for a few seconds, then
 # checks in ClickHouse that

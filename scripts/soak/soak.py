@@ -40,7 +40,7 @@ def tools():
     missing = [t for t, p in found.items() if not p]
     if missing or os.geteuid() != 0:
         print(f"soak.sh needs root and {', '.join(missing) or 'nothing else'} "
-              "(./test.sh installs them: bird2, iperf3, netsniff-ng, ethtool, iproute2, goflow2)", file=sys.stderr)
+              "(./test.sh --full installs them: bird2, iperf3, netsniff-ng, ethtool, iproute2, goflow2)", file=sys.stderr)
         sys.exit(2)
     return found
 

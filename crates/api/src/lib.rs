@@ -35,6 +35,9 @@ pub const API_VERSION: u64 = 1;
 /// [`code::TOO_LARGE`] and the connection closed.
 pub const MAX_REQUEST: usize = 1 << 20;
 
+/// The JSON-RPC methods the server answers (docs/api.md), in the order its errors list them.
+pub const METHODS: [&str; 5] = ["version", "commands", "cli", "plan", "apply"];
+
 /// Error codes: JSON-RPC 2.0's own, then vecflow's (-32000 and below).
 pub mod code {
     /// The request is not JSON.

@@ -336,7 +336,7 @@ fn answer(request: &Value, shared: &Shared) -> Result<Value, ApiError> {
         }
         other => Err(ApiError::new(
             code::METHOD_NOT_FOUND,
-            format!("method '{other}' does not exist; methods: version, commands, cli, plan, apply"),
+            format!("method '{other}' does not exist; methods: {}", crate::METHODS.join(", ")),
         )),
     }
 }

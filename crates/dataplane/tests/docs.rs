@@ -1,5 +1,6 @@
 //! The reference docs cannot drift from the code: `docs/config.md` documents exactly the keys
-//! of the configuration model, and `docs/cli.md` exactly the commands of the registry.
+//! of the configuration model, and `docs/cli.md` exactly the commands of the registry. Nor can
+//! the fuzzers' dictionaries (`crates/dataplane/fuzz/dicts/`), made from the same two sources.
 
 use dataplane::config::Config;
 use dataplane::control::cli::Registry;
@@ -72,4 +73,94 @@ fn cli_reference_lists_every_command_and_no_other() {
         missing.is_empty() && unknown.is_empty(),
         "undocumented commands: {missing:#?}\ncommands that do not exist: {unknown:#?}"
     );
+}
+
+/// Every string of the schema a configuration is made of: each key, and each value an enum
+/// or a constant allows.
+fn schema_words(schema: &Value, out: &mut BTreeSet<String>) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match k.as_str() {
+                    "properties" => out.extend(v.as_object().into_iter().flat_map(|p| p.keys().cloned())),
+                    "enum" => {
+                        out.extend(v.as_array().into_iter().flatten().filter_map(|e| e.as_str().map(String::from)))
+                    }
+                    "const" => out.extend(v.as_str().map(String::from)),
+                    _ => {}
+                }
+                schema_words(v, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| schema_words(v, out)),
+        _ => {}
+    }
+}
+
+/// A libFuzzer dictionary: a comment saying where it comes from, then one quoted entry a line
+/// (`\"`, `\\` and `\xNN` escaped).
+fn dictionary(source: &str, entries: &BTreeSet<String>) -> String {
+    let mut text = format!("# {source}\n# Made by crates/dataplane/tests/docs.rs (VECFLOW_BLESS=1 writes it again).\n");
+    for e in entries {
+        text.push('"');
+        for b in e.bytes() {
+            match b {
+                b'"' | b'\\' => text.push_str(&format!("\\{}", b as char)),
+                0x20..=0x7e => text.push(b as char),
+                _ => text.push_str(&format!("\\x{b:02X}")),
+            }
+        }
+        text.push_str("\"\n");
+    }
+    text
+}
+
+/// The fuzz dictionaries are what the schema and the registry make of them: the configuration's
+/// keys and enum values for the `config` and `apply` targets; the JSON-RPC framing, methods and
+/// command words for `api`. With `VECFLOW_BLESS=1` the test writes them instead.
+#[test]
+fn fuzz_dictionaries_follow_the_schema_and_the_registry() {
+    let schema = serde_json::to_value(schemars::schema_for!(Config)).unwrap();
+    let mut config = BTreeSet::new();
+    schema_words(&schema, &mut config);
+    let config_keys: BTreeSet<String> = config.iter().map(|w| format!("{w}:")).collect();
+    config.extend(config_keys);
+
+    let mut api: BTreeSet<String> = ["jsonrpc", "2.0", "id", "method", "params", "api", "command", "config"]
+        .iter()
+        .chain(api::METHODS.iter())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    api.insert(format!("\"api\": {}", api::API_VERSION));
+    for c in Registry::with_builtins().commands() {
+        api.insert(c.words.to_string());
+        api.extend(c.words.split_whitespace().map(String::from));
+    }
+
+    let dicts = [
+        (
+            "config.dict",
+            dictionary("The configuration's keys (also as `key:`) and enum values, from its schema.", &config),
+        ),
+        (
+            "api.dict",
+            dictionary("JSON-RPC framing, the API's methods and the CLI registry's commands and words.", &api),
+        ),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/dicts");
+    for (name, want) in dicts {
+        let path = dir.join(name);
+        if std::env::var_os("VECFLOW_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &want).unwrap();
+            continue;
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is not what the schema and the registry make; write it again with \
+             VECFLOW_BLESS=1 cargo test -p dataplane --test docs",
+            path.display()
+        );
+    }
 }

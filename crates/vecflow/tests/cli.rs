@@ -136,7 +136,7 @@ fn bench_json_accounts_for_every_packet_and_sample() {
         // less than a binomial draw, so the binomial bound holds with room.
         let (taken, sent, dropped) = (u("samples_taken"), u("samples_sent"), u("samples_dropped"));
         if rate == 0 {
-            assert_eq!((taken, sent, dropped), (0, 0, 0), "{at}");
+            assert_eq!((taken, sent, dropped, u("samples_of_drops")), (0, 0, 0, 0), "{at}");
         } else {
             let chosen = (taken + dropped) as f64;
             let mean = packets as f64 / rate as f64;
@@ -145,9 +145,35 @@ fn bench_json_accounts_for_every_packet_and_sample() {
                 (chosen - mean).abs() <= bound,
                 "{chosen} samples chosen of {packets} at 1:{rate}, expected {mean:.0} ± {bound:.0} ({at})"
             );
-            // A run of a packet count reports its samples once the dataplane stopped, which
-            // sends every sample it took.
+            // A run reports its samples once the dataplane stopped, which sends every sample it
+            // took; no packet was dropped, so none was a sample of a drop.
             assert_eq!(sent, taken, "every sample taken was sent ({at})");
+        }
+    }
+}
+
+/// Each run's sFlow books balance on their own, whether it runs a packet count or a time
+/// window: samples taken before a window and sent in it (or the other way round) once made
+/// `ip4-ecmp64` report more samples sent than taken, and `mpls-core` fewer. At the end of a
+/// run nothing is in flight (the agent sends all it holds when the dataplane stops), so every
+/// sample taken was sent or was of a packet the graph dropped.
+#[test]
+fn bench_books_balance_per_run() {
+    let scenarios = ["--scenario", "ip4-ecmp64", "--scenario", "mpls-core", "--sflow-rates", "100"];
+    let counted = [&["bench", "--json", "--packets", "100000"][..], &scenarios].concat();
+    let timed = [&["bench", "--json", "--runs", "2", "--seconds", "0.3", "--warmup", "0.1"][..], &scenarios].concat();
+    for args in [counted, timed] {
+        let (ok, out, err) = vecflow(&args);
+        assert!(ok, "{args:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let rows = v["scenarios"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{args:?}: {out}");
+        for row in rows {
+            let u = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("{k} in {row}"));
+            let (taken, sent, of_drops) = (u("samples_taken"), u("samples_sent"), u("samples_of_drops"));
+            assert!(taken > 100, "{args:?}: {row}");
+            assert!(sent <= taken, "more samples sent than taken ({args:?}): {row}");
+            assert_eq!(taken - sent, of_drops, "taken − sent = of drops, none in flight ({args:?}): {row}");
         }
     }
 }

@@ -126,7 +126,7 @@ fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
 /// sflow.md, B.8): discard samples (0:5) and the port-name record (0:1005) are "unknown".
 #[test]
 fn tshark_decodes_what_vecflow_sends() {
-    let Some(tshark) = require("tshark", &[], "./test.sh installs it: apt-get install tshark") else { return };
+    let Some(tshark) = require("tshark", &[], "./test.sh --full installs it: apt-get install tshark") else { return };
     let datagrams = capture();
     assert!(datagrams.len() > 20, "{} datagrams", datagrams.len());
     let dir = std::env::temp_dir().join(format!("vecflow-interop-{}", std::process::id()));
@@ -292,7 +292,7 @@ fn goflow2_decodes_what_vecflow_sends() {
     let gopath = std::env::var_os("GOPATH").map(PathBuf::from);
     let home_go = std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go"));
     let gobin: Vec<PathBuf> = gopath.into_iter().chain(home_go).map(|p| p.join("bin")).collect();
-    let install = "./test.sh installs it: go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6";
+    let install = "./test.sh --full installs it: go install github.com/netsampler/goflow2/v2/cmd/goflow2@v2.2.6";
     let Some(bin) = require("goflow2", &gobin, install) else { return };
     let datagrams = capture();
     let ours: Vec<sflow::Datagram<'_>> = datagrams.iter().map(|d| sflow::decode(d).unwrap()).collect();
@@ -419,7 +419,7 @@ fn json_lines(path: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn sfacctd_decodes_what_vecflow_sends() {
     // Debian installs it in /usr/sbin, which a non-root PATH may lack.
-    let install = "./test.sh installs Debian's pmacct: apt-get install pmacct";
+    let install = "./test.sh --full installs Debian's pmacct: apt-get install pmacct";
     let Some(bin) = require("sfacctd", &["/usr/sbin".into()], install) else { return };
     let datagrams = capture();
     let ours: Vec<sflow::Datagram<'_>> = datagrams.iter().map(|d| sflow::decode(d).unwrap()).collect();

@@ -2,7 +2,7 @@
 //! and nodes' clocks read over a window, and sFlow's samples counted by a collector socket.
 
 use super::scenarios::{Kind, Scenario, l2xc};
-use super::{AgentMeasured, Args, CodecMeasured, FibSize, Measured, NodeCost, Row, on_core};
+use super::{AgentMeasured, Args, CodecMeasured, FibSize, Measured, NodeCost, Row, SampleBooks, on_core};
 use anyhow::{Context, bail};
 use dataplane::Dataplane;
 use dataplane::config::{Config, InterfaceSflow};
@@ -83,10 +83,13 @@ fn with_sflow(mut config: Config, rate: u32, port: u16, ring_depth: Option<u32>,
     config
 }
 
-/// sFlow totals over every data source: (taken, sent, dropped).
-fn sflow_totals(dp: &Dataplane) -> (u64, u64, u64) {
-    dp.sflow().map_or((0, 0, 0), |(_, _, rows)| {
-        rows.iter().fold((0, 0, 0), |a, r| (a.0 + r.sampler.taken, a.1 + r.samples_sent, a.2 + r.sampler.ring_full))
+/// sFlow totals over every data source since the dataplane started (all zero without sFlow).
+fn sflow_totals(dp: &Dataplane) -> SampleBooks {
+    dp.sflow().map_or(SampleBooks::default(), |(_, agent, rows)| SampleBooks {
+        samples_taken: rows.iter().map(|r| r.sampler.taken).sum(),
+        samples_sent: rows.iter().map(|r| r.samples_sent).sum(),
+        samples_of_drops: agent.samples_of_drops,
+        samples_dropped: rows.iter().map(|r| r.sampler.ring_full).sum(),
     })
 }
 
@@ -109,17 +112,15 @@ pub(super) fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, h
             let collector = Collector::start()?;
             let mut dp = Dataplane::start(&with_sflow(l2xc(core), 1, collector.port, Some(1 << 16), None))?;
             std::thread::sleep(Duration::from_secs_f64(args.warmup));
-            let (a, ra, t0) = (sflow_totals(&dp), collector.received(), Instant::now());
+            let (ra, t0) = (collector.received(), Instant::now());
             std::thread::sleep(Duration::from_secs_f64(args.seconds));
-            let (b, rb, secs) = (sflow_totals(&dp), collector.received(), t0.elapsed().as_secs_f64());
+            let (rb, secs) = (collector.received(), t0.elapsed().as_secs_f64());
             dp.stop()?;
             collector.finish();
             Ok(Row::Agent(AgentMeasured {
                 name: s.name,
                 samples_per_s: (rb - ra) as f64 / secs,
-                samples_taken: b.0 - a.0,
-                samples_sent: b.1 - a.1,
-                samples_dropped: b.2 - a.2,
+                samples: sflow_totals(&dp),
             }))
         }
         Kind::Churn => super::churn::churn(core, args.warmup),
@@ -178,14 +179,14 @@ pub(super) fn measure_forward(
         std::thread::sleep(Duration::from_millis(1));
     }
     let mut agent_time = None;
-    let (a, sa, b, sb) = match args.packets {
+    let (a, b, sent_in_window) = match args.packets {
         None => {
             std::thread::sleep(Duration::from_secs_f64(args.warmup));
             let (a, sa, ta) = (worker0(&dp), sflow_totals(&dp), agent_schedstat());
             std::thread::sleep(Duration::from_secs_f64(args.seconds));
             let (b, sb, tb) = (worker0(&dp), sflow_totals(&dp), agent_schedstat());
             agent_time = tb.zip(ta).map(|(b, a)| (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1)));
-            (a, sa, b, Some(sb))
+            (a, b, Some(sb.samples_sent - sa.samples_sent))
         }
         Some(n) => {
             // From the worker's start (nothing counted yet) to the last packet.
@@ -198,9 +199,7 @@ pub(super) fn measure_forward(
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            // The samples' totals once the dataplane has stopped (below): its agent sends all
-            // it holds when it stops, so a run of N packets reports every sample it sent.
-            (a, (0, 0, 0), worker0(&dp), None)
+            (a, worker0(&dp), None)
         }
     };
     let (ip4, ip6) = (&dp.fib().ip4, &dp.fib().ip6);
@@ -215,7 +214,10 @@ pub(super) fn measure_forward(
         dp.sflow().map_or((0, 0), |(_, totals, _)| (totals.ring_high_water, totals.longest_pause_us));
     let ring_depth = config.sflow.as_ref().map_or(0, |sf| sf.ring_depth);
     dp.stop()?;
-    let sb = sb.unwrap_or_else(|| sflow_totals(&dp));
+    // The run's books once the dataplane has stopped: its agent sends all it holds when it
+    // stops, so they balance on their own (SampleBooks).
+    let samples = sflow_totals(&dp);
+    let sent_in_window = sent_in_window.unwrap_or(samples.samples_sent);
     let end = worker0(&dp);
     let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
     let packets = input(&b).vectors - input(&a).vectors;
@@ -255,15 +257,14 @@ pub(super) fn measure_forward(
         spread,
         vectors_per_call: packets as f64 / input_calls.max(1) as f64,
         drop_fraction: dropped as f64 / packets as f64,
-        samples_taken: sb.0 - sa.0,
-        samples_sent: sb.1 - sa.1,
-        samples_dropped: sb.2 - sa.2,
+        samples,
+        samples_sent_in_window: sent_in_window,
         ring_high_water,
         ring_depth,
         agent_longest_pause_us,
         agent_cpu_s: agent_time.map_or(0.0, |t| t.0 as f64 / 1e9),
         agent_wait_s: agent_time.map_or(0.0, |t| t.1 as f64 / 1e9),
-        agent_capacity_per_s: agent_time.map_or(0.0, |t| (sb.1 - sa.1) as f64 / (t.0.max(1) as f64 / 1e9)),
+        agent_capacity_per_s: agent_time.map_or(0.0, |t| sent_in_window as f64 / (t.0.max(1) as f64 / 1e9)),
         nodes,
     })
 }

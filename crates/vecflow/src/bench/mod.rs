@@ -113,12 +113,11 @@ struct Measured {
     vectors_per_call: f64,
     /// Packets that ended in `error-drop` ÷ packets generated.
     drop_fraction: f64,
-    /// Samples copied into the rings in the window.
-    samples_taken: u64,
-    /// Samples encoded into datagrams in the window.
-    samples_sent: u64,
-    /// Samples lost to full rings in the window.
-    samples_dropped: u64,
+    /// The run's sFlow books, from its start to its stop.
+    #[serde(flatten)]
+    samples: SampleBooks,
+    /// Samples encoded into datagrams in the window (what the agent's rate is measured on).
+    samples_sent_in_window: u64,
     /// The most samples the agent found waiting in the worker's ring, over the whole run.
     ring_high_water: u64,
     /// Slots of the worker's ring.
@@ -131,7 +130,7 @@ struct Measured {
     agent_cpu_s: f64,
     agent_wait_s: f64,
     /// Samples the agent sent per second of its CPU time in the window: what it could take
-    /// with a whole CPU (the row's samples_sent ÷ seconds is what it got).
+    /// with a whole CPU (the row's samples_sent_in_window ÷ seconds is what it got).
     agent_capacity_per_s: f64,
     nodes: Vec<NodeCost>,
 }
@@ -182,8 +181,26 @@ struct AgentMeasured {
     name: &'static str,
     /// Samples received by the collector socket per second.
     samples_per_s: f64,
+    /// The run's sFlow books, from its start to its stop.
+    #[serde(flatten)]
+    samples: SampleBooks,
+}
+
+/// One run's sFlow books, summed over data sources from the dataplane's start to its stop.
+/// The agent sends every sample it holds when it stops, so none is in flight at the end and
+/// they balance on their own: `taken = sent + of_drops`. Samples lost to full rings were never
+/// taken. (Counted over a window instead, samples taken before it and sent in it, or taken in
+/// it and sent after, would unbalance them either way.)
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+struct SampleBooks {
+    /// Samples copied into the rings.
     samples_taken: u64,
+    /// Samples encoded into datagrams.
     samples_sent: u64,
+    /// Samples of packets the graph then dropped (drop monitoring's business, never sent as
+    /// flow samples).
+    samples_of_drops: u64,
+    /// Samples lost because a ring was full.
     samples_dropped: u64,
 }
 

@@ -5,7 +5,7 @@ use super::{Counterpart, Measured, Report, Row};
 
 /// One sampled run: its samples, how full the ring got and what the agent had to spare.
 pub(super) fn run_line(m: &Measured, run: u32, seconds: f64) -> String {
-    let got = m.samples_sent as f64 / seconds;
+    let got = m.samples_sent_in_window as f64 / seconds;
     let spare = if m.agent_cpu_s > 0.0 {
         format!(
             "; agent {:.0} k samples/s on {:.0} % of a CPU (waited {:.0} ms for one): could take {:.0} k/s, {:.1}× what it got",
@@ -19,12 +19,13 @@ pub(super) fn run_line(m: &Measured, run: u32, seconds: f64) -> String {
         String::new()
     };
     format!(
-        "{} sflow {} run {run}: samples taken {} sent {} dropped {}; ring high water {} of {}, longest agent pause {:.1} ms{spare}",
+        "{} sflow {} run {run}: samples taken {} sent {} of drops {} dropped {}; ring high water {} of {}, longest agent pause {:.1} ms{spare}",
         m.name,
         m.sflow_rate,
-        m.samples_taken,
-        m.samples_sent,
-        m.samples_dropped,
+        m.samples.samples_taken,
+        m.samples.samples_sent,
+        m.samples.samples_of_drops,
+        m.samples.samples_dropped,
         m.ring_high_water,
         m.ring_depth,
         m.agent_longest_pause_us as f64 / 1e3
@@ -93,8 +94,11 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
                     String::new()
                 } else {
                     format!(
-                        "   samples taken {} sent {} dropped {}",
-                        s.samples_taken, s.samples_sent, s.samples_dropped
+                        "   samples taken {} sent {} of drops {} dropped {}",
+                        s.samples.samples_taken,
+                        s.samples.samples_sent,
+                        s.samples.samples_of_drops,
+                        s.samples.samples_dropped
                     )
                 };
                 let min = s.cycles_per_packet_min;
@@ -138,12 +142,13 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
             }
             Row::Agent(a) => {
                 println!(
-                    "{:<12} {:>8.2} M samples/s received by the collector (taken {}, sent {}, ring drops {})",
+                    "{:<12} {:>8.2} M samples/s received by the collector (run: taken {}, sent {}, of drops {}, ring drops {})",
                     a.name,
                     a.samples_per_s / 1e6,
-                    a.samples_taken,
-                    a.samples_sent,
-                    a.samples_dropped
+                    a.samples.samples_taken,
+                    a.samples.samples_sent,
+                    a.samples.samples_of_drops,
+                    a.samples.samples_dropped
                 );
             }
             Row::Churn(c) => {

@@ -2,7 +2,7 @@
 //!
 //! A test that cannot run here (a tool is missing, no IPv6 loopback) calls [`skip`]: with
 //! `CI=true` that fails the test, elsewhere it prints `SKIP <test>: <reason>` and appends the
-//! line to the file `$VECFLOW_SKIP_LOG` names, which `./test.sh` counts in its summary.
+//! line to the file `$VECFLOW_SKIP_LOG` names, which `./test.sh` and `./test.sh --full` count in its summary.
 
 // Each test crate uses part of this module.
 #![allow(dead_code)]

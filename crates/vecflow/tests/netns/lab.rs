@@ -404,5 +404,5 @@ pub(crate) fn can_run() -> bool {
     let sbin = [PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")];
     ["ip", "ss", "ping", "ethtool", "iperf3", "python3"]
         .iter()
-        .all(|t| require(t, &sbin, "./test.sh installs it as root").is_some())
+        .all(|t| require(t, &sbin, "./test.sh --full installs it as root").is_some())
 }
