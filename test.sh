@@ -56,7 +56,18 @@ print_step_times() {
     printf '\n==> time per step (%s tier, total %ds)\n' "$tier" "$SECONDS"
     printf '%s\n' "${step_times[@]}"
 }
-trap print_step_times EXIT
+# At exit, also the workers of a queue still running (a failed step ends the run while the
+# builds started beside the tests go on) and what they started.
+stop_queues() {
+    local pid
+    for pid in $(cat target/builds/pids target/checks/pids 2>/dev/null); do
+        kill -0 "$pid" 2>/dev/null || continue
+        pkill -TERM -P "$pid" 2>/dev/null || true
+        kill "$pid" 2>/dev/null || true
+    done
+}
+rm -rf target/builds target/checks
+trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
@@ -140,8 +151,111 @@ if [ "$tier" = full ]; then
     fi
 fi
 
+# A queue of jobs ("name|command": a function of this script and its arguments, split on
+# spaces) in directory $1 that $2 workers take from in turn, each starting the next job when
+# its last one ends; each job's output goes to a log of its own. queue_start returns at once;
+# queue_wait waits for the workers, prints each job's result and time (also into the step
+# table) and the output of those that failed, and fails if one did. With `idle` as $3 the
+# workers run at SCHED_IDLE: they get only the CPU time nothing else wants.
+queue_start() {
+    local dir=$1 workers=$2 policy=$3 w
+    shift 3
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    printf '%s\n' "$@" >"$dir/jobs"
+    echo 0 >"$dir/next"
+    : >"$dir/pids"
+    for ((w = 0; w < workers; w++)); do
+        queue_worker "$dir" "$policy" &
+        echo $! >>"$dir/pids"
+    done
+}
+queue_worker() {
+    local dir=$1 policy=$2 n job
+    [ "$policy" != idle ] || chrt --idle -p 0 "$BASHPID" >/dev/null
+    while :; do
+        n=$(flock "$dir/next" bash -c 'n=$(cat "$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$dir/next")
+        job=$(sed -n "$((n + 1))p" "$dir/jobs")
+        [ -n "$job" ] || return 0
+        local name=${job%%|*} start=$SECONDS status=0
+        # shellcheck disable=SC2086 # the command is split on spaces on purpose
+        ${job#*|} >"$dir/$n.log" 2>&1 </dev/null || status=$?
+        echo "$((SECONDS - start))|$status|$name|$dir/$n.log" >>"$dir/done"
+    done
+}
+queue_wait() {
+    local dir=$1 failed=0 secs status name log pid
+    while read -r pid; do wait "$pid" || true; done <"$dir/pids"
+    while IFS='|' read -r secs status name log; do
+        step_times+=("$(printf '%5ds      %s (in a queue)' "$secs" "$name")")
+        if [ "$status" = 0 ]; then
+            printf 'ok      %4ds  %s\n' "$secs" "$name"
+            grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY|test result)' "$log" | sed 's/^/        /' || true
+        else
+            printf 'FAILED  %4ds  %s (exit %s); its log, %s:\n' "$secs" "$name" "$status" "$log"
+            tail -60 "$log"
+            failed=1
+        fi
+    done <"$dir/done"
+    [ "$failed" = 0 ]
+}
+
+# loom's models: dataplane's unit tests built with `--cfg loom`, in a target directory of their
+# own and the `loom` profile (Cargo.toml: the release build's optimisation without its LTO).
+loom_test() {
+    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --profile loom "$@"
+}
+# Miri over dataplane's unit tests, one test at a time. Isolation is off for the clock the QSBR
+# and FIB tests sleep on. The FIB runs without weak-memory emulation (miri_weak_off): Miri's
+# store buffers over its 64 MiB table of atomics take hours (its orderings are covered by
+# QSBR's loom model); the data-race and borrow checks stay on.
+miri_test() {
+    local flags=$1
+    shift
+    MIRIFLAGS="-Zmiri-disable-isolation $flags" CARGO_TARGET_DIR=target/miri \
+        cargo +nightly miri test -p dataplane --lib --quiet "$@"
+}
+miri_build() { miri_test "" --no-run; }
+miri_all() { miri_test "" -- --test-threads=1 "$@"; }
+miri_weak_off() { miri_test -Zmiri-disable-weak-memory-emulation -- --test-threads=1 "$@"; }
+# Builds every fuzz target of crate $1 (as `cargo fuzz run` builds them: release, debug
+# assertions, AddressSanitizer).
+fuzz_build() { (cd "crates/$1/fuzz" && cargo +nightly fuzz build); }
+# Runs fuzz target $2 of crate $1 for FUZZ_SECONDS with a fixed seed, from its corpus plus any
+# seed directories given after (arguments starting with '-' go to libFuzzer); fails on a
+# crash, a leak or a broken invariant.
+fuzz() {
+    local crate=$1 target=$2
+    shift 2
+    local seeds=() flags=() a
+    for a in "$@"; do
+        if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
+    done
+    local log="$PWD/target/fuzz-$crate-$target.log"
+    mkdir -p "crates/$crate/fuzz/corpus/$target"
+    (cd "crates/$crate/fuzz" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
+        -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 "${flags[@]}" >"$log" 2>&1) || true
+    grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
+    grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; return 1; }
+}
+dicts=$PWD/crates/dataplane/fuzz/dicts
+
 step "build the tests (cargo test --no-run)"
 cargo test "${test_args[@]}" --no-run --quiet
+
+if [ "$tier" = full ]; then
+    # The other builds of the full tier, each into a target directory or profile of its own,
+    # start now, five cargo processes at once at SCHED_IDLE: they take the CPU the tests leave
+    # (the namespace labs mostly wait on the network) without slowing them, and keep both
+    # cores busy where one build alone waits on its longest crate (the release build compiles
+    # dataplane in one codegen unit). The step "the other builds" waits for them.
+    queue_start target/builds 5 idle \
+        "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow" \
+        "loom's models (--cfg loom)|loom_test --quiet --no-run" \
+        "Miri's unit-test binary|miri_build" \
+        "fuzz targets of dataplane|fuzz_build dataplane" \
+        "fuzz targets of sflow|fuzz_build sflow"
+fi
 
 step "run the tests (unit, node, property, engine, sFlow, CLI$([ "$tier" = quick ] || echo ", namespace, linux-cp and decoder") tests)"
 # A test that cannot run here (a tool above missing, no IPv6 loopback) fails with CI=true;
@@ -195,100 +309,9 @@ EOF
     exit 0
 fi
 
-# A queue of jobs ("name|command": a function of this script and its arguments, split on
-# spaces) that N workers take from in turn, each starting the next job when its last one
-# ends; each job's output goes to a log of its own. When all have ended it prints each job's
-# result and time (also into the step table), and the output of those that failed; it fails
-# if one did.
-run_queue() {
-    local workers=$1 dir=target/queue
-    shift
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    printf '%s\n' "$@" >"$dir/jobs"
-    echo 0 >"$dir/next"
-    local pids=() w
-    for ((w = 0; w < workers; w++)); do
-        queue_worker "$dir" &
-        pids+=($!)
-    done
-    wait "${pids[@]}"
-    local failed=0 secs status name log
-    while IFS='|' read -r secs status name log; do
-        step_times+=("$(printf '%5ds      %s (in a queue of %s)' "$secs" "$name" "$workers")")
-        if [ "$status" = 0 ]; then
-            printf 'ok      %4ds  %s\n' "$secs" "$name"
-            grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY|test result)' "$log" | sed 's/^/        /' || true
-        else
-            printf 'FAILED  %4ds  %s (exit %s); its log, %s:\n' "$secs" "$name" "$status" "$log"
-            tail -60 "$log"
-            failed=1
-        fi
-    done <"$dir/done"
-    [ "$failed" = 0 ]
-}
-queue_worker() {
-    local dir=$1 n job
-    while :; do
-        n=$(flock "$dir/next" bash -c 'n=$(cat "$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$dir/next")
-        job=$(sed -n "$((n + 1))p" "$dir/jobs")
-        [ -n "$job" ] || return 0
-        local name=${job%%|*} start=$SECONDS status=0
-        # shellcheck disable=SC2086 # the command is split on spaces on purpose
-        ${job#*|} >"$dir/$n.log" 2>&1 </dev/null || status=$?
-        echo "$((SECONDS - start))|$status|$name|$dir/$n.log" >>"$dir/done"
-    done
-}
 
-# loom's models: dataplane's unit tests built with `--cfg loom`, in a target directory of their
-# own and the `loom` profile (Cargo.toml: the release build's optimisation without its LTO).
-loom_test() {
-    RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p dataplane --lib --profile loom "$@"
-}
-# Miri over dataplane's unit tests, one test at a time. Isolation is off for the clock the QSBR
-# and FIB tests sleep on. The FIB runs without weak-memory emulation (miri_weak_off): Miri's
-# store buffers over its 64 MiB table of atomics take hours (its orderings are covered by
-# QSBR's loom model); the data-race and borrow checks stay on.
-miri_test() {
-    local flags=$1
-    shift
-    MIRIFLAGS="-Zmiri-disable-isolation $flags" CARGO_TARGET_DIR=target/miri \
-        cargo +nightly miri test -p dataplane --lib --quiet "$@"
-}
-miri_build() { miri_test "" --no-run; }
-miri_all() { miri_test "" -- --test-threads=1 "$@"; }
-miri_weak_off() { miri_test -Zmiri-disable-weak-memory-emulation -- --test-threads=1 "$@"; }
-# Builds every fuzz target of crate $1 (as `cargo fuzz run` builds them: release, debug
-# assertions, AddressSanitizer).
-fuzz_build() { (cd "crates/$1/fuzz" && cargo +nightly fuzz build); }
-# Runs fuzz target $2 of crate $1 for FUZZ_SECONDS with a fixed seed, from its corpus plus any
-# seed directories given after (arguments starting with '-' go to libFuzzer); fails on a
-# crash, a leak or a broken invariant.
-fuzz() {
-    local crate=$1 target=$2
-    shift 2
-    local seeds=() flags=() a
-    for a in "$@"; do
-        if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
-    done
-    local log="$PWD/target/fuzz-$crate-$target.log"
-    mkdir -p "crates/$crate/fuzz/corpus/$target"
-    (cd "crates/$crate/fuzz" && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
-        -max_total_time="$FUZZ_SECONDS" -seed=1 -print_final_stats=1 "${flags[@]}" >"$log" 2>&1) || true
-    grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
-    grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; return 1; }
-}
-dicts=$PWD/crates/dataplane/fuzz/dicts
-
-step "build side by side: the release binary, loom's models, Miri's test binary and the fuzz targets"
-# Five builds, each into a target directory or profile of its own, at once: alone, each leaves a
-# core idle while it waits on one long crate (the release build compiles dataplane in one
-# codegen unit); together they keep both busy.
-run_queue 5 "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow" \
-    "loom's models (--cfg loom)|loom_test --quiet --no-run" \
-    "Miri's unit-test binary|miri_build" \
-    "fuzz targets of dataplane|fuzz_build dataplane" \
-    "fuzz targets of sflow|fuzz_build sflow"
+step "the other builds (started beside the tests, at SCHED_IDLE): the release binary, loom's models, Miri's test binary, the fuzz targets"
+queue_wait target/builds
 
 step "flow pipeline: vecflow -> goflow2 -> Kafka -> ClickHouse (contrib/flow-pipeline/test-pipeline.sh)"
 contrib/flow-pipeline/test-pipeline.sh target/debug/vecflow
@@ -352,7 +375,9 @@ loom_test --quiet loom
 # are spread over several jobs); each fuzz job is one target for FUZZ_SECONDS.
 step "Miri (the unit tests of the modules with unsafe code or lock-free sharing: sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib) and ${FUZZ_SECONDS} s of each fuzz target, two at a time"
 scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
-unit_tests() { cargo test -p dataplane --lib --quiet -- --list "$@" 2>/dev/null | sed -n 's/: test$//p'; }
+# (The workspace's unit-test binaries as the test step built them: `-p dataplane` alone would
+# resolve other features for the dependencies and build them again.)
+unit_tests() { cargo test "${test_args[@]}" --lib --quiet -- --list "$@" 2>/dev/null | sed -n 's/: test$//p'; }
 ip6_fib_tests=($(unit_tests l3::fib::ip6::tests::))
 [ ${#ip6_fib_tests[@]} -gt 0 ] || { echo "no IPv6 FIB unit tests listed"; exit 1; }
 ip6_jobs=3
@@ -373,7 +398,8 @@ jobs+=(
     "fuzz dataplane/apply|fuzz dataplane apply $PWD/crates/dataplane/fuzz/seeds/apply $PWD/examples -dict=$dicts/config.dict"
     "fuzz sflow/decode|fuzz sflow decode"
 )
-run_queue 2 "${jobs[@]}"
+queue_start target/checks 2 normal "${jobs[@]}"
+queue_wait target/checks
 
 step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice of sflow/decode on a worktree of HEAD)"
 rm -rf target/fuzz-campaign-smoke
