@@ -238,7 +238,6 @@ fuzz() {
     grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY)' "$log" || true
     grep -q '^Done ' "$log" || { echo "fuzzing $crate/$target failed:"; tail -60 "$log"; return 1; }
 }
-dicts=$PWD/crates/dataplane/fuzz/dicts
 
 step "build the tests (cargo test --no-run)"
 cargo test "${test_args[@]}" --no-run --quiet
@@ -390,14 +389,12 @@ done
 jobs+=(
     "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
     "Miri: the other FIB tests|miri_weak_off fib:: --skip l3::fib::ip6::tests::"
-    "fuzz dataplane/packets|fuzz dataplane packets -max_len=30000"
-    "fuzz dataplane/config|fuzz dataplane config $PWD/examples -dict=$dicts/config.dict"
-    "fuzz dataplane/pcap|fuzz dataplane pcap $PWD/crates/vecflow/tests/fixtures"
-    "fuzz dataplane/netlink|fuzz dataplane netlink $PWD/target/fuzz-seeds/netlink"
-    "fuzz dataplane/api|fuzz dataplane api $PWD/crates/dataplane/fuzz/seeds/api -dict=$dicts/api.dict"
-    "fuzz dataplane/apply|fuzz dataplane apply $PWD/crates/dataplane/fuzz/seeds/apply $PWD/examples -dict=$dicts/config.dict"
-    "fuzz sflow/decode|fuzz sflow decode"
 )
+# shellcheck source=scripts/fuzz-targets.sh
+. scripts/fuzz-targets.sh
+for t in "${fuzz_targets[@]}"; do
+    jobs+=("fuzz $t|fuzz ${t%/*} ${t#*/} $(fuzz_args "$t" "$PWD" "$PWD/target/fuzz-seeds/netlink" | tr '\n' ' ')")
+done
 queue_start target/checks 2 normal "${jobs[@]}"
 queue_wait target/checks
 

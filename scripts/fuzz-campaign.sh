@@ -6,19 +6,21 @@
 #   scripts/fuzz-campaign.sh [--commit REV] [--cap-min C] [--slice-sec S] [--state DIR]
 #                            [--target-dir DIR] [--no-dict] [--fresh] [--report REPORT] [TARGET ...]
 #
-# TARGET is crate/target (default: all of them: sflow/decode, dataplane/packets, config, pcap,
-# netlink, api, apply). --commit is the commit fuzzed (default HEAD; a dirty tree's changes
-# are not in it). The worktree, its builds and every target's corpus live in the state
-# directory (--state, default $VECFLOW_FUZZ_STATE or ~/.cache/vecflow-fuzz):
+# TARGET is crate/target (default: all of them, scripts/fuzz-targets.sh: sflow/decode,
+# dataplane/packets, config, pcap, netlink, api, apply). --commit is the commit fuzzed
+# (default HEAD; a dirty tree's changes are not in it). The worktree, its builds and every
+# target's corpus live in the state directory (--state, default $VECFLOW_FUZZ_STATE or
+# ~/.cache/vecflow-fuzz):
 #   DIR/worktree                   the commit, checked out (kept between rounds: builds are incremental)
 #   DIR/corpus/CRATE/TARGET        the corpus: the next round starts where this one ended
 #   DIR/logs/                      each slice's log
 #   DIR/target                     the fuzz crates' builds (--target-dir to use another: a
 #                                  checkout's crates/CRATE/fuzz/target shares its dependencies)
 # A target runs in slices of S seconds (default 300) until C minutes have passed (at least one
-# slice), from its corpus (minimised first, libFuzzer's -merge) plus the seeds ./test.sh gives
-# it, with its dictionary for the structured targets (config, apply, api:
-# crates/dataplane/fuzz/dicts/, made from the schema and the registry; --no-dict leaves it out).
+# slice), from its corpus (minimised first, libFuzzer's -merge) plus the seeds and flags
+# ./test.sh gives it (both from scripts/fuzz-targets.sh), with its dictionary for the
+# structured targets (config, apply, api: crates/dataplane/fuzz/dicts/, made from the schema
+# and the registry; --no-dict leaves it out).
 # --fresh starts from the seeds alone (an empty corpus; for comparisons such as with and without
 # the dictionary: give each its own --state).
 # Coverage flatness is reported, not required. After each slice libFuzzer's coverage is split
@@ -27,10 +29,13 @@
 # commit, executions, coverage (own and dependencies, at the end of each slice), and the minute
 # of the last new own-code edge ("none" when there was none); the same goes to REPORT
 # (--report, default target/fuzz-campaign.txt). A crash, a leak or a broken invariant stops the
-# round (exit 1; the slice's log is kept, the input is in the worktree's crates/CRATE/fuzz/artifacts). Needs the nightly toolchain and
-# cargo-fuzz (./test.sh --full installs them); netlink seeds need root.
+# round (exit 1; the slice's log is kept, the input is in the worktree's
+# crates/CRATE/fuzz/artifacts). Needs the nightly toolchain and cargo-fuzz (./test.sh --full
+# installs them); netlink seeds need root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/fuzz-targets.sh
+. scripts/fuzz-targets.sh
 
 cap=20 slice=300 rev=HEAD dict=1 fresh=0 report=target/fuzz-campaign.txt target_dir=
 state=${VECFLOW_FUZZ_STATE:-$HOME/.cache/vecflow-fuzz}
@@ -55,10 +60,9 @@ for n in "$cap" "$slice"; do
     [[ $n =~ ^[0-9]+$ ]] || { echo "--cap-min and --slice-sec take whole numbers, not $n" >&2; exit 2; }
 done
 [ "$slice" -ge 1 ] || { echo "--slice-sec: at least 1" >&2; exit 2; }
-all=(sflow/decode dataplane/packets dataplane/config dataplane/pcap dataplane/netlink dataplane/api dataplane/apply)
-[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+[ ${#targets[@]} -gt 0 ] || targets=("${fuzz_targets[@]}")
 for t in "${targets[@]}"; do
-    [[ " ${all[*]} " == *" $t "* ]] || { echo "no fuzz target $t (targets: ${all[*]})" >&2; exit 2; }
+    fuzz_args "$t" . . >/dev/null || exit 2
 done
 
 repo=$PWD
@@ -86,25 +90,6 @@ fi
 flock -u 9
 : >"$report"
 
-# The seed directories and libFuzzer flags test.sh gives each target.
-seeds_of() {
-    local dicts=$root/crates/dataplane/fuzz/dicts
-    case $1 in
-        dataplane/packets) echo "-max_len=30000" ;;
-        dataplane/config) echo "$root/examples" ;;
-        dataplane/pcap) echo "$root/crates/vecflow/tests/fixtures" ;;
-        dataplane/netlink) echo "$seeds_root/netlink" ;;
-        dataplane/api) echo "$root/crates/dataplane/fuzz/seeds/api" ;;
-        dataplane/apply) echo "$root/crates/dataplane/fuzz/seeds/apply $root/examples" ;;
-    esac
-    if [ "$dict" = 1 ]; then
-        case $1 in
-            dataplane/config | dataplane/apply) echo "-dict=$dicts/config.dict" ;;
-            dataplane/api) echo "-dict=$dicts/api.dict" ;;
-        esac
-    fi
-}
-
 # Edges covered, own and in dependencies, from a log of -print_coverage=1
 # (COVERED_FUNC: hits: H edges: E/T NAME FILE:LINE:COL).
 split_coverage() {
@@ -120,7 +105,8 @@ for t in "${targets[@]}"; do
     [ "$fresh" = 0 ] || rm -rf "$corpus"
     mkdir -p "$corpus"
     seeds=() flags=()
-    for a in $(seeds_of "$t"); do
+    for a in $(fuzz_args "$t" "$root" "$seeds_root/netlink"); do
+        if [[ $a == -dict=* && $dict = 0 ]]; then continue; fi
         if [[ $a == -* ]]; then flags+=("$a"); else seeds+=("$a"); fi
     done
     build_log=$state/logs/build-$crate.log

@@ -86,17 +86,21 @@ if wants bench; then
         "$vecflow" bench --runs 3
 fi
 if wants fuzz; then
-    # Two campaigns side by side, one core each, each with its own report.
+    # Two campaigns side by side, one core each, each with its own report: every other target
+    # of scripts/fuzz-targets.sh.
+    # shellcheck source=scripts/fuzz-targets.sh
+    . scripts/fuzz-targets.sh
     fuzz_round() {
-        local pids=() status=0
-        scripts/fuzz-campaign.sh --cap-min "$fuzz_cap" --report "$dir/fuzz-a.txt" \
-            sflow/decode dataplane/packets dataplane/config dataplane/pcap >"$dir/fuzz-a.log" 2>&1 &
-        pids+=($!)
-        scripts/fuzz-campaign.sh --cap-min "$fuzz_cap" --report "$dir/fuzz-b.txt" \
-            dataplane/netlink dataplane/api dataplane/apply >"$dir/fuzz-b.log" 2>&1 &
-        pids+=($!)
+        local pids=() status=0 first i part
+        for first in 0 1; do
+            part=()
+            for ((i = first; i < ${#fuzz_targets[@]}; i += 2)); do part+=("${fuzz_targets[i]}"); done
+            scripts/fuzz-campaign.sh --cap-min "$fuzz_cap" --report "$dir/fuzz-$first.txt" "${part[@]}" \
+                >"$dir/fuzz-$first.log" 2>&1 &
+            pids+=($!)
+        done
         for p in "${pids[@]}"; do wait "$p" || status=1; done
-        cat "$dir/fuzz-a.txt" "$dir/fuzz-b.txt"
+        cat "$dir/fuzz-0.txt" "$dir/fuzz-1.txt"
         return "$status"
     }
     check "fuzz round, $fuzz_cap min a target (scripts/fuzz-campaign.sh)" '.' fuzz_round

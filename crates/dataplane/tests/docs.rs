@@ -164,3 +164,39 @@ fn fuzz_dictionaries_follow_the_schema_and_the_registry() {
         );
     }
 }
+
+/// Every fuzz target the fuzz crates build is in `scripts/fuzz-targets.sh`, the one list that
+/// `./test.sh --full`, `scripts/fuzz-campaign.sh` and `scripts/long-checks.sh` run, and that
+/// list names no target that is not built.
+#[test]
+fn every_fuzz_target_is_in_the_list_the_scripts_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut built = BTreeSet::new();
+    for krate in ["dataplane", "sflow"] {
+        let manifest = read(&format!("crates/{krate}/fuzz/Cargo.toml"));
+        for bin in manifest.split("[[bin]]").skip(1) {
+            let name = bin
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("name = \""))
+                .and_then(|rest| rest.strip_suffix('"'))
+                .unwrap_or_else(|| panic!("crates/{krate}/fuzz/Cargo.toml: a [[bin]] without a name"));
+            built.insert(format!("{krate}/{name}"));
+        }
+    }
+    let script = read("scripts/fuzz-targets.sh");
+    let listed: BTreeSet<String> = script
+        .lines()
+        .find_map(|l| l.strip_prefix("fuzz_targets=(")?.strip_suffix(')'))
+        .expect("scripts/fuzz-targets.sh: no fuzz_targets=(...) line")
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(listed, built, "scripts/fuzz-targets.sh lists other targets than the fuzz crates build");
+    for target in &built {
+        assert!(
+            script.contains(&format!("        {target})")),
+            "scripts/fuzz-targets.sh: fuzz_args has no case for {target}"
+        );
+    }
+}
