@@ -1,6 +1,7 @@
 """What happens to vecflow during the soak, each on its own schedule in its own thread; every
 event and failure is recorded for the report."""
 
+import collections
 import os
 import subprocess
 import threading
@@ -129,8 +130,10 @@ class Soak:
         self.rec.mark(f"set interface mtu {port} {mtu}")
 
     def sample(self, pid):
-        """vecflow's resident memory, open descriptors and threads; the threads serving API
-        clients (one per open connection, the soak's own among them) are counted apart."""
+        """vecflow's resident memory, open descriptors and threads, with the threads' names; the
+        threads serving API clients (one per open connection, the soak's own among them) are
+        counted apart. A client thread is named by itself once it runs: until then it has the
+        name of the API thread that made it, so every `vecflow-api` but that one is a client's."""
         with open(f"/proc/{pid}/status") as f:
             status = dict(line.split(":", 1) for line in f if ":" in line)
         names = []
@@ -140,10 +143,11 @@ class Soak:
                     names.append(f.read().strip())
             except OSError:
                 pass  # a thread that ended meanwhile
-        clients = names.count("vecflow-api-cli")
+        clients = names.count("vecflow-api-cli") + max(0, names.count("vecflow-api") - 1)
         self.resources.append({"t": self.rec.now(), "rss_kib": int(status["VmRSS"].split()[0]),
                                "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": len(names) - clients,
-                               "api_client_threads": clients})
+                               "api_client_threads": clients,
+                               "thread_names": dict(collections.Counter(names))})
 
     def threads(self, pid):
         """The periodic faults and the resource sampler, started."""
