@@ -19,8 +19,11 @@
 #     against what was sent;
 #   - vecflow's RSS every 5 s, flat (within 5 %) after the first 10 s.
 # Exits 1 when a check fails (with --smoke, as ./test.sh --full runs it for a few seconds, only the
-# books: the paired ratios need a quiet machine and a minute). The JSON (--json) has one
-# object per run.
+# books: the paired ratios need a quiet machine and a minute). The paired ratios are judged
+# only on a machine with 4 CPUs or more: run A keeps four threads busy (the two polling
+# workers, the agent encoding at 1:1 and the collector), and on fewer CPUs the ratios measure
+# the kernel's scheduler sharing them (they are printed, marked "not judged"). The JSON
+# (--json) has one object per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -141,9 +144,9 @@ for k in $(seq 1 "$runs"); do
     run "B$k" ""
 done
 
-python3 - "$dir" "$runs" "$smoke" "${json:-}" <<'PY'
+python3 - "$dir" "$runs" "$smoke" "${json:-}" "$(nproc)" <<'PY'
 import json, sys
-d, runs, smoke, out = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+d, runs, smoke, out, cpus = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4], int(sys.argv[5])
 rows = [json.load(open(f"{d}/{n}{k}.json")) for k in range(1, runs + 1) for n in "AB"]
 failed = []
 print(f"{'run':<4} {'p0 Mpps':>8} {'p2 fwd':>10} {'p2 samples':>10}  books: taken = sent + of drops (lost to full rings)  collector lost  RSS MiB")
@@ -164,8 +167,10 @@ for k in range(runs):
     a, b = rows[2 * k], rows[2 * k + 1]
     fwd = a["p2_forwarded"] / max(b["p2_forwarded"], 1)
     smp = a["p2_samples_received"] / max(b["p2_samples_received"], 1)
-    print(f"pair {k + 1}: p2 forwarded A/B {fwd:.4f}, p2 samples received A/B {smp:.4f}")
-    if smoke:
+    judged = not smoke and cpus >= 4
+    print(f"pair {k + 1}: p2 forwarded A/B {fwd:.4f}, p2 samples received A/B {smp:.4f}"
+          + ("" if judged or smoke else f" (not judged: {cpus} CPUs, and run A keeps 4 threads busy)"))
+    if not judged:
         continue
     if fwd < 0.99:
         failed.append(f"pair {k + 1}: p2 forwarded {fwd:.4f} of its rate without the overload")
