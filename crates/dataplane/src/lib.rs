@@ -30,6 +30,7 @@ pub mod l3;
 pub mod lcp;
 pub mod mpls;
 pub mod neighbor;
+pub mod net;
 pub mod runtime;
 pub mod sflow;
 

@@ -19,8 +19,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
-mod types;
-
 pub use crate::drivers::config::{
     AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, PollMode, XdpModeConfig, ZeroCopyConfig,
 };
@@ -33,7 +31,7 @@ pub use crate::l3::config::{FibConfig, MAX_PATHS, Route, RoutePath};
 pub use crate::mpls::config::{LocalLabel, Mpls, Payload};
 pub use crate::neighbor::config::Neighbor;
 pub use crate::sflow::config::{Collector, Direction, InterfaceSflow, SflowConfig};
-pub use types::{IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Prefix, PrefixAddr, is_link_local};
+pub use crate::net::{IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Prefix, PrefixAddr, is_link_local};
 
 /// A configuration error that names the field, the value and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

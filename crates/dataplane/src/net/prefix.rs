@@ -1,4 +1,4 @@
-//! Values several sections share: MAC addresses, IPv4/IPv6 prefixes.
+//! IPv4 and IPv6 prefixes as the configuration writes them, and MAC addresses.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
