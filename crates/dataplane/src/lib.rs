@@ -11,6 +11,8 @@
 //!   [`mpls`], [`l3`] (adjacencies and the FIB), [`neighbor`], [`flows`], [`sflow`], and
 //!   [`drivers`] (one per kind of port).
 //! - [`lcp`]: the Linux control plane, a TAP in a network namespace per interface.
+//! - [`net`]: the vocabulary every feature shares (prefixes, MACs, the configuration error,
+//!   table limits), below them all.
 //! - [`config`]: the configuration model ([`Config`]) and its validation.
 //! - [`control`]: the main thread's handle ([`Dataplane`]) and the command registry.
 

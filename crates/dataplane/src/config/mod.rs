@@ -5,14 +5,15 @@
 //! [`Config::from_yaml`] parses (unknown keys are errors) and [`Config::validate`] checks every
 //! value and reference, so an error always names the field, the bad value and what is allowed.
 //!
-//! This module keeps what the sections share: [`Config`] itself, loading, the error type, the
-//! checks that span sections (addresses, routes, neighbors and labels refer to interfaces and to
-//! each other) and what needs a restart. Each section's model and its own checks live with the
-//! feature it configures (`interface::config`, `sflow::config`, `drivers::config`, …) and are
-//! re-exported here, so the whole model reads as one namespace: `dataplane::config::*`.
+//! This module is the model's composition root: [`Config`] itself, loading, the checks that
+//! span sections (addresses, routes, neighbors and labels refer to interfaces and to each
+//! other) and what needs a restart. Each section's model and its own checks live with the
+//! feature it configures (`interface::config`, `sflow::config`, `drivers::config`, …), the
+//! shared vocabulary (prefixes, MACs, [`ConfigError`]) in [`crate::net`]; both are re-exported
+//! here, so the whole model reads as one namespace: `dataplane::config::*`.
 
-use crate::interface::MAX_INTERFACES;
 use crate::mpls::config::check_labels;
+use crate::net::MAX_INTERFACES;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 pub use crate::drivers::config::{
-    AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, PollMode, XdpModeConfig, ZeroCopyConfig,
+    AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, XdpModeConfig, ZeroCopyConfig,
 };
 pub use crate::drivers::stream_config::{AddrRange, GeneratorConfig, RangeMode, StreamConfig, Template};
 pub use crate::flows::config::FlowCacheConfig;
@@ -28,32 +29,13 @@ pub use crate::interface::config::{
     AdminState, DEFAULT_MTU, Driver, Encapsulation, InterfaceConfig, RxPlacement, SubInterfaceConfig,
 };
 pub use crate::l3::config::{FibConfig, MAX_PATHS, Route, RoutePath};
-pub use crate::mpls::config::{LocalLabel, Mpls, Payload};
+pub use crate::mpls::config::{LocalLabel, Mpls};
 pub use crate::neighbor::config::Neighbor;
+pub use crate::net::{
+    ConfigError, IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Payload, PollMode, Prefix, PrefixAddr, is_link_local,
+};
+pub(crate) use crate::net::{default_true, invalid, is_default};
 pub use crate::sflow::config::{Collector, Direction, InterfaceSflow, SflowConfig};
-pub use crate::net::{IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Prefix, PrefixAddr, is_link_local};
-
-/// A configuration error that names the field, the value and what is allowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// The YAML could not be parsed into the model (syntax, unknown key, wrong type).
-    #[error("config: {0}")]
-    Parse(String),
-    /// A value is out of range or refers to something that does not exist.
-    #[error("{field}: {value} is not allowed; allowed: {allowed}")]
-    Invalid {
-        /// Dotted path of the field, e.g. `interfaces.port0.mtu`.
-        field: String,
-        /// The offending value as written.
-        value: String,
-        /// What would be accepted.
-        allowed: String,
-    },
-}
-
-pub(crate) fn invalid(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { field: field.into(), value: value.to_string(), allowed: allowed.into() }
-}
 
 /// The dotted path of the first place where `a` and `b` differ, under `path`.
 fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<String> {
@@ -129,10 +111,6 @@ pub struct MetricsConfig {
     /// monitoring system reaches: the endpoint has no authentication).
     #[serde(default = "default_metrics_address")]
     pub address: std::net::SocketAddr,
-}
-
-pub(crate) fn default_true() -> bool {
-    true
 }
 
 fn default_metrics_address() -> std::net::SocketAddr {
@@ -227,7 +205,7 @@ impl Default for Buffers {
 impl Buffers {
     /// The largest L3 MTU a buffer can carry (a frame with an 802.1Q tag fits it).
     pub fn max_mtu(&self) -> u16 {
-        self.data_size - crate::interface::L2_OVERHEAD
+        self.data_size - crate::net::L2_OVERHEAD
     }
 
     /// Bytes of packet memory `count` buffers take (their slots, headroom and padding
@@ -248,14 +226,6 @@ impl Default for Workers {
     fn default() -> Self {
         Self { count: default_workers(), main_core: None, cores: Vec::new(), buffers: default_buffers() }
     }
-}
-
-pub(crate) fn is_default<T: Default + PartialEq>(x: &T) -> bool {
-    *x == T::default()
-}
-
-pub(crate) fn is_zero(x: &u64) -> bool {
-    *x == 0
 }
 
 impl Config {

@@ -13,7 +13,7 @@ use crate::drivers::host::HostLink;
 use crate::drivers::pcap::{PcapSink, PcapSinks};
 use crate::drivers::{KernelDrops, RxPort, WorkerPorts};
 use crate::interface::build::build_interfaces;
-use crate::interface::{IfStats, Interface, LinkState, MAX_INTERFACES, Tables};
+use crate::interface::{IfStats, Interface, LinkState, Tables};
 use crate::l3::fib::{FibError, FibInsert, FibWriters, Fibs};
 use crate::l3::objects::{NextHop, Target};
 use crate::l3::rib::{Rib, RouteChange, RouteError, Source};
@@ -239,7 +239,7 @@ impl Dataplane {
         let mut xdp_workers = xdp_workers.into_iter();
         let hz = tsc::hz();
         let mut captures = open_captures(config, &interfaces, hz)?;
-        let links: Arc<Vec<LinkState>> = Arc::new((0..MAX_INTERFACES).map(|_| LinkState::default()).collect());
+        let links: Arc<Vec<_>> = Arc::new((0..crate::net::MAX_INTERFACES).map(|_| LinkState::default()).collect());
         for i in &interfaces {
             links[usize::from(i.index)].oper_up.set(u64::from(i.admin_up));
             links[usize::from(i.index)].admin_up.set(u64::from(i.admin_up));
@@ -570,8 +570,8 @@ impl Dataplane {
     /// resolve.
     pub(super) fn liveness(&self) -> impl Fn(u16, IpAddr) -> bool + 'static {
         let failed = self.neighbors.failed();
-        let up: Vec<bool> = (0..MAX_INTERFACES).map(|i| self.link(i as u16).oper_up.get() != 0).collect();
-        move |tx_if: u16, via: IpAddr| up[usize::from(tx_if) % MAX_INTERFACES] && !failed.contains(&(tx_if, via))
+        let up: Vec<bool> = (0..crate::net::MAX_INTERFACES).map(|i| self.link(i as u16).oper_up.get() != 0).collect();
+        move |tx_if: u16, via: IpAddr| up[usize::from(tx_if) % up.len()] && !failed.contains(&(tx_if, via))
     }
 
     /// Publishes the workers' tables: `interfaces`, `base`'s labels and flows, the current

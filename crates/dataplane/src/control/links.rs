@@ -3,7 +3,8 @@
 
 use crate::config::PollMode;
 use crate::control::engine::Dataplane;
-use crate::interface::{DriverKind, LinkState, MAX_INTERFACES};
+use crate::interface::{DriverKind, LinkState};
+use crate::net::MAX_INTERFACES;
 use std::time::Instant;
 
 impl Dataplane {

@@ -3,8 +3,9 @@
 
 use crate::drivers::generator::GenCounters;
 use crate::flows::{FlowCacheCounters, MAX_FLOWS};
-use crate::interface::{IfCounters, MAX_INTERFACES};
+use crate::interface::IfCounters;
 use crate::neighbor::punt::PuntCounters;
+use crate::net::MAX_INTERFACES;
 use crate::runtime::counter::Counter;
 use crate::runtime::drops::{DropReason, N_REASONS};
 use crate::runtime::graph::{CountsNodes, LoopCounters, N_NODES, NodeCounters, NodeId};

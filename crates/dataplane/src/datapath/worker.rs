@@ -16,13 +16,13 @@
 //! empty round (a paced replay). A worker never blocks on a lock, never allocates after
 //! start-up and makes no per-packet system call.
 
-use crate::config::PollMode;
 use crate::datapath::WorkerCounters;
 use crate::datapath::{Features, Graph};
 use crate::drivers::{RxPort, WorkerPorts};
 use crate::interface::Tables;
 use crate::l3::fib::Fibs;
 use crate::neighbor::punt::Punt;
+use crate::net::PollMode;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::snapshot::TableReader;

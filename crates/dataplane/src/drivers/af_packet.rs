@@ -29,9 +29,9 @@
 
 use super::offload::{Plan, VNET_HDR_LEN, VnetHdr, complete_partial};
 use super::{cvt, get_opt, set_opt};
-use crate::config::AfPacketConfig;
 use crate::datapath::Graph;
-use crate::interface::MAX_INTERFACES;
+use crate::drivers::config::AfPacketConfig;
+use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};

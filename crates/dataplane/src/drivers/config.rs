@@ -1,6 +1,8 @@
 //! Each driver's settings (`af-packet`, `af-xdp`, `pcap`) and their checks.
 
-use crate::config::*;
+use crate::config::Config;
+use crate::interface::config::{Driver, InterfaceConfig};
+use crate::net::{ConfigError, PollMode, invalid, is_zero};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -115,24 +117,6 @@ impl Default for AfXdpConfig {
             busy_poll: BusyPollConfig::default(),
         }
     }
-}
-
-/// How a worker waits for an interface's rx queues when they are empty.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum PollMode {
-    /// Poll without pause: lowest latency, a whole core.
-    #[default]
-    Polling,
-    /// Sleep in poll(2) until a queue has frames: least CPU, a wake-up per burst.
-    Interrupt,
-    /// Poll while traffic flows; sleep in poll(2) once the queues stayed empty a while.
-    Adaptive,
-    /// AF_XDP only: poll without pause, and have the kernel run the device's receive
-    /// processing (NAPI) in the worker's own `recvfrom` calls rather than after interrupts
-    /// (preferred busy polling; see `af-xdp.busy-poll`). Needs a driver whose XDP queues
-    /// report a NAPI instance (`napi=` in `show hardware`): veth reports none.
-    BusyPoll,
 }
 
 /// Capture-file settings of one interface (driver `pcap`): what it receives and where what it

@@ -10,9 +10,9 @@
 //! Tx side, node `generator-tx`: the sink reads every byte of each frame once (folding it into
 //! a digest so the reads cannot be optimised away), counts it and frees the buffer.
 
-use crate::config::{RangeMode, StreamConfig, Template};
 use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
+use crate::drivers::stream_config::{RangeMode, StreamConfig, Template};
 use crate::interface::TxRun;
 use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::runtime::stats::counter_set;
@@ -572,7 +572,7 @@ pub fn sink(g: &mut Graph, v: VecHandle) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AddrRange;
+    use crate::drivers::stream_config::AddrRange;
     use wire::{EthernetFrame, Ipv4Packet, UdpDatagram};
 
     fn frames(cfg: &StreamConfig, n: usize) -> Vec<Vec<u8>> {

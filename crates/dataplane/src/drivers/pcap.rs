@@ -20,7 +20,7 @@
 
 use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
-use crate::interface::MAX_INTERFACES;
+use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::HEADROOM;
 use crate::runtime::drops::DropReason;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};

@@ -1,6 +1,7 @@
 //! The `flow-cache` section (each worker's megaflow cache) and the checks of the `flows` rules.
 
-use crate::config::*;
+use crate::config::Config;
+use crate::net::{ConfigError, default_true, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

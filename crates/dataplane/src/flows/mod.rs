@@ -13,7 +13,7 @@
 pub mod classify;
 pub mod config;
 
-use crate::config::FlowCacheConfig;
+use crate::flows::config::FlowCacheConfig;
 use crate::interface::Interface;
 use crate::runtime::stats::counter_set;
 use classifier::{Rule, RuleMatch, RuleTable};

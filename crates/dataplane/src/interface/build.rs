@@ -1,7 +1,9 @@
 //! Interfaces from a validated configuration: indices, MACs, link-local addresses.
 
-use crate::config::{AdminState, Config, Driver};
-use crate::interface::{DriverKind, Interface, MAX_INTERFACES, RxMode};
+use crate::config::Config;
+use crate::interface::config::{AdminState, Driver};
+use crate::interface::{DriverKind, Interface, RxMode};
+use crate::net::MAX_INTERFACES;
 use std::collections::BTreeMap;
 use wire::MacAddr;
 
@@ -91,12 +93,12 @@ pub fn build_interfaces(config: &Config) -> Vec<Interface> {
 /// Gives an L3 interface with IPv6 addresses but no link-local one the link-local address of
 /// its MAC (fe80::/64 with the modified EUI-64 identifier, RFC 4862 §5.3), as Linux does.
 fn add_link_local(i: &mut Interface) {
-    let v6 = |a: &crate::config::IpPrefix| a.addr.is_ipv6();
+    let v6 = |a: &crate::net::IpPrefix| a.addr.is_ipv6();
     if i.mode == RxMode::L3
         && i.addresses.iter().any(v6)
-        && !i.addresses.iter().any(|a| crate::config::is_link_local(a.addr))
+        && !i.addresses.iter().any(|a| crate::net::is_link_local(a.addr))
     {
         let addr = wire::icmpv6::link_local_from_mac(i.mac);
-        i.addresses.push(crate::config::IpPrefix { addr: addr.into(), len: 64 });
+        i.addresses.push(crate::net::IpPrefix { addr: addr.into(), len: 64 });
     }
 }

@@ -1,9 +1,12 @@
 //! The `interfaces` section: each interface and sub-interface, its driver, MTU, addresses and
 //! rx placement, with their checks.
 
-use crate::config::*;
+use crate::config::Config;
+use crate::drivers::config::{AfPacketConfig, AfXdpConfig, PcapConfig};
+use crate::drivers::stream_config::GeneratorConfig;
 use crate::drivers::stream_config::validate_stream;
-use crate::interface::MAX_INTERFACES;
+use crate::net::{ConfigError, IpPrefix, MAX_INTERFACES, Mac, PollMode, invalid, is_default};
+use crate::sflow::config::InterfaceSflow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -9,19 +9,14 @@ pub mod config;
 pub mod error_drop;
 pub mod output;
 
-use crate::config::{Ipv4Prefix, Ipv6Prefix};
+use crate::net::{Ipv4Prefix, Ipv6Prefix};
+use crate::net::{L2_OVERHEAD, MAX_INTERFACES};
 use crate::runtime::counter::Counter;
 use crate::runtime::graph::NodeId;
 use crate::runtime::stats::counter_set;
 use serde::Serialize;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use wire::MacAddr;
-
-/// Highest interface index + 1. Index 0 is reserved for "unknown" (as in sFlow).
-pub const MAX_INTERFACES: usize = 1024;
-
-/// Bytes a frame may carry beyond the MTU: a 14-byte Ethernet header and one 802.1Q tag.
-pub const L2_OVERHEAD: u16 = 18;
 
 /// What an interface does with the frames it receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -83,13 +78,13 @@ pub struct Interface {
     /// Worker that polls its (first) rx queue.
     pub rx_worker: u16,
     /// How workers wait when its rx queues are empty.
-    pub rx_mode: crate::config::PollMode,
+    pub rx_mode: crate::net::PollMode,
     /// MPLS forwarding is on.
     pub mpls: bool,
     /// IPv4 and IPv6 addresses (each family is forwarded when there is at least one of it);
     /// an interface with IPv6 addresses has a link-local one (fe80::/10).
     #[serde(serialize_with = "ser_display_list")]
-    pub addresses: Vec<crate::config::IpPrefix>,
+    pub addresses: Vec<crate::net::IpPrefix>,
     /// For a sub-interface, the index of the physical interface it belongs to.
     pub parent: Option<u16>,
     /// For a sub-interface, the 802.1Q VLAN id it matches and tags with.
@@ -134,7 +129,7 @@ pub struct IfRuntime {
     /// Its MAC address (the source of frames routed out of it).
     pub mac: MacAddr,
     /// How a worker waits when its rx queues are empty.
-    pub rx_mode: crate::config::PollMode,
+    pub rx_mode: crate::net::PollMode,
 }
 
 impl IfRuntime {
@@ -153,7 +148,7 @@ impl IfRuntime {
         has_subifs: false,
         port: 0,
         mac: MacAddr([0; 6]),
-        rx_mode: crate::config::PollMode::Polling,
+        rx_mode: crate::net::PollMode::Polling,
     };
 }
 
@@ -218,16 +213,16 @@ impl Tables {
     /// True when `addr` is on interface `index`'s link: link-local, or inside one of its
     /// IPv6 prefixes.
     pub fn is_on_link6(&self, index: u16, addr: Ipv6Addr) -> bool {
-        crate::config::is_link_local(addr.into()) || self.own6(index).any(|a| a.contains(addr))
+        crate::net::is_link_local(addr.into()) || self.own6(index).any(|a| a.contains(addr))
     }
 
     /// The address interface `index` speaks IPv6 from toward `peer`: its link-local one
     /// toward a link-local peer; otherwise the global one whose prefix covers `peer`, else its
     /// first global one, else its link-local one. `None` when it has no IPv6 address.
     pub fn source6_toward(&self, index: u16, peer: Ipv6Addr) -> Option<Ipv6Addr> {
-        let link_local = |a: &&Ipv6Prefix| crate::config::is_link_local(a.addr.into());
+        let link_local = |a: &&Ipv6Prefix| crate::net::is_link_local(a.addr.into());
         let mut own = self.own6(index);
-        if !crate::config::is_link_local(peer.into()) {
+        if !crate::net::is_link_local(peer.into()) {
             let mut global = own.clone().filter(|a| !link_local(a));
             if let Some(a) = global.clone().find(|a| a.contains(peer)).or_else(|| global.next()) {
                 return Some(a.addr);
@@ -239,7 +234,7 @@ impl Tables {
     /// The global IPv6 address ICMPv6 errors about packets received on interface `index` come
     /// from: one of its own, else the first of any interface; `None` when there is none.
     pub fn global6(&self, index: u16) -> Option<Ipv6Addr> {
-        let global = |a: &&(u16, Ipv6Prefix)| !crate::config::is_link_local(a.1.addr.into());
+        let global = |a: &&(u16, Ipv6Prefix)| !crate::net::is_link_local(a.1.addr.into());
         let mut all = self.addresses6.iter().filter(global);
         all.clone().find(|(i, _)| *i == index).or_else(|| all.next()).map(|(_, a)| a.addr)
     }
@@ -260,7 +255,7 @@ impl Tables {
     pub fn is_subnet_edge(&self, addr: Ipv4Addr) -> bool {
         let a = u32::from(addr);
         self.addresses.iter().filter(|(_, p)| p.len <= 30).any(|(_, p)| {
-            let mask = crate::l3::fib::mask(p.len);
+            let mask = crate::net::mask(p.len);
             a & mask == u32::from(p.addr) & mask && (a & !mask == 0 || a | mask == u32::MAX)
         })
     }

@@ -8,8 +8,8 @@
 //! while: IPv4 packets toward it go to `icmp4-error` for an ICMP host unreachable instead. (The
 //! same steps as `ip6-nd`: [`crate::l3::shared::resolve_misses`].)
 
-use crate::config::Payload;
 use crate::datapath::Graph;
+use crate::net::Payload;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::{IpAddr, Ipv4Addr};

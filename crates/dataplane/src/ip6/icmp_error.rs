@@ -79,7 +79,7 @@ fn may_answer(g: &Graph, i: u32, kind: u8) -> bool {
         && !about_error
         && (!group || kind == icmpv6::PACKET_TOO_BIG)
         && !crate::ip6::local::is_invalid_source(g, src)
-        && !crate::config::is_link_local(src.into())
+        && !crate::net::is_link_local(src.into())
 }
 
 /// Builds the error about buffer `i` in a fresh buffer (its MACs left to `ip6-rewrite`);

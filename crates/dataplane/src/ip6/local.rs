@@ -141,7 +141,7 @@ fn echo(g: &mut Graph, i: u32, r: &Received, now: u64) -> Result<NodeId, DropRea
     m[..2].copy_from_slice(&new.to_be_bytes());
     m[2..4].copy_from_slice(&csum.to_be_bytes());
     g.counters.punt.icmp_sent.add(1);
-    let on_link = [r.src, r.dst].iter().any(|&a| crate::config::is_link_local(a.into()));
+    let on_link = [r.src, r.dst].iter().any(|&a| crate::net::is_link_local(a.into()));
     if !on_link {
         return Ok(NodeId::Ip6Lookup);
     }

@@ -7,8 +7,8 @@
 //! is told a resolution started. Toward a next hop whose resolution failed, IPv6 packets go to
 //! `icmp6-error` for an ICMPv6 address unreachable instead.
 
-use crate::config::Payload;
 use crate::datapath::Graph;
+use crate::net::Payload;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;

@@ -1,6 +1,6 @@
 //! The `fib` section (FIB sizing) and `routes`.
 
-use crate::config::*;
+use crate::net::IpPrefix;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;

@@ -13,12 +13,13 @@ pub mod objects;
 pub mod rib;
 pub mod shared;
 
-use crate::config::{Config, Payload};
+use crate::config::Config;
 use crate::interface::Interface;
 pub use crate::l3::fib::FibInsert;
 use crate::l3::multipath::LoadBalance;
 use crate::l3::objects::{Liveness, NextHop, Objects, Target};
 use crate::l3::rib::{RouteChange, Source};
+use crate::net::Payload;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -393,12 +394,12 @@ pub fn connected(interfaces: &[Interface], linux_cp: bool) -> Routes {
         out.insert((IpAddr::V4(std::net::Ipv4Addr::new(224, 0, 0, 0)), 24), Target::Local);
     }
     for i in interfaces {
-        for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
+        for a in i.addresses.iter().filter(|a| !crate::net::is_link_local(a.addr)) {
             out.insert((a.masked(), a.len), Target::Glean { tx_if: i.index });
         }
     }
     for i in interfaces {
-        for a in i.addresses.iter().filter(|a| !crate::config::is_link_local(a.addr)) {
+        for a in i.addresses.iter().filter(|a| !crate::net::is_link_local(a.addr)) {
             out.insert((a.addr, if a.addr.is_ipv4() { 32 } else { 128 }), Target::Local);
         }
     }
@@ -412,7 +413,7 @@ pub fn configured(config: &Config, interfaces: &[Interface]) -> Routes {
 }
 
 /// Where a validated configuration's route `r` goes: its next hops resolved to interfaces.
-pub fn configured_route(r: &crate::config::Route, interfaces: &[Interface]) -> Target {
+pub fn configured_route(r: &crate::l3::config::Route, interfaces: &[Interface]) -> Target {
     let hops = r
         .next_hops()
         .into_iter()

@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-/// Buckets of every load-balance object: max(512, 8 × [`crate::config::MAX_PATHS`]).
+/// Buckets of every load-balance object: max(512, 8 × [`crate::l3::config::MAX_PATHS`]).
 pub const BUCKETS: usize = 512;
 
 /// Set in a FIB value that names a load-balance object (its index in the bits below).

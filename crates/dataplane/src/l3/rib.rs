@@ -8,7 +8,7 @@
 
 use super::fib::FibInsert;
 use super::objects::{Liveness, Objects, Target};
-use crate::config::MAX_PATHS;
+use crate::l3::config::MAX_PATHS;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::net::IpAddr;
@@ -86,7 +86,7 @@ fn best(c: &Candidates) -> Option<(Source, u32)> {
 
 /// The masked prefix of `addr/len`.
 fn network(addr: IpAddr, len: u8) -> IpAddr {
-    crate::config::IpPrefix { addr, len }.masked()
+    crate::net::IpPrefix { addr, len }.masked()
 }
 
 /// What a batch changed, to undo it if the FIB refuses it.

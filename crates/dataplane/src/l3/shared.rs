@@ -2,10 +2,10 @@
 //! pushing, neighbor resolution on a miss, and the packets a worker makes itself (ICMP errors,
 //! ARP requests, neighbor solicitations).
 
-use crate::config::Payload;
 use crate::datapath::Graph;
 use crate::l3::{Adjacency, LabelEntry, LabelStack, Reject};
 use crate::neighbor::punt::Event;
+use crate::net::Payload;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};

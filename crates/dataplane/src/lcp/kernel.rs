@@ -6,9 +6,9 @@ use super::listener::{Change, LinkFacts};
 use super::neighbors::{KernelNeighbor, Trust};
 use super::nexthops::NextHopObject;
 use super::routes::{KernelHop, KernelRoute, PROTOCOL_KERNEL, RouteKey};
-use crate::config::IpPrefix;
 use crate::l3::LabelStack;
 use crate::l3::objects::{NextHop, Target};
+use crate::net::IpPrefix;
 use std::collections::BTreeSet;
 
 /// What Linux changed on the TAPs since the last look.

@@ -10,7 +10,7 @@ pub use super::netlink::{EVENT_BUFFER, Netlink};
 use super::netlink::{Message, Received};
 use super::nexthops::{NextHopMessage, NextHopObject};
 use super::routes::{Alternatives, KernelRoute, RouteKey, route_of};
-use crate::config::IpPrefix;
+use crate::net::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};

@@ -33,8 +33,9 @@ pub use netns::{NETNS_DIR, Netns};
 pub use tap::{MAX_NAME, Tap};
 pub use worker::LcpWorker;
 
-use crate::config::{Config, ConfigError, invalid};
+use crate::config::Config;
 use crate::interface::Interface;
+use crate::net::{ConfigError, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::io as stdio;
@@ -202,7 +203,7 @@ struct Pair {
     set: TapState,
     counters: std::sync::Arc<io::TapCounters>,
     /// The configuration's addresses vecflow last set on the TAP.
-    asserted: Vec<crate::config::IpPrefix>,
+    asserted: Vec<crate::net::IpPrefix>,
 }
 
 /// The running Linux control plane: the namespace, a TAP per interface, the control thread.

@@ -18,7 +18,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use super::nexthops::{self, NextHopMessage};
-use crate::config::IpPrefix;
+use crate::net::IpPrefix;
 
 /// The event socket's receive buffer: room for a burst of notifications (a full routing
 /// table, in the next step) before the kernel reports an overrun.

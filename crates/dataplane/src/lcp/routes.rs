@@ -3,8 +3,8 @@
 //! next hops as the kernel gives them (`RTA_GATEWAY` and `RTA_OIF`, or `RTA_MULTIPATH`), a
 //! next-hop object (`RTA_NH_ID`), or a reject (blackhole, unreachable, prohibit).
 
-use crate::config::IpPrefix;
 use crate::l3::Reject;
+use crate::net::IpPrefix;
 use netlink_packet_core::{NLM_F_APPEND, NLM_F_MULTIPART, NLM_F_REPLACE};
 use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};

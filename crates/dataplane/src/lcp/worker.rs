@@ -11,7 +11,7 @@
 
 use super::PuntRate;
 use crate::datapath::Graph;
-use crate::interface::MAX_INTERFACES;
+use crate::net::MAX_INTERFACES;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::rate::TokenBucket;

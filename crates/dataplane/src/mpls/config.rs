@@ -1,6 +1,6 @@
 //! The `mpls` section: local labels and what they carry.
 
-use crate::config::*;
+use crate::net::{ConfigError, Payload, invalid, is_default};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
@@ -40,17 +40,6 @@ pub struct LocalLabel {
     /// What a pop finds under the label: `ip4` (the default) or `ip6` (pop only).
     #[serde(default, skip_serializing_if = "is_default")]
     pub payload: Payload,
-}
-
-/// The packet under a popped label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Payload {
-    /// IPv4, routed by the IPv4 FIB.
-    #[default]
-    Ip4,
-    /// IPv6, routed by the IPv6 FIB.
-    Ip6,
 }
 
 /// The largest MPLS label (20 bits).

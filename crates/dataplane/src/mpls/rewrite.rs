@@ -11,9 +11,9 @@
 //!   smaller (uniform TTL model; for IPv4 with an incremental checksum update), and the packet
 //!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
 
-use crate::config::Payload;
 use crate::datapath::Graph;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
+use crate::net::Payload;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;

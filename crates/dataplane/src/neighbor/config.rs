@@ -1,6 +1,6 @@
 //! The `neighbors` section: static neighbors.
 
-use crate::config::*;
+use crate::net::Mac;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;

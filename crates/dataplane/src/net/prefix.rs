@@ -1,5 +1,6 @@
 //! IPv4 and IPv6 prefixes as the configuration writes them, and MAC addresses.
 
+use super::key_mask;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -49,7 +50,7 @@ impl PrefixAddr for Ipv4Addr {
         32
     }
     fn key(&self) -> (u8, u128) {
-        (4, crate::l3::fib::FibAddr::key(*self))
+        (4, super::AddrKey::key(*self))
     }
 }
 
@@ -59,7 +60,7 @@ impl PrefixAddr for Ipv6Addr {
         128
     }
     fn key(&self) -> (u8, u128) {
-        (6, crate::l3::fib::FibAddr::key(*self))
+        (6, super::AddrKey::key(*self))
     }
 }
 
@@ -96,24 +97,24 @@ impl<A: PrefixAddr> Prefix<A> {
     /// True when `addr` is inside the prefix (an address of the other family never is).
     pub fn contains<B: PrefixAddr>(&self, addr: B) -> bool {
         let ((fa, a), (fb, b)) = (self.addr.key(), addr.key());
-        let mask = crate::l3::fib::key_mask(self.len);
+        let mask = key_mask(self.len);
         fa == fb && a & mask == b & mask
     }
 
     /// The network: the address with its host bits cleared, as a family and key.
     pub fn network(&self) -> (u8, u128) {
         let (f, a) = self.addr.key();
-        (f, a & crate::l3::fib::key_mask(self.len))
+        (f, a & key_mask(self.len))
     }
 }
 
 impl IpPrefix {
     /// The network address: the address with its host bits cleared.
     pub fn masked(&self) -> IpAddr {
-        let mask = crate::l3::fib::key_mask(self.len);
+        let mask = key_mask(self.len);
         match self.addr {
-            IpAddr::V4(a) => IpAddr::V4(<Ipv4Addr as crate::l3::fib::FibAddr>::from_key(a.key().1 & mask)),
-            IpAddr::V6(a) => IpAddr::V6(<Ipv6Addr as crate::l3::fib::FibAddr>::from_key(a.key().1 & mask)),
+            IpAddr::V4(a) => IpAddr::V4(<Ipv4Addr as super::AddrKey>::from_key(a.key().1 & mask)),
+            IpAddr::V6(a) => IpAddr::V6(<Ipv6Addr as super::AddrKey>::from_key(a.key().1 & mask)),
         }
     }
 

@@ -13,8 +13,8 @@
 use super::ring::{Consumer, Fate, Slot};
 use super::send::Sender;
 use crate::datapath::WorkerCounters;
-use crate::interface::MAX_INTERFACES;
 use crate::l3::fib::Fibs;
+use crate::net::MAX_INTERFACES;
 use crate::runtime::counter::Counter;
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::stats::counter_set;

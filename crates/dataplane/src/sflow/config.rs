@@ -1,6 +1,7 @@
 //! The `sflow` section and each interface's `sflow` settings, with their checks.
 
-use crate::config::*;
+use crate::config::Config;
+use crate::net::{ConfigError, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -215,7 +215,7 @@ mod tests {
     use crate::interface::build::build_interfaces;
 
     fn links() -> Arc<Vec<LinkState>> {
-        Arc::new((0..crate::interface::MAX_INTERFACES).map(|_| LinkState::default()).collect())
+        Arc::new((0..crate::net::MAX_INTERFACES).map(|_| LinkState::default()).collect())
     }
 
     fn setup(interval: u32) -> Polling {

@@ -10,8 +10,9 @@
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
 use crate::datapath::WorkerCounters;
-use crate::interface::{MAX_INTERFACES, Tables};
+use crate::interface::Tables;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
+use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
 use crate::runtime::drops::DropClass;
 use crate::runtime::stats::counter_set;

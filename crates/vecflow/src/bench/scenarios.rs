@@ -292,7 +292,7 @@ const IP6_BGP_PREFIXES: usize = 230_000;
 pub(crate) fn ip6_bgp_table() -> Vec<(u128, u8)> {
     const SPREAD: [u8; 20] = [16, 19, 20, 22, 24, 28, 29, 30, 31, 33, 34, 36, 38, 40, 42, 44, 45, 46, 47, 64];
     let mut rng = 0x6b9d_5eed_u64;
-    let mask = dataplane::l3::fib::key_mask;
+    let mask = dataplane::net::key_mask;
     // An address in 2000::/4.
     let random = |rng: &mut u64| {
         (0x2u128 << 124) | ((u128::from(splitmix(rng)) << 64 | u128::from(splitmix(rng))) & (u128::MAX >> 4))
@@ -328,8 +328,8 @@ fn ip6_bgp(core: Option<u16>) -> Config {
     let mut rng = 0xd57_5eed_u64;
     let mut destinations = Vec::with_capacity(IP6_BGP_PREFIXES);
     for (k, (prefix, len)) in ip6_bgp_table().into_iter().enumerate() {
-        let host = (u128::from(splitmix(&mut rng)) << 64 | u128::from(splitmix(&mut rng)))
-            & !dataplane::l3::fib::key_mask(len);
+        let host =
+            (u128::from(splitmix(&mut rng)) << 64 | u128::from(splitmix(&mut rng))) & !dataplane::net::key_mask(len);
         destinations.push(std::net::Ipv6Addr::from(prefix | host));
         let addr = std::net::Ipv6Addr::from(prefix).into();
         c.routes.push(Route::via(IpPrefix { addr, len }, hops[k % 2]));

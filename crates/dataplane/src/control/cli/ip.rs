@@ -4,8 +4,9 @@ use super::{Command, Registry, Reply, out_labels, words};
 use crate::config::{IpPrefix, Prefix, PrefixAddr, RoutePath};
 use crate::control::engine::Dataplane;
 use crate::l3::Adjacency;
-use crate::l3::fib::{Fib6Writer, FibAddr, FibWriter, Leaf, Route};
+use crate::l3::fib::{Fib6Writer, FibWriter, Leaf, Route};
 use crate::l3::multipath::{BUCKETS, LB};
+use crate::net::AddrKey;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -57,7 +58,7 @@ pub(super) fn adjacency(dp: &Dataplane, i: u32) -> Adjacency {
 /// One `show ip fib` / `show ip6 fib` row: the route's source and where it goes; a
 /// multipath route lists its paths, each with its weight, the buckets its weight's share
 /// rounds to, and the buckets it holds (fewer while it is down).
-fn fib_row<A: FibAddr>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value {
+fn fib_row<A: AddrKey>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value {
     let prefix = format!("{}/{}", r.prefix, r.len);
     let source = dp.rib().installed(r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
     if r.adj & LB == 0 {
@@ -107,7 +108,7 @@ fn show_ip6_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 }
 
 /// What `show ip fib` and `show ip6 fib` need of a family's table.
-trait ShownFib<A: FibAddr> {
+trait ShownFib<A: AddrKey> {
     /// Every route, ordered.
     fn all(&self) -> Box<dyn Iterator<Item = Route<A>> + '_>;
     /// The longest match of `addr`.
@@ -155,7 +156,7 @@ impl ShownFib<Ipv6Addr> for Fib6Writer {
 
 /// The routes of one family's table: all, one prefix (exact) or the longest match of an
 /// address, with the table's memory use (IPv4: tbl8 groups; IPv6: bytes).
-fn show_fib<A: FibAddr + PrefixAddr>(
+fn show_fib<A: AddrKey + PrefixAddr>(
     dp: &Dataplane,
     fib: &impl ShownFib<A>,
     cmd: &str,
@@ -189,7 +190,7 @@ fn show_fib<A: FibAddr + PrefixAddr>(
 }
 
 /// Counts of one family's routes by prefix length, by source and by number of paths.
-fn fib_summary<A: FibAddr>(dp: &Dataplane, routes: impl Iterator<Item = Route<A>>) -> Reply {
+fn fib_summary<A: AddrKey>(dp: &Dataplane, routes: impl Iterator<Item = Route<A>>) -> Reply {
     let (mut by_len, mut by_source, mut by_paths) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut total = 0usize;
     for r in routes {

@@ -37,10 +37,10 @@ pub mod ring;
 pub mod setup;
 pub mod socket;
 
-use crate::config::PollMode;
 use crate::datapath::{Features, Graph};
 use crate::drivers::WorkerPorts;
-use crate::interface::MAX_INTERFACES;
+use crate::net::MAX_INTERFACES;
+use crate::net::PollMode;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};

@@ -6,9 +6,10 @@
 use super::bpf::{Attachment, XdpMode, XdpProgram};
 use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
 use super::{RxQueue, XskSockets, chunk_size, single_chunk_frame};
-use crate::config::{AfXdpConfig, Config, XdpModeConfig, ZeroCopyConfig};
+use crate::config::Config;
 use crate::drivers::KernelDrops;
 use crate::drivers::PortError;
+use crate::drivers::config::{AfXdpConfig, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::host::HostLink;
 use crate::interface::Interface;
 use crate::runtime::buffer::BufferPool;
@@ -196,11 +197,11 @@ fn check_multi_buffer(
     stride: usize,
     multi_buffer: bool,
 ) -> Result<(), PortError> {
-    let largest = usize::from(mtu + crate::interface::L2_OVERHEAD);
+    let largest = usize::from(mtu + crate::net::L2_OVERHEAD);
     if multi_buffer || largest <= single_chunk_frame(stride) {
         return Ok(());
     }
-    let most = single_chunk_frame(stride) - usize::from(crate::interface::L2_OVERHEAD);
+    let most = single_chunk_frame(stride) - usize::from(crate::net::L2_OVERHEAD);
     Err(field_error(
         name,
         "mtu",

@@ -23,11 +23,12 @@ mod writer;
 
 pub use ip6::{FIRST_BITS, Fib6, Fib6Writer};
 
-pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route, key_mask, mask};
+pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route};
 
+use crate::net::{AddrKey, key_mask};
 use crate::runtime::hugemem::HugeRegion;
 use std::marker::PhantomData;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::Acquire};
 
@@ -38,38 +39,6 @@ const GROUP: u32 = VALID - 1;
 
 /// Most adjacencies (next hops) a leaf can name, and most tbl8 groups.
 pub const MAX_INDEX: u32 = ADJ;
-
-/// An address family the FIB holds: its addresses as keys aligned to the left of a `u128`.
-pub trait FibAddr:
-    Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display + Into<IpAddr> + Send + Sync + 'static
-{
-    /// Address length in bits.
-    const BITS: u8;
-    /// The address as the top `BITS` bits of a key.
-    fn key(self) -> u128;
-    /// The address of a key (its top `BITS` bits).
-    fn from_key(key: u128) -> Self;
-}
-
-impl FibAddr for Ipv4Addr {
-    const BITS: u8 = 32;
-    fn key(self) -> u128 {
-        u128::from(u32::from(self)) << 96
-    }
-    fn from_key(key: u128) -> Self {
-        Ipv4Addr::from((key >> 96) as u32)
-    }
-}
-
-impl FibAddr for Ipv6Addr {
-    const BITS: u8 = 128;
-    fn key(self) -> u128 {
-        u128::from(self)
-    }
-    fn from_key(key: u128) -> Self {
-        Ipv6Addr::from(key)
-    }
-}
 
 /// What a lookup found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,14 +121,14 @@ impl Entries {
 
 /// The table workers look up in, for addresses `A`. Shared (`Arc`) between the workers and
 /// the [`FibWriter`].
-pub struct Fib<A: FibAddr = Ipv4Addr> {
+pub struct Fib<A: AddrKey = Ipv4Addr> {
     tbl24: Entries,
     tbl8: Entries,
     groups: u32,
     family: PhantomData<A>,
 }
 
-impl<A: FibAddr> Fib<A> {
+impl<A: AddrKey> Fib<A> {
     /// An empty table with room for `tbl8_groups` groups of 256 entries.
     pub fn new(tbl8_groups: u32) -> std::io::Result<Self> {
         assert!(tbl8_groups <= MAX_INDEX);

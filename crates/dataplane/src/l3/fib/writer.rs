@@ -1,7 +1,8 @@
 //! Changing the IPv4 FIB in place: inserts and deletes with atomic entry stores, tbl8 groups
 //! reclaimed after a quiescent period.
 
-use super::{EXT, Entries, Fib, Fib6Writer, FibAddr, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
+use super::{EXT, Entries, Fib, Fib6Writer, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
+use crate::net::{AddrKey, key_mask};
 use crate::runtime::qsbr::Qsbr;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use std::sync::atomic::Ordering::{Acquire, Release};
 
 /// A route: prefix (host bits zero), length and adjacency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Route<A: FibAddr = Ipv4Addr> {
+pub struct Route<A: AddrKey = Ipv4Addr> {
     /// Network address.
     pub prefix: A,
     /// Prefix length, 0 to the address length.
@@ -20,21 +21,11 @@ pub struct Route<A: FibAddr = Ipv4Addr> {
     pub adj: u32,
 }
 
-impl<A: FibAddr> Route<A> {
+impl<A: AddrKey> Route<A> {
     /// A route for `addr/len` (host bits are cleared) to adjacency `adj`.
     pub fn new(addr: A, len: u8, adj: u32) -> Self {
         Route { prefix: A::from_key(addr.key() & key_mask(len)), len, adj }
     }
-}
-
-/// The netmask of an IPv4 prefix length.
-pub fn mask(len: u8) -> u32 {
-    if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len.min(32))) }
-}
-
-/// The mask of the first `len` bits of a key (an address aligned to the left of a `u128`).
-pub fn key_mask(len: u8) -> u128 {
-    if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len.min(128))) }
 }
 
 /// A FIB change: install `prefix/len` toward adjacency `Some(adj)`, or remove it (`None`).
@@ -59,7 +50,7 @@ pub enum FibError {
 
 /// The main thread's handle for changing a [`Fib`]. It keeps every route (for deletes, which
 /// must fall back to the covering route, and for `show ip fib`).
-pub struct FibWriter<A: FibAddr = Ipv4Addr> {
+pub struct FibWriter<A: AddrKey = Ipv4Addr> {
     fib: Arc<Fib<A>>,
     qsbr: Arc<Qsbr>,
     /// Every route, hashed (a delete looks up each shorter length for the covering route:
@@ -69,7 +60,7 @@ pub struct FibWriter<A: FibAddr = Ipv4Addr> {
     retired: Vec<u32>,
 }
 
-impl<A: FibAddr> FibWriter<A> {
+impl<A: AddrKey> FibWriter<A> {
     /// A writer for `fib`, whose readers announce quiescent states through `qsbr`.
     pub fn new(fib: Arc<Fib<A>>, qsbr: Arc<Qsbr>) -> Self {
         let free = (0..fib.tbl8_groups()).rev().collect();
@@ -320,6 +311,7 @@ impl FibWriters {
 mod tests {
     use super::*;
     use crate::l3::fib::oracle;
+    use crate::net::mask;
     use proptest::prelude::*;
 
     fn writer(groups: u32) -> FibWriter<Ipv4Addr> {
@@ -329,7 +321,7 @@ mod tests {
     /// Applies random inserts, replaces and deletes to `w`, one batch each, and returns the
     /// routes that should be left. `((key, len, adj), delete)` inserts `key/len` or, with
     /// `delete`, removes a route already there (the one `adj` picks).
-    fn apply_ops<A: FibAddr>(w: &mut FibWriter<A>, ops: Vec<((u128, u8, u32), bool)>) -> BTreeMap<(u128, u8), u32> {
+    fn apply_ops<A: AddrKey>(w: &mut FibWriter<A>, ops: Vec<((u128, u8, u32), bool)>) -> BTreeMap<(u128, u8), u32> {
         let mut model = BTreeMap::new();
         for ((key, len, adj), delete) in ops {
             let victim = model.keys().nth(adj as usize % model.len().max(1)).copied();
