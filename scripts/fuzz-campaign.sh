@@ -15,7 +15,10 @@
 #   DIR/corpus/CRATE/TARGET        the corpus: the next round starts where this one ended
 #   DIR/logs/                      each slice's log
 #   DIR/target                     the fuzz crates' builds (--target-dir to use another: a
-#                                  checkout's crates/CRATE/fuzz/target shares its dependencies)
+#                                  checkout's crates/CRATE/fuzz/target shares its dependencies;
+#                                  never one another worktree builds into while this runs, as
+#                                  its build would replace the binary a slice reads its
+#                                  coverage's symbols from)
 # A target runs in slices of S seconds (default 300) until C minutes have passed (at least one
 # slice), from its corpus (minimised first, libFuzzer's -merge) plus the seeds and flags
 # ./test.sh gives it (both from scripts/fuzz-targets.sh), with its dictionary for the
@@ -90,11 +93,15 @@ fi
 flock -u 9
 : >"$report"
 
+# The project's own code: a file of one of its crates, in whichever checkout the binary was
+# built from (the debug info names the build's paths; a shared --target-dir may hold another
+# worktree's build), never a copy under ~/.cargo.
+own_re="/crates/($(cd "$root/crates" && ls -d -- */ | tr -d / | paste -sd '|'))/"
 # Edges covered, own and in dependencies, from a log of -print_coverage=1
 # (COVERED_FUNC: hits: H edges: E/T NAME FILE:LINE:COL).
 split_coverage() {
-    awk -v own="$root/crates/" '/^COVERED_FUNC: / {
-            split($5, e, "/"); if (index($NF, own) == 1) o += e[1]; else d += e[1]
+    awk -v own="$own_re" '/^COVERED_FUNC: / {
+            split($5, e, "/"); if ($NF ~ own && $NF !~ /\/\.cargo\//) o += e[1]; else d += e[1]
         } END {print o + 0, d + 0}' "$1"
 }
 
@@ -138,7 +145,7 @@ for t in "${targets[@]}"; do
         secs=$((secs + slice))
         # Edges new in this slice (printed after the corpus ran: NEW_PC ... in FUNCTION FILE:LINE).
         found=$(awk '/INITED/ {p = 1} p && /NEW_PC/' "$log")
-        own=$(grep -c -F " $root/crates/" <<<"$found" || true)
+        own=$(grep -v -F /.cargo/ <<<"$found" | grep -c -E " [^ ]*$own_re" || true)
         dep=$(($(grep -c NEW_PC <<<"$found" || true) - own))
         own_new=$((own_new + own)) dep_new=$((dep_new + dep))
         [ "$own" -eq 0 ] || last_own=$(((secs + 59) / 60))
