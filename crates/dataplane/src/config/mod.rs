@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
+mod interfaces;
+mod lcp;
+
 pub use crate::drivers::config::{
     AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, XdpModeConfig, ZeroCopyConfig,
 };
@@ -321,7 +324,8 @@ impl Config {
             }
         }
         self.validate_l3()?;
-        self.validate_flows()?;
+        crate::flows::config::validate_rules(&self.flows, |name| self.has_interface(name))?;
+        self.flow_cache.validate()?;
         self.validate_linux_cp()?;
         self.validate_sflow()
     }
@@ -456,6 +460,22 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The sFlow settings: each interface's, then the agent's against the rest of the
+    /// configuration.
+    fn validate_sflow(&self) -> Result<(), ConfigError> {
+        for (n, i) in &self.interfaces {
+            if let Some(s) = &i.sflow {
+                s.validate(&format!("interfaces.{n}.sflow"), self.sflow.is_some())?;
+            }
+        }
+        let Some(s) = &self.sflow else { return Ok(()) };
+        s.validate(&crate::sflow::config::SflowSurroundings {
+            first_address: self.first_address(),
+            longest_interface_name: self.interfaces.keys().map(String::len).max().unwrap_or(0),
+            linux_cp: self.linux_cp.is_some(),
+        })
     }
 
     /// The first IPv4 address of a physical interface (in name order), else of a

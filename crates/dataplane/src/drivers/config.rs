@@ -1,8 +1,7 @@
-//! Each driver's settings (`af-packet`, `af-xdp`, `pcap`) and their checks.
+//! Each driver's settings (`af-packet`, `af-xdp`, `pcap`). Their checks need the interface
+//! and the buffers they serve, so they run with the interface's (`config/interfaces.rs`).
 
-use crate::config::Config;
-use crate::interface::config::{Driver, InterfaceConfig};
-use crate::net::{ConfigError, PollMode, invalid, is_zero};
+use crate::net::is_zero;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -170,7 +169,7 @@ pub struct AfPacketConfig {
 
 /// Bytes of TPACKET_V3 headers in front of a frame in a ring block, rounded up: the block's
 /// descriptor, the frame's `tpacket3_hdr` and `sockaddr_ll`, and alignment.
-const RING_FRAME_OVERHEAD: u32 = 256;
+pub(crate) const RING_FRAME_OVERHEAD: u32 = 256;
 
 fn default_block_size() -> u32 {
     1 << 18
@@ -193,162 +192,5 @@ impl Default for AfPacketConfig {
             block_timeout_ms: default_block_timeout(),
             rx_queues: default_rx_queues(),
         }
-    }
-}
-
-impl Config {
-    /// The driver's own settings: a host interface exactly for `af-packet`, generator streams
-    /// only on the generator, ring sizes in range, each host interface used once.
-    pub(crate) fn validate_driver(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
-        let f = |k: &str| format!("interfaces.{name}.{k}");
-        match (i.driver, &i.host_interface) {
-            (Driver::AfPacket | Driver::AfXdp, None) => {
-                return Err(invalid(f("host-interface"), "(missing)", "the Linux interface to use, e.g. eth1"));
-            }
-            (Driver::AfPacket | Driver::AfXdp, Some(h)) => {
-                if h.is_empty() || h.len() > 15 || h.contains(['/', ' ', ':']) || h == "." || h == ".." {
-                    return Err(invalid(
-                        f("host-interface"),
-                        h,
-                        "a Linux interface name: 1 to 15 characters, no '/', ':' or space",
-                    ));
-                }
-                if let Some((other, _)) =
-                    self.interfaces.iter().find(|(n, o)| n.as_str() < name && o.host_interface.as_ref() == Some(h))
-                {
-                    return Err(invalid(
-                        f("host-interface"),
-                        h,
-                        format!("a host interface no other interface uses ({other} has it)"),
-                    ));
-                }
-            }
-            (Driver::Generator | Driver::Pcap, Some(h)) => {
-                return Err(invalid(f("host-interface"), h, "only with driver: af-packet or af-xdp"));
-            }
-            (Driver::Generator | Driver::Pcap, None) => {}
-        }
-        self.validate_pcap(name, i)?;
-        if i.driver != Driver::Generator && i.generator.is_some() {
-            return Err(invalid(f("generator"), "streams", "generator streams only with driver: generator"));
-        }
-        if i.rx_mode != PollMode::Polling && !matches!(i.driver, Driver::AfPacket | Driver::AfXdp) {
-            return Err(invalid(f("rx-mode"), "set", "only with driver: af-packet or af-xdp"));
-        }
-        if i.rx_mode == PollMode::BusyPoll && i.driver != Driver::AfXdp {
-            return Err(invalid(
-                f("rx-mode"),
-                "busy-poll",
-                "polling, interrupt or adaptive (busy-poll only with driver: af-xdp)",
-            ));
-        }
-        if let Some(a) = &i.af_xdp {
-            if i.driver != Driver::AfXdp {
-                return Err(invalid(f("af-xdp"), "settings", "af-xdp settings only with driver: af-xdp"));
-            }
-            if !a.ring_size.is_power_of_two() || !(64..=16384).contains(&a.ring_size) {
-                return Err(invalid(f("af-xdp.ring-size"), a.ring_size, "a power of two from 64 to 16384"));
-            }
-            if !(1..=64).contains(&a.queues) {
-                return Err(invalid(f("af-xdp.queues"), a.queues, "1 to 64"));
-            }
-            let b = &a.busy_poll;
-            if !(1..=1024).contains(&b.budget) {
-                return Err(invalid(f("af-xdp.busy-poll.budget"), b.budget, "1 to 1024"));
-            }
-            if !(1..=1000).contains(&b.defer_hard_irqs) {
-                return Err(invalid(f("af-xdp.busy-poll.defer-hard-irqs"), b.defer_hard_irqs, "1 to 1000"));
-            }
-            if !(1..=1_000_000).contains(&b.gro_flush_timeout_us) {
-                return Err(invalid(
-                    f("af-xdp.busy-poll.gro-flush-timeout-us"),
-                    b.gro_flush_timeout_us,
-                    "1 to 1000000",
-                ));
-            }
-        }
-        if let Some(a) = &i.af_packet {
-            if i.driver != Driver::AfPacket {
-                return Err(invalid(f("af-packet"), "settings", "af-packet settings only with driver: af-packet"));
-            }
-            if !a.block_size.is_power_of_two() || !(4096..=1 << 22).contains(&a.block_size) {
-                return Err(invalid(f("af-packet.block-size"), a.block_size, "a power of two from 4096 to 4194304"));
-            }
-            // A frame never spans blocks: the largest one, with the ring's headers, must fit.
-            let least = (u32::from(self.buffers.data_size) + RING_FRAME_OVERHEAD).next_power_of_two();
-            if a.block_size < least {
-                return Err(invalid(
-                    f("af-packet.block-size"),
-                    a.block_size,
-                    format!(
-                        "a power of two from {least} to 4194304 (a block holds whole frames, up to buffers.data-size {})",
-                        self.buffers.data_size
-                    ),
-                ));
-            }
-            if !(2..=1024).contains(&a.blocks) {
-                return Err(invalid(f("af-packet.blocks"), a.blocks, "2 to 1024"));
-            }
-            if !(1..=1000).contains(&a.block_timeout_ms) {
-                return Err(invalid(f("af-packet.block-timeout-ms"), a.block_timeout_ms, "1 to 1000"));
-            }
-            if !(1..=self.workers.count).contains(&a.rx_queues) {
-                return Err(invalid(
-                    f("af-packet.rx-queues"),
-                    a.rx_queues,
-                    format!("1 to {} (workers.count)", self.workers.count),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Capture files exactly for driver `pcap`: something to read or write, loop and rate only
-    /// with a read, no file written by two interfaces or both read and written.
-    pub(crate) fn validate_pcap(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
-        let f = |k: &str| format!("interfaces.{name}.pcap{k}");
-        let p = match (i.driver, &i.pcap) {
-            (Driver::Pcap, None) => {
-                return Err(invalid(f(""), "(missing)", "a capture to read and/or write, e.g. {read: in.pcap}"));
-            }
-            (Driver::Pcap, Some(p)) => p,
-            (_, Some(_)) => return Err(invalid(f(""), "settings", "pcap settings only with driver: pcap")),
-            (_, None) => return Ok(()),
-        };
-        if p.read.is_none() && p.write.is_none() {
-            return Err(invalid(f(""), "{}", "read, write or both"));
-        }
-        if p.read.is_none() && (p.looping || p.rate_pps != 0) {
-            return Err(invalid(f(if p.looping { ".loop" } else { ".rate-pps" }), "set", "only with pcap.read"));
-        }
-        if p.rate_pps > MAX_PCAP_RATE {
-            return Err(invalid(f(".rate-pps"), p.rate_pps, format!("0 (as fast as possible) to {MAX_PCAP_RATE}")));
-        }
-        if let Some(w) = &p.write {
-            if w.as_os_str().is_empty() {
-                return Err(invalid(f(".write"), "\"\"", "a file name"));
-            }
-            let writers = self.interfaces.iter().filter_map(|(n, o)| Some((n, o.pcap.as_ref()?)));
-            for (other, o) in writers {
-                if o.read.as_ref() == Some(w) {
-                    return Err(invalid(
-                        f(".write"),
-                        w.display(),
-                        format!("a file no interface reads ({other} reads it)"),
-                    ));
-                }
-                if other.as_str() < name && o.write.as_ref() == Some(w) {
-                    return Err(invalid(
-                        f(".write"),
-                        w.display(),
-                        format!("a file no other interface writes ({other} writes it)"),
-                    ));
-                }
-            }
-        }
-        if p.read.as_ref().is_some_and(|r| r.as_os_str().is_empty()) {
-            return Err(invalid(f(".read"), "\"\"", "a capture file name"));
-        }
-        Ok(())
     }
 }

@@ -1,6 +1,5 @@
 //! The `flow-cache` section (each worker's megaflow cache) and the checks of the `flows` rules.
 
-use crate::config::Config;
 use crate::net::{ConfigError, default_true, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -49,24 +48,29 @@ impl FlowCacheConfig {
     }
 }
 
-impl Config {
-    pub(crate) fn validate_flows(&self) -> Result<(), ConfigError> {
-        if self.flows.len() > crate::flows::MAX_FLOWS {
-            let max = crate::flows::MAX_FLOWS;
-            return Err(invalid("flows", format!("{} rules", self.flows.len()), format!("at most {max}")));
+impl FlowCacheConfig {
+    /// Checks the cache's sizes.
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        if !(8..=1 << 24).contains(&self.cd_entries) || !self.cd_entries.is_power_of_two() {
+            return Err(invalid("flow-cache.cd-entries", self.cd_entries, "a power of two 8–16777216"));
         }
-        for (k, text) in self.flows.iter().enumerate() {
-            let known = |name: &str| self.has_interface(name).then_some(1);
-            crate::flows::parse(text, k as u32, known)
-                .map_err(|why| invalid(format!("flows[{k}]"), text, format!("a rule in ovs-ofctl syntax ({why})")))?;
-        }
-        let c = &self.flow_cache;
-        if !(8..=1 << 24).contains(&c.cd_entries) || !c.cd_entries.is_power_of_two() {
-            return Err(invalid("flow-cache.cd-entries", c.cd_entries, "a power of two 8–16777216"));
-        }
-        if !(1..=1_000_000).contains(&c.max_megaflows) {
-            return Err(invalid("flow-cache.max-megaflows", c.max_megaflows, "1–1000000"));
+        if !(1..=1_000_000).contains(&self.max_megaflows) {
+            return Err(invalid("flow-cache.max-megaflows", self.max_megaflows, "1–1000000"));
         }
         Ok(())
     }
+}
+
+/// Checks the `flows` rules: at most [`MAX_FLOWS`](crate::flows::MAX_FLOWS), each in
+/// `ovs-ofctl` syntax and naming only interfaces that `known` accepts.
+pub(crate) fn validate_rules(rules: &[String], known: impl Fn(&str) -> bool) -> Result<(), ConfigError> {
+    if rules.len() > crate::flows::MAX_FLOWS {
+        let max = crate::flows::MAX_FLOWS;
+        return Err(invalid("flows", format!("{} rules", rules.len()), format!("at most {max}")));
+    }
+    for (k, text) in rules.iter().enumerate() {
+        crate::flows::parse(text, k as u32, |name: &str| known(name).then_some(1))
+            .map_err(|why| invalid(format!("flows[{k}]"), text, format!("a rule in ovs-ofctl syntax ({why})")))?;
+    }
+    Ok(())
 }

@@ -1,11 +1,10 @@
 //! The `interfaces` section: each interface and sub-interface, its driver, MTU, addresses and
-//! rx placement, with their checks.
+//! rx placement. Their checks need the buffers, the workers and the other interfaces, so they
+//! are in `config/interfaces.rs`.
 
-use crate::config::Config;
 use crate::drivers::config::{AfPacketConfig, AfXdpConfig, PcapConfig};
 use crate::drivers::stream_config::GeneratorConfig;
-use crate::drivers::stream_config::validate_stream;
-use crate::net::{ConfigError, IpPrefix, MAX_INTERFACES, Mac, PollMode, invalid, is_default};
+use crate::net::{IpPrefix, Mac, PollMode, is_default};
 use crate::sflow::config::InterfaceSflow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -192,108 +191,4 @@ pub struct SubInterfaceConfig {
     /// 15 characters and no '/' or ':').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linux_name: Option<String>,
-}
-
-impl Config {
-    pub(crate) fn validate_interface(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
-        let f = |k: &str| format!("interfaces.{name}.{k}");
-        if name.is_empty() || name.len() > 63 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
-        {
-            return Err(invalid(
-                format!("interfaces.{name}"),
-                format!("name '{name}'"),
-                "1–63 characters of a-z A-Z 0-9 - _ . / :",
-            ));
-        }
-        if let Some(x) = i.index
-            && (x == 0 || x as usize >= MAX_INTERFACES)
-        {
-            return Err(invalid(f("index"), x, format!("1 to {}", MAX_INTERFACES - 1)));
-        }
-        let max = self.buffers.max_mtu();
-        if let Some(m) = i.mtu.filter(|m| !(68..=max).contains(m)) {
-            let size = self.buffers.data_size;
-            let raise = if size < crate::runtime::buffer::MAX_DATA_SIZE {
-                format!("; raise buffers.data-size (up to {}) for more", crate::runtime::buffer::MAX_DATA_SIZE)
-            } else {
-                String::new()
-            };
-            return Err(invalid(f("mtu"), m, format!("68 to {max} (buffers.data-size {size} less 18{raise})")));
-        }
-        self.validate_driver(name, i)?;
-        self.validate_placement(name, i)?;
-        if let Some(peer) = &i.l2xc {
-            if !self.has_interface(peer) || peer == name {
-                return Err(invalid(f("l2xc"), peer, "the name of another configured interface"));
-            }
-            if !i.addresses.is_empty() {
-                return Err(invalid(
-                    f("addresses"),
-                    format!("{} addresses", i.addresses.len()),
-                    "none on an L2 cross-connected interface",
-                ));
-            }
-        }
-        for (sub, s) in &i.sub_interfaces {
-            let sf = |k: &str| format!("interfaces.{name}.sub-interfaces.{sub}.{k}");
-            if *sub == 0 {
-                return Err(invalid(format!("interfaces.{name}.sub-interfaces"), sub, "sub-ids from 1"));
-            }
-            if !(1..=4094).contains(&s.encapsulation.dot1q) {
-                return Err(invalid(sf("encapsulation.dot1q"), s.encapsulation.dot1q, "1 to 4094"));
-            }
-            if let Some(m) = s.mtu.filter(|&m| !(68..=i.mtu()).contains(&m)) {
-                return Err(invalid(sf("mtu"), m, format!("68 to the parent's MTU ({})", i.mtu())));
-            }
-            if let Some(peer) = s.l2xc.as_ref().filter(|p| !self.has_interface(p) || **p == format!("{name}.{sub}")) {
-                return Err(invalid(sf("l2xc"), peer, "the name of a configured interface"));
-            }
-            if s.l2xc.is_some() && !s.addresses.is_empty() {
-                return Err(invalid(
-                    sf("addresses"),
-                    format!("{} addresses", s.addresses.len()),
-                    "none on an L2 cross-connected sub-interface",
-                ));
-            }
-        }
-        let dups = i.sub_interfaces.values().map(|s| s.encapsulation.dot1q).collect::<std::collections::BTreeSet<_>>();
-        if dups.len() != i.sub_interfaces.len() {
-            return Err(invalid(
-                format!("interfaces.{name}.sub-interfaces"),
-                "a repeated dot1q tag",
-                "each VLAN id on at most one sub-interface",
-            ));
-        }
-        if let Some(g) = &i.generator {
-            for (k, s) in g.streams.iter().enumerate() {
-                validate_stream(&format!("interfaces.{name}.generator.streams[{k}]"), s, self.buffers.data_size)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Rx placement: workers that exist, `worker` or `queues` (one per rx queue), not both.
-    pub(crate) fn validate_placement(&self, name: &str, i: &InterfaceConfig) -> Result<(), ConfigError> {
-        let f = |k: &str| format!("interfaces.{name}.rx-placement.{k}");
-        let Some(p) = &i.rx_placement else { return Ok(()) };
-        let workers = self.workers.count;
-        let range = || format!("0 to {} (workers.count is {workers})", workers - 1);
-        if let Some(w) = p.worker.filter(|&w| w >= workers) {
-            return Err(invalid(f("worker"), w, range()));
-        }
-        if let Some((q, w)) = p.queues.iter().enumerate().find(|&(_, &w)| w >= workers) {
-            return Err(invalid(f(&format!("queues[{q}]")), w, range()));
-        }
-        if p.worker.is_some() && !p.queues.is_empty() {
-            return Err(invalid(f("queues"), "set with worker", "either worker or queues"));
-        }
-        if !p.queues.is_empty() && p.queues.len() != usize::from(i.rx_queue_count()) {
-            return Err(invalid(
-                f("queues"),
-                format!("{} worker(s)", p.queues.len()),
-                format!("one worker per rx queue: {}", i.rx_queue_count()),
-            ));
-        }
-        Ok(())
-    }
 }

@@ -17,6 +17,7 @@
 //! configured addresses on the TAPs. Still to come (issues 34, 35): routes and neighbors from
 //! the kernel, Prometheus, sFlow's ifIndex.
 
+pub mod config;
 pub mod io;
 mod kernel;
 pub mod listener;
@@ -28,164 +29,14 @@ pub mod routes;
 mod tap;
 pub mod worker;
 
+pub use config::{LinuxCpConfig, MAX_PUNT_RATE, PuntRate};
 pub use kernel::KernelUpdate;
 pub use netns::{NETNS_DIR, Netns};
 pub use tap::{MAX_NAME, Tap};
 pub use worker::LcpWorker;
 
-use crate::config::Config;
 use crate::interface::Interface;
-use crate::net::{ConfigError, invalid};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use std::io as stdio;
-
-/// `linux-cp`: the Linux control plane, on when present.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct LinuxCpConfig {
-    /// The network namespace of the TAPs (default `dataplane`), made when missing.
-    #[serde(default = "default_netns")]
-    pub netns: String,
-    /// Packets a second each worker sends up each interface's TAP, by class.
-    #[serde(default)]
-    pub punt_rate: PuntRate,
-    /// A TAP set down (or up) in Linux sets its interface down (or up) too (default off:
-    /// vecflow puts the TAP back up, so a tool toggling a TAP cannot take a port down).
-    #[serde(default)]
-    pub link_sync: bool,
-    /// The kernel routing table whose routes are mirrored into the FIB (default 254, the
-    /// main table; not 0 or 255, the local table).
-    #[serde(default = "default_table")]
-    pub table: u32,
-    /// The netlink listener's receive buffer in bytes (default 64 MiB, 4096–1073741824): room
-    /// for a burst of route changes (a full table) before the kernel drops notifications and
-    /// the listener has to dump again.
-    #[serde(default = "default_netlink_buffer")]
-    pub netlink_buffer: usize,
-}
-
-fn default_netns() -> String {
-    "dataplane".into()
-}
-
-fn default_table() -> u32 {
-    routes::MAIN_TABLE
-}
-
-fn default_netlink_buffer() -> usize {
-    listener::EVENT_BUFFER
-}
-
-impl Default for LinuxCpConfig {
-    fn default() -> Self {
-        LinuxCpConfig {
-            netns: default_netns(),
-            punt_rate: PuntRate::default(),
-            link_sync: false,
-            table: default_table(),
-            netlink_buffer: default_netlink_buffer(),
-        }
-    }
-}
-
-/// The punt policers' rates, packets a second per interface and worker (0: no limit), so
-/// that bulk traffic to the router cannot starve the routing protocols' keepalives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct PuntRate {
-    /// ARP, neighbor discovery and MLD, OSPF, VRRP, IGMP, BGP, BFD, RIP (default 10 000).
-    #[serde(default = "default_control_rate")]
-    pub control: u32,
-    /// Everything else for the router: SSH, SNMP, ICMP, … (default 5 000).
-    #[serde(default = "default_other_rate")]
-    pub other: u32,
-}
-
-fn default_control_rate() -> u32 {
-    10_000
-}
-
-fn default_other_rate() -> u32 {
-    5_000
-}
-
-impl Default for PuntRate {
-    fn default() -> Self {
-        PuntRate { control: default_control_rate(), other: default_other_rate() }
-    }
-}
-
-/// The most packets a second a punt policer takes.
-pub const MAX_PUNT_RATE: u32 = 10_000_000;
-
-/// True for a name Linux takes for an interface and `ip` can print: 1–15 characters, no `/`,
-/// `:`, whitespace or NUL, not `.` or `..`.
-fn valid_linux_name(n: &str) -> bool {
-    (1..=MAX_NAME).contains(&n.len())
-        && n != "."
-        && n != ".."
-        && !n.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c == '\0')
-}
-
-impl Config {
-    /// The TAP name of every interface and sub-interface, by interface name: its
-    /// `linux-name`, else its own name when Linux takes it.
-    pub fn linux_names(&self) -> Result<Vec<(String, String)>, ConfigError> {
-        let mut names = Vec::new();
-        for (name, i) in &self.interfaces {
-            names.push((name.clone(), i.linux_name.clone(), format!("interfaces.{name}.linux-name")));
-            for (sub, s) in &i.sub_interfaces {
-                let field = format!("interfaces.{name}.sub-interfaces.{sub}.linux-name");
-                names.push((format!("{name}.{sub}"), s.linux_name.clone(), field));
-            }
-        }
-        let mut seen = std::collections::BTreeMap::new();
-        let mut out = Vec::new();
-        for (name, linux, field) in names {
-            let tap = match linux {
-                Some(l) if valid_linux_name(&l) => l,
-                Some(l) => return Err(invalid(field, l, "1 to 15 characters, none of them '/', ':' or a space")),
-                None if valid_linux_name(&name) => name.clone(),
-                None => {
-                    return Err(invalid(
-                        field,
-                        "(none)",
-                        format!(
-                            "a name for the TAP of '{name}' (its own is longer than 15 characters or holds '/' or ':')"
-                        ),
-                    ));
-                }
-            };
-            if let Some(other) = seen.insert(tap.clone(), name.clone()) {
-                return Err(invalid(field, &tap, format!("a name no other TAP has ({other}'s TAP has it)")));
-            }
-            out.push((name, tap));
-        }
-        Ok(out)
-    }
-
-    /// Checks `linux-cp` and, when it is on, every interface's TAP name.
-    pub(crate) fn validate_linux_cp(&self) -> Result<(), ConfigError> {
-        let Some(lcp) = &self.linux_cp else { return Ok(()) };
-        let n = &lcp.netns;
-        if n.is_empty() || n.len() > 255 || n == "." || n == ".." || n.contains('/') || n.contains('\0') {
-            return Err(invalid("linux-cp.netns", n, "a file name under /run/netns (no '/', not '.' or '..')"));
-        }
-        for (class, rate) in [("control", lcp.punt_rate.control), ("other", lcp.punt_rate.other)] {
-            if rate > MAX_PUNT_RATE {
-                return Err(invalid(format!("linux-cp.punt-rate.{class}"), rate, "0 (no limit) to 10000000"));
-            }
-        }
-        if !(4096..=1 << 30).contains(&lcp.netlink_buffer) {
-            return Err(invalid("linux-cp.netlink-buffer", lcp.netlink_buffer, "4096 to 1073741824 (bytes)"));
-        }
-        if lcp.table == 0 || lcp.table == 255 {
-            return Err(invalid("linux-cp.table", lcp.table, "1 to 4294967295 but 255 (the local table)"));
-        }
-        self.linux_names().map(|_| ())
-    }
-}
 
 /// What a TAP was last set to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,39 +216,5 @@ impl LinuxCp {
     /// The namespace's name.
     pub fn netns(&self) -> &str {
         &self.netns.name
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(yaml: &str) -> Result<Vec<(String, String)>, String> {
-        let c = Config::from_yaml(yaml).unwrap();
-        c.validate_linux_cp().map_err(|e| e.to_string())?;
-        Ok(if c.linux_cp.is_some() { c.linux_names().unwrap() } else { Vec::new() })
-    }
-
-    #[test]
-    fn tap_names_default_to_the_interface_names_and_are_checked() {
-        let ok = names(
-            "linux-cp: {}\ninterfaces: {port0: {sub-interfaces: {7: {encapsulation: {dot1q: 7}}}}, 'Gi0/1': {linux-name: gi1}}",
-        );
-        assert_eq!(
-            ok.unwrap(),
-            [("Gi0/1".into(), "gi1".into()), ("port0".into(), "port0".into()), ("port0.7".into(), "port0.7".into())]
-        );
-        let e = names("linux-cp: {}\ninterfaces: {'Gi0/1': {}}").unwrap_err();
-        assert!(e.starts_with("interfaces.Gi0/1.linux-name: (none) is not allowed"), "{e}");
-        let e = names("linux-cp: {}\ninterfaces: {a-very-long-port-name: {}}").unwrap_err();
-        assert!(e.starts_with("interfaces.a-very-long-port-name.linux-name"), "{e}");
-        let e = names("linux-cp: {}\ninterfaces: {p: {linux-name: 'a:b'}}").unwrap_err();
-        assert!(e.starts_with("interfaces.p.linux-name: a:b is not allowed"), "{e}");
-        let e = names("linux-cp: {}\ninterfaces: {p: {}, q: {linux-name: p}}").unwrap_err();
-        assert!(e.contains("interfaces.q.linux-name: p is not allowed; allowed: a name no other TAP has (p's"), "{e}");
-        let e = names("linux-cp: {netns: ../x}\ninterfaces: {p: {}}").unwrap_err();
-        assert!(e.starts_with("linux-cp.netns: ../x is not allowed"), "{e}");
-        // Off: names are not checked.
-        assert!(names("interfaces: {'Gi0/1': {}}").is_ok());
     }
 }

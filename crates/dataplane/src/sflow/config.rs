@@ -1,9 +1,9 @@
 //! The `sflow` section and each interface's `sflow` settings, with their checks.
 
-use crate::config::Config;
 use crate::net::{ConfigError, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 
 /// The sFlow agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -150,26 +150,42 @@ pub(crate) fn yes() -> bool {
     true
 }
 
-impl Config {
-    pub(crate) fn validate_sflow(&self) -> Result<(), ConfigError> {
-        let rates = |f: String, r: u32| {
-            if (1..=1 << 30).contains(&r) { Ok(()) } else { Err(invalid(f, r, "1 to 1073741824")) }
-        };
-        for (n, i) in &self.interfaces {
-            if let Some(r) = i.sflow.and_then(|s| s.sampling_rate) {
-                rates(format!("interfaces.{n}.sflow.sampling-rate"), r)?;
-            }
-            if i.sflow.is_some_and(|s| s.enable) && self.sflow.is_none() {
-                return Err(invalid(
-                    format!("interfaces.{n}.sflow"),
-                    "enable: true",
-                    "only with a top-level sflow: section",
-                ));
-            }
+/// What the `sflow` section's checks need to know of the rest of the configuration.
+pub(crate) struct SflowSurroundings {
+    /// The address the agent takes without `agent-address`
+    /// ([`crate::config::Config::first_address`]).
+    pub first_address: Option<IpAddr>,
+    /// The longest interface name (interface names travel in counter samples).
+    pub longest_interface_name: usize,
+    /// Whether `linux-cp` is on (`if-index: linux` needs it).
+    pub linux_cp: bool,
+}
+
+/// Checks a 1-in-N sampling rate written at `field`.
+fn check_rate(field: String, rate: u32) -> Result<(), ConfigError> {
+    if (1..=1 << 30).contains(&rate) { Ok(()) } else { Err(invalid(field, rate, "1 to 1073741824")) }
+}
+
+impl InterfaceSflow {
+    /// Checks one interface's settings (written at `field`); `agent_on` says whether the
+    /// top-level `sflow` section is there, which `enable: true` needs.
+    pub(crate) fn validate(&self, field: &str, agent_on: bool) -> Result<(), ConfigError> {
+        if let Some(r) = self.sampling_rate {
+            check_rate(format!("{field}.sampling-rate"), r)?;
         }
-        let Some(s) = &self.sflow else { return Ok(()) };
-        rates("sflow.sampling-rate".into(), s.sampling_rate)?;
-        if s.agent_address.is_none() && self.first_address().is_none() {
+        if self.enable && !agent_on {
+            return Err(invalid(field, "enable: true", "only with a top-level sflow: section"));
+        }
+        Ok(())
+    }
+}
+
+impl SflowConfig {
+    /// Checks the agent's settings against what `around` says of the rest of the configuration.
+    pub(crate) fn validate(&self, around: &SflowSurroundings) -> Result<(), ConfigError> {
+        let s = self;
+        check_rate("sflow.sampling-rate".into(), s.sampling_rate)?;
+        if s.agent_address.is_none() && around.first_address.is_none() {
             return Err(invalid(
                 "sflow.agent-address",
                 "(none)",
@@ -186,9 +202,9 @@ impl Config {
             return Err(invalid("sflow.header-bytes", s.header_bytes, "64 to 256"));
         }
         // The longest sample must fit a datagram alone (the agent could never send it).
-        let agent_v6 = s.agent_address.or(self.first_address()).is_some_and(|a| a.is_ipv6());
-        let longest_name = self.interfaces.keys().map(String::len).max().unwrap_or(0);
-        let least = crate::sflow::agent::min_datagram_size(agent_v6, s.header_bytes, longest_name).max(200);
+        let agent_v6 = s.agent_address.or(around.first_address).is_some_and(|a| a.is_ipv6());
+        let least =
+            crate::sflow::agent::min_datagram_size(agent_v6, s.header_bytes, around.longest_interface_name).max(200);
         if !(least..=8192).contains(&usize::from(s.max_datagram_size)) {
             return Err(invalid(
                 "sflow.max-datagram-size",
@@ -202,7 +218,7 @@ impl Config {
         if !(-20..=19).contains(&s.agent_nice) {
             return Err(invalid("sflow.agent-nice", s.agent_nice, "-20 to 19 (0: the process's own)"));
         }
-        if s.if_index == crate::sflow::IfIndexSource::Linux && self.linux_cp.is_none() {
+        if s.if_index == crate::sflow::IfIndexSource::Linux && !around.linux_cp {
             return Err(invalid("sflow.if-index", "linux", "vecflow, or linux when linux-cp is on"));
         }
         if s.collectors.len() > 16 {
