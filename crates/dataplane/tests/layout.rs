@@ -100,7 +100,6 @@ const ARROWS_ON_CIRCLES: &[&str] = &[
     "drivers -> config",
     "drivers -> datapath",
     "drivers -> interface",
-    "drivers -> mpls",
     "ethernet -> datapath",
     "ethernet -> interface",
     "ethernet -> ip4",

@@ -12,8 +12,7 @@
 //! shared vocabulary (prefixes, MACs, [`ConfigError`]) in [`crate::net`]; both are re-exported
 //! here, so the whole model reads as one namespace: `dataplane::config::*`.
 
-use crate::mpls::config::check_labels;
-use crate::net::MAX_INTERFACES;
+use crate::net::{MAX_INTERFACES, check_labels};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,7 +1,6 @@
 //! The embedded generator's streams (`generator`), with their checks.
 
-use crate::mpls::config::{MAX_LABEL, check_labels};
-use crate::net::{ConfigError, Mac, invalid};
+use crate::net::{ConfigError, MAX_LABEL, Mac, check_labels, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

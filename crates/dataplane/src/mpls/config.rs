@@ -1,6 +1,6 @@
 //! The `mpls` section: local labels and what they carry.
 
-use crate::net::{ConfigError, Payload, invalid, is_default};
+use crate::net::{Payload, is_default};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
@@ -40,15 +40,4 @@ pub struct LocalLabel {
     /// What a pop finds under the label: `ip4` (the default) or `ip6` (pop only).
     #[serde(default, skip_serializing_if = "is_default")]
     pub payload: Payload,
-}
-
-/// The largest MPLS label (20 bits).
-pub(crate) const MAX_LABEL: u32 = (1 << 20) - 1;
-
-pub(crate) fn check_labels(field: &str, labels: &[u32]) -> Result<(), ConfigError> {
-    match labels.iter().find(|&&l| !(16..=MAX_LABEL).contains(&l)) {
-        Some(l) => Err(invalid(field, l, "labels 16 to 1048575")),
-        None if labels.len() > 8 => Err(invalid(field, format!("{} labels", labels.len()), "at most 8 labels")),
-        None => Ok(()),
-    }
 }

@@ -4,12 +4,14 @@
 
 mod addr;
 mod error;
+mod labels;
 mod modes;
 mod prefix;
 
 pub use addr::{AddrKey, key_mask, mask};
 pub use error::ConfigError;
 pub(crate) use error::invalid;
+pub(crate) use labels::{MAX_LABEL, check_labels};
 pub use modes::{Payload, PollMode};
 pub use prefix::{IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Prefix, PrefixAddr, is_link_local};
 
