@@ -385,7 +385,7 @@ fn interfaces_and_sub_interfaces_share_the_index_and_name_space() {
     // Just under the limit: starts and gets distinct indices.
     let subs: String = (1..=1022).map(|k| format!("      {k}: {{encapsulation: {{dot1q: {k}}}}}\n")).collect();
     let full = Config::load(&format!("interfaces:\n  p0:\n    sub-interfaces:\n{subs}")).unwrap();
-    let ifs = dataplane::interface::build::build_interfaces(&full);
+    let ifs = dataplane::interface::build::build_interfaces(&full.interfaces, full.workers.count);
     let mut idx: Vec<u16> = ifs.iter().map(|i| i.index).collect();
     idx.dedup();
     assert_eq!(idx.len(), 1023);
@@ -404,7 +404,7 @@ routes:
   - {prefix: 70.0.0.0/8, via: 10.100.0.2}
 ";
     let c = Config::load(yaml).unwrap();
-    let ifs = dataplane::interface::build::build_interfaces(&c);
+    let ifs = dataplane::interface::build::build_interfaces(&c.interfaces, c.workers.count);
     let sub = ifs.iter().find(|i| i.name == "p0.100").unwrap().index;
     assert_eq!(dataplane::l3::connected_interface(&ifs, "10.100.0.2".parse().unwrap()), Some(sub));
     let e = err(

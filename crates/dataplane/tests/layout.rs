@@ -109,7 +109,6 @@ const ARROWS_ON_CIRCLES: &[&str] = &[
     "flows -> datapath",
     "flows -> ethernet",
     "flows -> interface",
-    "interface -> config",
     "interface -> datapath",
     "interface -> drivers",
     "interface -> l3",

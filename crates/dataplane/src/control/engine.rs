@@ -188,7 +188,7 @@ pub struct Forwarding {
 /// Builds interfaces, tables and the FIB of a validated `config`; the FIB's readers announce
 /// quiescent states through `qsbr`.
 pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, StartError> {
-    let interfaces = build_interfaces(config);
+    let interfaces = build_interfaces(&config.interfaces, config.workers.count);
     let mut rib = Rib::default();
     let up = |_: u16, _: IpAddr| true;
     let (base, label_refs) = crate::l3::build(config, &interfaces, &mut rib.objects, &up);
@@ -686,7 +686,7 @@ impl Dataplane {
     /// (a change that comes from Linux leaves Linux's addresses as they are).
     pub(super) fn apply_running(&mut self, new: &Config) -> Result<(), ApplyError> {
         let new = self.admissible(new)?;
-        let interfaces = build_interfaces(&self.with_kernel_addresses(&new));
+        let interfaces = build_interfaces(&self.with_kernel_addresses(&new).interfaces, new.workers.count);
         let mut batch = crate::l3::changes(
             &crate::l3::connected(&self.interfaces, self.config.linux_cp.is_some()),
             &crate::l3::connected(&interfaces, new.linux_cp.is_some()),

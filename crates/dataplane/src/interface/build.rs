@@ -1,26 +1,25 @@
 //! Interfaces from a validated configuration: indices, MACs, link-local addresses.
 
-use crate::config::Config;
-use crate::interface::config::{AdminState, Driver};
+use crate::interface::config::{AdminState, Driver, InterfaceConfig};
 use crate::interface::{DriverKind, Interface, RxMode};
 use crate::net::MAX_INTERFACES;
 use std::collections::BTreeMap;
 use wire::MacAddr;
 
 /// Resolves interface indices: explicit ones first, then the lowest free index in name order.
-fn assign_indices(config: &Config) -> BTreeMap<String, u16> {
+fn assign_indices(interfaces: &BTreeMap<String, InterfaceConfig>) -> BTreeMap<String, u16> {
     let mut taken: Vec<bool> = vec![false; MAX_INTERFACES];
     taken[0] = true;
     let mut out = BTreeMap::new();
-    for (name, i) in &config.interfaces {
+    for (name, i) in interfaces {
         if let Some(x) = i.index {
             taken[x as usize] = true;
             out.insert(name.clone(), x);
         }
     }
-    let subs = config.interfaces.iter().flat_map(|(n, i)| i.sub_interfaces.keys().map(move |s| format!("{n}.{s}")));
+    let subs = interfaces.iter().flat_map(|(n, i)| i.sub_interfaces.keys().map(move |s| format!("{n}.{s}")));
     let mut next = 1;
-    for name in config.interfaces.keys().cloned().chain(subs) {
+    for name in interfaces.keys().cloned().chain(subs) {
         out.entry(name).or_insert_with(|| {
             while taken[next] {
                 next += 1;
@@ -32,19 +31,20 @@ fn assign_indices(config: &Config) -> BTreeMap<String, u16> {
     out
 }
 
-/// Builds the interface list of a validated configuration: physical interfaces, then their
-/// 802.1Q sub-interfaces (named `parent.sub-id`, polled with their parent).
-pub fn build_interfaces(config: &Config) -> Vec<Interface> {
-    let idx = assign_indices(config);
+/// Builds the interface list of a validated configuration's `interfaces` (with `workers`
+/// worker threads, for rx placement): physical interfaces, then their 802.1Q sub-interfaces
+/// (named `parent.sub-id`, polled with their parent).
+pub fn build_interfaces(interfaces: &BTreeMap<String, InterfaceConfig>, workers: u16) -> Vec<Interface> {
+    let idx = assign_indices(interfaces);
     let mode = |l2xc: &Option<String>| l2xc.as_ref().map_or(RxMode::L3, |p| RxMode::L2Xconnect { peer: idx[p] });
     let mut rr = 0u16;
     let mut out = Vec::new();
-    for (name, i) in &config.interfaces {
+    for (name, i) in interfaces {
         let index = idx[name];
         let placed = i.rx_placement.as_ref().and_then(|p| p.worker.or(p.queues.first().copied()));
         let rx_worker = placed.unwrap_or_else(|| {
             rr += 1;
-            (rr - 1) % config.workers.count
+            (rr - 1) % workers
         });
         let parent = Interface {
             index,

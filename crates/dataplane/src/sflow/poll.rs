@@ -220,7 +220,14 @@ mod tests {
 
     fn setup(interval: u32) -> Polling {
         let cfg = Config::load("interfaces: {p0: {index: 1}, p1: {index: 2}, p2: {index: 3}}").unwrap();
-        Polling::new(interval, &[1, 2, 3], &build_interfaces(&cfg), vec![Arc::new(WorkerCounters::new())], links(), 7)
+        Polling::new(
+            interval,
+            &[1, 2, 3],
+            &build_interfaces(&cfg.interfaces, cfg.workers.count),
+            vec![Arc::new(WorkerCounters::new())],
+            links(),
+            7,
+        )
     }
 
     #[test]
@@ -252,7 +259,7 @@ mod tests {
     fn vlan_counters_count_both_directions() {
         let cfg =
             Config::load("interfaces: {p0: {index: 1, sub-interfaces: {7: {encapsulation: {dot1q: 70}}}}}").unwrap();
-        let ifs = build_interfaces(&cfg);
+        let ifs = build_interfaces(&cfg.interfaces, cfg.workers.count);
         let sub = ifs.iter().find(|i| i.name == "p0.7").unwrap().index;
         let w = Arc::new(WorkerCounters::new());
         let c = w.interface(sub);

@@ -65,7 +65,7 @@ fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> Port
 /// kernel, and that each host interface's MTU lets its frames fit a buffer (the kernel would
 /// drop longer ones unseen).
 pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
-    check_buffers(config, &crate::interface::build::build_interfaces(config), hosts)?;
+    check_buffers(config, &crate::interface::build::build_interfaces(&config.interfaces, config.workers.count), hosts)?;
     let max = config.buffers.max_mtu();
     for (name, link) in hosts {
         if link.mtu > u32::from(max) {
