@@ -97,7 +97,6 @@ const ARROWS_ON_CIRCLES: &[&str] = &[
     "datapath -> lcp",
     "datapath -> mpls",
     "datapath -> sflow",
-    "drivers -> config",
     "drivers -> datapath",
     "drivers -> interface",
     "ethernet -> datapath",

@@ -477,6 +477,16 @@ impl Config {
         })
     }
 
+    /// What the AF_XDP setup reads of the configuration.
+    pub fn xdp(&self) -> crate::drivers::af_xdp::setup::XdpSettings<'_> {
+        crate::drivers::af_xdp::setup::XdpSettings {
+            interfaces: &self.interfaces,
+            workers: self.workers.count,
+            worker_buffers: self.workers.buffers,
+            data_size: self.buffers.data_size,
+        }
+    }
+
     /// The first IPv4 address of a physical interface (in name order), else of a
     /// sub-interface; without any, the first global (not link-local) IPv6 address, in the same
     /// order: the sFlow agent address when `sflow.agent-address` is not given.

@@ -215,7 +215,7 @@ impl Dataplane {
         let isa = crate::runtime::isa::chosen();
         let (xdp_hosts, packet_hosts): (BTreeMap<_, _>, BTreeMap<_, _>) =
             read_host_links(config)?.into_iter().partition(|(name, _)| config.interfaces[name].driver == Driver::AfXdp);
-        crate::drivers::af_xdp::setup::preflight(config, &xdp_hosts)?;
+        crate::drivers::af_xdp::setup::preflight(&config.xdp(), &xdp_hosts)?;
         let config = &with_kernel_mtus(config, packet_hosts.iter().chain(&xdp_hosts));
         config.validate()?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
@@ -233,7 +233,7 @@ impl Dataplane {
                     crate::runtime::buffer::BufferPool::with_data_size(config.workers.buffers, config.buffers.data_size)
                 })
                 .collect::<std::io::Result<Vec<_>>>()?;
-            crate::drivers::af_xdp::setup::open(config, &interfaces, xdp_hosts, pools)?
+            crate::drivers::af_xdp::setup::open(&config.xdp(), &interfaces, xdp_hosts, pools)?
         };
         host_links.extend(xdp_links);
         let mut xdp_workers = xdp_workers.into_iter();

@@ -6,12 +6,12 @@
 use super::bpf::{Attachment, XdpMode, XdpProgram};
 use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
 use super::{RxQueue, XskSockets, chunk_size, single_chunk_frame};
-use crate::config::Config;
 use crate::drivers::KernelDrops;
 use crate::drivers::PortError;
 use crate::drivers::config::{AfXdpConfig, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::host::HostLink;
 use crate::interface::Interface;
+use crate::interface::config::InterfaceConfig;
 use crate::runtime::buffer::BufferPool;
 use std::collections::BTreeMap;
 
@@ -60,13 +60,26 @@ fn field_error(name: &str, field: &str, message: impl std::fmt::Display) -> Port
     PortError { field: format!("interfaces.{name}.{field}"), message: message.to_string() }
 }
 
+/// What the AF_XDP setup reads of the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct XdpSettings<'a> {
+    /// The `interfaces` section.
+    pub interfaces: &'a BTreeMap<String, InterfaceConfig>,
+    /// `workers.count`.
+    pub workers: u16,
+    /// `workers.buffers`: the buffers of each worker's pool.
+    pub worker_buffers: u32,
+    /// `buffers.data-size`.
+    pub data_size: u16,
+}
+
 /// Checks what can be checked before anything is opened, for the `af-xdp` interfaces of
 /// `hosts` (by interface name): that each worker's buffers cover what its sockets lend the
 /// kernel, and that each host interface's MTU lets its frames fit a buffer (the kernel would
 /// drop longer ones unseen).
-pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
-    check_buffers(config, &crate::interface::build::build_interfaces(&config.interfaces, config.workers.count), hosts)?;
-    let max = config.buffers.max_mtu();
+pub fn preflight(config: &XdpSettings, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
+    check_buffers(config, &crate::interface::build::build_interfaces(config.interfaces, config.workers), hosts)?;
+    let max = config.data_size - crate::net::L2_OVERHEAD;
     for (name, link) in hosts {
         if link.mtu > u32::from(max) {
             return Err(field_error(
@@ -77,7 +90,7 @@ pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<
                      most {max} (ip link set {} mtu {max}, or raise buffers.data-size up to {})",
                     link.name,
                     link.mtu,
-                    config.buffers.data_size,
+                    config.data_size,
                     link.name,
                     crate::runtime::buffer::MAX_DATA_SIZE
                 ),
@@ -91,7 +104,7 @@ pub fn preflight(config: &Config, hosts: &BTreeMap<String, HostLink>) -> Result<
 /// per worker (each registered as that worker's UMEM): the sockets, and the XDP program on
 /// each interface.
 pub fn open(
-    config: &Config,
+    config: &XdpSettings,
     interfaces: &[Interface],
     hosts: BTreeMap<String, HostLink>,
     pools: Vec<BufferPool>,
@@ -147,7 +160,7 @@ pub fn open(
                 "interfaces.{name}: zero-copy: buffers are {}-byte chunks that may cross 4 KiB pages; the kernel \
                  refuses those whose pages are not physically contiguous, so keep transparent huge pages on \
                  (/sys/kernel/mm/transparent_hugepage/enabled: always or madvise)",
-                chunk_size(crate::runtime::buffer::stride_for(config.buffers.data_size))
+                chunk_size(crate::runtime::buffer::stride_for(config.data_size))
             );
         }
         let attachment = program
@@ -172,8 +185,8 @@ pub fn open(
 /// The sockets of interface `i` (named `name`), as (worker, device queue, receives): the rx
 /// queues 0..queues on the workers placed on them, then a queue of its own (to transmit on)
 /// for each worker that polls none of them.
-fn sockets_of(config: &Config, i: &Interface, name: &str) -> Vec<(u16, u32, bool)> {
-    let (ic, workers) = (&config.interfaces[name], config.workers.count);
+fn sockets_of(config: &XdpSettings, i: &Interface, name: &str) -> Vec<(u16, u32, bool)> {
+    let (ic, workers) = (&config.interfaces[name], config.workers);
     let cfg = ic.af_xdp.unwrap_or_default();
     let mut queues: Vec<(u16, u32, bool)> =
         (0..cfg.queues).map(|q| (ic.queue_worker(q, i.rx_worker, workers), u32::from(q), true)).collect();
@@ -220,14 +233,14 @@ const GRAPH_BUFFERS: u32 = 4096;
 /// rings per rx queue, full tx and completion rings per interface: it sends on one socket of
 /// each) with [`GRAPH_BUFFERS`] to spare.
 fn check_buffers(
-    config: &Config,
+    config: &XdpSettings,
     interfaces: &[Interface],
     hosts: &BTreeMap<String, HostLink>,
 ) -> Result<(), PortError> {
     if hosts.is_empty() {
         return Ok(()); // no AF_XDP socket lends anything
     }
-    let mut lent = vec![0u32; usize::from(config.workers.count)];
+    let mut lent = vec![0u32; usize::from(config.workers)];
     for name in hosts.keys() {
         let i = interfaces.iter().find(|i| &i.name == name).expect("an interface of the config");
         let ring = config.interfaces[name].af_xdp.unwrap_or_default().ring_size;
@@ -238,14 +251,14 @@ fn check_buffers(
         }
     }
     let most = lent.iter().copied().max().unwrap_or(0);
-    if config.workers.buffers < most + GRAPH_BUFFERS {
+    if config.worker_buffers < most + GRAPH_BUFFERS {
         return Err(PortError {
             field: "workers.buffers".into(),
             message: format!(
                 "{}: a worker's AF_XDP sockets lend the kernel up to {most} buffers (twice ring-size for each \
                  rx queue and for each interface it sends on), so it needs at least {} (or a smaller \
                  af-xdp.ring-size)",
-                config.workers.buffers,
+                config.worker_buffers,
                 most + GRAPH_BUFFERS
             ),
         });
