@@ -17,7 +17,7 @@ use crate::interface::{IfStats, Interface, LinkState, Tables};
 use crate::l3::fib::{FibError, FibInsert, FibWriters, Fibs};
 use crate::l3::objects::{NextHop, Target};
 use crate::l3::rib::{Rib, RouteChange, RouteError, Source};
-use crate::l3::{L3, LabelStack, Routes};
+use crate::l3::{L3, LabelStack, Routes, configured};
 use crate::neighbor::Neighbors;
 use crate::neighbor::punt::{Event, Probe, Punt};
 use crate::runtime::qsbr::Qsbr;
@@ -191,13 +191,13 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     let interfaces = build_interfaces(&config.interfaces, config.workers.count);
     let mut rib = Rib::default();
     let up = |_: u16, _: IpAddr| true;
-    let (base, label_refs) = crate::l3::build(config, &interfaces, &mut rib.objects, &up);
+    let (base, label_refs) = super::tables::build_l3(config, &interfaces, &mut rib.objects, &up);
     let mut batch = crate::l3::changes(
         &Routes::new(),
         &crate::l3::connected(&interfaces, config.linux_cp.is_some()),
         Source::Connected,
     );
-    batch.extend(crate::l3::changes(&Routes::new(), &crate::l3::configured(config, &interfaces), Source::Config));
+    batch.extend(crate::l3::changes(&Routes::new(), &configured(&config.routes, &interfaces), Source::Config));
     let applied = rib.apply(&batch, &up)?;
     let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups)?, qsbr);
     fib.apply(&applied.fib)?;
@@ -693,14 +693,14 @@ impl Dataplane {
             Source::Connected,
         );
         batch.extend(crate::l3::changes(
-            &crate::l3::configured(&self.config, &self.interfaces),
-            &crate::l3::configured(&new, &interfaces),
+            &configured(&self.config.routes, &self.interfaces),
+            &configured(&new.routes, &interfaces),
             Source::Config,
         ));
         let now = Instant::now();
         let old_statics = self.static_neighbors(&self.config, &self.interfaces);
         let live = self.liveness();
-        let (base, label_refs) = crate::l3::build(&new, &interfaces, &mut self.rib.objects, &live);
+        let (base, label_refs) = super::tables::build_l3(&new, &interfaces, &mut self.rib.objects, &live);
         let applied = match self.rib.apply(&batch, &live) {
             Ok(a) => a,
             Err(e) => {

@@ -13,11 +13,11 @@ pub mod objects;
 pub mod rib;
 pub mod shared;
 
-use crate::config::Config;
 use crate::interface::Interface;
+use crate::l3::config::Route;
 pub use crate::l3::fib::FibInsert;
 use crate::l3::multipath::LoadBalance;
-use crate::l3::objects::{Liveness, NextHop, Objects, Target};
+use crate::l3::objects::{NextHop, Objects, Target};
 use crate::l3::rib::{RouteChange, Source};
 use crate::net::Payload;
 use serde::Serialize;
@@ -346,41 +346,6 @@ impl L3 {
     }
 }
 
-/// Builds what the configuration alone decides of the layer 3 tables: the static neighbors,
-/// the label table (a swap takes its adjacency from `objects`; the references are returned, to
-/// release when the labels are replaced) and the flow rules. Adjacencies and load-balance
-/// objects come from `objects` when the tables are published ([`L3::with_objects`]).
-pub fn build(config: &Config, interfaces: &[Interface], objects: &mut Objects, live: Liveness) -> (L3, Vec<u32>) {
-    let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
-    let mut l3 = L3::default();
-    for n in &config.neighbors {
-        let i = index[n.interface.as_str()];
-        match n.address {
-            IpAddr::V4(a) => l3.neighbors.insert((i, a), n.mac.0),
-            IpAddr::V6(a) => l3.neighbors6.insert((i, a), n.mac.0),
-        };
-    }
-    let mut labels = Vec::new();
-    let mut held = Vec::new();
-    for l in &config.mpls.local_labels {
-        let entry = match (l.via, &l.interface) {
-            (Some(via), Some(n)) => {
-                let hop = NextHop { via, tx_if: index[n.as_str()], weight: 1 };
-                let adj = objects.acquire(&Target::Paths { hops: vec![hop], push: LabelStack::EMPTY }, None, live);
-                held.push(adj);
-                LabelEntry::Swap { adj, out: LabelStack::new(&l.out_labels) }
-            }
-            _ => LabelEntry::Pop { payload: l.payload },
-        };
-        l3.label_entries.push(entry);
-        l3.entry_labels.push(l.label);
-        labels.push((l.label, l3.label_entries.len() as u16));
-    }
-    l3.labels = LabelTable::new(labels);
-    l3.flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, interfaces));
-    (l3, held)
-}
-
 /// A source's routes: (network, length) → where they go.
 pub type Routes = BTreeMap<(IpAddr, u8), Target>;
 
@@ -408,12 +373,12 @@ pub fn connected(interfaces: &[Interface], linux_cp: bool) -> Routes {
 
 /// The routes of a validated configuration's `routes`, their next hops resolved to
 /// interfaces.
-pub fn configured(config: &Config, interfaces: &[Interface]) -> Routes {
-    config.routes.iter().map(|r| ((r.prefix.masked(), r.prefix.len), configured_route(r, interfaces))).collect()
+pub fn configured(routes: &[Route], interfaces: &[Interface]) -> Routes {
+    routes.iter().map(|r| ((r.prefix.masked(), r.prefix.len), configured_route(r, interfaces))).collect()
 }
 
 /// Where a validated configuration's route `r` goes: its next hops resolved to interfaces.
-pub fn configured_route(r: &crate::l3::config::Route, interfaces: &[Interface]) -> Target {
+pub fn configured_route(r: &Route, interfaces: &[Interface]) -> Target {
     let hops = r
         .next_hops()
         .into_iter()

@@ -1,0 +1,45 @@
+//! What the configuration alone decides of the workers' L3 tables, built on the main thread
+//! at start and on every apply.
+
+use crate::config::Config;
+use crate::interface::Interface;
+use crate::l3::objects::{Liveness, NextHop, Objects, Target};
+use crate::l3::{L3, LabelEntry, LabelStack, LabelTable};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Builds what the configuration alone decides of the layer 3 tables: the static neighbors,
+/// the label table (a swap takes its adjacency from `objects`; the references are returned, to
+/// release when the labels are replaced) and the flow rules. Adjacencies and load-balance
+/// objects come from `objects` when the tables are published ([`L3::with_objects`]).
+pub fn build_l3(config: &Config, interfaces: &[Interface], objects: &mut Objects, live: Liveness) -> (L3, Vec<u32>) {
+    let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
+    let mut l3 = L3::default();
+    for n in &config.neighbors {
+        let i = index[n.interface.as_str()];
+        match n.address {
+            IpAddr::V4(a) => l3.neighbors.insert((i, a), n.mac.0),
+            IpAddr::V6(a) => l3.neighbors6.insert((i, a), n.mac.0),
+        };
+    }
+    let mut labels = Vec::new();
+    let mut held = Vec::new();
+    for l in &config.mpls.local_labels {
+        let entry = match (l.via, &l.interface) {
+            (Some(via), Some(n)) => {
+                let hop = NextHop { via, tx_if: index[n.as_str()], weight: 1 };
+                let adj = objects.acquire(&Target::Paths { hops: vec![hop], push: LabelStack::EMPTY }, None, live);
+                held.push(adj);
+                LabelEntry::Swap { adj, out: LabelStack::new(&l.out_labels) }
+            }
+            _ => LabelEntry::Pop { payload: l.payload },
+        };
+        l3.label_entries.push(entry);
+        l3.entry_labels.push(l.label);
+        labels.push((l.label, l3.label_entries.len() as u16));
+    }
+    l3.labels = LabelTable::new(labels);
+    l3.flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, interfaces));
+    (l3, held)
+}
