@@ -36,7 +36,7 @@ pub use crate::neighbor::config::Neighbor;
 pub use crate::net::{
     ConfigError, IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Payload, PollMode, Prefix, PrefixAddr, is_link_local,
 };
-pub(crate) use crate::net::{default_true, invalid, is_default};
+use crate::net::{default_true, invalid, is_default};
 pub use crate::sflow::config::{Collector, Direction, InterfaceSflow, SflowConfig};
 
 /// The dotted path of the first place where `a` and `b` differ, under `path`.
@@ -207,7 +207,7 @@ impl Default for Buffers {
 impl Buffers {
     /// The largest L3 MTU a buffer can carry (a frame with an 802.1Q tag fits it).
     pub fn max_mtu(&self) -> u16 {
-        self.data_size - crate::net::L2_OVERHEAD
+        crate::net::max_mtu(self.data_size)
     }
 
     /// Bytes of packet memory `count` buffers take (their slots, headroom and padding

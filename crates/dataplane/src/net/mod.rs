@@ -36,3 +36,8 @@ pub const MAX_INTERFACES: usize = 1024;
 
 /// Bytes a frame may carry beyond the MTU: a 14-byte Ethernet header and one 802.1Q tag.
 pub const L2_OVERHEAD: u16 = 18;
+
+/// The largest L3 MTU whose frames (with an 802.1Q tag) fit a buffer of `data_size` bytes.
+pub fn max_mtu(data_size: u16) -> u16 {
+    data_size - L2_OVERHEAD
+}

@@ -79,7 +79,7 @@ pub struct XdpSettings<'a> {
 /// drop longer ones unseen).
 pub fn preflight(config: &XdpSettings, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
     check_buffers(config, &crate::interface::build::build_interfaces(config.interfaces, config.workers), hosts)?;
-    let max = config.data_size - crate::net::L2_OVERHEAD;
+    let max = crate::net::max_mtu(config.data_size);
     for (name, link) in hosts {
         if link.mtu > u32::from(max) {
             return Err(field_error(
