@@ -59,7 +59,7 @@ fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
     let (mut g, _) = common::graph(YAML);
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
-    let sources = [(1, 1, RX | TX), (2, 1, RX | TX)];
+    let sources = [1, 2].map(|port| dataplane::sflow::DataSource { port, rate: 1, stages: RX | TX });
     g.features.sflow =
         Some(SflowWorker::new(&sources, &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 3, producer, peers));
     common::receive(&mut g, port, &[&f]);

@@ -7,7 +7,7 @@
 mod common;
 
 use dataplane::config::Config;
-use dataplane::control::engine::build_forwarding;
+use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::runtime::graph::NodeId;
@@ -56,8 +56,15 @@ fn workers(rate: u32, depth: u32) -> Vec<(Graph, Consumer)> {
             let (producer, consumer) = Ring::new(depth).split();
             let bucket = WorkerBudget::new(DropBudget::new(1), 0);
             let peers = counters.to_vec();
-            g.features.sflow =
-                Some(SflowWorker::new(&[(1, rate, RX)], &[], bucket, 128, 77 + w as u64, producer, peers));
+            g.features.sflow = Some(SflowWorker::new(
+                &[dataplane::sflow::DataSource { port: 1, rate, stages: RX }],
+                &[],
+                bucket,
+                128,
+                77 + w as u64,
+                producer,
+                peers,
+            ));
             (g, consumer)
         })
         .collect()
@@ -128,8 +135,15 @@ neighbors:
     let (mut g, _) = common::graph(yaml);
     let (producer, mut consumer) = Ring::new(256).split();
     let peers = vec![g.counters.clone()];
-    g.features.sflow =
-        Some(SflowWorker::new(&[(1, 1, RX)], &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 5, producer, peers));
+    g.features.sflow = Some(SflowWorker::new(
+        &[dataplane::sflow::DataSource { port: 1, rate: 1, stages: RX }],
+        &[],
+        WorkerBudget::new(DropBudget::new(1), 0),
+        128,
+        5,
+        producer,
+        peers,
+    ));
     let mut f = vec![2, 0xfe, 0, 0, 0, 1, 0, 0x1b, 0x21, 0, 0, 9, 8, 0];
     let mut ip = [0u8; 20];
     wire::ipv4::write_header(&mut ip, 46, 64, 17, Ipv4Addr::new(16, 0, 0, 1), Ipv4Addr::new(10, 7, 0, 9));

@@ -41,8 +41,15 @@ fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<
     let (producer, mut consumer) = Ring::new(1 << 16).split();
     let bucket = dataplane::sflow::WorkerBudget::new(dataplane::sflow::DropBudget::new(1), 0);
     let peers = vec![g.counters.clone()];
-    g.features.sflow =
-        Some(SflowWorker::new(&[(1, rate, dataplane::sflow::RX)], &[], bucket, 128, seed, producer, peers));
+    g.features.sflow = Some(SflowWorker::new(
+        &[dataplane::sflow::DataSource { port: 1, rate, stages: dataplane::sflow::RX }],
+        &[],
+        bucket,
+        128,
+        seed,
+        producer,
+        peers,
+    ));
     let mut traffic = Traffic(seed);
     let (mut truth, mut seen) = (BTreeMap::new(), BTreeMap::new());
     let mut samples = 0;

@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use dataplane::config::Config;
-use dataplane::control::engine::build_forwarding;
+use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::WorkerCounters;
 use dataplane::runtime::buffer::BufferPool;
 use dataplane::runtime::qsbr::Qsbr;
@@ -35,7 +35,15 @@ pub fn cost(window: Duration, hz: u64) -> anyhow::Result<(f64, f64)> {
     let counters = Arc::new(WorkerCounters::new());
     let (producer, mut consumer) = Ring::new(4096).split();
     let budget = WorkerBudget::new(DropBudget::new(1), 0);
-    let mut sf = SflowWorker::new(&[(1, 1, RX)], &[], budget, 128, 1, producer, vec![counters.clone()]);
+    let mut sf = SflowWorker::new(
+        &[dataplane::sflow::DataSource { port: 1, rate: 1, stages: RX }],
+        &[],
+        budget,
+        128,
+        1,
+        producer,
+        vec![counters.clone()],
+    );
     let (mut samples, mut ticks) = (0u64, 0u64);
     let start = Instant::now();
     while start.elapsed() < window {

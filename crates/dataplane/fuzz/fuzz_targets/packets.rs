@@ -14,7 +14,7 @@
 #![no_main]
 
 use dataplane::config::Config;
-use dataplane::control::engine::build_forwarding;
+use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
@@ -23,7 +23,7 @@ use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
 use dataplane::runtime::vector::VectorPool;
 use dataplane::sflow::ring::{Consumer, Ring};
-use dataplane::sflow::{DropBudget, RX, SflowWorker, TX, WorkerBudget};
+use dataplane::sflow::{DataSource, DropBudget, RX, SflowWorker, TX, WorkerBudget};
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -89,7 +89,7 @@ fn state() -> &'static Mutex<State> {
             Arc::new(WorkerCounters::new()),
         );
         let ports: Vec<u16> = f.interfaces.iter().filter(|i| i.parent.is_none()).map(|i| i.index).collect();
-        let sources: Vec<(u16, u32, u8)> = ports.iter().map(|&p| (p, 1, RX | TX)).collect();
+        let sources: Vec<DataSource> = ports.iter().map(|&port| DataSource { port, rate: 1, stages: RX | TX }).collect();
         let (producer, consumer) = Ring::new(1024).split();
         let peers = vec![graph.counters.clone()];
         // Every drop on every port becomes a discard sample: tokens for all of them.

@@ -73,6 +73,17 @@ pub(super) struct Cleared {
     pub(super) flows: Vec<u64>,
 }
 
+/// Interface counters read at the last two link refreshes, for rates.
+#[derive(Default)]
+pub(super) struct RateSamples([Option<(Instant, BTreeMap<u16, IfStats>)>; 2]);
+
+impl RateSamples {
+    /// Keeps `counts`, read now, and the read before it.
+    pub(super) fn push(&mut self, counts: BTreeMap<u16, IfStats>) {
+        self.0 = [self.0[1].take(), Some((Instant::now(), counts))];
+    }
+}
+
 /// One data source in `show sflow`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SflowSourceRow {
@@ -93,7 +104,7 @@ pub struct SflowSourceRow {
 impl Dataplane {
     /// The neighbor table (`show ip neighbors`).
     pub fn neighbors(&self) -> Vec<NeighborRow> {
-        self.neighbors.rows(Instant::now())
+        self.neighbors.table.rows(Instant::now())
     }
 
     /// What workers made themselves (ARP, ICMP) and reported, summed.
@@ -178,7 +189,7 @@ impl Dataplane {
     /// Interface `index`'s rates between the last two link refreshes (`vecflow run` does one
     /// a second), or `None` before there were two.
     pub fn rates(&self, index: u16) -> Option<IfRates> {
-        let [Some((t0, a)), Some((t1, b))] = &self.rate_samples else { return None };
+        let RateSamples([Some((t0, a)), Some((t1, b))]) = &self.rate_samples else { return None };
         let dt = t1.duration_since(*t0).as_secs_f64().max(1e-3);
         let (a, b) = (a.get(&index)?, b.get(&index)?);
         let per_s = |x: u64, y: u64| y.wrapping_sub(x) as f64 / dt;
@@ -196,7 +207,7 @@ impl Dataplane {
         self.cleared.interfaces = self
             .interfaces
             .iter()
-            .map(|i| (i.index, (self.interface_stats(i.index), self.links[usize::from(i.index)].rx_miss.get())))
+            .map(|i| (i.index, (self.interface_stats(i.index), self.ports.links[usize::from(i.index)].rx_miss.get())))
             .collect();
     }
 
@@ -210,7 +221,7 @@ impl Dataplane {
     /// `clear interfaces`.
     pub fn rx_miss_shown(&self, index: u16) -> u64 {
         let base = self.cleared.interfaces.get(&index).map_or(0, |b| b.1);
-        self.links[usize::from(index)].rx_miss.get().wrapping_sub(base)
+        self.ports.links[usize::from(index)].rx_miss.get().wrapping_sub(base)
     }
 
     /// `clear runtime`: what [`Dataplane::runtime_shown`] counts from now on.
@@ -309,7 +320,7 @@ impl Dataplane {
         let rows = sf
             .sources
             .iter()
-            .map(|&(port, rate, stages)| {
+            .map(|&crate::sflow::DataSource { port, rate, stages }| {
                 let mut sampler = SflowStats::default();
                 for w in &self.workers {
                     w.counters.sflow(port).add_to(&mut sampler);

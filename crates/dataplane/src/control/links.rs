@@ -3,9 +3,9 @@
 
 use crate::config::PollMode;
 use crate::control::engine::Dataplane;
+use crate::drivers::host::HostPort;
 use crate::interface::{DriverKind, LinkState};
 use crate::net::MAX_INTERFACES;
-use std::time::Instant;
 
 impl Dataplane {
     /// Re-reads what the kernel says of each host interface: link speed, and the frames its
@@ -13,12 +13,12 @@ impl Dataplane {
     /// Call it about once a second.
     pub fn refresh_links(&mut self) {
         let counts = self.interfaces.iter().map(|i| (i.index, self.interface_stats(i.index))).collect();
-        self.rate_samples = [self.rate_samples[1].take(), Some((Instant::now(), counts))];
-        for (index, link, stats) in &mut self.hosts {
+        self.rate_samples.push(counts);
+        for HostPort { index, link, queues } in &mut self.ports.hosts {
             link.refresh_speed();
-            let state = &self.links[usize::from(*index)];
+            let state = &self.ports.links[usize::from(*index)];
             state.speed.set(link.speed);
-            for drops in stats.iter_mut() {
+            for drops in queues.iter_mut() {
                 match drops.take() {
                     Ok(n) => state.rx_miss.set(state.rx_miss.get() + n),
                     Err(e) => tracing::warn!("host interface {}: {e}", link.name),
@@ -37,12 +37,12 @@ impl Dataplane {
     /// refuses it), load-balance objects move its paths' buckets, its TAP's carrier follows.
     pub fn follow_carriers(&mut self) {
         let mut changed = false;
-        for (index, link, _) in &mut self.hosts {
+        for HostPort { index, link, .. } in &mut self.ports.hosts {
             if link.refresh_carrier() {
                 tracing::info!("host interface {}: link {}", link.name, if link.oper_up { "up" } else { "down" });
                 changed = true;
             }
-            self.links[usize::from(*index)].oper_up.set(u64::from(link.oper_up));
+            self.ports.links[usize::from(*index)].oper_up.set(u64::from(link.oper_up));
         }
         if changed {
             self.republish();
@@ -53,7 +53,7 @@ impl Dataplane {
 
     /// Sets up or takes down busy polling on each AF_XDP interface as its `rx-mode` says.
     fn follow_busy_poll(&mut self) {
-        for (index, link, queues) in &self.hosts {
+        for HostPort { index, link, queues } in &self.ports.hosts {
             let Some(i) = self.interfaces.iter().find(|i| i.index == *index && i.driver == DriverKind::AfXdp) else {
                 continue;
             };
@@ -61,21 +61,21 @@ impl Dataplane {
             let want =
                 config.filter(|c| c.rx_mode == PollMode::BusyPoll).map(|c| c.af_xdp.unwrap_or_default().busy_poll);
             let sockets: Vec<_> = queues.iter().filter_map(|q| Some((q.xsk_fd()?, q.napi_id()?))).collect();
-            self.busy_poll.follow(*index, (&link.name, link.ifindex), &sockets, want);
+            self.ports.busy_poll.follow(*index, (&link.name, link.ifindex), &sockets, want);
         }
     }
 
     /// The NAPI instances set for busy polling on interface `index`.
     pub fn busy_poll_napis(&self, index: u16) -> Vec<u32> {
-        self.busy_poll.napis_of(index)
+        self.ports.busy_poll.napis_of(index)
     }
 
     /// Moves the buckets of load-balance objects whose paths went down or came back, and
     /// publishes them.
     pub(super) fn follow_liveness(&mut self) {
         let live = self.liveness();
-        if self.rib.objects.set_live(&live) {
-            self.rib.objects.take_changed();
+        if self.routing.rib.objects.set_live(&live) {
+            self.routing.rib.objects.take_changed();
             self.republish();
         }
     }
@@ -83,6 +83,6 @@ impl Dataplane {
     /// The link state of interface `index` (a sub-interface has its parent's link).
     pub fn link(&self, index: u16) -> &LinkState {
         let port = self.tables.get(index).port;
-        &self.links[usize::from(port) % MAX_INTERFACES]
+        &self.ports.links[usize::from(port) % MAX_INTERFACES]
     }
 }

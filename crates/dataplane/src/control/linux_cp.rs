@@ -103,11 +103,11 @@ impl Dataplane {
                 }
             };
             let mac = wire::MacAddr(entry.map_or([0; 6], |n| n.mac));
-            changed |= self.neighbors.on_event(Event::Learned { interface, address, mac, how }, now);
+            changed |= self.neighbors.table.on_event(Event::Learned { interface, address, mac, how }, now);
         }
         if statics {
             let all = self.static_neighbors(&self.config, &self.interfaces);
-            self.neighbors.set_statics(all, now);
+            self.neighbors.table.set_statics(all, now);
             changed = true;
         }
         changed
@@ -149,13 +149,13 @@ impl Dataplane {
         for &p in prefixes {
             let want = lcp.kernel_target(p).unwrap_or_else(|why| {
                 tracing::debug!("linux-cp: not mirroring the kernel's route to {p}: {why}");
-                self.kernel_routes.set_unmirrored(p, Some(why));
+                self.routing.kernel.set_unmirrored(p, Some(why));
                 None
             });
             if want.is_some() {
-                self.kernel_routes.set_unmirrored(p, None);
+                self.routing.kernel.set_unmirrored(p, None);
             }
-            if self.kernel_routes.get(p) != want.as_ref() {
+            if self.routing.kernel.get(p) != want.as_ref() {
                 batch.push(RouteChange { prefix: p.addr, len: p.len, source: Source::Kernel, target: want });
             }
         }
@@ -171,7 +171,7 @@ impl Dataplane {
                     Err(e) => {
                         tracing::warn!("linux-cp: the kernel's route is not mirrored: {e}");
                         let prefix = crate::config::IpPrefix { addr: c.prefix, len: c.len };
-                        self.kernel_routes.set_unmirrored(prefix, Some("refused by the FIB"));
+                        self.routing.kernel.set_unmirrored(prefix, Some("refused by the FIB"));
                         false
                     }
                 })
@@ -179,7 +179,7 @@ impl Dataplane {
         };
         self.resolve_next_hops(done.iter().filter_map(|c| c.target.as_ref()));
         for c in done {
-            self.kernel_routes.set(crate::config::IpPrefix { addr: c.prefix, len: c.len }, c.target);
+            self.routing.kernel.set(crate::config::IpPrefix { addr: c.prefix, len: c.len }, c.target);
         }
     }
 
@@ -192,10 +192,10 @@ impl Dataplane {
         for t in targets {
             let crate::l3::objects::Target::Paths { hops, .. } = t else { continue };
             for h in hops {
-                if self.neighbors.knows(h.tx_if, h.via) || !asked.insert((h.tx_if, h.via)) {
+                if self.neighbors.table.knows(h.tx_if, h.via) || !asked.insert((h.tx_if, h.via)) {
                     continue;
                 }
-                self.neighbors.on_event(Event::Resolving { interface: h.tx_if, address: h.via }, now);
+                self.neighbors.table.on_event(Event::Resolving { interface: h.tx_if, address: h.via }, now);
                 self.send_probe(Probe { interface: h.tx_if, address: h.via, mac: None });
             }
         }

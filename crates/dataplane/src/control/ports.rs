@@ -7,18 +7,53 @@ use crate::drivers::PortError;
 use crate::config::{Config, Driver};
 use crate::drivers::KernelDrops;
 use crate::drivers::af_packet::{RxQueue, TxSockets};
-use crate::drivers::host::HostLink;
+use crate::drivers::af_xdp::busy_poll::BusyPoll;
+use crate::drivers::af_xdp::setup::Attached;
+use crate::drivers::host::{HostLink, HostPort};
 use crate::drivers::pcap::{PcapPort, PcapSink};
-use crate::interface::Interface;
+use crate::interface::{Interface, LinkState};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+/// The ports of a running dataplane as the main thread keeps them.
+pub(super) struct Ports {
+    /// Link state by interface index (workers and the sFlow agent read it).
+    pub(super) links: Arc<Vec<LinkState>>,
+    /// The `af-packet` and `af-xdp` interfaces.
+    pub(super) hosts: Vec<HostPort>,
+    /// Busy polling of AF_XDP interfaces in that rx mode (NAPI settings put back when dropped).
+    pub(super) busy_poll: BusyPoll,
+    /// The XDP programs attached to AF_XDP interfaces (detached when dropped).
+    pub(super) xdp_programs: Vec<Attached>,
+    /// The capture files pcap interfaces write.
+    pub(super) pcap_sinks: Vec<PcapOutput>,
+    /// Finished flags of the captures read once; `None` when no capture is read or one loops.
+    pub(super) replays: Option<Vec<Arc<AtomicBool>>>,
+}
+
+impl Ports {
+    /// The host port behind interface `index`, if it has one.
+    pub(super) fn host(&self, index: u16) -> Option<&HostPort> {
+        self.hosts.iter().find(|h| h.index == index)
+    }
+}
+
+/// A capture file a pcap interface writes.
+pub(super) struct PcapOutput {
+    /// The interface's index.
+    pub(super) index: u16,
+    /// The field that names the file (`interfaces.NAME.pcap.write`), for errors.
+    pub(super) field: String,
+    /// The file.
+    pub(super) sink: Arc<PcapSink>,
+}
+
 /// The AF_PACKET interfaces of a starting dataplane: what the kernel says of each host
 /// interface, opened before any worker starts so that every problem stops the start-up.
 pub(super) struct HostPorts {
-    /// (interface index, host link, kernel drop counters of its rx queues).
-    pub(super) links: Vec<(u16, HostLink, Vec<KernelDrops>)>,
+    /// The host interfaces, with their rx queues' kernel drop counters.
+    pub(super) links: Vec<HostPort>,
     /// Rx queues by worker.
     pub(super) rx: Vec<Vec<RxQueue>>,
     /// Send sockets by worker.
@@ -112,7 +147,7 @@ pub(super) fn open_host_ports(
             i.mtu,
             if link.oper_up { "up" } else { "down" }
         );
-        ports.links.push((i.index, link, stats));
+        ports.links.push(HostPort { index: i.index, link, queues: stats });
     }
     Ok(ports)
 }
@@ -122,8 +157,8 @@ pub(super) fn open_host_ports(
 pub(super) struct Captures {
     /// Replays by worker.
     pub(super) rx: Vec<Vec<PcapPort>>,
-    /// (interface index, `interfaces.NAME.pcap.write`, the file).
-    pub(super) sinks: Vec<(u16, String, Arc<PcapSink>)>,
+    /// The files the interfaces write.
+    pub(super) sinks: Vec<PcapOutput>,
     /// The finished flags of the reads that are not looping.
     pub(super) replays: Vec<Arc<AtomicBool>>,
     /// Some read loops (so the captures never all end).
@@ -159,7 +194,7 @@ pub(super) fn open_captures(config: &Config, interfaces: &[Interface], tsc_hz: u
         if let Some(path) = &p.write {
             let field = format!("interfaces.{}.pcap.write", i.name);
             let sink = PcapSink::create(path).map_err(|e| error(&field, path, e))?;
-            out.sinks.push((i.index, field, Arc::new(sink)));
+            out.sinks.push(PcapOutput { index: i.index, field, sink: Arc::new(sink) });
         }
         tracing::info!(
             "interface {}: pcap, reads {}{}, writes {}",

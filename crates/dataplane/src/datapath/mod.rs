@@ -95,7 +95,7 @@ impl Graph {
     #[cfg(test)]
     pub(crate) fn of_config(config: &crate::config::Config, pool: BufferPool) -> Self {
         let qsbr = Arc::new(crate::runtime::qsbr::Qsbr::new(1));
-        let f = crate::control::engine::build_forwarding(config, qsbr).expect("a configuration that builds");
+        let f = crate::control::routes::build_forwarding(config, qsbr).expect("a configuration that builds");
         Self::new(pool, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new()))
     }
 

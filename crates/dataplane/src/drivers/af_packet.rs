@@ -525,7 +525,15 @@ neighbors: [{interface: p1, address: 10.0.2.2, mac: '02:00:00:00:00:09'}]
             let counters = g.counters.clone();
             let (producer, mut consumer) = Ring::new(64).split();
             let budget = WorkerBudget::new(DropBudget::new(1), 0);
-            g.features.sflow = Some(SflowWorker::new(&[(1, 1, RX)], &[], budget, 128, 3, producer, vec![counters]));
+            g.features.sflow = Some(SflowWorker::new(
+                &[crate::sflow::DataSource { port: 1, rate: 1, stages: RX }],
+                &[],
+                budget,
+                128,
+                3,
+                producer,
+                vec![counters],
+            ));
             let mut rx = RxQueue::open(1, 1, &AfPacketConfig::default(), None).unwrap();
 
             // Sent on lo through a packet socket with a virtio_net_hdr: the kernel keeps it one

@@ -8,6 +8,17 @@ use std::net::Ipv4Addr;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+/// A port on a host interface (`af-packet` or `af-xdp`): which interface it is, what the
+/// kernel says of its link, and the kernel drop counters of its rx queues.
+pub struct HostPort {
+    /// The interface's index.
+    pub index: u16,
+    /// What the kernel says of the host interface.
+    pub link: HostLink,
+    /// The kernel drop counters of its rx queues, one per queue.
+    pub queues: Vec<super::KernelDrops>,
+}
+
 /// Facts about one Linux interface.
 #[derive(Debug, Clone)]
 pub struct HostLink {

@@ -194,7 +194,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
         }
         s.qsbr.quiescent();
         if let Some(live) = s.live.changed_since(&mut seen) {
-            let ports: Vec<u16> = live.sources.iter().map(|s| s.0).collect();
+            let ports: Vec<u16> = live.sources.iter().map(|s| s.port).collect();
             s.polling.reconfigure(live.polling_interval, &ports);
         }
         let since_refill = last_refill.elapsed();

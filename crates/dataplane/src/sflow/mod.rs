@@ -16,6 +16,6 @@ mod send;
 
 pub use budget::{DropBudget, REFILL, Refill, WorkerBudget};
 pub use if_index::{IfIndexSource, IfIndices};
-pub use live::{LiveSettings, Settings};
+pub use live::{DataSource, LiveSettings, Settings};
 pub use poll::Polling;
 pub use sampler::{RX, SflowCounters, SflowStats, SflowWorker, TX, worker_seed};

@@ -113,11 +113,11 @@ pub struct SflowWorker {
 }
 
 impl SflowWorker {
-    /// Samplers for `sources` (ifIndex, 1-in-N, stages [`RX`] | [`TX`]), seeded with `seed`;
+    /// Samplers for `sources`, seeded with `seed`;
     /// drops of `monitored` ports reported while `budget` has tokens. `peers` are the counters
     /// of every worker that samples these sources, this one's included.
     pub fn new(
-        sources: &[(u16, u32, u8)],
+        sources: &[super::DataSource],
         monitored: &[u16],
         budget: WorkerBudget,
         header_bytes: u16,
@@ -138,7 +138,7 @@ impl SflowWorker {
         for &p in monitored {
             w.monitored[p as usize] = true;
         }
-        for &(port, rate, stages) in sources {
+        for &super::DataSource { port, rate, stages } in sources {
             let skip = w.next_skip(rate);
             w.samplers[port as usize] = Sampler { rate, skip, stages };
         }
@@ -169,7 +169,7 @@ impl SflowWorker {
     #[cold]
     fn take_settings(&mut self, s: &super::Settings) {
         let mut wanted = vec![(0u32, 0u8); MAX_INTERFACES];
-        for &(port, rate, stages) in &s.sources {
+        for &super::DataSource { port, rate, stages } in &s.sources {
             wanted[usize::from(port) % MAX_INTERFACES] = (rate, stages);
         }
         for (port, (rate, stages)) in wanted.into_iter().enumerate() {
@@ -456,7 +456,7 @@ mod tests {
     fn worker(rate: u32, seed: u64) -> SflowWorker {
         let peers = vec![Arc::new(WorkerCounters::new())];
         SflowWorker::new(
-            &[(1, rate, RX)],
+            &[crate::sflow::DataSource { port: 1, rate, stages: RX }],
             &[],
             WorkerBudget::new(crate::sflow::DropBudget::new(1), 0),
             128,

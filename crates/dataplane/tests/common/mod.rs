@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use dataplane::config::Config;
-use dataplane::control::engine::build_forwarding;
+use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};

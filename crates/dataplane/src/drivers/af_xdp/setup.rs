@@ -9,7 +9,7 @@ use super::{RxQueue, XskSockets, chunk_size, single_chunk_frame};
 use crate::drivers::KernelDrops;
 use crate::drivers::PortError;
 use crate::drivers::config::{AfXdpConfig, XdpModeConfig, ZeroCopyConfig};
-use crate::drivers::host::HostLink;
+use crate::drivers::host::{HostLink, HostPort};
 use crate::interface::Interface;
 use crate::interface::config::InterfaceConfig;
 use crate::runtime::buffer::BufferPool;
@@ -51,8 +51,8 @@ pub struct XdpPorts {
     pub workers: Vec<WorkerXdp>,
     /// The attached programs, to keep for as long as the dataplane runs.
     pub attached: Vec<Attached>,
-    /// (interface index, host link, its rx queues' kernel drop counters).
-    pub links: Vec<(u16, HostLink, Vec<KernelDrops>)>,
+    /// The host interfaces, with their rx queues' kernel drop counters.
+    pub links: Vec<HostPort>,
 }
 
 /// An error about field `field` of interface `name`.
@@ -177,7 +177,7 @@ pub fn open(
             _program: program,
             _promiscuous: promiscuous,
         });
-        out.links.push((i.index, link, drops));
+        out.links.push(HostPort { index: i.index, link, queues: drops });
     }
     Ok(out)
 }
