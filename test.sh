@@ -109,7 +109,7 @@ cargo fmt --all -- --check
 step "cargo clippy (warnings are errors; every target, the lab tests' too)"
 cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 
-step "no Rust source file over 800 lines (scripts/check-file-sizes.sh)"
+step "no Rust source file over 500 lines but the listed few (scripts/check-file-sizes.sh)"
 scripts/check-file-sizes.sh
 
 if [ "$tier" = full ]; then

@@ -155,43 +155,47 @@ pub fn encode(dp: &Dataplane) -> String {
         .map(|e| (DropLabels { node: e.node, reason: e.reason, interface: e.interface }, e.count));
     counters(&mut r, "drops", "Packets dropped, by node, reason and input interface (show errors)", drops);
 
-    // sFlow.
-    if let Some((_, totals, sources)) = dp.sflow() {
-        let by_source = |f: fn(&dataplane::control::counters::SflowSourceRow) -> u64| {
-            sources.iter().map(move |s| (InterfaceLabel { interface: s.interface.clone() }, f(s))).collect::<Vec<_>>()
-        };
-        counters(&mut r, "sflow_samples_taken", "Flow samples taken by the samplers", by_source(|s| s.sampler.taken));
-        counters(&mut r, "sflow_samples_sent", "Flow samples sent in datagrams", by_source(|s| s.samples_sent));
-        counters(
-            &mut r,
-            "sflow_samples_dropped",
-            "Flow samples lost because a worker's sample ring was full",
-            by_source(|s| s.sampler.ring_full),
-        );
-        counters(&mut r, "sflow_discards", "Discard samples taken", by_source(|s| s.sampler.discards));
-        counters(
-            &mut r,
-            "sflow_discards_lost",
-            "Drops not reported as discard samples (rate limit or full ring)",
-            by_source(|s| s.sampler.discards_lost),
-        );
-        let agent: [(&str, &str, u64); 5] = [
-            ("sflow_datagrams", "sFlow datagrams built", totals.datagrams),
-            ("sflow_datagrams_sent", "sFlow datagrams sent to collectors", totals.datagrams_sent),
-            ("sflow_send_errors", "sFlow datagram sends that failed", totals.send_failures),
-            ("sflow_counter_samples", "Counter samples sent", totals.counter_samples),
-            ("sflow_discard_samples", "Discard samples sent", totals.discard_samples),
-        ];
-        for (name, help, value) in agent {
-            let c = Counter::<u64>::default();
-            c.inc_by(value);
-            r.register(name, help, c);
-        }
-    }
+    sflow(&mut r, dp);
     linux_cp(&mut r, dp);
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &r).expect("writing to a String cannot fail");
     out
+}
+
+/// The sFlow agent's series, when sFlow is on: each data source's samples and the agent's
+/// datagrams.
+fn sflow(r: &mut Registry, dp: &Dataplane) {
+    let Some((_, totals, sources)) = dp.sflow() else { return };
+    let by_source = |f: fn(&dataplane::control::counters::SflowSourceRow) -> u64| {
+        sources.iter().map(move |s| (InterfaceLabel { interface: s.interface.clone() }, f(s))).collect::<Vec<_>>()
+    };
+    counters(r, "sflow_samples_taken", "Flow samples taken by the samplers", by_source(|s| s.sampler.taken));
+    counters(r, "sflow_samples_sent", "Flow samples sent in datagrams", by_source(|s| s.samples_sent));
+    counters(
+        r,
+        "sflow_samples_dropped",
+        "Flow samples lost because a worker's sample ring was full",
+        by_source(|s| s.sampler.ring_full),
+    );
+    counters(r, "sflow_discards", "Discard samples taken", by_source(|s| s.sampler.discards));
+    counters(
+        r,
+        "sflow_discards_lost",
+        "Drops not reported as discard samples (rate limit or full ring)",
+        by_source(|s| s.sampler.discards_lost),
+    );
+    let agent: [(&str, &str, u64); 5] = [
+        ("sflow_datagrams", "sFlow datagrams built", totals.datagrams),
+        ("sflow_datagrams_sent", "sFlow datagrams sent to collectors", totals.datagrams_sent),
+        ("sflow_send_errors", "sFlow datagram sends that failed", totals.send_failures),
+        ("sflow_counter_samples", "Counter samples sent", totals.counter_samples),
+        ("sflow_discard_samples", "Discard samples sent", totals.discard_samples),
+    ];
+    for (name, help, value) in agent {
+        let c = Counter::<u64>::default();
+        c.inc_by(value);
+        r.register(name, help, c);
+    }
 }
 
 /// The Linux control plane's series, when it is on: frames each TAP carried (its policed and

@@ -343,6 +343,68 @@ fn metrics_are_served_and_move() {
     d.stop();
 }
 
+/// Change commands: each, what `show config` then shows, and the command that undoes it.
+const CHANGES: &[(&[&str], &str, &[&str])] = &[
+    (&["set", "interface", "state", "p3", "down"], "state: down", &["set", "interface", "state", "p3", "up"]),
+    (
+        &["set", "interface", "ip", "address", "p2", "10.7.0.1/24"],
+        "10.7.0.1/24",
+        &["set", "interface", "ip", "address", "del", "p2", "10.7.0.1/24"],
+    ),
+    (&["set", "interface", "mpls", "p2", "enable"], "mpls: true", &["set", "interface", "mpls", "p2", "disable"]),
+    (
+        &["set", "interface", "description", "p2", "to", "core"],
+        "description: to core",
+        &["set", "interface", "description", "p2"],
+    ),
+    (&["set", "interface", "l3", "p1"], "", &["set", "interface", "l2", "xconnect", "p1", "p0"]),
+    (
+        &["ip", "route", "add", "10.99.0.0/16", "via", "10.2.0.2"],
+        "10.99.0.0/16",
+        &["ip", "route", "del", "10.99.0.0/16"],
+    ),
+    (
+        &["ip", "neighbor", "add", "p3", "10.2.0.3", "02:00:00:00:00:33"],
+        "10.2.0.3",
+        &["ip", "neighbor", "del", "p3", "10.2.0.3"],
+    ),
+    (
+        &["mpls", "local-label", "add", "100", "via", "10.2.0.2", "p3", "out-labels", "200"],
+        "label: 100",
+        &["mpls", "local-label", "del", "100"],
+    ),
+    (
+        &["set", "interface", "ip", "address", "p2", "2001:db8:7::1/64"],
+        "2001:db8:7::1/64",
+        &["set", "interface", "ip", "address", "del", "p2", "2001:db8:7::1/64"],
+    ),
+    (
+        &["ip", "route", "add", "2001:db8:99::/48", "via", "fe80::1", "p3", "out-labels", "300"],
+        "2001:db8:99::/48",
+        &["ip", "route", "del", "2001:db8:99::/48"],
+    ),
+    (
+        &["ip", "neighbor", "add", "p3", "fe80::1", "02:00:00:00:00:34"],
+        "fe80::1",
+        &["ip", "neighbor", "del", "p3", "fe80::1"],
+    ),
+    (&["mpls", "local-label", "add", "101", "payload", "ip6"], "payload: ip6", &["mpls", "local-label", "del", "101"]),
+    // Last: the MTU comes back as 1500 written out, no longer left to the default.
+    (&["set", "interface", "mtu", "p2", "1400"], "mtu: 1400", &["set", "interface", "mtu", "p2", "1500"]),
+];
+
+/// Commands refused, each with what its error says.
+const REFUSED: &[(&[&str], &str)] = &[
+    (&["set", "interface", "state", "nope", "up"], "no interface named 'nope'"),
+    (&["set", "interface", "state", "p2", "sideways"], "neither up nor down"),
+    (&["set", "interface", "mtu", "p2", "9000"], "interfaces.p2.mtu: 9000 is not allowed; allowed: 68 to 2030"),
+    (&["set", "interface", "ip", "address", "del", "p2", "10.8.0.1/24"], "p2 has no address 10.8.0.1/24"),
+    (&["ip", "route", "add", "10.99.0.0/16", "via", "192.0.2.1"], "routes[1].via: 192.0.2.1 is not allowed"),
+    (&["ip", "route", "del", "10.98.0.0/16"], "no route 10.98.0.0/16"),
+    (&["ip", "neighbor", "add", "p3", "10.2.0.4", "zz"], "'zz' is not a MAC address"),
+    (&["mpls", "local-label", "add", "7"], "mpls.local-labels[0].label: 7 is not allowed"),
+];
+
 #[test]
 fn configuration_changes_apply_all_or_nothing() {
     let d = Running::start();
@@ -369,59 +431,7 @@ fn configuration_changes_apply_all_or_nothing() {
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["commands"], json!([]), "{out}");
 
     // Every change command: applied and visible in show config, then undone.
-    let happy: [(&[&str], &str, &[&str]); 13] = [
-        (&["set", "interface", "state", "p3", "down"], "state: down", &["set", "interface", "state", "p3", "up"]),
-        (
-            &["set", "interface", "ip", "address", "p2", "10.7.0.1/24"],
-            "10.7.0.1/24",
-            &["set", "interface", "ip", "address", "del", "p2", "10.7.0.1/24"],
-        ),
-        (&["set", "interface", "mpls", "p2", "enable"], "mpls: true", &["set", "interface", "mpls", "p2", "disable"]),
-        (
-            &["set", "interface", "description", "p2", "to", "core"],
-            "description: to core",
-            &["set", "interface", "description", "p2"],
-        ),
-        (&["set", "interface", "l3", "p1"], "", &["set", "interface", "l2", "xconnect", "p1", "p0"]),
-        (
-            &["ip", "route", "add", "10.99.0.0/16", "via", "10.2.0.2"],
-            "10.99.0.0/16",
-            &["ip", "route", "del", "10.99.0.0/16"],
-        ),
-        (
-            &["ip", "neighbor", "add", "p3", "10.2.0.3", "02:00:00:00:00:33"],
-            "10.2.0.3",
-            &["ip", "neighbor", "del", "p3", "10.2.0.3"],
-        ),
-        (
-            &["mpls", "local-label", "add", "100", "via", "10.2.0.2", "p3", "out-labels", "200"],
-            "label: 100",
-            &["mpls", "local-label", "del", "100"],
-        ),
-        (
-            &["set", "interface", "ip", "address", "p2", "2001:db8:7::1/64"],
-            "2001:db8:7::1/64",
-            &["set", "interface", "ip", "address", "del", "p2", "2001:db8:7::1/64"],
-        ),
-        (
-            &["ip", "route", "add", "2001:db8:99::/48", "via", "fe80::1", "p3", "out-labels", "300"],
-            "2001:db8:99::/48",
-            &["ip", "route", "del", "2001:db8:99::/48"],
-        ),
-        (
-            &["ip", "neighbor", "add", "p3", "fe80::1", "02:00:00:00:00:34"],
-            "fe80::1",
-            &["ip", "neighbor", "del", "p3", "fe80::1"],
-        ),
-        (
-            &["mpls", "local-label", "add", "101", "payload", "ip6"],
-            "payload: ip6",
-            &["mpls", "local-label", "del", "101"],
-        ),
-        // Last: the MTU comes back as 1500 written out, no longer left to the default.
-        (&["set", "interface", "mtu", "p2", "1400"], "mtu: 1400", &["set", "interface", "mtu", "p2", "1500"]),
-    ];
-    for (command, shows, undo) in happy {
+    for &(command, shows, undo) in CHANGES {
         let (ok, _, err) = d.ctl(command);
         assert!(ok, "{command:?}: {err}");
         assert!(show_config().contains(shows), "{command:?} shows {shows}");
@@ -444,17 +454,7 @@ fn configuration_changes_apply_all_or_nothing() {
     assert!(ok && !out.contains("2001:db8:98::/48"), "{out}");
     let running = show_config();
     // Error paths: refused with a message, nothing changed.
-    let refused: [(&[&str], &str); 8] = [
-        (&["set", "interface", "state", "nope", "up"], "no interface named 'nope'"),
-        (&["set", "interface", "state", "p2", "sideways"], "neither up nor down"),
-        (&["set", "interface", "mtu", "p2", "9000"], "interfaces.p2.mtu: 9000 is not allowed; allowed: 68 to 2030"),
-        (&["set", "interface", "ip", "address", "del", "p2", "10.8.0.1/24"], "p2 has no address 10.8.0.1/24"),
-        (&["ip", "route", "add", "10.99.0.0/16", "via", "192.0.2.1"], "routes[1].via: 192.0.2.1 is not allowed"),
-        (&["ip", "route", "del", "10.98.0.0/16"], "no route 10.98.0.0/16"),
-        (&["ip", "neighbor", "add", "p3", "10.2.0.4", "zz"], "'zz' is not a MAC address"),
-        (&["mpls", "local-label", "add", "7"], "mpls.local-labels[0].label: 7 is not allowed"),
-    ];
-    for (command, says) in refused {
+    for &(command, says) in REFUSED {
         let (ok, _, err) = d.ctl(command);
         assert!(!ok && err.contains(says), "{command:?}: {err}");
     }

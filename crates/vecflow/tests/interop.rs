@@ -121,6 +121,27 @@ fn keys(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
+/// What tshark makes of `datagrams` (written to a capture as UDP to port 6343): one JSON
+/// document (`-T ek`) per datagram.
+fn tshark_ek(tshark: &Path, datagrams: &[Vec<u8>]) -> Vec<serde_json::Value> {
+    let dir = std::env::temp_dir().join(format!("vecflow-interop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("sflow.pcap");
+    write_pcap(&pcap, datagrams);
+    let out = Command::new(tshark)
+        .args(["-r", pcap.to_str().unwrap(), "-T", "ek", "-d", "udp.port==6343,sflow"])
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("{\"timestamp\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// tshark reads every datagram of a running dataplane (flow, counter and discard samples)
 /// without a malformed part, and shows the values vecflow sent. Its known gaps (reference/
 /// sflow.md, B.8): discard samples (0:5) and the port-name record (0:1005) are "unknown".
@@ -129,22 +150,7 @@ fn tshark_decodes_what_vecflow_sends() {
     let Some(tshark) = require("tshark", &[], "./test.sh --full installs it: apt-get install tshark") else { return };
     let datagrams = capture();
     assert!(datagrams.len() > 20, "{} datagrams", datagrams.len());
-    let dir = std::env::temp_dir().join(format!("vecflow-interop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pcap = dir.join("sflow.pcap");
-    write_pcap(&pcap, &datagrams);
-    let out = Command::new(&tshark)
-        .args(["-r", pcap.to_str().unwrap(), "-T", "ek", "-d", "udp.port==6343,sflow"])
-        .output()
-        .unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let docs: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("{\"timestamp\""))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let docs = tshark_ek(&tshark, &datagrams);
     assert_eq!(docs.len(), datagrams.len());
     let (mut flows, mut counters, mut discards, mut mpls, mut routed6) = (0, 0, 0, 0, 0);
     for (k, (doc, bytes)) in docs.iter().zip(&datagrams).enumerate() {
@@ -282,6 +288,53 @@ fn goflow2_decode(bin: &Path, mode: &str, datagrams: &[Vec<u8>]) -> Vec<serde_js
     serde_json::Deserializer::from_slice(&stdout).into_iter::<serde_json::Value>().map(Result::unwrap).collect()
 }
 
+/// Checks goflow2's flow view (sample mode) of each input port of the capture: addresses,
+/// interfaces, next hop, prefixes, VLAN and labels. Returns how many flows were routed by IPv6.
+fn check_flow_view(view: &[serde_json::Value]) -> usize {
+    let mut routed6 = 0;
+    for f in view {
+        let frame = if f["in_if"].as_u64() == Some(7) { 66 } else { 64 };
+        assert_eq!(
+            (f["sampler_address"].as_str(), f["sampling_rate"].as_u64(), f["bytes"].as_u64()),
+            (Some("192.0.2.1"), Some(100), Some(frame))
+        );
+        match f["in_if"].as_u64() {
+            Some(1) => {
+                // Routed: 16.0.0.0/24 -> 48.0.0.0/24 via 100.64.1.0 out of port1.
+                assert_eq!((f["out_if"].as_u64(), f["next_hop"].as_str()), (Some(2), Some("100.64.1.0")));
+                assert_eq!(
+                    (f["src_net"].as_str(), f["dst_net"].as_str(), f["proto"].as_str()),
+                    (Some("16.0.0.0/24"), Some("48.0.0.0/24"), Some("UDP"))
+                );
+                assert!(f["src_addr"].as_str().unwrap().starts_with("16.0.0."));
+            }
+            Some(3) => assert_eq!(
+                (f["out_if"].as_u64(), f["vlan_id"].as_u64()),
+                (Some(4), Some(100)),
+                "the tagged cross-connect"
+            ),
+            Some(5) => assert_eq!(
+                (f["out_if"].as_u64(), f["mpls_label"].as_array().cloned()),
+                (Some(6), Some(vec![16.into(), 99.into()])),
+                "the label-switched pair: the labels received"
+            ),
+            Some(7) => {
+                // Routed by IPv6: 2001:db8:16::/48 -> 2001:db8:48::/48 via 2001:db8:101::2.
+                routed6 += 1;
+                assert_eq!((f["out_if"].as_u64(), f["next_hop"].as_str()), (Some(8), Some("2001:db8:101::2")));
+                assert_eq!(
+                    (f["src_net"].as_str(), f["dst_net"].as_str(), f["proto"].as_str(), f["etype"].as_str()),
+                    (Some("2001:db8:16::/48"), Some("2001:db8:48::/48"), Some("UDP"), Some("IPv6"))
+                );
+                assert_eq!(f["dst_addr"].as_str(), Some("2001:db8:48::1"));
+                assert!(f["src_addr"].as_str().unwrap().starts_with("2001:db8:16::"), "{f}");
+            }
+            other => panic!("input {other:?}"),
+        }
+    }
+    routed6
+}
+
 /// goflow2 2.2.6 decodes every datagram (raw mode: all sample types) with the values vecflow
 /// sent, and its flow view (sample mode) shows addresses, interfaces, next hop, prefixes and
 /// VLAN. Its known gaps (reference/sflow.md, B.6): only Ethernet raw headers are parsed, and
@@ -362,47 +415,7 @@ fn goflow2_decodes_what_vecflow_sends() {
 
     let view = goflow2_decode(&bin, "sample", &datagrams);
     assert_eq!(view.len(), flows, "one flow per flow sample");
-    let mut routed6 = 0;
-    for f in &view {
-        let frame = if f["in_if"].as_u64() == Some(7) { 66 } else { 64 };
-        assert_eq!(
-            (f["sampler_address"].as_str(), f["sampling_rate"].as_u64(), f["bytes"].as_u64()),
-            (Some("192.0.2.1"), Some(100), Some(frame))
-        );
-        match f["in_if"].as_u64() {
-            Some(1) => {
-                // Routed: 16.0.0.0/24 -> 48.0.0.0/24 via 100.64.1.0 out of port1.
-                assert_eq!((f["out_if"].as_u64(), f["next_hop"].as_str()), (Some(2), Some("100.64.1.0")));
-                assert_eq!(
-                    (f["src_net"].as_str(), f["dst_net"].as_str(), f["proto"].as_str()),
-                    (Some("16.0.0.0/24"), Some("48.0.0.0/24"), Some("UDP"))
-                );
-                assert!(f["src_addr"].as_str().unwrap().starts_with("16.0.0."));
-            }
-            Some(3) => assert_eq!(
-                (f["out_if"].as_u64(), f["vlan_id"].as_u64()),
-                (Some(4), Some(100)),
-                "the tagged cross-connect"
-            ),
-            Some(5) => assert_eq!(
-                (f["out_if"].as_u64(), f["mpls_label"].as_array().cloned()),
-                (Some(6), Some(vec![16.into(), 99.into()])),
-                "the label-switched pair: the labels received"
-            ),
-            Some(7) => {
-                // Routed by IPv6: 2001:db8:16::/48 -> 2001:db8:48::/48 via 2001:db8:101::2.
-                routed6 += 1;
-                assert_eq!((f["out_if"].as_u64(), f["next_hop"].as_str()), (Some(8), Some("2001:db8:101::2")));
-                assert_eq!(
-                    (f["src_net"].as_str(), f["dst_net"].as_str(), f["proto"].as_str(), f["etype"].as_str()),
-                    (Some("2001:db8:16::/48"), Some("2001:db8:48::/48"), Some("UDP"), Some("IPv6"))
-                );
-                assert_eq!(f["dst_addr"].as_str(), Some("2001:db8:48::1"));
-                assert!(f["src_addr"].as_str().unwrap().starts_with("2001:db8:16::"), "{f}");
-            }
-            other => panic!("input {other:?}"),
-        }
-    }
+    let routed6 = check_flow_view(&view);
     assert!(routed6 > 20, "{routed6} IPv6 flows");
 }
 

@@ -55,6 +55,53 @@ fn ipv4_end_to_end_with_af_xdp_and_af_packet() {
     ipv4_lab(Port::AfXdp, Port::AfPacket);
 }
 
+/// vecflow answers a TTL-1 ping to itself and, to traffic it forwards, sends the ICMP errors:
+/// time exceeded, fragmentation needed (and fragments without DF), net and host unreachable.
+fn icmp_answers_and_errors(lab: &Lab) {
+    // A TTL-1 packet to vecflow itself is answered: TTL is checked only when forwarding.
+    let (ok, out) = lab.ping(&lab.a, &["-c", "1", "-t", "1", "-W", "2", "10.0.1.1"]);
+    assert!(ok, "TTL 1 to the router:\n{out}");
+    let (_, out) = lab.ping(&lab.a, &["-c", "1", "-t", "1", "-W", "2", "10.0.2.2"]);
+    assert!(out.contains("From 10.0.1.1") && out.contains("Time to live exceeded"), "{out}");
+    let (_, out) = lab.ping(&lab.a, &["-c", "1", "-M", "do", "-s", "1450", "-W", "2", "10.0.2.2"]);
+    assert!(out.contains("Frag needed and DF set (mtu = 1400)"), "{out}");
+    let (ok, out) = lab.ping(&lab.a, &["-c", "3", "-i", "0.2", "-M", "dont", "-s", "1450", "-W", "2", "10.0.2.2"]);
+    assert!(ok && out.contains("3 received"), "fragmented by vecflow (and by B on the way back):\n{out}");
+    let (_, out) = lab.ping(&lab.a, &["-c", "1", "-W", "2", "10.9.9.9"]);
+    assert!(out.contains("Destination Net Unreachable"), "{out}");
+    // Nobody has 10.0.2.77: after the ARP requests go unanswered (3 s), host unreachable.
+    let (_, out) = lab.ping(&lab.a, &["-c", "6", "-i", "1", "-W", "1", "10.0.2.77"]);
+    assert!(out.contains("From 10.0.1.1") && out.contains("Destination Host Unreachable"), "{out}");
+}
+
+/// TCP and UDP through vecflow with the hosts' default offloads; with two AF_PACKET ports,
+/// each offload in turn.
+fn through_with_offloads(lab: &Lab, pa: Port, pb: Port) {
+    // The hosts keep their default offloads: A's TCP goes out as TSO super-frames with the
+    // checksum left undone, which vecflow's AF_PACKET port cuts into segments and completes.
+    // (AF_XDP hands over no such flag: hosts facing an AF_XDP port turn tx checksums off.)
+    for (name, extra) in [("TCP", vec![]), ("UDP", vec!["-u", "-b", "20M"])] {
+        let (bytes, lost) = lab.iperf3("10.0.2.2", &extra);
+        assert!(bytes > 1_000_000, "iperf3 {name} moved {bytes} bytes");
+        if let Some(lost) = lost {
+            eprintln!("iperf3 UDP 20 Mbit/s through vecflow: {lost:.2} % lost");
+            assert!(lost < 5.0, "UDP loss {lost} %");
+        }
+    }
+    if (pa, pb) == (Port::AfPacket, Port::AfPacket) {
+        offloads_in_turn(lab);
+    }
+}
+
+/// wa is in rx-mode busy-poll: its sockets get their options within a second; veth's XDP
+/// queues report no NAPI id, so no NAPI setting is touched.
+fn busy_polling_set(lab: &Lab, dir: &std::path::Path) {
+    wait_for_log(&dir.join("vecflow.log"), &format!("{}: busy polling on", lab.veth("a", 1)));
+    let hardware = ctl(dir, &["show", "hardware"]);
+    let wa = hardware.lines().find(|l| l.starts_with("wa ")).unwrap_or_default();
+    assert!(wa.contains("rx-mode=busy-poll") && wa.contains("busy-poll-napi=none"), "{hardware}");
+}
+
 /// The routed lab with vecflow's ports `wa` and `wb` on drivers `pa` and `pb`.
 fn ipv4_lab(pa: Port, pb: Port) {
     if !can_run() {
@@ -89,47 +136,14 @@ fn ipv4_lab(pa: Port, pb: Port) {
         assert!(ok && out.contains("5 received"), "ping {to} from {from}:\n{out}");
     }
     if pa == Port::AfXdp {
-        // wa is in rx-mode busy-poll: its sockets get their options within a second; veth's
-        // XDP queues report no NAPI id, so no NAPI setting is touched.
-        wait_for_log(&dir.path().join("vecflow.log"), &format!("{}: busy polling on", lab.veth("a", 1)));
-        let hardware = ctl(dir.path(), &["show", "hardware"]);
-        let wa = hardware.lines().find(|l| l.starts_with("wa ")).unwrap_or_default();
-        assert!(wa.contains("rx-mode=busy-poll") && wa.contains("busy-poll-napi=none"), "{hardware}");
+        busy_polling_set(&lab, dir.path());
     }
     // Tagged frames: the kernel strips the tag before a packet socket sees the frame, vecflow
     // puts it back, so wa's VLAN 100 sub-interface answers ARP (its replies go out tagged);
     // its counters are checked with the others below.
     send_tagged_arp(&lab.a, &lab.veth("a", 0), 100, [10, 0, 100, 2], [10, 0, 100, 1], 3);
-    // A TTL-1 packet to vecflow itself is answered: TTL is checked only when forwarding.
-    let (ok, out) = lab.ping(&lab.a, &["-c", "1", "-t", "1", "-W", "2", "10.0.1.1"]);
-    assert!(ok, "TTL 1 to the router:\n{out}");
-
-    let (_, out) = lab.ping(&lab.a, &["-c", "1", "-t", "1", "-W", "2", "10.0.2.2"]);
-    assert!(out.contains("From 10.0.1.1") && out.contains("Time to live exceeded"), "{out}");
-    let (_, out) = lab.ping(&lab.a, &["-c", "1", "-M", "do", "-s", "1450", "-W", "2", "10.0.2.2"]);
-    assert!(out.contains("Frag needed and DF set (mtu = 1400)"), "{out}");
-    let (ok, out) = lab.ping(&lab.a, &["-c", "3", "-i", "0.2", "-M", "dont", "-s", "1450", "-W", "2", "10.0.2.2"]);
-    assert!(ok && out.contains("3 received"), "fragmented by vecflow (and by B on the way back):\n{out}");
-    let (_, out) = lab.ping(&lab.a, &["-c", "1", "-W", "2", "10.9.9.9"]);
-    assert!(out.contains("Destination Net Unreachable"), "{out}");
-    // Nobody has 10.0.2.77: after the ARP requests go unanswered (3 s), host unreachable.
-    let (_, out) = lab.ping(&lab.a, &["-c", "6", "-i", "1", "-W", "1", "10.0.2.77"]);
-    assert!(out.contains("From 10.0.1.1") && out.contains("Destination Host Unreachable"), "{out}");
-
-    // The hosts keep their default offloads: A's TCP goes out as TSO super-frames with the
-    // checksum left undone, which vecflow's AF_PACKET port cuts into segments and completes.
-    // (AF_XDP hands over no such flag: hosts facing an AF_XDP port turn tx checksums off.)
-    for (name, extra) in [("TCP", vec![]), ("UDP", vec!["-u", "-b", "20M"])] {
-        let (bytes, lost) = lab.iperf3("10.0.2.2", &extra);
-        assert!(bytes > 1_000_000, "iperf3 {name} moved {bytes} bytes");
-        if let Some(lost) = lost {
-            eprintln!("iperf3 UDP 20 Mbit/s through vecflow: {lost:.2} % lost");
-            assert!(lost < 5.0, "UDP loss {lost} %");
-        }
-    }
-    if (pa, pb) == (Port::AfPacket, Port::AfPacket) {
-        offloads_in_turn(&lab);
-    }
+    icmp_answers_and_errors(&lab);
+    through_with_offloads(&lab, pa, pb);
 
     // Counters over a last exchange: the hosts' veth counters before it (in a quiet moment, a
     // second after the load, so that vecflow has polled its counters since) and after it,

@@ -12,7 +12,7 @@
 //! shared vocabulary (prefixes, MACs, [`ConfigError`]) in [`crate::net`]; both are re-exported
 //! here, so the whole model reads as one namespace: `dataplane::config::*`.
 
-use crate::net::{MAX_INTERFACES, check_labels};
+use crate::net::MAX_INTERFACES;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,6 +20,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 mod interfaces;
+mod l3;
 mod lcp;
 
 pub use crate::drivers::config::{
@@ -329,138 +330,6 @@ impl Config {
         self.validate_sflow()
     }
 
-    fn validate_l3(&self) -> Result<(), ConfigError> {
-        if !(1..=1 << 20).contains(&self.fib.tbl8_groups) {
-            return Err(invalid("fib.tbl8-groups", self.fib.tbl8_groups, "1 to 1048576"));
-        }
-        let known = |n: &String| self.has_interface(n);
-        let mut addresses = BTreeMap::new();
-        for (owner, a) in self.addresses() {
-            if let IpAddr::V6(v6) = a.addr
-                && (v6.is_unspecified() || v6.is_loopback() || v6.is_multicast())
-            {
-                return Err(invalid(
-                    format!("interfaces.{owner}.addresses"),
-                    a,
-                    "a unicast IPv6 address (not ::, ::1 or multicast ff00::/8)",
-                ));
-            }
-            // A link-local address names an interface only on its link: fe80::1 may be on
-            // every link (as routers often have it).
-            if !is_link_local(a.addr)
-                && let Some(other) = addresses.insert(a.addr, owner)
-            {
-                return Err(invalid(
-                    format!("interfaces.{owner}.addresses"),
-                    a,
-                    format!("an address configured once ({other} already has {})", a.addr),
-                ));
-            }
-        }
-        let mut prefixes = BTreeMap::new();
-        for (k, r) in self.routes.iter().enumerate() {
-            if let Some(first) = prefixes.insert((r.prefix.network(), r.prefix.len), k) {
-                return Err(invalid(
-                    format!("routes[{k}].prefix"),
-                    r.prefix,
-                    format!("a prefix no other route has (routes[{first}] has it)"),
-                ));
-            }
-            let paths = match (r.via, r.paths.len()) {
-                (Some(_), 0) => vec![(format!("routes[{k}]"), r.next_hops().remove(0))],
-                (None, 1..=MAX_PATHS) => r
-                    .paths
-                    .iter()
-                    .enumerate()
-                    .map(|(p, path)| (format!("routes[{k}].paths[{p}]"), path.clone()))
-                    .collect(),
-                (Some(_), _) => {
-                    return Err(invalid(format!("routes[{k}].paths"), "(given)", "nothing when via is given"));
-                }
-                (None, 0) => {
-                    return Err(invalid(format!("routes[{k}].via"), "(missing)", "a next hop, or paths"));
-                }
-                (None, n) => {
-                    return Err(invalid(
-                        format!("routes[{k}].paths"),
-                        format!("{n} paths"),
-                        format!("1 to {MAX_PATHS}"),
-                    ));
-                }
-            };
-            let mut seen = BTreeMap::new();
-            for (at, p) in &paths {
-                if let Some(first) = seen.insert((p.via, p.interface.clone()), at) {
-                    return Err(invalid(
-                        format!("{at}.via"),
-                        p.via,
-                        format!("a next hop no other path has ({first} has it)"),
-                    ));
-                }
-                if p.weight == 0 {
-                    return Err(invalid(format!("{at}.weight"), 0, "1 to 255"));
-                }
-                self.check_next_hop(at, r.prefix, p)?;
-            }
-            check_labels(&format!("routes[{k}].out-labels"), &r.out_labels)?;
-        }
-        let mut neighbors = BTreeMap::new();
-        for (k, n) in self.neighbors.iter().enumerate() {
-            if !known(&n.interface) {
-                return Err(invalid(
-                    format!("neighbors[{k}].interface"),
-                    &n.interface,
-                    "the name of a configured interface",
-                ));
-            }
-            if let Some(first) = neighbors.insert((&n.interface, n.address), k) {
-                return Err(invalid(
-                    format!("neighbors[{k}].address"),
-                    n.address,
-                    format!("an address not already a neighbor on {} (neighbors[{first}] is)", n.interface),
-                ));
-            }
-        }
-        if self.mpls.local_labels.len() > usize::from(u16::MAX) {
-            let n = self.mpls.local_labels.len();
-            return Err(invalid("mpls.local-labels", format!("{n} entries"), "at most 65535 entries"));
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for (k, l) in self.mpls.local_labels.iter().enumerate() {
-            let f = |x: &str| format!("mpls.local-labels[{k}].{x}");
-            check_labels(&f("label"), &[l.label])?;
-            check_labels(&f("out-labels"), &l.out_labels)?;
-            if !seen.insert(l.label) {
-                return Err(invalid(f("label"), l.label, "a label no other local-label entry uses"));
-            }
-            if !l.out_labels.is_empty() && l.payload != Payload::Ip4 {
-                return Err(invalid(f("payload"), "ip6", "only for a pop (no out-labels): a swap keeps the payload"));
-            }
-            match (&l.via, &l.interface, l.out_labels.is_empty()) {
-                (Some(_), Some(n), false) if known(n) => {}
-                (Some(_), Some(n), false) => {
-                    return Err(invalid(f("interface"), n, "the name of a configured interface"));
-                }
-                (None, None, true) => {}
-                (_, _, false) => {
-                    return Err(invalid(
-                        f("via"),
-                        "(missing)",
-                        "a next hop and an interface for a swap (out-labels given)",
-                    ));
-                }
-                (_, _, true) => {
-                    return Err(invalid(
-                        f("via"),
-                        "(given)",
-                        "nothing for a pop (no out-labels): the packet is routed by the FIB",
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The sFlow settings: each interface's, then the agent's against the rest of the
     /// configuration.
     fn validate_sflow(&self) -> Result<(), ConfigError> {
@@ -528,33 +397,6 @@ impl Config {
         };
         let to_json = |c: &Config| serde_json::to_value(c).expect("a configuration serializes");
         first_difference(&live(to_json(self)), &live(to_json(new)), "")
-    }
-
-    /// Checks one next hop of a route to `prefix` (`at` names it: `routes[K]` or
-    /// `routes[K].paths[P]`): of the prefix's family, on a named interface or inside a
-    /// connected subnet.
-    pub(crate) fn check_next_hop(&self, at: &str, prefix: IpPrefix, p: &RoutePath) -> Result<(), ConfigError> {
-        if p.via.is_ipv4() != prefix.addr.is_ipv4() {
-            let family = if prefix.addr.is_ipv4() { "IPv4" } else { "IPv6" };
-            return Err(invalid(format!("{at}.via"), p.via, format!("an {family} next hop, as the prefix is")));
-        }
-        match &p.interface {
-            Some(n) if !self.has_interface(n) => {
-                Err(invalid(format!("{at}.interface"), n, "the name of a configured interface"))
-            }
-            Some(_) => Ok(()),
-            None if is_link_local(p.via) => Err(invalid(
-                format!("{at}.interface"),
-                "(missing)",
-                format!("the interface a link-local next hop ({}) is on", p.via),
-            )),
-            None if !self.addresses().any(|(_, a)| a.contains(p.via)) => Err(invalid(
-                format!("{at}.via"),
-                p.via,
-                format!("an address inside a configured interface's subnet, or name the interface in {at}.interface"),
-            )),
-            None => Ok(()),
-        }
     }
 
     /// Every address with the interface it is on: each interface's own, then its

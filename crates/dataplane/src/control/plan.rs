@@ -68,7 +68,44 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
     };
     let (na, nb) = (neighbors(old), neighbors(new));
     out.extend(na.keys().filter(|k| !nb.contains_key(k)).map(|(i, a)| format!("ip neighbor del {i} {a}")));
-    for (name, (state, mtu, addrs, mpls, l2xc)) in &b {
+    out.extend(interface_plan(&a, &b));
+    for (name, i) in &new.interfaces {
+        let Some(o) = old.interfaces.get(name) else { continue };
+        if o.description != i.description {
+            out.push(format!("set interface description {name} {}", i.description.as_deref().unwrap_or("")));
+        }
+        if o.rx_mode != i.rx_mode {
+            let mode = serde_json::to_value(i.rx_mode).ok().and_then(|v| v.as_str().map(str::to_string));
+            out.push(format!("set interface rx-mode {name} {}", mode.unwrap_or_default()));
+        }
+        out.extend(sflow_plan(name, o.sflow, i.sflow));
+    }
+    if let (Some(a), Some(b)) = (&old.sflow, &new.sflow) {
+        out.extend(agent_plan(a, b));
+    }
+    for ((i, a), mac) in &nb {
+        if na.get(&(i.clone(), *a)) != Some(mac) {
+            out.push(format!("ip neighbor {i} {a} {}", mac.0));
+        }
+    }
+    for (p, r) in &rb {
+        if ra.get(p) != Some(r) {
+            out.push(route_add(p, r));
+        }
+    }
+    for (l, e) in &lb {
+        if la.get(l) != Some(e) {
+            out.push(label_add(*l, e));
+        }
+    }
+    out
+}
+
+/// The commands that change each interface both `a` and `b` have: addresses removed, MTU,
+/// cross-connect, MPLS, addresses added, admin state, in that order.
+fn interface_plan(a: &BTreeMap<String, LiveSettings>, b: &BTreeMap<String, LiveSettings>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, (state, mtu, addrs, mpls, l2xc)) in b {
         let Some((state0, mtu0, addrs0, mpls0, l2xc0)) = a.get(name) else { continue };
         out.extend(
             addrs0.iter().filter(|p| !addrs.contains(p)).map(|p| format!("set interface ip address del {name} {p}")),
@@ -92,69 +129,57 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
             out.push(format!("set interface state {name} {}", if *state == AdminState::Up { "up" } else { "down" }));
         }
     }
-    for (name, i) in &new.interfaces {
-        let Some(o) = old.interfaces.get(name) else { continue };
-        if o.description != i.description {
-            out.push(format!("set interface description {name} {}", i.description.as_deref().unwrap_or("")));
-        }
-        if o.rx_mode != i.rx_mode {
-            let mode = serde_json::to_value(i.rx_mode).ok().and_then(|v| v.as_str().map(str::to_string));
-            out.push(format!("set interface rx-mode {name} {}", mode.unwrap_or_default()));
-        }
-        out.extend(sflow_plan(name, o.sflow, i.sflow));
-    }
-    if let (Some(a), Some(b)) = (&old.sflow, &new.sflow) {
-        let direction =
-            |d| serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let changes = [
-            (a.sampling_rate != b.sampling_rate, format!("sflow sampling-rate {}", b.sampling_rate)),
-            (a.polling_interval != b.polling_interval, format!("sflow polling-interval {}", b.polling_interval)),
-            (a.header_bytes != b.header_bytes, format!("sflow header-bytes {}", b.header_bytes)),
-            (a.direction != b.direction, format!("sflow direction {}", direction(b.direction))),
-        ];
-        out.extend(changes.into_iter().filter(|(changed, _)| *changed).map(|(_, c)| c));
-    }
-    for ((i, a), mac) in &nb {
-        if na.get(&(i.clone(), *a)) != Some(mac) {
-            out.push(format!("ip neighbor {i} {a} {}", mac.0));
-        }
-    }
-    for (p, r) in &rb {
-        if ra.get(p) != Some(r) {
-            let mut cmd = format!("ip route add {p}");
-            for (k, h) in r.next_hops().iter().enumerate() {
-                cmd += &format!(" via {}", h.via);
-                if let Some(i) = &h.interface {
-                    cmd += &format!(" {i}");
-                }
-                if r.paths.get(k).is_some() && h.weight != 1 {
-                    cmd += &format!(" weight {}", h.weight);
-                }
-            }
-            if !r.out_labels.is_empty() {
-                cmd +=
-                    &format!(" out-labels {}", r.out_labels.iter().map(u32::to_string).collect::<Vec<_>>().join(" "));
-            }
-            out.push(cmd);
-        }
-    }
-    for (l, e) in &lb {
-        if la.get(l) != Some(e) {
-            let mut cmd = format!("mpls local-label add {l}");
-            if let (Some(via), Some(i)) = (e.via, &e.interface) {
-                cmd += &format!(" via {via} {i}");
-            }
-            if e.payload == Payload::Ip6 {
-                cmd += " payload ip6";
-            }
-            if !e.out_labels.is_empty() {
-                cmd +=
-                    &format!(" out-labels {}", e.out_labels.iter().map(u32::to_string).collect::<Vec<_>>().join(" "));
-            }
-            out.push(cmd);
-        }
-    }
     out
+}
+
+/// The commands that change the agent's live settings from `a` to `b`.
+fn agent_plan(a: &crate::config::SflowConfig, b: &crate::config::SflowConfig) -> Vec<String> {
+    let direction = |d| serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let changes = [
+        (a.sampling_rate != b.sampling_rate, format!("sflow sampling-rate {}", b.sampling_rate)),
+        (a.polling_interval != b.polling_interval, format!("sflow polling-interval {}", b.polling_interval)),
+        (a.header_bytes != b.header_bytes, format!("sflow header-bytes {}", b.header_bytes)),
+        (a.direction != b.direction, format!("sflow direction {}", direction(b.direction))),
+    ];
+    changes.into_iter().filter(|(changed, _)| *changed).map(|(_, c)| c).collect()
+}
+
+/// The `ip route add` command that makes route `r` to `p`.
+fn route_add(p: &IpPrefix, r: &Route) -> String {
+    let mut cmd = format!("ip route add {p}");
+    for (k, h) in r.next_hops().iter().enumerate() {
+        cmd += &format!(" via {}", h.via);
+        if let Some(i) = &h.interface {
+            cmd += &format!(" {i}");
+        }
+        if r.paths.get(k).is_some() && h.weight != 1 {
+            cmd += &format!(" weight {}", h.weight);
+        }
+    }
+    if !r.out_labels.is_empty() {
+        cmd += &format!(" out-labels {}", labels_text(&r.out_labels));
+    }
+    cmd
+}
+
+/// The `mpls local-label add` command that makes entry `e` for label `l`.
+fn label_add(l: u32, e: &LocalLabel) -> String {
+    let mut cmd = format!("mpls local-label add {l}");
+    if let (Some(via), Some(i)) = (e.via, &e.interface) {
+        cmd += &format!(" via {via} {i}");
+    }
+    if e.payload == Payload::Ip6 {
+        cmd += " payload ip6";
+    }
+    if !e.out_labels.is_empty() {
+        cmd += &format!(" out-labels {}", labels_text(&e.out_labels));
+    }
+    cmd
+}
+
+/// Labels as a command takes them: separated by spaces.
+fn labels_text(labels: &[u32]) -> String {
+    labels.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
 }
 
 /// The answer to the API's `plan` and `apply` methods: what the configuration `yaml` would

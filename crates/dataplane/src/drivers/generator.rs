@@ -10,15 +10,19 @@
 //! Tx side, node `generator-tx`: the sink reads every byte of each frame once (folding it into
 //! a digest so the reads cannot be optimised away), counts it and frees the buffer.
 
-use crate::datapath::Graph;
 use crate::drivers::pace::Rate;
 use crate::drivers::stream_config::{RangeMode, StreamConfig, Template};
-use crate::interface::TxRun;
 use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::runtime::stats::counter_set;
-use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
+use crate::runtime::vector::VECTOR_SIZE;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use wire::{EtherType, MacAddr, checksum, ipv4, ipv6, mpls::MplsLabel, udp};
+
+mod port;
+mod sink;
+
+pub use port::GeneratorPort;
+pub use sink::sink;
 
 counter_set! {
     /// One worker's generator and sink totals.
@@ -472,233 +476,5 @@ impl Fields {
     }
 }
 
-/// The generator of one interface: its streams, taken in turn.
-#[derive(Debug, Clone)]
-pub struct GeneratorPort {
-    /// Interface index.
-    pub port: u16,
-    streams: Vec<Stream>,
-    next: usize,
-}
-
-impl GeneratorPort {
-    /// A generator for interface `port` with compiled `streams`.
-    pub fn new(port: u16, streams: Vec<Stream>) -> Self {
-        GeneratorPort { port, streams, next: 0 }
-    }
-
-    /// The `generator-input` node: fills one vector (up to 256 frames) as the streams' rates
-    /// and the free buffers allow. Returns `None` when there was nothing to send.
-    pub fn poll(&mut self, g: &mut Graph, now: u64) -> Option<VecHandle> {
-        if self.streams.is_empty() {
-            return None;
-        }
-        let v = g.vectors.alloc(self.port);
-        let mut n = 0;
-        for _ in 0..self.streams.len() {
-            let k = self.next;
-            self.next = (k + 1) % self.streams.len();
-            let s = &mut self.streams[k];
-            let want = (VECTOR_SIZE - n).min(usize::try_from(s.remaining).unwrap_or(usize::MAX));
-            let allowed = match &mut s.rate {
-                Some(r) => r.take(now, want),
-                None => want,
-            };
-            let slots = &mut g.vectors[v].slots_mut()[n..n + allowed];
-            let got = g.pool.alloc(slots);
-            if got < allowed {
-                g.counters.generator.no_buffer.add(1);
-                if let Some(r) = &mut s.rate {
-                    r.refund(allowed - got);
-                }
-            }
-            s.fill(&mut g.pool, &g.vectors[v].slots_mut()[n..n + got], self.port);
-            s.remaining -= got as u64;
-            n += got;
-            if n == VECTOR_SIZE {
-                break;
-            }
-        }
-        if n == 0 {
-            g.vectors.free(v);
-            return None;
-        }
-        g.vectors[v].set_len(n);
-        g.counters.generator.generated.add(n as u64);
-        Some(v)
-    }
-}
-
-/// Reads frame `i` of `len` bytes once. Returns the XOR of its 8-byte little-endian words
-/// and its first word. Frames of up to 64 bytes are read as the whole 64-byte line holding
-/// them (a fixed-size read, no length-dependent branches); longer ones word by word, the last
-/// word overlapping when the length is not a multiple of 8.
-#[inline(always)]
-fn read_frame(pool: &BufferPool, i: u32, len: usize) -> (u64, u64) {
-    let (line, _) = pool.line(i).as_chunks::<8>();
-    let first = u64::from_le_bytes(line[0]);
-    if len <= 64 {
-        return (line.iter().fold(0, |x, w| x ^ u64::from_le_bytes(*w)), first);
-    }
-    let f = pool.frame(i);
-    let (words, _) = f.as_chunks::<8>();
-    let last = u64::from_le_bytes(f[len - 8..].try_into().expect("8 bytes"));
-    (words.iter().fold(last, |x, w| x ^ u64::from_le_bytes(*w)), first)
-}
-
-/// The `generator-tx` node: reads each frame once, counts it on its output interface (tx
-/// packets, octets, unicast/multicast/broadcast) and in the sink totals, frees it.
-pub fn sink(g: &mut Graph, v: VecHandle) {
-    let mut digest = 0u64;
-    let mut run = TxRun::default();
-    for &i in g.vectors[v].indices() {
-        let m = *g.pool.meta(i);
-        if m.tx_if != run.tx_if {
-            run.flush(g.counters.interface(run.tx_if));
-            run = TxRun { tx_if: m.tx_if, ..TxRun::default() };
-        }
-        let (x, first) = read_frame(&g.pool, i, m.len() as usize);
-        run.add_le(m.len(), first);
-        digest ^= x;
-    }
-    run.flush(g.counters.interface(run.tx_if));
-    let c = &g.counters.generator;
-    c.sink_packets.add(g.vectors[v].len() as u64);
-    c.sink_digest.set(c.sink_digest.get() ^ digest);
-    g.pool.free(g.vectors[v].indices());
-    g.vectors.free(v);
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::drivers::stream_config::AddrRange;
-    use wire::{EthernetFrame, Ipv4Packet, UdpDatagram};
-
-    fn frames(cfg: &StreamConfig, n: usize) -> Vec<Vec<u8>> {
-        let mut pool = BufferPool::new(64).unwrap();
-        let mut s = Stream::new(cfg, MacAddr([2, 0xfe, 0, 0, 0, 1]), 2_600_000_000);
-        let mut ids = vec![0u32; n];
-        pool.alloc(&mut ids);
-        s.fill(&mut pool, &ids, 3);
-        ids.iter()
-            .map(|&i| {
-                assert_eq!(pool.meta(i).rx_if, 3);
-                pool.frame(i).to_vec()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn ipv4_udp_frames_increment_and_checksum() {
-        let mut cfg = StreamConfig::new(Template::Ipv4Udp);
-        cfg.src_range = AddrRange { count: 3, mode: RangeMode::Increment };
-        let out = frames(&cfg, 5);
-        let srcs: Vec<_> = out
-            .iter()
-            .map(|f| {
-                assert_eq!(f.len(), 60, "64-byte frame = 60 bytes + FCS");
-                let e = EthernetFrame::new_checked(&f[..]).unwrap();
-                assert_eq!(
-                    (e.ethertype(), e.dst(), e.src()),
-                    (0x0800, MacAddr([2, 0xfe, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 1]))
-                );
-                let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
-                assert!(ip.checksum_ok());
-                assert_eq!(ip.total_len(), 46);
-                assert_eq!(ip.dst(), Ipv4Addr::new(48, 0, 0, 1));
-                let u = UdpDatagram::new_checked(&f[34..]).unwrap();
-                assert_ne!(u.checksum(), 0);
-                assert!(u.checksum_ok(ip.src(), ip.dst()));
-                ip.src().octets()[3]
-            })
-            .collect();
-        assert_eq!(srcs, [1, 2, 3, 1, 2]);
-    }
-
-    #[test]
-    fn ipv6_udp_frames_walk_the_last_bits_and_destination_lists_with_valid_udp_checksums() {
-        let mut cfg = StreamConfig::new(Template::Ipv6Udp);
-        cfg.frame_size = 66;
-        cfg.src_ip = Some("2001:db8:16::ffff:fffe".parse().unwrap());
-        cfg.src_range = AddrRange { count: 3, mode: RangeMode::Increment };
-        let list: Vec<Ipv6Addr> =
-            ["2001:db8:48::1", "2400:cb00::7", "2a00:1450:4001::"].iter().map(|a| a.parse().unwrap()).collect();
-        cfg.dst_addresses = list.clone();
-        let out = frames(&cfg, 4);
-        let got: Vec<(Ipv6Addr, Ipv6Addr)> = out
-            .iter()
-            .map(|f| {
-                assert_eq!(f.len(), 62);
-                assert_eq!(&f[12..14], &[0x86, 0xdd]);
-                let ip = wire::Ipv6Packet::new_checked(&f[14..]).unwrap();
-                assert_eq!((ip.version(), ip.payload_len(), ip.next_header(), ip.hop_limit()), (6, 8, 17, 64));
-                let u = UdpDatagram::new_checked(&f[54..]).unwrap();
-                assert!(u.checksum_ok(ip.src(), ip.dst()), "{} -> {}", ip.src(), ip.dst());
-                (ip.src(), ip.dst())
-            })
-            .collect();
-        let src = |s: &str| s.parse::<Ipv6Addr>().unwrap();
-        assert_eq!(
-            got,
-            [
-                (src("2001:db8:16::ffff:fffe"), list[0]),
-                (src("2001:db8:16::ffff:ffff"), list[1]),
-                (src("2001:db8:16::1:0:0"), list[2]),
-                (src("2001:db8:16::ffff:fffe"), list[0]),
-            ],
-            "the source carries into the upper bits; the destinations come from the list in turn"
-        );
-    }
-
-    #[test]
-    fn mpls_vlan_and_l2_templates() {
-        let mut cfg = StreamConfig::new(Template::Mpls);
-        cfg.labels = vec![16, 17];
-        cfg.vlan = Some(100);
-        cfg.frame_size = 128;
-        let f = &frames(&cfg, 1)[0];
-        assert_eq!(f.len(), 124);
-        assert_eq!(&f[12..18], &[0x81, 0x00, 0x00, 100, 0x88, 0x47]);
-        assert_eq!(MplsLabel::parse(&f[18..]).unwrap(), MplsLabel { label: 16, tc: 0, bos: false, ttl: 64 });
-        assert_eq!(MplsLabel::parse(&f[22..]).unwrap(), MplsLabel { label: 17, tc: 0, bos: true, ttl: 64 });
-        let ip = Ipv4Packet::new_checked(&f[26..]).unwrap();
-        assert!(ip.checksum_ok());
-        assert_eq!(usize::from(ip.total_len()), 124 - 26);
-        let u = UdpDatagram::new_checked(&f[46..]).unwrap();
-        assert!(u.checksum_ok(ip.src(), ip.dst()));
-
-        let mut cfg = StreamConfig::new(Template::L2);
-        cfg.src_range = AddrRange { count: 1000, mode: RangeMode::Random };
-        let out = frames(&cfg, 20);
-        let mut macs: Vec<_> = out.iter().map(|f| EthernetFrame::new_checked(&f[..]).unwrap().src().to_u64()).collect();
-        assert!(macs.iter().all(|&m| (0x0200_0000_0001..0x0200_0000_0001 + 1000).contains(&m)));
-        macs.sort();
-        macs.dedup();
-        assert!(macs.len() > 10, "random walk gives distinct addresses");
-        assert_eq!(u16::from_be_bytes([out[0][12], out[0][13]]), L2_ETHERTYPE);
-    }
-
-    #[test]
-    fn label_ranges_walk_the_top_label_and_keep_the_rest_of_the_stack() {
-        let mut cfg = StreamConfig::new(Template::Mpls);
-        cfg.labels = vec![1000, 17];
-        cfg.label_range = Some(AddrRange { count: 3, mode: RangeMode::Increment });
-        let out = frames(&cfg, 5);
-        let top = |f: &Vec<u8>| MplsLabel::parse(&f[14..]).unwrap();
-        let tops: Vec<_> = out.iter().map(top).collect();
-        let want = |label| MplsLabel { label, tc: 0, bos: false, ttl: 64 };
-        assert_eq!(tops, [1000, 1001, 1002, 1000, 1001].map(want));
-        for f in &out {
-            assert_eq!(MplsLabel::parse(&f[18..]).unwrap(), MplsLabel { label: 17, tc: 0, bos: true, ttl: 64 });
-            assert!(Ipv4Packet::new_checked(&f[22..]).unwrap().checksum_ok());
-        }
-
-        cfg.labels = vec![16];
-        cfg.label_range = Some(AddrRange { count: 40, mode: RangeMode::Random });
-        let mut labels: Vec<_> = frames(&cfg, 64).iter().map(top).collect();
-        assert!(labels.iter().all(|l| (16..56).contains(&l.label) && l.bos && l.ttl == 64), "{labels:?}");
-        labels.dedup();
-        assert!(labels.len() > 20, "random walk gives labels in turn: {labels:?}");
-    }
-}
+mod tests;

@@ -1,6 +1,6 @@
 //! The `mpls` section: local labels and what they carry.
 
-use crate::net::{Payload, is_default};
+use crate::net::{ConfigError, Payload, check_labels, invalid, is_default};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
@@ -17,6 +17,49 @@ pub struct Mpls {
 impl Mpls {
     pub(crate) fn is_empty(&self) -> bool {
         self.local_labels.is_empty()
+    }
+
+    /// Checks the local labels: at most 65535, each label once and valid, a swap's labels and
+    /// its next hop on an interface `known` names, a pop with neither.
+    pub fn validate(&self, known: impl Fn(&str) -> bool) -> Result<(), ConfigError> {
+        if self.local_labels.len() > usize::from(u16::MAX) {
+            let n = self.local_labels.len();
+            return Err(invalid("mpls.local-labels", format!("{n} entries"), "at most 65535 entries"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, l) in self.local_labels.iter().enumerate() {
+            let f = |x: &str| format!("mpls.local-labels[{k}].{x}");
+            check_labels(&f("label"), &[l.label])?;
+            check_labels(&f("out-labels"), &l.out_labels)?;
+            if !seen.insert(l.label) {
+                return Err(invalid(f("label"), l.label, "a label no other local-label entry uses"));
+            }
+            if !l.out_labels.is_empty() && l.payload != Payload::Ip4 {
+                return Err(invalid(f("payload"), "ip6", "only for a pop (no out-labels): a swap keeps the payload"));
+            }
+            match (&l.via, &l.interface, l.out_labels.is_empty()) {
+                (Some(_), Some(n), false) if known(n) => {}
+                (Some(_), Some(n), false) => {
+                    return Err(invalid(f("interface"), n, "the name of a configured interface"));
+                }
+                (None, None, true) => {}
+                (_, _, false) => {
+                    return Err(invalid(
+                        f("via"),
+                        "(missing)",
+                        "a next hop and an interface for a swap (out-labels given)",
+                    ));
+                }
+                (_, _, true) => {
+                    return Err(invalid(
+                        f("via"),
+                        "(given)",
+                        "nothing for a pop (no out-labels): the packet is routed by the FIB",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

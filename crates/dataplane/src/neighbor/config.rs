@@ -1,8 +1,9 @@
 //! The `neighbors` section: static neighbors.
 
-use crate::net::Mac;
+use crate::net::{ConfigError, Mac, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// A static neighbor.
@@ -15,4 +16,27 @@ pub struct Neighbor {
     pub address: IpAddr,
     /// Its MAC address.
     pub mac: Mac,
+}
+
+/// Checks the static neighbors: each on an interface `known` names, and each address once
+/// per interface.
+pub fn validate_neighbors(neighbors: &[Neighbor], known: impl Fn(&str) -> bool) -> Result<(), ConfigError> {
+    let mut seen = BTreeMap::new();
+    for (k, n) in neighbors.iter().enumerate() {
+        if !known(&n.interface) {
+            return Err(invalid(
+                format!("neighbors[{k}].interface"),
+                &n.interface,
+                "the name of a configured interface",
+            ));
+        }
+        if let Some(first) = seen.insert((&n.interface, n.address), k) {
+            return Err(invalid(
+                format!("neighbors[{k}].address"),
+                n.address,
+                format!("an address not already a neighbor on {} (neighbors[{first}] is)", n.interface),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -10,7 +10,9 @@
 //! rings as of that moment. Both never step back from one sample of a port to the next.
 //! Samples are sent when a datagram fills, or within [`FLUSH`] of the oldest waiting sample.
 
-use super::ring::{Consumer, Fate, Slot};
+mod encoder;
+
+use super::ring::Consumer;
 use super::send::Sender;
 use crate::datapath::WorkerCounters;
 use crate::l3::fib::Fibs;
@@ -18,6 +20,7 @@ use crate::net::MAX_INTERFACES;
 use crate::runtime::counter::Counter;
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::stats::counter_set;
+use encoder::{Encoder, Source};
 use sflow::{
     CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedMpls,
     ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
@@ -131,27 +134,16 @@ impl Default for AgentShared {
     }
 }
 
-/// Per-port state.
-#[derive(Clone, Copy, Default)]
-struct Source {
-    seq: u32,
-    /// The pool and drops of the last flow sample sent: a sample published earlier on
-    /// another worker but read later never makes them step back.
-    pool: u64,
-    drops: u64,
-    /// Discard samples sent.
-    discard_seq: u32,
-    /// Drops not reported (rate limit, full ring), as of the last discard sample.
-    discards_lost: u32,
-}
-
 /// Starts the agent thread `vecflow-sflow`.
 pub fn spawn(setup: AgentSetup) -> std::io::Result<std::thread::JoinHandle<std::io::Result<()>>> {
     let sender = Sender::new(&setup.collectors);
     std::thread::Builder::new().name("vecflow-sflow".into()).spawn(move || run(setup, sender))
 }
 
-fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
+/// Keeps the agent off the workers' CPUs (`avoid_cpus`) and, only where that worked, sets
+/// its nice value: a busy agent (1:1 at full rate) sharing CPUs with unpinned workers would
+/// slow them.
+fn keep_off_workers(s: &AgentSetup) {
     let apart = !s.avoid_cpus.is_empty()
         && match crate::runtime::cpu::avoid_cpus(&s.avoid_cpus) {
             Ok(apart) => apart,
@@ -160,8 +152,6 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
                 false
             }
         };
-    // Weighted above ordinary threads only where that takes nothing from a worker: a busy
-    // agent (1:1 at full rate) sharing CPUs with unpinned workers would slow them.
     if !apart {
         tracing::debug!(cpus = ?s.avoid_cpus, "sFlow agent: may run on the workers' CPUs; its nice stays");
     } else if s.nice != 0 {
@@ -172,15 +162,35 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             tracing::info!("sFlow agent: cannot set nice {} ({e}); it keeps the process's", s.nice);
         }
     }
+}
+
+/// Samples waiting in `s`'s rings; keeps the rings' high-water mark.
+fn waiting(s: &AgentSetup, high_water: &mut u64) -> u64 {
+    let mut available = 0;
+    for r in &s.rings {
+        let waiting = r.available();
+        available += waiting;
+        if waiting > *high_water {
+            *high_water = waiting;
+            s.shared.counters.ring_high_water.set(*high_water);
+        }
+    }
+    available
+}
+
+fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
+    keep_off_workers(&s);
     crate::runtime::privileges::thread_start();
     let started = Instant::now();
     let mut high_water = 0;
-    let mut sources = [Source::default(); MAX_INTERFACES];
-    let mut bufs = vec![vec![0u8; s.max_datagram]; BATCH];
-    let mut datagram_seq = 0u32;
+    let mut enc = Encoder {
+        sources: Box::new([Source::default(); MAX_INTERFACES]),
+        bufs: vec![vec![0u8; s.max_datagram]; BATCH],
+        datagram_seq: 0,
+        discards: Vec::new(),
+        next_ring: 0,
+    };
     let mut waiting_since: Option<Instant> = None;
-    let mut discards: Vec<Sample<'static>> = Vec::new();
-    let mut next_ring = 0;
     let mut last_refill = Instant::now();
     let mut seen = 0;
     let (mut last_round, mut asleep, mut longest_pause) = (Instant::now(), Duration::ZERO, Duration::ZERO);
@@ -203,21 +213,13 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             s.refill.step(since_refill, &s.drop_budget);
         }
         let stopping = s.stop.load(Relaxed);
-        let mut available = 0;
-        for r in &s.rings {
-            let waiting = r.available();
-            available += waiting;
-            if waiting > high_water {
-                high_water = waiting;
-                s.shared.counters.ring_high_water.set(high_water);
-            }
-        }
+        let available = waiting(&s, &mut high_water);
         // Counter samples that are due go out at once; at stop, every source's final counters.
         let polled = s.polling.due(Instant::now(), stopping && available == 0);
         if !polled.is_empty() {
             s.shared.counters.counter_samples.add(polled.len() as u64);
             let uptime = started.elapsed().as_millis() as u32;
-            datagram_seq = pack_and_send(&s, &sender, &mut bufs, datagram_seq, uptime, &polled);
+            enc.datagram_seq = pack_and_send(&s, &sender, &mut enc.bufs, enc.datagram_seq, uptime, &polled);
         }
         if available == 0 {
             waiting_since = None;
@@ -236,67 +238,15 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             asleep = IDLE;
             continue;
         }
-        let uptime = started.elapsed().as_millis() as u32;
-        let mut lens = Vec::with_capacity(BATCH);
-        for buf in bufs.iter_mut() {
-            let mut b = DatagramBuilder::new(buf, s.agent, s.sub_agent_id, datagram_seq, uptime)
-                .expect("max-datagram-size ≥ 200");
-            let mut full = false;
-            for k in 0..s.rings.len() {
-                let r = (next_ring + k) % s.rings.len();
-                let (rings, shared, fib, workers, if_indices) =
-                    (&mut s.rings, &s.shared, &s.fib, &s.workers, &s.if_indices);
-                rings[r].drain(usize::MAX, |slot| {
-                    match slot.fate {
-                        Fate::Forwarded => {}
-                        Fate::Discard => {
-                            let src = &mut sources[slot.port as usize];
-                            src.discard_seq = src.discard_seq.wrapping_add(1);
-                            src.discards_lost =
-                                workers.iter().map(|w| w.sflow(slot.port).discards_lost.get()).sum::<u64>() as u32;
-                            discards.push(discard_sample(slot, src, if_indices));
-                            return true;
-                        }
-                        Fate::Dropped | Fate::InFlight => {
-                            shared.counters.samples_of_drops.add(1);
-                            return true;
-                        }
-                    }
-                    let src = &mut sources[slot.port as usize];
-                    src.pool = src.pool.max(slot.pool);
-                    src.drops = src.drops.max(slot.drops);
-                    let sample = flow_sample(slot, src, fib, if_indices);
-                    if b.push(&sample).is_err() {
-                        full = true;
-                        return false;
-                    }
-                    src.seq = src.seq.wrapping_add(1);
-                    shared.counters.samples_encoded.add(1);
-                    shared.sent_by_port[slot.port as usize].add(1);
-                    true
-                });
-                if full {
-                    break;
-                }
-            }
-            next_ring = (next_ring + 1) % s.rings.len();
-            if b.is_empty() {
-                break;
-            }
-            lens.push(b.finish());
-            datagram_seq = datagram_seq.wrapping_add(1);
-            if !full {
-                break;
-            }
-        }
-        send(&s, &sender, &bufs, &lens);
+        let lens = enc.flow_datagrams(&mut s, started.elapsed().as_millis() as u32);
+        send(&s, &sender, &enc.bufs, &lens);
         // Discard samples travel in datagrams of their own (some collectors stop reading a
         // datagram at a discard sample).
-        if !discards.is_empty() {
-            s.shared.counters.discard_samples.add(discards.len() as u64);
+        if !enc.discards.is_empty() {
+            s.shared.counters.discard_samples.add(enc.discards.len() as u64);
             let uptime = started.elapsed().as_millis() as u32;
-            datagram_seq = pack_and_send(&s, &sender, &mut bufs, datagram_seq, uptime, &discards);
-            discards.clear();
+            enc.datagram_seq = pack_and_send(&s, &sender, &mut enc.bufs, enc.datagram_seq, uptime, &enc.discards);
+            enc.discards.clear();
         }
         waiting_since = None;
     }
@@ -409,139 +359,4 @@ pub fn min_datagram_size(agent_v6: bool, header_bytes: u16, name_len: usize) -> 
     });
     let datagram_header = if agent_v6 { 40 } else { 28 };
     datagram_header + [flow, discard, counters].iter().map(sflow::sample_len).max().unwrap_or(0)
-}
-
-/// The flow sample of a forwarded packet.
-fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs, ifx: &super::IfIndices) -> Sample<'a> {
-    let header = &slot.header[..usize::from(slot.header_len)];
-    let mut records = vec![FlowRecord::RawHeader(RawHeader {
-        protocol: sflow::HEADER_PROTOCOL_ETHERNET,
-        frame_length: u32::from(slot.frame_len) + 4,
-        stripped: 4,
-        header: Cow::Borrowed(header),
-    })];
-    if slot.in_vlan != 0 || slot.out_vlan != 0 {
-        records.push(FlowRecord::Switch(ExtendedSwitch {
-            src_vlan: u32::from(slot.in_vlan),
-            // The received tag's priority: in the header as received, or as sent when vecflow
-            // did not tag it itself (a cross-connected tagged frame); else unknown, 0.
-            src_priority: if slot.stage == super::RX || slot.out_vlan == 0 {
-                u32::from(super::header::priority(header))
-            } else {
-                0
-            },
-            dst_vlan: u32::from(slot.out_vlan),
-            dst_priority: 0, // the tag vecflow pushes has priority 0
-        }));
-    }
-    if slot.routed {
-        let src_len = super::header::ip_addresses(header)
-            .and_then(|(src, _)| match src {
-                IpAddr::V4(a) => fib.ip4.lookup(u32::from(a)),
-                IpAddr::V6(a) => fib.ip6.lookup(u128::from(a)),
-            })
-            .map_or(0, |l| l.prefix_len);
-        records.push(FlowRecord::Router(ExtendedRouter {
-            next_hop: slot.next_hop,
-            src_mask_len: u32::from(src_len),
-            dst_mask_len: u32::from(slot.dst_prefix_len),
-        }));
-    }
-    if !slot.in_labels.is_empty() || !slot.out_labels.is_empty() {
-        records.push(FlowRecord::Mpls(ExtendedMpls {
-            next_hop: slot.next_hop,
-            in_stack: slot.in_labels.labels().to_vec(),
-            out_stack: slot.out_labels.labels().to_vec(),
-        }));
-    }
-    Sample::Flow(FlowSample {
-        sequence: src.seq.wrapping_add(1),
-        source: DataSource::interface(ifx.of(slot.port)),
-        sampling_rate: slot.rate,
-        sample_pool: src.pool as u32, // modulo 2^32, as sFlow counts it
-        drops: src.drops as u32,
-        input: Interface::Index(ifx.of(slot.input)),
-        output: Interface::Index(ifx.of(slot.output)),
-        records,
-    })
-}
-
-/// The discard sample of a dropped packet.
-fn discard_sample(slot: &Slot, src: &Source, ifx: &super::IfIndices) -> Sample<'static> {
-    Sample::Discard(DiscardSample {
-        sequence: src.discard_seq,
-        source: DataSource::interface(ifx.of(slot.port)),
-        drops: src.discards_lost,
-        input: ifx.of(slot.input),
-        output: ifx.of(slot.output),
-        reason: slot.reason,
-        records: vec![FlowRecord::RawHeader(RawHeader {
-            protocol: sflow::HEADER_PROTOCOL_ETHERNET,
-            frame_length: u32::from(slot.frame_len) + 4,
-            stripped: 4,
-            header: Cow::Owned(slot.header[..usize::from(slot.header_len)].to_vec()),
-        })],
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::l3::LabelStack;
-    use std::net::Ipv4Addr;
-
-    /// A sample of a frame tagged with priority 5 on VLAN 100, routed: `extended_switch`
-    /// carries the received priority and the router record the next hop.
-    #[test]
-    fn flow_samples_carry_the_received_priority_and_the_next_hop() {
-        let mut slot = Slot::EMPTY;
-        let frame: Vec<u8> = [
-            &[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x81, 0x00, 0xa0, 100, 8, 0][..],
-            &[0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 16, 0, 0, 1, 48, 0, 0, 5],
-        ]
-        .concat();
-        slot.header[..frame.len()].copy_from_slice(&frame);
-        (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (frame.len() as u16, 60, 1, 3, 2);
-        (slot.in_vlan, slot.routed, slot.next_hop, slot.dst_prefix_len) =
-            (100, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24);
-        (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
-        let src = Source { pool: 1234, drops: 5, ..Source::default() };
-        let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1).unwrap(), &Default::default()) else {
-            panic!("a flow sample")
-        };
-        assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
-        assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {
-            src_vlan: 100,
-            src_priority: 5,
-            dst_vlan: 0,
-            dst_priority: 0
-        })));
-        assert!(f.records.contains(&FlowRecord::Router(ExtendedRouter {
-            next_hop: IpAddr::V4(Ipv4Addr::new(10, 7, 0, 9)),
-            src_mask_len: 0,
-            dst_mask_len: 24
-        })));
-        assert!(!f.records.iter().any(|r| matches!(r, FlowRecord::Mpls(_))), "no labels, no MPLS record");
-    }
-
-    /// A label-switched sample: an MPLS record with both stacks and the swap's next hop, and
-    /// no router record.
-    #[test]
-    fn label_switched_samples_carry_extended_mpls() {
-        let mut slot = Slot::EMPTY;
-        (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
-        (slot.next_hop, slot.routed) = (Ipv4Addr::new(100, 64, 0, 0).into(), false);
-        (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
-        let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1).unwrap(), &Default::default())
-        else {
-            panic!()
-        };
-        let mpls = FlowRecord::Mpls(ExtendedMpls {
-            next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
-            in_stack: vec![18, 77],
-            out_stack: vec![30, 31, 77],
-        });
-        assert!(f.records.contains(&mpls), "{:?}", f.records);
-        assert!(!f.records.iter().any(|r| matches!(r, FlowRecord::Router(_))));
-    }
 }

@@ -279,15 +279,12 @@ struct Report {
     scenarios: Vec<Row>,
 }
 
-/// Runs the benchmark.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(Part::Classifier(a)) = args.part {
-        return crate::classifier_bench::run(a);
-    }
-    let chosen: Vec<&Scenario> = if args.scenarios.is_empty() {
+/// The scenarios `--scenario` names, or all of them (those that need root only as root).
+fn chosen_scenarios(args: &Args) -> anyhow::Result<Vec<&'static Scenario>> {
+    if args.scenarios.is_empty() {
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
-        SCENARIOS
+        Ok(SCENARIOS
             .iter()
             .filter(|s| {
                 let run = root || !scenarios::needs_root(s);
@@ -296,7 +293,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
                 run
             })
-            .collect()
+            .collect())
     } else {
         args.scenarios
             .iter()
@@ -308,22 +305,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     )
                 })
             })
-            .collect::<anyhow::Result<_>>()?
-    };
+            .collect()
+    }
+}
+
+/// The SIMD variants `--isa` names, or the one the environment chooses.
+fn chosen_isas(args: &Args) -> anyhow::Result<Vec<Isa>> {
+    if args.isa.is_empty() {
+        Ok(vec![Isa::from_env().map_err(anyhow::Error::msg)?])
+    } else {
+        args.isa.iter().map(|name| Isa::parse(name).map_err(|e| anyhow::anyhow!("--isa: {e}"))).collect()
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(Part::Classifier(a)) = args.part {
+        return crate::classifier_bench::run(a);
+    }
+    let chosen = chosen_scenarios(&args)?;
     if !(0.1..=600.0).contains(&args.seconds) || !(0.0..=60.0).contains(&args.warmup) {
         bail!("--seconds must be 0.1 to 600 and --warmup 0 to 60");
     }
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u16;
     let core = args.core.or((ncpu > 1).then(|| ncpu - 1));
     let hz = tsc::hz();
-    let isas = if args.isa.is_empty() {
-        vec![Isa::from_env().map_err(anyhow::Error::msg)?]
-    } else {
-        args.isa
-            .iter()
-            .map(|name| Isa::parse(name).map_err(|e| anyhow::anyhow!("--isa: {e}")))
-            .collect::<anyhow::Result<_>>()?
-    };
+    let isas = chosen_isas(&args)?;
     // The configurations of a forwarding scenario: every variant at every sFlow rate.
     let jobs: Vec<(&Scenario, Vec<(Isa, u32)>)> = chosen
         .into_iter()

@@ -87,58 +87,7 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
     for row in &r.scenarios {
         match row {
             Row::Forward(s) => {
-                let (name, rate, mpps, cpp, vpc) =
-                    (s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call);
-                let drops = s.drop_fraction * 100.0;
-                let sampled = if rate == 0 {
-                    String::new()
-                } else {
-                    format!(
-                        "   samples taken {} sent {} of drops {} dropped {}",
-                        s.samples.samples_taken,
-                        s.samples.samples_sent,
-                        s.samples.samples_of_drops,
-                        s.samples.samples_dropped
-                    )
-                };
-                let min = s.cycles_per_packet_min;
-                let loss = s.loss_paired.map_or(String::new(), |l| format!("{:.2} %", l * 100.0));
-                println!(
-                    "{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {min:>8.2} {vpc:>13.1} {drops:>9.3} % {loss:>12}{sampled}"
-                );
-                let speedup = s.isa_speedup.map_or(String::new(), |x| format!(", {x:.2}× the first variant"));
-                println!("  SIMD variant {}{speedup}", s.isa);
-                if let Some(c) = &s.counterpart {
-                    let lookup = c.lookup_ratio.map_or(String::new(), |r| format!(", lookup node {r:.2}×"));
-                    println!(
-                        "  paired with {} ({:.2} cycles/packet): {:.2}× its cycles/packet{lookup}",
-                        c.name, c.cycles_per_packet, c.ratio
-                    );
-                }
-                if let Some(p) = &s.spread {
-                    println!(
-                        "  {} paths: {} flows, largest share error {:.1} %, χ² {:.1} on {} degrees of freedom",
-                        p.paths,
-                        p.flows,
-                        p.max_share_error * 100.0,
-                        p.chi2,
-                        p.chi2_df
-                    );
-                }
-                if s.fib.ip6_routes > 1000 {
-                    println!(
-                        "  IPv6 FIB: {} routes, {:.0} bytes per route",
-                        s.fib.ip6_routes, s.fib.ip6_bytes_per_route
-                    );
-                }
-                for n in &s.nodes {
-                    let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
-                    let fused = match n.fused_fraction {
-                        0.0 => String::new(),
-                        f => format!("   {:.0} % in a fused pass (its clocks are the previous node's)", f * 100.0),
-                    };
-                    println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call{fused}");
-                }
+                print_forward(s);
             }
             Row::Agent(a) => {
                 println!(
@@ -176,5 +125,53 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
                 println!("{name:<12} {rate:>8.2} M samples/s {cps:>8.1} cycles/sample ({what})");
             }
         }
+    }
+}
+
+/// Prints one forwarding row: the numbers, the SIMD variant, the pairing, the spread and
+/// a line a node.
+fn print_forward(s: &Measured) {
+    let (name, rate, mpps, cpp, vpc) = (s.name, s.sflow_rate, s.mpps, s.cycles_per_packet, s.vectors_per_call);
+    let drops = s.drop_fraction * 100.0;
+    let sampled = if rate == 0 {
+        String::new()
+    } else {
+        format!(
+            "   samples taken {} sent {} of drops {} dropped {}",
+            s.samples.samples_taken, s.samples.samples_sent, s.samples.samples_of_drops, s.samples.samples_dropped
+        )
+    };
+    let min = s.cycles_per_packet_min;
+    let loss = s.loss_paired.map_or(String::new(), |l| format!("{:.2} %", l * 100.0));
+    println!("{name:<12} {rate:>10} {mpps:>8.2} {cpp:>14.2} {min:>8.2} {vpc:>13.1} {drops:>9.3} % {loss:>12}{sampled}");
+    let speedup = s.isa_speedup.map_or(String::new(), |x| format!(", {x:.2}× the first variant"));
+    println!("  SIMD variant {}{speedup}", s.isa);
+    if let Some(c) = &s.counterpart {
+        let lookup = c.lookup_ratio.map_or(String::new(), |r| format!(", lookup node {r:.2}×"));
+        println!(
+            "  paired with {} ({:.2} cycles/packet): {:.2}× its cycles/packet{lookup}",
+            c.name, c.cycles_per_packet, c.ratio
+        );
+    }
+    if let Some(p) = &s.spread {
+        println!(
+            "  {} paths: {} flows, largest share error {:.1} %, χ² {:.1} on {} degrees of freedom",
+            p.paths,
+            p.flows,
+            p.max_share_error * 100.0,
+            p.chi2,
+            p.chi2_df
+        );
+    }
+    if s.fib.ip6_routes > 1000 {
+        println!("  IPv6 FIB: {} routes, {:.0} bytes per route", s.fib.ip6_routes, s.fib.ip6_bytes_per_route);
+    }
+    for n in &s.nodes {
+        let (node, c, v) = (n.name, n.clocks_per_packet, n.vectors_per_call);
+        let fused = match n.fused_fraction {
+            0.0 => String::new(),
+            f => format!("   {:.0} % in a fused pass (its clocks are the previous node's)", f * 100.0),
+        };
+        println!("  {node:<22} {c:>8.2} clocks/packet {v:>8.1} vectors/call{fused}");
     }
 }
