@@ -174,7 +174,7 @@ fn a_port_whose_link_is_down_drops_at_output_as_an_admin_down_one_does() {
     // gen0's frames cross to gen1; gen1's link goes down (the main thread marks it so in
     // the tables it publishes): they are dropped before the driver, not refused by the kernel.
     let mut tables = (*g.features.tables).clone();
-    tables.link_down(2);
+    tables.interfaces.link_down(2);
     g.features.tables = std::sync::Arc::new(tables);
     receive(&mut g, 1, &[&frame(60, UCAST, 0x0800), &frame(60, UCAST, 0x0800)]);
     assert_eq!(drops(&g, 1, DropReason::TxInterfaceDown), 2);

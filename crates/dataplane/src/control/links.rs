@@ -82,7 +82,7 @@ impl Dataplane {
 
     /// The link state of interface `index` (a sub-interface has its parent's link).
     pub fn link(&self, index: u16) -> &LinkState {
-        let port = self.tables.get(index).port;
+        let port = self.tables.interfaces.get(index).port;
         &self.ports.links[usize::from(port) % MAX_INTERFACES]
     }
 }

@@ -5,8 +5,10 @@
 use super::engine::{ApplyError, Dataplane, StartError};
 use super::kernel_routes::KernelRoutes;
 use crate::config::Config;
+use crate::datapath::Tables;
+use crate::flows::Flows;
+use crate::interface::Interface;
 use crate::interface::build::build_interfaces;
-use crate::interface::{Interface, Tables};
 use crate::l3::fib::{FibError, FibInsert, FibWriters, Fibs};
 use crate::l3::objects::{NextHop, Target};
 use crate::l3::rib::{Rib, RouteChange, Source};
@@ -61,7 +63,8 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     fib.apply(&applied.fib)?;
     rib.commit(applied);
     rib.objects.take_changed();
-    let tables = Arc::new(Tables::new(&interfaces, base.with_objects(&rib.objects, &interfaces)));
+    let flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, &interfaces));
+    let tables = Arc::new(Tables::new(&interfaces, base.with_objects(&rib.objects, &interfaces), flows));
     Ok(Forwarding { interfaces, tables, fib, rib, label_refs })
 }
 
@@ -125,17 +128,18 @@ impl Dataplane {
         move |tx_if: u16, via: IpAddr| up[usize::from(tx_if) % up.len()] && !failed.contains(&(tx_if, via))
     }
 
-    /// Publishes the workers' tables: `interfaces`, `base`'s labels and flows, the current
-    /// adjacencies and load-balance objects, the neighbor table's MACs, the links that are down.
-    pub(super) fn publish_tables(&mut self, interfaces: &[Interface], base: &L3) {
+    /// Publishes the workers' tables: `interfaces`, `base`'s labels, the flow rules `flows`,
+    /// the current adjacencies and load-balance objects, the neighbor table's MACs, the links
+    /// that are down.
+    pub(super) fn publish_tables(&mut self, interfaces: &[Interface], base: &L3, flows: Arc<Flows>) {
         let objects = &self.routing.rib.objects;
         let l3 = L3 { adjs: objects.adjs().to_vec(), lbs: objects.lbs().to_vec(), ..base.clone() }.with_neighbors(
             interfaces,
             self.neighbors.table.macs(),
             self.neighbors.table.failed(),
         );
-        let mut tables = Tables::new(interfaces, l3);
-        self.ports.hosts.iter().filter(|h| !h.link.oper_up).for_each(|h| tables.link_down(h.index));
+        let mut tables = Tables::new(interfaces, l3, flows);
+        self.ports.hosts.iter().filter(|h| !h.link.oper_up).for_each(|h| tables.interfaces.link_down(h.index));
         self.publisher.publish(tables);
         self.tables = self.publisher.current();
     }
@@ -144,7 +148,7 @@ impl Dataplane {
     /// objects, the buckets, the neighbor table's MACs.
     pub(super) fn republish(&mut self) {
         let interfaces = std::mem::take(&mut self.interfaces);
-        self.publish_tables(&interfaces, &self.tables.l3.clone());
+        self.publish_tables(&interfaces, &self.tables.l3.clone(), self.tables.flows.clone());
         self.interfaces = interfaces;
     }
 

@@ -7,11 +7,10 @@ use crate::l3::objects::{Liveness, NextHop, Objects, Target};
 use crate::l3::{L3, LabelEntry, LabelStack, LabelTable};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 
-/// Builds what the configuration alone decides of the layer 3 tables: the static neighbors,
-/// the label table (a swap takes its adjacency from `objects`; the references are returned, to
-/// release when the labels are replaced) and the flow rules. Adjacencies and load-balance
+/// Builds what the configuration alone decides of the layer 3 tables: the static neighbors
+/// and the label table (a swap takes its adjacency from `objects`; the references are
+/// returned, to release when the labels are replaced). Adjacencies and load-balance
 /// objects come from `objects` when the tables are published ([`L3::with_objects`]).
 pub fn build_l3(config: &Config, interfaces: &[Interface], objects: &mut Objects, live: Liveness) -> (L3, Vec<u32>) {
     let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
@@ -40,6 +39,5 @@ pub fn build_l3(config: &Config, interfaces: &[Interface], objects: &mut Objects
         labels.push((l.label, l3.label_entries.len() as u16));
     }
     l3.labels = LabelTable::new(labels);
-    l3.flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, interfaces));
     (l3, held)
 }

@@ -3,11 +3,12 @@
 //! every node), the worker's counters and the worker threads.
 
 mod counters;
+mod tables;
 pub mod worker;
 
 pub use counters::WorkerCounters;
+pub use tables::Tables;
 
-use crate::interface::Tables;
 use crate::l3::fib::Fibs;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::graph::NodeId;
@@ -118,7 +119,7 @@ impl Graph {
         let rx_if = self.pool.meta(i).rx_if;
         self.counters.interface(rx_if).rx_local.add(1);
         if let Some(sf) = &self.features.sflow {
-            sf.consumed(self.features.tables.get(rx_if).port, &self.counters);
+            sf.consumed(self.features.tables.interfaces.get(rx_if).port, &self.counters);
         }
     }
 }

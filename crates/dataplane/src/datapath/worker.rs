@@ -16,10 +16,10 @@
 //! empty round (a paced replay). A worker never blocks on a lock, never allocates after
 //! start-up and makes no per-packet system call.
 
+use crate::datapath::Tables;
 use crate::datapath::WorkerCounters;
 use crate::datapath::{Features, Graph};
 use crate::drivers::{RxPort, WorkerPorts};
-use crate::interface::Tables;
 use crate::l3::fib::Fibs;
 use crate::neighbor::punt::Punt;
 use crate::net::PollMode;
@@ -56,7 +56,7 @@ enum Wait {
 fn how_to_wait(ports: &[RxPort], tables: &Tables, spun_enough: bool) -> Wait {
     let (mut adaptive, mut always_ready) = (false, false);
     for p in ports {
-        match p.waitable().map(|(_, port)| tables.get(port).rx_mode) {
+        match p.waitable().map(|(_, port)| tables.interfaces.get(port).rx_mode) {
             Some(PollMode::Polling | PollMode::BusyPoll) => return Wait::Spin,
             Some(PollMode::Adaptive) => adaptive = true,
             Some(PollMode::Interrupt) => {}

@@ -240,9 +240,12 @@ fn for_each_port_run(g: &mut Graph, v: VecHandle, mut send: impl FnMut(&mut Grap
     let mut start = 0;
     while start < n {
         let idx = g.vectors[v].indices();
-        let port = g.features.tables.get(g.pool.meta(idx[start]).tx_if).port;
+        let port = g.features.tables.interfaces.get(g.pool.meta(idx[start]).tx_if).port;
         let end = start
-            + idx[start..].iter().take_while(|&&i| g.features.tables.get(g.pool.meta(i).tx_if).port == port).count();
+            + idx[start..]
+                .iter()
+                .take_while(|&&i| g.features.tables.interfaces.get(g.pool.meta(i).tx_if).port == port)
+                .count();
         send(g, port, start..end);
         start = end;
     }

@@ -47,7 +47,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     if let Some(sf) = &mut g.features.sflow {
         sf.sample(&mut g.pool, &mut g.vectors[v], port, crate::sflow::RX, &g.counters);
     }
-    let ifc = *g.features.tables.get(port);
+    let ifc = *g.features.tables.interfaces.get(port);
     if fused(g, v, &ifc) {
         return;
     }
@@ -197,7 +197,7 @@ pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16, lcp: bool) -> Result<Nod
 #[cold]
 fn classify_each(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
-    let port_ifc = *g.features.tables.get(port);
+    let port_ifc = *g.features.tables.interfaces.get(port);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let len = g.pool.frame(i).len();
@@ -209,13 +209,13 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
         let sub = if len >= HEADER_LEN + VLAN_TAG_LEN && port_ifc.has_subifs && ethertype(g) == EtherType::VLAN {
             let f = g.pool.frame(i);
             let vid = u16::from_be_bytes([f[14], f[15]]) & 0x0fff;
-            g.features.tables.vlans.get(&(port, vid)).copied()
+            g.features.tables.interfaces.vlans.get(&(port, vid)).copied()
         } else {
             None
         };
         let rx_if = sub.unwrap_or(port);
         count(g, rx_if, len, head, (HEADER_LEN..=port_ifc.max_frame as usize).contains(&len));
-        let ifc = *g.features.tables.get(rx_if);
+        let ifc = *g.features.tables.interfaces.get(rx_if);
         let next = if !port_ifc.admin_up || !ifc.admin_up {
             Err(DropReason::InterfaceDown)
         } else if len < HEADER_LEN {

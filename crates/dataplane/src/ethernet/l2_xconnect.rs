@@ -11,7 +11,7 @@ use crate::runtime::vector::VecHandle;
 /// `interface-output` then drops the frame as `tx-interface-down` rather than guessing).
 #[inline(always)]
 fn peer(g: &Graph, rx_if: u16) -> u16 {
-    match g.features.tables.get(rx_if).mode {
+    match g.features.tables.interfaces.get(rx_if).mode {
         RxMode::L2Xconnect { peer } => peer,
         RxMode::L3 => 0,
     }

@@ -31,7 +31,7 @@ fn key_of(g: &Graph, i: u32) -> FlowKey {
     let mut key = FlowKey::default()
         .with(Field::InPort, u64::from(m.rx_if))
         .with(Field::Ethertype, u64::from(ethertype))
-        .with(Field::Vlan, u64::from(g.features.tables.get(m.rx_if).vlan));
+        .with(Field::Vlan, u64::from(g.features.tables.interfaces.get(m.rx_if).vlan));
     let Some(ip) = f.get(l3..l3 + 20).filter(|_| ethertype == wire::EtherType::IPV4) else { return key };
     let frag = u16::from_be_bytes([ip[6], ip[7]]);
     let (offset, more) = (frag & 0x1fff, frag & 0x2000 != 0);
@@ -76,7 +76,7 @@ fn age(cache: &mut MegaflowCache, last_tick: &mut u64, now: u64, hz: u64) {
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let tables = g.features.tables.clone();
-    let flows = &tables.l3.flows;
+    let flows = &tables.flows;
     let n = g.vectors[v].len();
     let mut keys = [FlowKey::default(); VECTOR_SIZE];
     for (k, &i) in g.vectors[v].indices().iter().enumerate() {
@@ -114,7 +114,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             FlowAction::Normal => {
                 let rx_if = g.pool.meta(i).rx_if;
                 let ethertype = keys[k].get(Field::Ethertype) as u16;
-                match crate::ethernet::input::dispatch(tables.get(rx_if), ethertype, g.features.lcp.is_some()) {
+                match crate::ethernet::input::dispatch(
+                    tables.interfaces.get(rx_if),
+                    ethertype,
+                    g.features.lcp.is_some(),
+                ) {
                     Ok(node) => g.nexts[k] = node,
                     Err(reason) => g.mark_drop(k, i, reason),
                 }

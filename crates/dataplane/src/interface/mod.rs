@@ -1,5 +1,5 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
-//! workers read ([`Tables`], the snapshot they forward with), and the per-worker counters that
+//! workers read ([`InterfaceTable`], their part of the snapshot workers forward with), and the per-worker counters that
 //! sFlow's generic/ethernet records need. Beside them: [`build`] (interfaces from the
 //! configuration), [`config`] (the `interfaces` section), and the nodes `interface-output`
 //! ([`output`]) and `error-drop` ([`error_drop`]).
@@ -152,14 +152,13 @@ impl IfRuntime {
     };
 }
 
-/// The immutable tables a worker forwards with. Replaced as a whole (never edited in place)
-/// when the configuration changes.
+/// The interfaces as workers see them: each one's facts, the VLANs of sub-interfaces and the
+/// interface addresses. Part of the workers' snapshot (`datapath::Tables`), replaced as a
+/// whole (never edited in place) when the configuration changes.
 #[derive(Debug, Clone)]
-pub struct Tables {
+pub struct InterfaceTable {
     /// Indexed by interface index; `MAX_INTERFACES` long so any `u16` below that is valid.
     pub ifs: Vec<IfRuntime>,
-    /// Adjacencies and neighbors.
-    pub l3: crate::l3::L3,
     /// (physical interface, VLAN id) → sub-interface.
     pub vlans: std::collections::HashMap<(u16, u16), u16>,
     /// Every IPv4 interface address: (interface index, address with its prefix length).
@@ -169,9 +168,9 @@ pub struct Tables {
     pub addresses6: Vec<(u16, Ipv6Prefix)>,
 }
 
-impl Tables {
-    /// Builds the worker tables from the interface list and the layer 3 tables.
-    pub fn new(interfaces: &[Interface], l3: crate::l3::L3) -> Self {
+impl InterfaceTable {
+    /// The table of `interfaces`; `classified` says which of them `flow-classify` reads.
+    pub fn new(interfaces: &[Interface], classified: impl Fn(u16) -> bool) -> Self {
         let mut ifs = vec![IfRuntime::UNUSED; MAX_INTERFACES];
         for i in interfaces {
             ifs[i.index as usize] = IfRuntime {
@@ -183,7 +182,7 @@ impl Tables {
                 ip4: i.addresses.iter().any(|a| a.addr.is_ipv4()),
                 ip6: i.addresses.iter().any(|a| a.addr.is_ipv6()),
                 mpls: i.mpls,
-                classify: l3.flows.inputs.has(i.index),
+                classify: classified(i.index),
                 vlan: i.vlan.unwrap_or(0),
                 has_subifs: interfaces.iter().any(|s| s.parent == Some(i.index)),
                 port: i.parent.unwrap_or(i.index),
@@ -196,7 +195,7 @@ impl Tables {
             interfaces.iter().flat_map(|i| i.addresses.iter().filter_map(|a| Some((i.index, a.v4()?)))).collect();
         let addresses6 =
             interfaces.iter().flat_map(|i| i.addresses.iter().filter_map(|a| Some((i.index, a.v6()?)))).collect();
-        Self { ifs, l3, vlans, addresses, addresses6 }
+        Self { ifs, vlans, addresses, addresses6 }
     }
 
     /// Interface `index`'s IPv6 addresses.

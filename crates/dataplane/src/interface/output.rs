@@ -34,7 +34,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
         longest = longest.max(m.len());
     }
-    let out = *g.features.tables.get(m0.tx_if);
+    let out = *g.features.tables.interfaces.get(m0.tx_if);
     // Untagged frames may carry MTU + 14 bytes; longer ones (tagged, or too big) are
     // checked frame by frame.
     if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
@@ -60,7 +60,7 @@ fn plain_outputs(g: &Graph, v: VecHandle, rx_if: u16, tx_node: NodeId) -> bool {
     let mut ok = tx_node != NodeId::ErrorDrop;
     for &i in g.vectors[v].indices() {
         let m = g.pool.meta(i);
-        let out = tables.get(m.tx_if);
+        let out = tables.interfaces.get(m.tx_if);
         ok &= (m.rx_if == rx_if)
             & (out.tx_node == tx_node)
             & (out.vlan == 0)
@@ -97,7 +97,7 @@ fn push_tag(g: &mut Graph, i: u32, vid: u16) -> bool {
 fn each_frame(g: &mut Graph, v: VecHandle) {
     let mut first = None;
     let mut same = true;
-    let mut out = *g.features.tables.get(g.pool.meta(g.vectors[v].indices()[0]).tx_if);
+    let mut out = *g.features.tables.interfaces.get(g.pool.meta(g.vectors[v].indices()[0]).tx_if);
     let mut out_if = g.pool.meta(g.vectors[v].indices()[0]).tx_if;
     let (mut rx_if, mut forwarded) = (0u16, 0u64);
     for k in 0..g.vectors[v].len() {
@@ -105,7 +105,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         let m = *g.pool.meta(i);
         if m.tx_if != out_if {
             out_if = m.tx_if;
-            out = *g.features.tables.get(m.tx_if);
+            out = *g.features.tables.interfaces.get(m.tx_if);
         }
         // Untagged frames may carry MTU + 14 bytes, tagged ones 4 more.
         let fits = m.len() <= out.max_frame.saturating_sub(TAG) || (m.len() <= out.max_frame && is_tagged(g, i));

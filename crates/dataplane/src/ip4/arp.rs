@@ -29,8 +29,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// buffer, broadcast or to `dst`; `None` when no buffer is free or `target` is not IPv4.
 pub fn request(g: &mut Graph, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
     let IpAddr::V4(target) = target else { return None };
-    let mac = g.features.tables.get(tx_if).mac;
-    let spa = g.features.tables.source_toward(tx_if, target).unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let mac = g.features.tables.interfaces.get(tx_if).mac;
+    let spa = g.features.tables.interfaces.source_toward(tx_if, target).unwrap_or(Ipv4Addr::UNSPECIFIED);
     let mut packet = [0u8; arp::LEN];
     Arp { op: arp::REQUEST, sha: mac, spa, tha: MacAddr([0; 6]), tpa: target }.write(&mut packet);
     let i = crate::l3::shared::originate(g, tx_if, dst.unwrap_or(MacAddr::BROADCAST), EtherType::ARP, &packet)?;

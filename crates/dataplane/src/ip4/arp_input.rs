@@ -31,8 +31,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         };
         // linux-cp: Linux gets a copy of every ARP packet, for its own neighbor entries.
         let _ = crate::lcp::worker::copy_up(g, i);
-        let ours = g.features.tables.is_own_address(m.rx_if, a.tpa);
-        let on_link = g.features.tables.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
+        let ours = g.features.tables.interfaces.is_own_address(m.rx_if, a.tpa);
+        let on_link = g.features.tables.interfaces.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
             let how = if ours { Learn::Confirmed } else { Learn::Overheard };
             let event = Event::Learned { interface: m.rx_if, address: a.spa.into(), mac: a.sha, how };
@@ -54,7 +54,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// on (as a packet this router originates).
 fn reply(g: &mut Graph, i: u32, a: &Arp) {
     let m = *g.pool.meta(i);
-    let mac = g.features.tables.get(m.rx_if).mac;
+    let mac = g.features.tables.interfaces.get(m.rx_if).mac;
     let answer = Arp { op: arp::REPLY, sha: mac, spa: a.tpa, tha: a.sha, tpa: a.spa };
     let l3 = usize::from(m.l3_offset);
     let f = g.pool.frame_mut(i);

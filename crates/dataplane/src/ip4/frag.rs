@@ -64,7 +64,7 @@ fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
     let l2 = usize::from(m.l3_offset);
     // Labels pushed in front of the IP header (l2 beyond Ethernet's 14 bytes) count against
     // the MTU; a fragment never outgrows a buffer either.
-    let mtu = usize::from(g.features.tables.get(m.tx_if).mtu)
+    let mtu = usize::from(g.features.tables.interfaces.get(m.tx_if).mtu)
         .saturating_sub(l2.saturating_sub(14))
         .min(g.pool.data_capacity() - l2);
     let f = g.pool.frame(i);

@@ -51,7 +51,7 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
                 Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
-            let mtu = g.features.tables.get(m.tx_if).mtu.saturating_sub(4 * labels);
+            let mtu = g.features.tables.interfaces.get(m.tx_if).mtu.saturating_sub(4 * labels);
             Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, u32::from(mtu)))
         }
         _ => None,
@@ -70,7 +70,7 @@ fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
         && g.pool.frame(i)[0] & 1 == 0
         && !dst.is_multicast()
         && dst.octets()[0] < 240
-        && !g.features.tables.is_subnet_edge(dst)
+        && !g.features.tables.interfaces.is_subnet_edge(dst)
         && ip.fragment_offset() == 0
         && !about_error
         && !is_invalid_source(g, ip.src())
@@ -80,7 +80,7 @@ fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
 /// multicast, 240/4 (with 255.255.255.255), or a subnet's network or broadcast address.
 pub fn is_invalid_source(g: &Graph, src: Ipv4Addr) -> bool {
     let first = src.octets()[0];
-    first == 0 || first == 127 || first >= 224 || g.features.tables.is_subnet_edge(src)
+    first == 0 || first == 127 || first >= 224 || g.features.tables.interfaces.is_subnet_edge(src)
 }
 
 /// Builds the error about buffer `i` in a fresh buffer; `None` when none is free or the input
@@ -95,8 +95,9 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u32) -> Option<u32> {
     let from = g
         .features
         .tables
+        .interfaces
         .source_toward(m.rx_if, to)
-        .or_else(|| g.features.tables.addresses.first().map(|(_, a)| a.addr))?;
+        .or_else(|| g.features.tables.interfaces.addresses.first().map(|(_, a)| a.addr))?;
     let mut out = [0u8; 14 + MAX_ERROR];
     out[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
     let len = ipv4::HEADER_LEN + icmp::HEADER_LEN + quote.len();

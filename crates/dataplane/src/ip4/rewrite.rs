@@ -67,7 +67,7 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) 
 #[inline(always)]
 fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> bool {
     g.pool.meta_mut(i).tx_if = tx_if;
-    match rewrite(g, i, macs, push, g.features.tables.get(tx_if).mtu) {
+    match rewrite(g, i, macs, push, g.features.tables.interfaces.get(tx_if).mtu) {
         Verdict::Fits => {
             g.nexts[k] = NodeId::InterfaceOutput;
             true

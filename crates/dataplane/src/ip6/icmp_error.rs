@@ -56,7 +56,11 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
                 Some(Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
-            Some((icmpv6::PACKET_TOO_BIG, 0, u32::from(g.features.tables.get(m.tx_if).mtu.saturating_sub(4 * labels))))
+            Some((
+                icmpv6::PACKET_TOO_BIG,
+                0,
+                u32::from(g.features.tables.interfaces.get(m.tx_if).mtu.saturating_sub(4 * labels)),
+            ))
         }
         _ => None,
     }
@@ -91,7 +95,7 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, param: u32) -> Option<u32> {
     let total = (HEADER_LEN + usize::from(original.payload_len())).min(ip.len());
     let quote = &ip[..total.min(MIN_MTU - HEADER_LEN - icmpv6::HEADER_LEN)];
     let to = original.src();
-    let from = g.features.tables.global6(m.rx_if)?;
+    let from = g.features.tables.interfaces.global6(m.rx_if)?;
     let mut out = [0u8; MIN_MTU];
     let len = HEADER_LEN + icmpv6::HEADER_LEN + quote.len();
     let (h, rest) = out[..len].split_at_mut(HEADER_LEN);

@@ -120,7 +120,7 @@ fn received(g: &Graph, i: u32) -> Result<Received, DropReason> {
 /// True for a source no ICMPv6 message may go to (RFC 4443 §2.4(e)): `::`, multicast, or a
 /// subnet-router anycast address.
 pub(crate) fn is_invalid_source(g: &Graph, src: Ipv6Addr) -> bool {
-    src.is_unspecified() || src.is_multicast() || g.features.tables.is_subnet_anycast6(src)
+    src.is_unspecified() || src.is_multicast() || g.features.tables.interfaces.is_subnet_anycast6(src)
 }
 
 /// Turns the echo request in buffer `i` into its reply.
@@ -145,7 +145,7 @@ fn echo(g: &mut Graph, i: u32, r: &Received, now: u64) -> Result<NodeId, DropRea
     if !on_link {
         return Ok(NodeId::Ip6Lookup);
     }
-    let rx_mac = g.features.tables.get(g.pool.meta(i).rx_if).mac;
+    let rx_mac = g.features.tables.interfaces.get(g.pool.meta(i).rx_if).mac;
     let f = g.pool.frame_mut(i);
     f.copy_within(6..12, 0);
     f[6..12].copy_from_slice(&rx_mac.0);
@@ -173,14 +173,16 @@ fn solicitation(g: &mut Graph, i: u32, r: &Received) -> Result<NodeId, DropReaso
         return Err(DropReason::NdMalformed);
     }
     let rx_if = g.pool.meta(i).rx_if;
-    if !g.features.tables.is_own_address6(rx_if, ns.target) {
+    if !g.features.tables.interfaces.is_own_address6(rx_if, ns.target) {
         return Err(DropReason::NdNotForUs);
     }
-    if let Some(mac) = ns.link_addr.filter(|m| !m.is_group() && !dad && g.features.tables.is_on_link6(rx_if, r.src)) {
+    if let Some(mac) =
+        ns.link_addr.filter(|m| !m.is_group() && !dad && g.features.tables.interfaces.is_on_link6(rx_if, r.src))
+    {
         let event = Event::Learned { interface: rx_if, address: r.src.into(), mac, how: Learn::Claimed };
         g.features.punt.report(event, &g.counters.punt);
     }
-    let own_mac = g.features.tables.get(rx_if).mac;
+    let own_mac = g.features.tables.interfaces.get(rx_if).mac;
     let (to, to_mac, solicited) = if dad {
         (icmpv6::ALL_NODES, icmpv6::multicast_mac(icmpv6::ALL_NODES), 0)
     } else {
@@ -226,8 +228,8 @@ fn advertisement(g: &mut Graph, i: u32, r: &Received) -> DropReason {
     };
     if let Some(how) = how
         && !mac.is_group()
-        && g.features.tables.is_on_link6(rx_if, na.target)
-        && !g.features.tables.is_own_address6(rx_if, na.target)
+        && g.features.tables.interfaces.is_on_link6(rx_if, na.target)
+        && !g.features.tables.interfaces.is_own_address6(rx_if, na.target)
     {
         let event = Event::Learned { interface: rx_if, address: na.target.into(), mac, how };
         g.features.punt.report(event, &g.counters.punt);

@@ -86,7 +86,7 @@ fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
         || dst == icmpv6::ALL_NODES
         || dst == icmpv6::ALL_ROUTERS
         || icmpv6::is_solicited_node(dst)
-        || g.features.tables.is_own_address6(g.pool.meta(i).rx_if, dst)
+        || g.features.tables.interfaces.is_own_address6(g.pool.meta(i).rx_if, dst)
 }
 
 /// Processes one vector. The common case (every packet routed, none of them to check further)

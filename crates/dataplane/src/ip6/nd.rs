@@ -31,8 +31,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// not IPv6 or the interface has no IPv6 address.
 pub fn solicit(g: &mut Graph, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
     let IpAddr::V6(target) = target else { return None };
-    let mac = g.features.tables.get(tx_if).mac;
-    let src = g.features.tables.source6_toward(tx_if, target)?;
+    let mac = g.features.tables.interfaces.get(tx_if).mac;
+    let src = g.features.tables.interfaces.source6_toward(tx_if, target)?;
     let (to, to_mac) = match dst {
         Some(m) => (target, m),
         None => (icmpv6::solicited_node(target), icmpv6::multicast_mac(icmpv6::solicited_node(target))),

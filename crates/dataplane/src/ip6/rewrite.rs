@@ -24,7 +24,7 @@ use wire::ipv6::HEADER_LEN;
 /// not be forwarded, the frame then unchanged but for the output interface.
 #[inline(always)]
 fn rewrite(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> Result<(), DropReason> {
-    let mtu = usize::from(g.features.tables.get(tx_if).mtu);
+    let mtu = usize::from(g.features.tables.interfaces.get(tx_if).mtu);
     let m = g.pool.meta_mut(i);
     m.tx_if = tx_if;
     let l3 = usize::from(m.l3_offset);

@@ -235,7 +235,7 @@ impl Reject {
     }
 }
 
-/// The layer 3 tables workers forward with (part of the immutable [`crate::interface::Tables`]).
+/// The layer 3 tables workers forward with (part of the immutable [`crate::datapath::Tables`]).
 #[derive(Debug, Clone, Default)]
 pub struct L3 {
     /// Adjacencies by index.
@@ -260,8 +260,6 @@ pub struct L3 {
     pub label_entries: Vec<LabelEntry>,
     /// The incoming label of each of `label_entries`.
     pub entry_labels: Vec<u32>,
-    /// The flow rules (`flow-classify`).
-    pub flows: Arc<crate::flows::Flows>,
 }
 
 impl L3 {

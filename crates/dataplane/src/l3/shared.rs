@@ -111,7 +111,7 @@ struct PlainAdj<'t> {
 
 /// Adjacency `adj` when it is a plain one: a resolved next hop without out-labels.
 #[inline(always)]
-fn plain_adj(tables: &crate::interface::Tables, adj: u32) -> Option<PlainAdj<'_>> {
+fn plain_adj(tables: &crate::datapath::Tables, adj: u32) -> Option<PlainAdj<'_>> {
     let p = tables.l3.plain.get(adj as usize)?;
     (p.mtu != 0).then_some(PlainAdj { adj, tx_if: p.tx_if, mtu: usize::from(p.mtu), macs: &p.macs })
 }
@@ -241,7 +241,7 @@ pub(crate) fn push_labels<'a>(pool: &'a mut BufferPool, i: u32, push: &LabelStac
 pub(crate) fn macs_toward(g: &Graph, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
     let mut r = [0u8; 12];
     r[..6].copy_from_slice(&mac);
-    r[6..].copy_from_slice(&g.features.tables.get(tx_if).mac.0);
+    r[6..].copy_from_slice(&g.features.tables.interfaces.get(tx_if).mac.0);
     r
 }
 
@@ -293,7 +293,8 @@ pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
         };
         g.nexts[k] = NodeId::ErrorDrop;
         // A subnet's network or broadcast address is nobody's: no ARP for it.
-        let nobody = |g: &Graph, h: IpAddr| matches!(h, IpAddr::V4(a) if g.features.tables.is_subnet_edge(a));
+        let nobody =
+            |g: &Graph, h: IpAddr| matches!(h, IpAddr::V4(a) if g.features.tables.interfaces.is_subnet_edge(a));
         let Some(hop) = next_hop(g, i).filter(|&h| !nobody(g, h)) else { continue };
         if g.features.tables.l3.unreachable.contains(&(tx_if, hop)) {
             if native {
@@ -320,7 +321,7 @@ pub(crate) fn originate(g: &mut Graph, tx_if: u16, dst_mac: MacAddr, ethertype: 
     let mut frame = [0u8; 14 + 1500];
     let len = (14 + l3.len()).max(60); // the Ethernet minimum, zero padded
     frame[..6].copy_from_slice(&dst_mac.0);
-    frame[6..12].copy_from_slice(&g.features.tables.get(tx_if).mac.0);
+    frame[6..12].copy_from_slice(&g.features.tables.interfaces.get(tx_if).mac.0);
     frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
     frame[14..14 + l3.len()].copy_from_slice(l3);
     g.pool.write_frame(i, &frame[..len]);

@@ -250,10 +250,9 @@ fn answered_already(g: &Graph, i: u32, interface: u16) -> bool {
     let f = g.pool.frame(i);
     let tables = &g.features.tables;
     match f.get(12..14).map(|t| u16::from_be_bytes([t[0], t[1]])) {
-        Some(EtherType::ARP) => f
-            .get(14..)
-            .and_then(|p| wire::arp::Arp::parse(p).ok())
-            .is_some_and(|a| a.op == wire::arp::REPLY && a.spa != a.tpa && tables.is_own_address(interface, a.spa)),
+        Some(EtherType::ARP) => f.get(14..).and_then(|p| wire::arp::Arp::parse(p).ok()).is_some_and(|a| {
+            a.op == wire::arp::REPLY && a.spa != a.tpa && tables.interfaces.is_own_address(interface, a.spa)
+        }),
         Some(EtherType::IPV6) => {
             // An advertisement right after the fixed header: type 136, the solicited flag
             // (0x40), the target at bytes 8 to 24 of the message.
@@ -262,7 +261,7 @@ fn answered_already(g: &Graph, i: u32, interface: u16) -> bool {
             f[14 + 6] == icmpv6::PROTOCOL
                 && na[0] == 136
                 && na[4] & 0x40 != 0
-                && tables.is_own_address6(interface, std::net::Ipv6Addr::from(target))
+                && tables.interfaces.is_own_address6(interface, std::net::Ipv6Addr::from(target))
         }
         _ => false,
     }

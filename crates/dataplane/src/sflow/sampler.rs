@@ -9,8 +9,8 @@
 
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
+use crate::datapath::Tables;
 use crate::datapath::WorkerCounters;
-use crate::interface::Tables;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
@@ -287,7 +287,7 @@ impl SflowWorker {
     pub fn dropped(&mut self, pool: &BufferPool, v: &Vector, tables: &Tables, counters: &WorkerCounters) {
         for &i in v.indices() {
             let m = *pool.meta(i);
-            let rx_port = tables.get(m.rx_if).port;
+            let rx_port = tables.interfaces.get(m.rx_if).port;
             let reason = crate::runtime::drops::DropReason::from_index(m.error)
                 .unwrap_or(crate::runtime::drops::DropReason::Unspecified);
             if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 && !reason.before_sampling() {
@@ -297,7 +297,7 @@ impl SflowWorker {
             if reason.class() == DropClass::Punt {
                 continue; // consumed by this router, not a discard
             }
-            let port = if egress { tables.get(m.tx_if).port } else { rx_port };
+            let port = if egress { tables.interfaces.get(m.tx_if).port } else { rx_port };
             if !self.monitored.get(port as usize).copied().unwrap_or(false) {
                 continue;
             }
@@ -366,8 +366,8 @@ impl SflowWorker {
             let swap_hop = label_stacks(s, tables, &m, push);
             s.input = m.rx_if;
             s.output = m.tx_if;
-            s.in_vlan = tables.get(m.rx_if).vlan;
-            s.out_vlan = tables.get(s.output).vlan;
+            s.in_vlan = tables.interfaces.get(m.rx_if).vlan;
+            s.out_vlan = tables.interfaces.get(s.output).vlan;
             let dst = super::header::ip_addresses(&s.header[..usize::from(s.header_len)]).map(|(_, d)| d);
             s.dst_prefix_len = reported_prefix_len(tables, m.tx_if, via.filter(|&v| Some(v) == dst), m.dst_prefix_len);
             s.next_hop = via.or(swap_hop).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
@@ -379,14 +379,20 @@ impl SflowWorker {
 /// The destination prefix length a sample reports for a packet that matched `len`: when the
 /// packet went to `host` itself by its host route (a resolved neighbor, source `neighbor`),
 /// the length of the connected subnet it is on, as collectors aggregate destinations by it.
-fn reported_prefix_len(tables: &crate::interface::Tables, tx_if: u16, host: Option<IpAddr>, len: u8) -> u8 {
+fn reported_prefix_len(tables: &crate::datapath::Tables, tx_if: u16, host: Option<IpAddr>, len: u8) -> u8 {
     let subnet = match host {
-        Some(IpAddr::V4(h)) if len == 32 => {
-            tables.addresses.iter().find(|(i, a)| *i == tx_if && a.len < 32 && a.contains(h)).map(|(_, a)| a.len)
-        }
-        Some(IpAddr::V6(h)) if len == 128 => {
-            tables.addresses6.iter().find(|(i, a)| *i == tx_if && a.len < 128 && a.contains(h)).map(|(_, a)| a.len)
-        }
+        Some(IpAddr::V4(h)) if len == 32 => tables
+            .interfaces
+            .addresses
+            .iter()
+            .find(|(i, a)| *i == tx_if && a.len < 32 && a.contains(h))
+            .map(|(_, a)| a.len),
+        Some(IpAddr::V6(h)) if len == 128 => tables
+            .interfaces
+            .addresses6
+            .iter()
+            .find(|(i, a)| *i == tx_if && a.len < 128 && a.contains(h))
+            .map(|(_, a)| a.len),
         _ => None,
     };
     subnet.unwrap_or(len)
@@ -438,63 +444,4 @@ fn label_stacks(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sflow::ring::Ring;
-
-    /// A configured seed gives every worker its own seed, the same every time; without one,
-    /// every call (every worker of every start) gets a fresh one.
-    #[test]
-    fn seeds_are_fixed_only_when_configured() {
-        assert_eq!(worker_seed(Some(38), 0), worker_seed(Some(38), 0));
-        assert_ne!(worker_seed(Some(38), 0), worker_seed(Some(38), 1));
-        assert_ne!(worker_seed(Some(38), 0), worker_seed(Some(39), 0));
-        let fresh: std::collections::BTreeSet<u64> = (0..8).map(|_| worker_seed(None, 0)).collect();
-        assert_eq!(fresh.len(), 8, "getrandom gave a repeated seed: {fresh:?}");
-    }
-
-    fn worker(rate: u32, seed: u64) -> SflowWorker {
-        let peers = vec![Arc::new(WorkerCounters::new())];
-        SflowWorker::new(
-            &[crate::sflow::DataSource { port: 1, rate, stages: RX }],
-            &[],
-            WorkerBudget::new(crate::sflow::DropBudget::new(1), 0),
-            128,
-            seed,
-            Ring::new(1 << 16).split().0,
-            peers,
-        )
-    }
-
-    /// Skips are uniform on [1, 2N−1]: a χ² test over 10 equal bins (fixed seed), and the
-    /// mean is N.
-    #[test]
-    fn skips_are_uniform_with_mean_n() {
-        for n in [10u32, 100, 10_000] {
-            let mut w = worker(n, 42);
-            let draws = 200_000;
-            let span = u64::from(2 * n - 1);
-            let mut bins = [0u64; 10];
-            let mut sum = 0u64;
-            for _ in 0..draws {
-                let s = w.next_skip(n);
-                assert!((1..=span).contains(&s));
-                bins[((s - 1) * 10 / span) as usize] += 1;
-                sum += s;
-            }
-            let mean = sum as f64 / f64::from(draws);
-            assert!((mean - f64::from(n)).abs() < 0.01 * f64::from(n) + 0.05, "rate {n}: mean {mean}");
-            // Bins hold equal numbers of values only approximately when the span is not a
-            // multiple of 10; the expected count follows the exact bin widths.
-            let chi2: f64 = (0..10u64)
-                .map(|b| {
-                    let lo = (b * span).div_ceil(10);
-                    let hi = ((b + 1) * span).div_ceil(10);
-                    let expect = (hi - lo) as f64 / span as f64 * f64::from(draws);
-                    (bins[b as usize] as f64 - expect).powi(2) / expect
-                })
-                .sum();
-            assert!(chi2 < 21.67, "rate {n}: chi2 {chi2} over 9 degrees of freedom (99 % point 21.67)");
-        }
-    }
-}
+mod tests;

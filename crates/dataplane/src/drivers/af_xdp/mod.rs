@@ -244,7 +244,7 @@ impl RxQueue {
             reclaim(x, pool);
             let rx = x.rx.as_mut()?;
             let n = rx.available(VECTOR_SIZE as u32);
-            let busy_poll = n < VECTOR_SIZE as u32 && tables.get(self.port).rx_mode == PollMode::BusyPoll;
+            let busy_poll = n < VECTOR_SIZE as u32 && tables.interfaces.get(self.port).rx_mode == PollMode::BusyPoll;
             if busy_poll {
                 // The kernel runs the device's NAPI in this call and fills the rx ring for
                 // the next poll (its interrupt stays off while polls keep coming).
