@@ -3,6 +3,7 @@
 //! every node), the worker's counters and the worker threads.
 
 mod counters;
+mod hooks;
 mod tables;
 pub mod worker;
 

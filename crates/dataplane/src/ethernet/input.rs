@@ -30,9 +30,11 @@
 //! `fused`, their clocks being this node's); while the packet tracer runs, the nodes run one
 //! after the other so that traces show each one.
 
+use super::RxSampling;
 use super::dst::DstCheck;
 use crate::datapath::Graph;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
+use crate::l3::HostCopy;
 use crate::l3::shared::RxTally;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
@@ -44,9 +46,7 @@ use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 /// Processes one vector.
 pub fn run(g: &mut Graph, v: VecHandle) {
     let port = g.vectors[v].port;
-    if let Some(sf) = &mut g.features.sflow {
-        sf.sample(&mut g.pool, &mut g.vectors[v], port, crate::sflow::RX, &g.counters);
-    }
+    g.features.sample_rx(&mut g.pool, &mut g.vectors[v], port, &g.counters);
     let ifc = *g.features.tables.interfaces.get(port);
     if fused(g, v, &ifc) {
         return;
@@ -230,7 +230,7 @@ fn classify_each(g: &mut Graph, v: VecHandle) {
                 g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
                 g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
             }
-            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g), g.features.lcp.is_some()) }
+            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g), g.features.has_host()) }
         };
         let m = g.pool.meta_mut(i);
         m.rx_if = rx_if;

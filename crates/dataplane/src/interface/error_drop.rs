@@ -4,6 +4,7 @@
 //! interface), reports it as an sFlow discard sample when its interface has drop monitoring on, and
 //! frees the buffer.
 
+use super::TxSampling;
 use crate::datapath::Graph;
 use crate::runtime::drops::{DropClass, DropReason};
 use crate::runtime::vector::VecHandle;
@@ -24,9 +25,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             DropClass::Punt => {}
         }
     }
-    if let Some(sf) = &mut g.features.sflow {
-        sf.dropped(&g.pool, &g.vectors[v], &g.features.tables, &g.counters);
-    }
+    g.features.sample_drops(&g.pool, &g.vectors[v], &g.counters);
     g.pool.free(g.vectors[v].indices());
     g.vectors.free(v);
 }

@@ -7,7 +7,10 @@
 pub mod build;
 pub mod config;
 pub mod error_drop;
+mod hooks;
 pub mod output;
+
+pub use hooks::TxSampling;
 
 use crate::net::{Ipv4Prefix, Ipv6Prefix};
 use crate::net::{L2_OVERHEAD, MAX_INTERFACES};

@@ -13,6 +13,7 @@
 //! Drops: `tx-interface-down`, `mtu-exceeded`, `no-headroom` (no room for a sub-interface's
 //! tag).
 
+use super::TxSampling;
 use crate::datapath::Graph;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
@@ -39,11 +40,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     // checked frame by frame.
     if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
-        if let Some(sf) = &mut g.features.sflow {
-            sf.sample(&mut g.pool, &mut g.vectors[v], out.port, crate::sflow::TX, &g.counters);
-        }
+        g.features.sample_tx(&mut g.pool, &mut g.vectors[v], out.port, &g.counters);
         g.forward(v, out.tx_node);
-    } else if g.features.sflow.is_none() && plain_outputs(g, v, m0.rx_if, out.tx_node) {
+    } else if !g.features.sampling() && plain_outputs(g, v, m0.rx_if, out.tx_node) {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
         g.forward(v, out.tx_node);
     } else {
@@ -125,9 +124,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
                     (rx_if, forwarded) = (m.rx_if, 0);
                 }
                 forwarded += 1;
-                if let Some(sf) = &mut g.features.sflow {
-                    sf.sample_one(&mut g.pool, i, out.port, crate::sflow::TX, &g.counters);
-                }
+                g.features.sample_tx_one(&mut g.pool, i, out.port, &g.counters);
                 tx_node
             }
             Err(reason) => {

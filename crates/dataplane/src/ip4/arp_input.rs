@@ -9,9 +9,10 @@
 //! answered ends in `error-drop`: `arp-reply` and `arp-not-for-us` are punts (counted, not
 //! charged to the interface as discards), a packet that is not Ethernet/IPv4 ARP is
 //! `arp-malformed`. With linux-cp on, every well-formed ARP packet is first copied up the
-//! input interface's TAP ([`crate::lcp::worker::copy_up`]).
+//! input interface's TAP ([`crate::l3::HostCopy`]).
 
 use crate::datapath::Graph;
+use crate::l3::HostCopy;
 use crate::neighbor::punt::{Event, Learn};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
@@ -30,7 +31,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             continue;
         };
         // linux-cp: Linux gets a copy of every ARP packet, for its own neighbor entries.
-        let _ = crate::lcp::worker::copy_up(g, i);
+        g.features.copy_up(&g.pool, i);
         let ours = g.features.tables.interfaces.is_own_address(m.rx_if, a.tpa);
         let on_link = g.features.tables.interfaces.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {

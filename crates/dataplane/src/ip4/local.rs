@@ -9,6 +9,7 @@
 //! are, for the kernel to reassemble.
 
 use crate::datapath::Graph;
+use crate::l3::HostCopy;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
@@ -24,7 +25,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             echo_reply(g, i);
             g.counters.punt.icmp_sent.add(1);
             g.nexts[k] = NodeId::Ip4Lookup;
-        } else if g.features.lcp.is_some() {
+        } else if g.features.has_host() {
             g.nexts[k] = NodeId::LcpPunt;
         } else {
             g.mark_drop(k, i, DropReason::Ip4Local);

@@ -27,6 +27,7 @@
 //! kernel to reassemble.
 
 use crate::datapath::Graph;
+use crate::l3::HostCopy;
 use crate::neighbor::punt::{Event, Learn};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
@@ -41,9 +42,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        if g.features.lcp.is_some() && is_neighbor_discovery(g, i) {
+        if g.features.has_host() && is_neighbor_discovery(g, i) {
             // linux-cp: Linux gets a copy of every ND message, for its own neighbor entries.
-            let _ = crate::lcp::worker::copy_up(g, i);
+            g.features.copy_up(&g.pool, i);
         }
         match answer(g, i, now) {
             Ok(next) => {
@@ -55,7 +56,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
                 m.rx_if = 0;
                 g.nexts[k] = next;
             }
-            Err(DropReason::Ip6Local | DropReason::Ip6Multicast) if g.features.lcp.is_some() => {
+            Err(DropReason::Ip6Local | DropReason::Ip6Multicast) if g.features.has_host() => {
                 g.nexts[k] = NodeId::LcpPunt
             }
             Err(reason) => g.mark_drop(k, i, reason),

@@ -13,6 +13,7 @@
 //! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
 
 use crate::datapath::Graph;
+use crate::l3::HostCopy;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash6};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
@@ -82,7 +83,7 @@ fn never_forwarded(src: u128, dst: u128) -> Option<DropReason> {
 #[cold]
 fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
     let dst = Ipv6Addr::from(*dst);
-    (g.features.lcp.is_some() && dst.segments()[0] == 0xff02)
+    (g.features.has_host() && dst.segments()[0] == 0xff02)
         || dst == icmpv6::ALL_NODES
         || dst == icmpv6::ALL_ROUTERS
         || icmpv6::is_solicited_node(dst)

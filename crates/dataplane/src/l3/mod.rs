@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod fib;
+mod hooks;
 pub mod multipath;
 pub mod objects;
 pub mod rib;
@@ -20,6 +21,7 @@ use crate::l3::multipath::LoadBalance;
 use crate::l3::objects::{NextHop, Objects, Target};
 use crate::l3::rib::{RouteChange, Source};
 use crate::net::Payload;
+pub use hooks::HostCopy;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -12,6 +12,7 @@
 use super::PuntRate;
 use crate::datapath::Graph;
 use crate::net::MAX_INTERFACES;
+use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::rate::TokenBucket;
@@ -147,29 +148,30 @@ fn is_control(f: &[u8], l3: usize) -> bool {
     }
 }
 
-/// Copies frame `i` up the TAP of its input interface as it arrived (less a sub-interface's
-/// tag), leaving the buffer as it is, within its class's rate.
-pub fn copy_up(g: &mut Graph, i: u32) -> Up {
-    let Some(lcp) = &mut g.features.lcp else { return Up::NoRoom };
-    let m = g.pool.meta(i);
-    let f = g.pool.frame(i);
-    let l3 = usize::from(m.l3_offset);
-    let class = usize::from(!is_control(f, l3));
-    let policer = &mut lcp.policers[usize::from(m.rx_if) % MAX_INTERFACES][class];
-    if !policer.take(crate::runtime::tsc::now()) {
-        return Up::Policed;
+impl LcpWorker {
+    /// Copies frame `i` of `pool` up the TAP of its input interface as it arrived (less a
+    /// sub-interface's tag), leaving the buffer as it is, within its class's rate.
+    pub fn copy_up(&mut self, pool: &BufferPool, i: u32) -> Up {
+        let m = pool.meta(i);
+        let f = pool.frame(i);
+        let l3 = usize::from(m.l3_offset);
+        let class = usize::from(!is_control(f, l3));
+        let policer = &mut self.policers[usize::from(m.rx_if) % MAX_INTERFACES][class];
+        if !policer.take(crate::runtime::tsc::now()) {
+            return Up::Policed;
+        }
+        let Ok(mut bytes) = self.spare.try_recv() else { return Up::NoRoom };
+        // The addresses, then the ethertype of the payload (past any tag) and the payload.
+        let ethertype_at = l3.saturating_sub(2).clamp(12.min(f.len()), f.len());
+        bytes.clear();
+        bytes.extend_from_slice(&f[..12.min(f.len())]);
+        bytes.extend_from_slice(&f[ethertype_at..]);
+        // A buffer is handed out only with room for a queued frame: the send does not fail.
+        if self.punt[class].try_send(Frame { interface: m.rx_if, bytes }).is_ok() { Up::Sent } else { Up::NoRoom }
     }
-    let Ok(mut bytes) = lcp.spare.try_recv() else { return Up::NoRoom };
-    // The addresses, then the ethertype of the payload (past any tag) and the payload.
-    let ethertype_at = l3.saturating_sub(2).clamp(12.min(f.len()), f.len());
-    bytes.clear();
-    bytes.extend_from_slice(&f[..12.min(f.len())]);
-    bytes.extend_from_slice(&f[ethertype_at..]);
-    // A buffer is handed out only with room for a queued frame: the send does not fail.
-    if lcp.punt[class].try_send(Frame { interface: m.rx_if, bytes }).is_ok() { Up::Sent } else { Up::NoRoom }
 }
 
-/// `linux-cp-punt`: each frame goes up the TAP of its input interface ([`copy_up`]), counted
+/// `linux-cp-punt`: each frame goes up the TAP of its input interface ([`LcpWorker::copy_up`]), counted
 /// as taken by the router (`rx_local`); its buffer is freed (the bytes were copied). Over its
 /// class's rate it is dropped as `punt-policed`, with no free byte buffer as
 /// `punt-queue-full`.
@@ -179,7 +181,8 @@ pub fn punt(g: &mut Graph, v: VecHandle) {
     let mut dropped = Outbox::new(NodeId::ErrorDrop);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        let reason = match copy_up(g, i) {
+        let up = g.features.lcp.as_mut().map_or(Up::NoRoom, |l| l.copy_up(&g.pool, i));
+        let reason = match up {
             Up::Sent => {
                 g.consumed(i);
                 sent[n] = i;

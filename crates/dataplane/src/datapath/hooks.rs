@@ -1,0 +1,60 @@
+//! The hooks the nodes call, wired to the features that own them: linux-cp takes the host's
+//! copies ([`crate::l3::HostCopy`]), sFlow samples what `ethernet-input` receives
+//! ([`crate::ethernet::RxSampling`]), what `interface-output` sends and what `error-drop`
+//! drops ([`crate::interface::TxSampling`]).
+
+use super::{Features, WorkerCounters};
+use crate::runtime::buffer::BufferPool;
+use crate::runtime::vector::Vector;
+
+impl crate::l3::HostCopy for Features {
+    #[inline(always)]
+    fn has_host(&self) -> bool {
+        self.lcp.is_some()
+    }
+
+    #[inline(always)]
+    fn copy_up(&mut self, pool: &BufferPool, i: u32) {
+        if let Some(lcp) = &mut self.lcp {
+            // A copy the TAP's rate or queue refuses is the host's loss, not the packet's.
+            let _ = lcp.copy_up(pool, i);
+        }
+    }
+}
+
+impl crate::ethernet::RxSampling for Features {
+    #[inline(always)]
+    fn sample_rx(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
+        if let Some(sf) = &mut self.sflow {
+            sf.sample(pool, v, port, crate::sflow::RX, counters);
+        }
+    }
+}
+
+impl crate::interface::TxSampling for Features {
+    #[inline(always)]
+    fn sampling(&self) -> bool {
+        self.sflow.is_some()
+    }
+
+    #[inline(always)]
+    fn sample_tx(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, counters: &WorkerCounters) {
+        if let Some(sf) = &mut self.sflow {
+            sf.sample(pool, v, port, crate::sflow::TX, counters);
+        }
+    }
+
+    #[inline(always)]
+    fn sample_tx_one(&mut self, pool: &mut BufferPool, i: u32, port: u16, counters: &WorkerCounters) {
+        if let Some(sf) = &mut self.sflow {
+            sf.sample_one(pool, i, port, crate::sflow::TX, counters);
+        }
+    }
+
+    #[inline(always)]
+    fn sample_drops(&mut self, pool: &BufferPool, v: &Vector, counters: &WorkerCounters) {
+        if let Some(sf) = &mut self.sflow {
+            sf.dropped(pool, v, &self.tables, counters);
+        }
+    }
+}
