@@ -114,7 +114,6 @@ const ARROWS_ON_CIRCLES: &[&str] = &[
     "lcp -> l3",
     "mpls -> datapath",
     "mpls -> l3",
-    "sflow -> datapath",
     "sflow -> interface",
     "sflow -> l3",
 ];

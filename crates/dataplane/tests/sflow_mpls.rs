@@ -63,7 +63,7 @@ fn sampled(port: u16, f: &[u8]) -> Vec<Seen> {
     g.features.sflow =
         Some(SflowWorker::new(&sources, &[], WorkerBudget::new(DropBudget::new(1), 0), 128, 3, producer, peers));
     common::receive(&mut g, port, &[&f]);
-    g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
+    g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
     let mut out = Vec::new();
     consumer.drain(usize::MAX, |s| {
         assert_eq!(s.fate, Fate::Forwarded);

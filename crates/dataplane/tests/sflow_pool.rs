@@ -89,7 +89,7 @@ fn every_sample_carries_the_pool_and_drops_of_its_moment() {
         let v = g.inject(1, &frames).unwrap();
         g.forward(v, NodeId::EthernetInput);
         g.run(0);
-        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
+        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         forwarded += (len - len.div_ceil(dropped_every)) as u64;
         let lost: u64 = ws.iter().map(|(g, _)| g.counters.sflow(1).ring_full.get()).sum();
         let now_taken = ws[w].0.counters.sflow(1).taken.get();
@@ -150,7 +150,7 @@ neighbors:
     f.extend_from_slice(&ip);
     f.resize(60, 0);
     common::receive(&mut g, 1, &[&f]);
-    g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
+    g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
     let mut got = Vec::new();
     consumer.drain(usize::MAX, |s| {
         got.push((s.fate, s.output, s.routed, s.next_hop, s.dst_prefix_len));

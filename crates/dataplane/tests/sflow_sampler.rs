@@ -65,7 +65,7 @@ fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<
         let v = g.inject(1, &refs).unwrap();
         g.forward(v, NodeId::EthernetInput);
         g.run(0);
-        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
+        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         consumer.drain(usize::MAX, |s| {
             assert_eq!(s.fate, Fate::Forwarded);
             *seen.entry(s.header[5]).or_insert(0u64) += 1;

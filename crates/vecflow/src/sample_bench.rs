@@ -52,7 +52,7 @@ pub fn cost(window: Duration, hz: u64) -> anyhow::Result<(f64, f64)> {
             for &i in &buffers {
                 sf.sample_one(&mut pool, i, 1, RX, &counters);
             }
-            sf.publish(&pool, &f.tables);
+            sf.publish(&pool, &f.tables.interfaces, &f.tables.l3);
             ticks += tsc::ticks(t0, tsc::now());
             samples += consumer.drain(usize::MAX, |_| true) as u64;
         }

@@ -246,7 +246,7 @@ fuzz_target!(|data: &[u8]| {
         g.forward(v, NodeId::EthernetInput);
         g.run(0);
         if let Some(sf) = &mut g.features.sflow {
-            sf.publish(&g.pool, &g.features.tables);
+            sf.publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         }
         consumer.drain(usize::MAX, |_| true);
         assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "a buffer leaked");

@@ -9,7 +9,7 @@ use crate::interface::Interface;
 use crate::runtime::qsbr::Qsbr;
 use crate::sflow::agent::{self, AgentSetup, AgentShared};
 use crate::sflow::ring::{Consumer, Producer, Ring};
-use crate::sflow::{DataSource, DropBudget, LiveSettings, Refill, Settings, SflowWorker, WorkerBudget};
+use crate::sflow::{DataSource, DropBudget, LiveSettings, PortCounters, Refill, Settings, SflowWorker, WorkerBudget};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -84,7 +84,7 @@ impl SflowStart {
     }
 
     /// Worker `id`'s sampler (the workers are asked in order), or `None` when sFlow is off.
-    pub(super) fn sampler(&mut self, config: &Config, id: u16) -> Option<SflowWorker> {
+    pub(super) fn sampler(&mut self, config: &Config, id: u16) -> Option<SflowWorker<WorkerCounters>> {
         let sf = config.sflow.as_ref()?;
         let seed = crate::sflow::worker_seed(sf.seed, id);
         tracing::debug!(worker = id, seed, configured = sf.seed.is_some(), "sFlow sampler seed");
@@ -114,13 +114,13 @@ impl Dataplane {
             sf.polling_interval,
             &ports,
             &self.interfaces,
-            start.counters.clone(),
+            start.counters.iter().map(|c| c.clone() as Arc<dyn PortCounters>).collect(),
             self.ports.links.clone(),
             0x9011_5eed,
         );
         let setup = AgentSetup {
             rings: start.consumers,
-            workers: start.counters,
+            workers: start.counters.into_iter().map(|c| c as Arc<dyn PortCounters>).collect(),
             fib: self.routing.fib.fibs(),
             qsbr: qsbr.register(usize::from(config.workers.count)),
             agent,

@@ -10,7 +10,7 @@ use crate::runtime::counter::Counter;
 use crate::runtime::drops::{DropReason, N_REASONS};
 use crate::runtime::graph::{CountsNodes, LoopCounters, N_NODES, NodeCounters, NodeId};
 use crate::runtime::trace::TraceShared;
-use crate::sflow::SflowCounters;
+use crate::sflow::{PortCounters, SflowCounters};
 
 /// Everything a worker counts, shared read-only with the main thread.
 pub struct WorkerCounters {
@@ -82,5 +82,17 @@ impl CountsNodes for WorkerCounters {
     #[inline(always)]
     fn node(&self, node: NodeId) -> &NodeCounters {
         &self.nodes[node as usize]
+    }
+}
+
+impl PortCounters for WorkerCounters {
+    #[inline(always)]
+    fn sflow(&self, port: u16) -> &SflowCounters {
+        WorkerCounters::sflow(self, port)
+    }
+
+    #[inline(always)]
+    fn interface(&self, index: u16) -> &IfCounters {
+        WorkerCounters::interface(self, index)
     }
 }

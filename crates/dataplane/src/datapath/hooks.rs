@@ -54,7 +54,7 @@ impl crate::interface::TxSampling for Features {
     #[inline(always)]
     fn sample_drops(&mut self, pool: &BufferPool, v: &Vector, counters: &WorkerCounters) {
         if let Some(sf) = &mut self.sflow {
-            sf.dropped(pool, v, &self.tables, counters);
+            sf.dropped(pool, v, &self.tables.interfaces, counters);
         }
     }
 }

@@ -29,7 +29,7 @@ pub struct Features {
     /// The IPv4 and IPv6 FIBs (updated in place by the main thread).
     pub fib: Fibs,
     /// sFlow samplers and sample ring, when sFlow is on.
-    pub sflow: Option<sflow::SflowWorker>,
+    pub sflow: Option<sflow::SflowWorker<WorkerCounters>>,
     /// The worker's megaflow cache for `flow-classify`.
     pub flow_cache: flows::classify::WorkerCache,
     /// Its line to the main thread and the limits on packets it makes itself.

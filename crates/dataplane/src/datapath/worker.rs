@@ -125,7 +125,7 @@ pub struct WorkerSetup {
     /// Set by the main thread to end the loop.
     pub stop: Arc<AtomicBool>,
     /// sFlow samplers and ring, when sFlow is on.
-    pub sflow: Option<crate::sflow::SflowWorker>,
+    pub sflow: Option<crate::sflow::SflowWorker<WorkerCounters>>,
     /// Its channels to linux-cp's control thread, when linux-cp is on.
     pub lcp: Option<crate::lcp::LcpWorker>,
 }
@@ -137,7 +137,7 @@ fn send_probes(g: &mut Graph) -> bool {
     if any {
         g.run(tsc::now());
         if let Some(sf) = &mut g.features.sflow {
-            sf.publish(&g.pool, &g.features.tables);
+            sf.publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         }
     }
     any
@@ -205,7 +205,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
                 g.trace.finish(&c.trace);
             }
             if let Some(sf) = &mut g.features.sflow {
-                sf.publish(&g.pool, &g.features.tables);
+                sf.publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
             }
             busy = true;
         }
@@ -266,7 +266,7 @@ fn inject(g: &mut Graph) -> bool {
     }
     g.run(tsc::now());
     if let Some(sf) = &mut g.features.sflow {
-        sf.publish(&g.pool, &g.features.tables);
+        sf.publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
     }
     true
 }

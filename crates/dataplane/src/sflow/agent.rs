@@ -12,9 +12,9 @@
 
 mod encoder;
 
+use super::PortCounters;
 use super::ring::Consumer;
 use super::send::Sender;
-use crate::datapath::WorkerCounters;
 use crate::l3::fib::Fibs;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::counter::Counter;
@@ -82,7 +82,7 @@ pub struct AgentSetup {
     /// The consumer ends of the workers' rings.
     pub rings: Vec<Consumer>,
     /// The workers' counters (sampler totals, drops).
-    pub workers: Vec<Arc<WorkerCounters>>,
+    pub workers: Vec<Arc<dyn PortCounters>>,
     /// For the source prefix length.
     pub fib: Fibs,
     /// Where the agent announces quiescent states; offline when the agent ends, also by a

@@ -7,7 +7,7 @@
 //! A port's generic counters include its sub-interfaces' traffic (the IF-MIB view of the
 //! port); each sub-interface also reports its own.
 
-use crate::datapath::WorkerCounters;
+use super::PortCounters;
 use crate::interface::{IfStats, Interface, LinkState, RxMode};
 use sflow::{CounterRecord, CountersSample, DataSource, EthernetCounters, IfCounters, Sample, VlanCounters};
 use std::borrow::Cow;
@@ -37,7 +37,7 @@ struct Poller {
 pub struct Polling {
     interval: Duration,
     pollers: Vec<Poller>,
-    workers: Vec<Arc<WorkerCounters>>,
+    workers: Vec<Arc<dyn PortCounters>>,
     links: Arc<Vec<LinkState>>,
     /// Every interface, for pollers added later.
     interfaces: Vec<Interface>,
@@ -53,7 +53,7 @@ impl Polling {
         interval: u32,
         ports: &[u16],
         interfaces: &[Interface],
-        workers: Vec<Arc<WorkerCounters>>,
+        workers: Vec<Arc<dyn PortCounters>>,
         links: Arc<Vec<LinkState>>,
         seed: u64,
     ) -> Self {
@@ -212,6 +212,7 @@ fn counters(
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::datapath::WorkerCounters;
     use crate::interface::build::build_interfaces;
 
     fn links() -> Arc<Vec<LinkState>> {
@@ -224,7 +225,7 @@ mod tests {
             interval,
             &[1, 2, 3],
             &build_interfaces(&cfg.interfaces, cfg.workers.count),
-            vec![Arc::new(WorkerCounters::new())],
+            vec![Arc::new(WorkerCounters::new()) as Arc<dyn PortCounters>],
             links(),
             7,
         )
@@ -275,7 +276,7 @@ mod tests {
         ] {
             counter.add(n);
         }
-        let mut p = Polling::new(1, &[1], &ifs, vec![w], links(), 7);
+        let mut p = Polling::new(1, &[1], &ifs, vec![w as Arc<dyn PortCounters>], links(), 7);
         let samples = p.due(Instant::now(), true);
         let vlan = samples.iter().find_map(|s| match s {
             Sample::Counters(c) => c.records.iter().find_map(|r| match r {

@@ -7,10 +7,11 @@
 //! completed from the buffers' metadata — output interface, next hop, prefix length, VLANs,
 //! forwarded or dropped — and published with one store ([`SflowWorker::publish`]).
 
+use super::PortCounters;
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
-use crate::datapath::Tables;
-use crate::datapath::WorkerCounters;
+use crate::interface::InterfaceTable;
+use crate::l3::L3;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
@@ -95,7 +96,7 @@ fn splitmix64(x: u64) -> u64 {
 
 /// A worker's sFlow state: its samplers, PRNG, drop monitor and the producer end of its
 /// sample ring.
-pub struct SflowWorker {
+pub struct SflowWorker<C> {
     samplers: Vec<Sampler>,
     rng: u64,
     header_bytes: usize,
@@ -107,12 +108,12 @@ pub struct SflowWorker {
     pub producer: Producer,
     /// Every worker's counters, this one's included: a sample's pool and drops are summed
     /// over them when it is published.
-    peers: Vec<Arc<WorkerCounters>>,
+    peers: Vec<Arc<C>>,
     /// Settings changed while running, and the generation of them last taken.
     live: Option<(Arc<super::LiveSettings>, u64)>,
 }
 
-impl SflowWorker {
+impl<C: PortCounters> SflowWorker<C> {
     /// Samplers for `sources`, seeded with `seed`;
     /// drops of `monitored` ports reported while `budget` has tokens. `peers` are the counters
     /// of every worker that samples these sources, this one's included.
@@ -123,7 +124,7 @@ impl SflowWorker {
         header_bytes: u16,
         seed: u64,
         producer: Producer,
-        peers: Vec<Arc<WorkerCounters>>,
+        peers: Vec<Arc<C>>,
     ) -> Self {
         let mut w = SflowWorker {
             samplers: vec![Sampler { rate: 0, skip: 0, stages: 0 }; MAX_INTERFACES],
@@ -200,7 +201,7 @@ impl SflowWorker {
     /// calls this once per vector). Counts the packets seen and copies the chosen ones into
     /// the ring.
     #[inline(always)]
-    pub fn sample(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, stage: u8, counters: &WorkerCounters) {
+    pub fn sample(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, stage: u8, counters: &C) {
         let s = &mut self.samplers[port as usize % MAX_INTERFACES];
         if s.stages & stage == 0 {
             return;
@@ -217,14 +218,7 @@ impl SflowWorker {
     /// The per-packet form of [`SflowWorker::sample`], for a stage whose packets of one
     /// vector leave through different ports. Returns true when the packet was chosen.
     #[inline]
-    pub fn sample_one(
-        &mut self,
-        pool: &mut BufferPool,
-        i: u32,
-        port: u16,
-        stage: u8,
-        counters: &WorkerCounters,
-    ) -> bool {
+    pub fn sample_one(&mut self, pool: &mut BufferPool, i: u32, port: u16, stage: u8, counters: &C) -> bool {
         let s = &mut self.samplers[port as usize % MAX_INTERFACES];
         if s.stages & stage == 0 {
             return false;
@@ -241,7 +235,7 @@ impl SflowWorker {
 
     /// The slow path: at least one packet of the vector is chosen.
     #[cold]
-    fn take(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, stage: u8, counters: &WorkerCounters) {
+    fn take(&mut self, pool: &mut BufferPool, v: &mut Vector, port: u16, stage: u8, counters: &C) {
         let rate = self.samplers[port as usize].rate;
         let mut at = self.samplers[port as usize].skip - 1;
         let n = v.len() as u64;
@@ -255,7 +249,7 @@ impl SflowWorker {
 
     /// Reserves a slot for buffer `i`, chosen at `stage`, and copies its header bytes; returns
     /// false (and counts a drop) when the ring is full.
-    fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, stage: u8, counters: &WorkerCounters) -> bool {
+    fn copy(&mut self, pool: &mut BufferPool, i: u32, port: u16, stage: u8, counters: &C) -> bool {
         let c = counters.sflow(port);
         let rate = self.samplers[usize::from(port) % MAX_INTERFACES].rate;
         let frame = pool.frame(i);
@@ -284,10 +278,10 @@ impl SflowWorker {
     /// input port saw leaves that port's pool, and each one dropped on a monitored port (its
     /// input, or its output for drops on the way out) becomes a discard sample while the
     /// worker has discard tokens; the others are counted as lost.
-    pub fn dropped(&mut self, pool: &BufferPool, v: &Vector, tables: &Tables, counters: &WorkerCounters) {
+    pub fn dropped(&mut self, pool: &BufferPool, v: &Vector, interfaces: &InterfaceTable, counters: &C) {
         for &i in v.indices() {
             let m = *pool.meta(i);
-            let rx_port = tables.interfaces.get(m.rx_if).port;
+            let rx_port = interfaces.get(m.rx_if).port;
             let reason = crate::runtime::drops::DropReason::from_index(m.error)
                 .unwrap_or(crate::runtime::drops::DropReason::Unspecified);
             if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 && !reason.before_sampling() {
@@ -297,7 +291,7 @@ impl SflowWorker {
             if reason.class() == DropClass::Punt {
                 continue; // consumed by this router, not a discard
             }
-            let port = if egress { tables.interfaces.get(m.tx_if).port } else { rx_port };
+            let port = if egress { interfaces.get(m.tx_if).port } else { rx_port };
             if !self.monitored.get(port as usize).copied().unwrap_or(false) {
                 continue;
             }
@@ -322,7 +316,7 @@ impl SflowWorker {
     /// Counts a packet received on `rx_port` that this router consumed (answered in place)
     /// as not forwarded, as `dropped` does for drops: the data source's pool stays the
     /// packets it forwarded.
-    pub fn consumed(&self, rx_port: u16, counters: &WorkerCounters) {
+    pub fn consumed(&self, rx_port: u16, counters: &C) {
         if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 {
             counters.sflow(rx_port).dropped.add(1);
         }
@@ -331,7 +325,7 @@ impl SflowWorker {
     /// Completes every slot reserved since the last publication from its buffer's metadata
     /// and publishes them. Call once the vectors they came from have left the graph and
     /// before the worker reuses any buffer (the metadata of freed buffers is intact until then).
-    pub fn publish(&mut self, pool: &BufferPool, tables: &Tables) {
+    pub fn publish(&mut self, pool: &BufferPool, interfaces: &InterfaceTable, l3: &L3) {
         let peers = &self.peers;
         self.producer.for_each_unpublished(|s| {
             if s.fate == Fate::Discard {
@@ -353,7 +347,7 @@ impl SflowWorker {
                 let c = w.sflow(s.port);
                 (pool + c.seen.get().saturating_sub(c.dropped.get()), drops + c.ring_full.get())
             });
-            let (via, push) = match tables.l3.adjs.get(m.adj as usize) {
+            let (via, push) = match l3.adjs.get(m.adj as usize) {
                 Some(Adjacency::Via { next_hop, push, .. }) => (Some(*next_hop), *push),
                 // A connected destination is its own next hop.
                 Some(Adjacency::Glean { .. }) => {
@@ -363,13 +357,14 @@ impl SflowWorker {
                 _ => (None, LabelStack::EMPTY),
             };
             s.routed = m.dst_prefix_len > 0 || via.is_some();
-            let swap_hop = label_stacks(s, tables, &m, push);
+            let swap_hop = label_stacks(s, l3, &m, push);
             s.input = m.rx_if;
             s.output = m.tx_if;
-            s.in_vlan = tables.interfaces.get(m.rx_if).vlan;
-            s.out_vlan = tables.interfaces.get(s.output).vlan;
+            s.in_vlan = interfaces.get(m.rx_if).vlan;
+            s.out_vlan = interfaces.get(s.output).vlan;
             let dst = super::header::ip_addresses(&s.header[..usize::from(s.header_len)]).map(|(_, d)| d);
-            s.dst_prefix_len = reported_prefix_len(tables, m.tx_if, via.filter(|&v| Some(v) == dst), m.dst_prefix_len);
+            s.dst_prefix_len =
+                reported_prefix_len(interfaces, m.tx_if, via.filter(|&v| Some(v) == dst), m.dst_prefix_len);
             s.next_hop = via.or(swap_hop).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         });
         self.producer.publish();
@@ -379,20 +374,14 @@ impl SflowWorker {
 /// The destination prefix length a sample reports for a packet that matched `len`: when the
 /// packet went to `host` itself by its host route (a resolved neighbor, source `neighbor`),
 /// the length of the connected subnet it is on, as collectors aggregate destinations by it.
-fn reported_prefix_len(tables: &crate::datapath::Tables, tx_if: u16, host: Option<IpAddr>, len: u8) -> u8 {
+fn reported_prefix_len(interfaces: &InterfaceTable, tx_if: u16, host: Option<IpAddr>, len: u8) -> u8 {
     let subnet = match host {
-        Some(IpAddr::V4(h)) if len == 32 => tables
-            .interfaces
-            .addresses
-            .iter()
-            .find(|(i, a)| *i == tx_if && a.len < 32 && a.contains(h))
-            .map(|(_, a)| a.len),
-        Some(IpAddr::V6(h)) if len == 128 => tables
-            .interfaces
-            .addresses6
-            .iter()
-            .find(|(i, a)| *i == tx_if && a.len < 128 && a.contains(h))
-            .map(|(_, a)| a.len),
+        Some(IpAddr::V4(h)) if len == 32 => {
+            interfaces.addresses.iter().find(|(i, a)| *i == tx_if && a.len < 32 && a.contains(h)).map(|(_, a)| a.len)
+        }
+        Some(IpAddr::V6(h)) if len == 128 => {
+            interfaces.addresses6.iter().find(|(i, a)| *i == tx_if && a.len < 128 && a.contains(h)).map(|(_, a)| a.len)
+        }
         _ => None,
     };
     subnet.unwrap_or(len)
@@ -404,13 +393,7 @@ fn reported_prefix_len(tables: &crate::datapath::Tables, tx_if: u16, host: Optio
 /// sampler saw it: as received at [`RX`], as sent at [`TX`]. The stacks are written in place
 /// (returned, they would be copied per sample), and a packet neither label-switched nor
 /// popped leaves the header unread.
-fn label_stacks(
-    s: &mut Slot,
-    tables: &Tables,
-    m: &crate::runtime::buffer::BufferMeta,
-    push: LabelStack,
-) -> Option<IpAddr> {
-    let l3 = &tables.l3;
+fn label_stacks(s: &mut Slot, l3: &L3, m: &crate::runtime::buffer::BufferMeta, push: LabelStack) -> Option<IpAddr> {
     let Some(entry) = l3.entry(m.label_entry) else {
         (s.in_labels, s.out_labels) = (LabelStack::EMPTY, push);
         return None;

@@ -91,7 +91,7 @@ neighbors: [{interface: p1, address: 10.0.2.2, mac: '02:00:00:00:00:09'}]
         }
         g.forward(v, crate::runtime::graph::NodeId::EthernetInput);
         g.run(0);
-        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables);
+        g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         let mut lengths = Vec::new();
         consumer.drain(usize::MAX, |s| {
             lengths.push(usize::from(s.frame_len));

@@ -1,4 +1,5 @@
 use super::*;
+use crate::datapath::WorkerCounters;
 use crate::sflow::ring::Ring;
 
 /// A configured seed gives every worker its own seed, the same every time; without one,
@@ -12,7 +13,7 @@ fn seeds_are_fixed_only_when_configured() {
     assert_eq!(fresh.len(), 8, "getrandom gave a repeated seed: {fresh:?}");
 }
 
-fn worker(rate: u32, seed: u64) -> SflowWorker {
+fn worker(rate: u32, seed: u64) -> SflowWorker<WorkerCounters> {
     let peers = vec![Arc::new(WorkerCounters::new())];
     SflowWorker::new(
         &[crate::sflow::DataSource { port: 1, rate, stages: RX }],
