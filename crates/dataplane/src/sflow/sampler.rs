@@ -374,6 +374,9 @@ impl<C: PortCounters> SflowWorker<C> {
 /// The destination prefix length a sample reports for a packet that matched `len`: when the
 /// packet went to `host` itself by its host route (a resolved neighbor, source `neighbor`),
 /// the length of the connected subnet it is on, as collectors aggregate destinations by it.
+/// Inlined into [`SflowWorker::publish`], its one caller, as it was before the sampler became
+/// generic (then LLVM stopped inlining it, and publishing cost a call per sample).
+#[inline(always)]
 fn reported_prefix_len(interfaces: &InterfaceTable, tx_if: u16, host: Option<IpAddr>, len: u8) -> u8 {
     let subnet = match host {
         Some(IpAddr::V4(h)) if len == 32 => {
@@ -392,7 +395,8 @@ fn reported_prefix_len(interfaces: &InterfaceTable, tx_if: u16, host: Option<IpA
 /// its IPv4 adjacency's pushed labels (`push`), and the labels in the slot's header as the
 /// sampler saw it: as received at [`RX`], as sent at [`TX`]. The stacks are written in place
 /// (returned, they would be copied per sample), and a packet neither label-switched nor
-/// popped leaves the header unread.
+/// popped leaves the header unread. Inlined into [`SflowWorker::publish`], its one caller.
+#[inline(always)]
 fn label_stacks(s: &mut Slot, l3: &L3, m: &crate::runtime::buffer::BufferMeta, push: LabelStack) -> Option<IpAddr> {
     let Some(entry) = l3.entry(m.label_entry) else {
         (s.in_labels, s.out_labels) = (LabelStack::EMPTY, push);
