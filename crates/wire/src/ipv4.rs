@@ -6,6 +6,37 @@ use std::net::Ipv4Addr;
 /// Length of an IPv4 header without options.
 pub const HEADER_LEN: usize = 20;
 
+/// Where each field of the fixed header is (RFC 791 §3.1), as byte offsets and ranges into
+/// the header, for code that reads and writes headers in place.
+pub mod field {
+    use std::ops::Range;
+
+    /// Version (high nibble) and IHL, the header length in 32-bit words (low nibble).
+    pub const VERSION_IHL: usize = 0;
+    /// Type of service (DSCP and ECN).
+    pub const TOS: usize = 1;
+    /// Total length of the packet, header included.
+    pub const TOTAL_LEN: Range<usize> = 2..4;
+    /// Flags (high 3 bits: reserved, don't fragment, more fragments) and fragment offset.
+    pub const FLAGS_FRAGMENT: Range<usize> = 6..8;
+    /// The byte of the flags and the fragment offset's high bits.
+    pub const FLAGS: usize = 6;
+    /// Time to live.
+    pub const TTL: usize = 8;
+    /// Time to live (high byte) and protocol (low byte), the 16-bit word a TTL decrement
+    /// updates the checksum by.
+    pub const TTL_PROTOCOL: Range<usize> = 8..10;
+    /// Header checksum.
+    pub const CHECKSUM: Range<usize> = 10..12;
+    /// Source address.
+    pub const SRC: Range<usize> = 12..16;
+    /// Destination address.
+    pub const DST: Range<usize> = 16..20;
+}
+
+/// The don't-fragment bit of [`field::FLAGS`].
+pub const DONT_FRAGMENT: u8 = 0x40;
+
 /// IP protocol numbers vecflow knows by name.
 pub mod protocol {
     /// ICMP.

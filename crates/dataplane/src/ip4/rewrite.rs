@@ -18,6 +18,7 @@ use crate::runtime::drops::DropReason;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
+use wire::ipv4::{DONT_FRAGMENT, field};
 
 /// What forwarding made of a packet.
 enum Verdict {
@@ -37,19 +38,19 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) 
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
-    let old = u16::from_be_bytes([ip[8], ip[9]]);
+    let old = be16(&ip[field::TTL_PROTOCOL]);
     if old < 0x0200 {
         return Verdict::Drop(DropReason::TtlExpired); // TTL 0 or 1
     }
     // Pushed labels travel inside the MTU too.
-    let big = usize::from(u16::from_be_bytes([ip[2], ip[3]])) + 4 * push.labels().len() > usize::from(mtu);
-    if big && ip[6] & 0x40 != 0 {
+    let big = usize::from(be16(&ip[field::TOTAL_LEN])) + 4 * push.labels().len() > usize::from(mtu);
+    if big && ip[field::FLAGS] & DONT_FRAGMENT != 0 {
         return Verdict::Drop(DropReason::FragNeeded);
     }
     let new = old - 0x0100; // TTL is the high byte
-    let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
-    ip[8..10].copy_from_slice(&new.to_be_bytes());
-    ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    let csum = checksum::update16(be16(&ip[field::CHECKSUM]), old, new);
+    ip[field::TTL_PROTOCOL].copy_from_slice(&new.to_be_bytes());
+    ip[field::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
     let frame = if push.is_empty() {
         frame
     } else {
@@ -99,14 +100,14 @@ fn ttl_expired(g: &Graph, i: u32) -> bool {
 #[inline(always)]
 fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
     crate::l3::shared::plain_rewrite_prefix::<12>(g, v, |ip, mtu| {
-        let old = u16::from_be_bytes([ip[8], ip[9]]);
-        if old < 0x0200 || usize::from(u16::from_be_bytes([ip[2], ip[3]])) > mtu {
+        let old = be16(&ip[field::TTL_PROTOCOL]);
+        if old < 0x0200 || usize::from(be16(&ip[field::TOTAL_LEN])) > mtu {
             return false;
         }
         let new = old - 0x0100;
-        let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
-        ip[8..10].copy_from_slice(&new.to_be_bytes());
-        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+        let csum = checksum::update16(be16(&ip[field::CHECKSUM]), old, new);
+        ip[field::TTL_PROTOCOL].copy_from_slice(&new.to_be_bytes());
+        ip[field::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
         true
     })
 }
@@ -167,4 +168,10 @@ fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
         // ip4-lookup never sends drop or local adjacencies here.
         _ => None,
     }
+}
+
+/// The 16-bit big-endian field `b` (a two-byte range of a header).
+#[inline(always)]
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
 }
