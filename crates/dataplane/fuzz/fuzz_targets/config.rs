@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
             let mut routes = dataplane::l3::connected(&ifs, c.linux_cp.is_some());
             routes.extend(dataplane::l3::configured(&c.routes, &ifs));
             assert!(routes.keys().all(|&(a, len)| len <= if a.is_ipv4() { 32 } else { 128 }));
-            let flows = std::sync::Arc::new(dataplane::flows::build(&c.flows, &c.flow_cache, &ifs));
+            let flows = dataplane::control::tables::build_flows(&c, &ifs);
             let _ = dataplane::datapath::Tables::new(&ifs, l3.with_objects(&objects, &ifs), flows);
         }
         Err(e) => assert!(e.to_string().contains(": "), "an error names its field: {e}"),

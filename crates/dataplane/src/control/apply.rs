@@ -51,7 +51,7 @@ impl Dataplane {
         };
         self.neighbors.table.set_statics(self.static_neighbors(&new, &interfaces), now);
         let old_tables = self.tables.clone();
-        let flows = std::sync::Arc::new(crate::flows::build(&new.flows, &new.flow_cache, &interfaces));
+        let flows = super::tables::build_flows(&new, &interfaces);
         self.publish_tables(&interfaces, &base, flows);
         if let Err(e) = self.routing.fib.apply(&applied.fib) {
             let back = self.routing.rib.rollback(applied);

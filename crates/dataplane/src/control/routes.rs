@@ -63,7 +63,7 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     fib.apply(&applied.fib)?;
     rib.commit(applied);
     rib.objects.take_changed();
-    let flows = Arc::new(crate::flows::build(&config.flows, &config.flow_cache, &interfaces));
+    let flows = super::tables::build_flows(config, &interfaces);
     let tables = Arc::new(Tables::new(&interfaces, base.with_objects(&rib.objects, &interfaces), flows));
     Ok(Forwarding { interfaces, tables, fib, rib, label_refs })
 }

@@ -110,25 +110,28 @@ impl Dataplane {
         let agent = sf.agent_address.or(config.first_address()).expect("validated: an agent address");
         let (shared, stop) = (Arc::new(AgentShared::new()), Arc::new(AtomicBool::new(false)));
         let ports: Vec<u16> = start.settings.sources.iter().map(|s| s.port).collect();
+        let workers: Vec<Arc<dyn PortCounters>> =
+            start.counters.into_iter().map(|c| c as Arc<dyn PortCounters>).collect();
+        let if_indices = self.sflow_if_indices();
         let polling = crate::sflow::Polling::new(
             sf.polling_interval,
             &ports,
             &self.interfaces,
-            start.counters.iter().map(|c| c.clone() as Arc<dyn PortCounters>).collect(),
+            workers.clone(),
             self.ports.links.clone(),
             0x9011_5eed,
         );
         let setup = AgentSetup {
             rings: start.consumers,
-            workers: start.counters.into_iter().map(|c| c as Arc<dyn PortCounters>).collect(),
+            workers,
             fib: self.routing.fib.fibs(),
             qsbr: qsbr.register(usize::from(config.workers.count)),
             agent,
             sub_agent_id: sf.sub_agent_id,
             max_datagram: usize::from(sf.max_datagram_size),
             collectors: sf.collectors.iter().map(|c| SocketAddr::new(c.address, c.port)).collect(),
-            polling: polling.reporting(self.sflow_if_indices()),
-            if_indices: self.sflow_if_indices(),
+            polling: polling.reporting(if_indices.clone()),
+            if_indices,
             shared: shared.clone(),
             stop: stop.clone(),
             drop_budget: start.drop_budget,

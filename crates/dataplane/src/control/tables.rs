@@ -1,5 +1,5 @@
-//! What the configuration alone decides of the workers' L3 tables, built on the main thread
-//! at start and on every apply.
+//! What the configuration alone decides of the workers' L3 tables and flow rules, built on
+//! the main thread at start and on every apply.
 
 use crate::config::Config;
 use crate::interface::Interface;
@@ -7,6 +7,7 @@ use crate::l3::objects::{Liveness, NextHop, Objects, Target};
 use crate::l3::{L3, LabelEntry, LabelStack, LabelTable};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Builds what the configuration alone decides of the layer 3 tables: the static neighbors
 /// and the label table (a swap takes its adjacency from `objects`; the references are
@@ -40,4 +41,9 @@ pub fn build_l3(config: &Config, interfaces: &[Interface], objects: &mut Objects
     }
     l3.labels = LabelTable::new(labels);
     (l3, held)
+}
+
+/// The flow rules of `config` over `interfaces`, as the workers' snapshot shares them.
+pub fn build_flows(config: &Config, interfaces: &[Interface]) -> Arc<crate::flows::Flows> {
+    Arc::new(crate::flows::build(&config.flows, &config.flow_cache, interfaces))
 }
