@@ -52,6 +52,13 @@ impl crate::interface::TxSampling for Features {
     }
 
     #[inline(always)]
+    fn not_forwarded(&self, rx_if: u16, counters: &WorkerCounters) {
+        if let Some(sf) = &self.sflow {
+            sf.consumed(self.tables.interfaces.get(rx_if).port, counters);
+        }
+    }
+
+    #[inline(always)]
     fn sample_drops(&mut self, pool: &BufferPool, v: &Vector, counters: &WorkerCounters) {
         if let Some(sf) = &mut self.sflow {
             sf.dropped(pool, v, &self.tables.interfaces, counters);

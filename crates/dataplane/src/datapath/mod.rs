@@ -5,6 +5,7 @@
 mod counters;
 mod hooks;
 mod tables;
+mod views;
 pub mod worker;
 
 pub use counters::WorkerCounters;
@@ -99,28 +100,5 @@ impl Graph {
         let qsbr = Arc::new(crate::runtime::qsbr::Qsbr::new(1));
         let f = crate::control::routes::build_forwarding(config, qsbr).expect("a configuration that builds");
         Self::new(pool, f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new()))
-    }
-
-    /// The IPv4 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
-    /// to hold one. For the nodes' cold paths: hot loops read the fields in place.
-    pub fn ipv4(&self, i: u32) -> Option<wire::Ipv4Packet<&[u8]>> {
-        wire::Ipv4Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
-    }
-
-    /// The IPv6 header of buffer `i`, at its `l3_offset`; `None` when the frame is too short
-    /// to hold one. For the nodes' cold paths.
-    pub fn ipv6(&self, i: u32) -> Option<wire::Ipv6Packet<&[u8]>> {
-        wire::Ipv6Packet::new_checked(self.pool.frame(i).get(usize::from(self.pool.meta(i).l3_offset)..)?).ok()
-    }
-
-    /// Counts the packet in buffer `i` as taken by this router (answered in place): `rx_local`
-    /// of its input interface, and not forwarded for sFlow's sample pool. Call it while the
-    /// buffer's metadata still names the input interface.
-    pub fn consumed(&self, i: u32) {
-        let rx_if = self.pool.meta(i).rx_if;
-        self.counters.interface(rx_if).rx_local.add(1);
-        if let Some(sf) = &self.features.sflow {
-            sf.consumed(self.features.tables.interfaces.get(rx_if).port, &self.counters);
-        }
     }
 }

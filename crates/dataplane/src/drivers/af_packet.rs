@@ -29,11 +29,12 @@
 
 use super::offload::{Plan, VNET_HDR_LEN, VnetHdr, complete_partial};
 use super::{cvt, get_opt, set_opt};
-use crate::datapath::Graph;
+use crate::drivers::DriversWorker;
 use crate::drivers::config::AfPacketConfig;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -227,7 +228,7 @@ impl RxQueue {
     /// The `af-packet-input` node: copies up to 256 received frames into fresh buffers and
     /// returns them as one vector; frames it must drop go to `error-drop` (queued on `g`).
     /// `None` when nothing arrived (or no buffer was free).
-    pub fn poll(&mut self, g: &mut Graph) -> Option<VecHandle> {
+    pub fn poll<F: DriversWorker>(&mut self, g: &mut Graph<F>) -> Option<VecHandle> {
         if self.left == 0 && !self.next_block() {
             return None;
         }
@@ -260,7 +261,7 @@ impl RxQueue {
     /// its last frame), tag restored and checksum completed, or says why it cannot be used. A
     /// super-frame is cut into its segments, one per call: the ring moves past it after the
     /// last.
-    fn copy_next(&mut self, g: &mut Graph, i: u32) -> Result<(), DropReason> {
+    fn copy_next<F: DriversWorker>(&mut self, g: &mut Graph<F>, i: u32) -> Result<(), DropReason> {
         // Fresh metadata first: a frame dropped before it is stored is still this port's.
         *g.pool.meta_mut(i) = g.pool.received(0, self.port);
         let base = self.block_ptr(self.block);
@@ -301,7 +302,12 @@ impl RxQueue {
 
     /// Writes the next segment of super-frame `ring` into buffer `i` (planning the cut at its
     /// first); drops a super-frame it cannot cut as `rx-truncated`.
-    fn store_segment(&mut self, g: &mut Graph, i: u32, ring: &RingFrame<'_>) -> Result<(), DropReason> {
+    fn store_segment<F: DriversWorker>(
+        &mut self,
+        g: &mut Graph<F>,
+        i: u32,
+        ring: &RingFrame<'_>,
+    ) -> Result<(), DropReason> {
         let tagged = ring.h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
         let extra = if tagged { 4 } else { 0 };
         let (plan, k) = match self.segment {
@@ -352,7 +358,7 @@ fn insert_tag(slot: &mut [u8], h: &libc::tpacket3_hdr) {
 
 /// Copies received `ring` frame (not a super-frame) into buffer `i` at the full headroom, as a
 /// frame of interface `port`, tag restored and a partial checksum completed.
-fn store(g: &mut Graph, i: u32, port: u16, ring: &RingFrame<'_>) -> Result<(), DropReason> {
+fn store<F: DriversWorker>(g: &mut Graph<F>, i: u32, port: u16, ring: &RingFrame<'_>) -> Result<(), DropReason> {
     let (frame, h) = (ring.frame, ring.h);
     let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
     let extra = if tagged { 4 } else { 0 };
@@ -426,12 +432,12 @@ impl TxSockets {
 /// The `af-packet-tx` node: sends each run of frames for one port with one `sendmmsg`,
 /// counts what was sent on the output interfaces and frees it; what the kernel refused goes
 /// to `error-drop` as `tx-error`.
-pub fn tx(g: &mut Graph, v: VecHandle) {
+pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
         let first = run.start;
-        send_run(&mut g.features.drivers.tx, &g.pool, port, &g.vectors[v].indices()[run], first);
+        send_run(&mut g.features.ports().tx, &g.pool, port, &g.vectors[v].indices()[run], first);
     });
-    let refused = g.features.drivers.tx.refused;
+    let refused = g.features.ports().tx.refused;
     super::complete_tx(g, v, &refused, DropReason::TxError, true);
 }
 

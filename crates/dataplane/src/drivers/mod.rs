@@ -21,10 +21,10 @@ pub mod pace;
 pub mod pcap;
 pub mod stream_config;
 
-use crate::datapath::Graph;
-use crate::interface::TxRun;
+use crate::interface::InterfaceCounters;
+use crate::interface::{InterfaceWorker, TxRun};
 use crate::runtime::drops::DropReason;
-use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::graph::{Features, Graph, NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::ops::Range;
 
@@ -38,6 +38,18 @@ pub struct WorkerPorts {
     pub tx: af_packet::TxSockets,
     /// The capture files its pcap interfaces transmit into.
     pub pcap_out: pcap::PcapSinks,
+}
+
+/// A worker's state as the drivers' input and tx nodes see it.
+pub trait DriversWorker: InterfaceWorker + Features<Counters: GeneratorCounting> {
+    /// The transmit side of the worker's ports.
+    fn ports(&mut self) -> &mut WorkerPorts;
+}
+
+/// The counters of the embedded generator and sink.
+pub trait GeneratorCounting {
+    /// Generator and sink totals.
+    fn generator(&self) -> &generator::GenCounters;
 }
 
 /// A driver could not open or use what the configuration names: the field, and what went
@@ -74,7 +86,7 @@ impl RxPort {
     /// Polls the queue once (`now` = TSC, for paced generators): a vector of received frames,
     /// or `None` when there were none.
     #[inline]
-    pub fn poll(&mut self, g: &mut Graph, now: u64) -> Option<VecHandle> {
+    pub fn poll<F: DriversWorker>(&mut self, g: &mut Graph<F>, now: u64) -> Option<VecHandle> {
         match self {
             RxPort::Generator(p) => p.poll(g, now),
             RxPort::AfPacket(q) => q.poll(g),
@@ -201,11 +213,11 @@ impl KernelDrops {
 /// no more frames. Returns the vector (`None` when nothing was kept) and how many buffers were
 /// used (fewer than `want` when frames or free buffers ran out).
 #[inline(always)]
-fn receive(
-    g: &mut Graph,
+fn receive<F: DriversWorker>(
+    g: &mut Graph<F>,
     port: u16,
     want: usize,
-    mut next: impl FnMut(&mut Graph, u32) -> Option<Result<(), DropReason>>,
+    mut next: impl FnMut(&mut Graph<F>, u32) -> Option<Result<(), DropReason>>,
 ) -> (Option<VecHandle>, usize) {
     let mut bufs = [0u32; VECTOR_SIZE];
     let got = g.pool.alloc(&mut bufs[..want]);
@@ -235,16 +247,20 @@ fn receive(
 
 /// For a tx node: calls `send(g, port, frames)` for each run of consecutive frames of vector
 /// `v` (by position) that leave through one physical port.
-fn for_each_port_run(g: &mut Graph, v: VecHandle, mut send: impl FnMut(&mut Graph, u16, Range<usize>)) {
+fn for_each_port_run<F: DriversWorker>(
+    g: &mut Graph<F>,
+    v: VecHandle,
+    mut send: impl FnMut(&mut Graph<F>, u16, Range<usize>),
+) {
     let n = g.vectors[v].len();
     let mut start = 0;
     while start < n {
         let idx = g.vectors[v].indices();
-        let port = g.features.tables.interfaces.get(g.pool.meta(idx[start]).tx_if).port;
+        let port = g.features.interfaces().get(g.pool.meta(idx[start]).tx_if).port;
         let end = start
             + idx[start..]
                 .iter()
-                .take_while(|&&i| g.features.tables.interfaces.get(g.pool.meta(i).tx_if).port == port)
+                .take_while(|&&i| g.features.interfaces().get(g.pool.meta(i).tx_if).port == port)
                 .count();
         send(g, port, start..end);
         start = end;
@@ -255,7 +271,13 @@ fn for_each_port_run(g: &mut Graph, v: VecHandle, mut send: impl FnMut(&mut Grap
 /// transmitted on its output interface and frees it (unless `free_sent` is false: the driver
 /// handed the buffer itself to the kernel, which gives it back later); refused ones go to
 /// `error-drop` as `reason`.
-fn complete_tx(g: &mut Graph, v: VecHandle, refused: &[bool; VECTOR_SIZE], reason: DropReason, free_sent: bool) {
+fn complete_tx<F: DriversWorker>(
+    g: &mut Graph<F>,
+    v: VecHandle,
+    refused: &[bool; VECTOR_SIZE],
+    reason: DropReason,
+    free_sent: bool,
+) {
     let mut failed = Outbox::new(NodeId::ErrorDrop);
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n_sent = 0;

@@ -18,11 +18,12 @@
 //! This driver is for replaying and recording, not for speed: it does file I/O on the worker
 //! (in 4 MiB reads and 1 MiB writes, not a system call per frame).
 
-use crate::datapath::Graph;
+use crate::drivers::DriversWorker;
 use crate::drivers::pace::Rate;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::HEADROOM;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapParser, PcapWriter};
 use pcap_file::pcapng::blocks::Block;
@@ -272,7 +273,7 @@ impl PcapPort {
 
     /// The `pcap-input` node: up to one vector of the capture's next frames (as many as the
     /// rate and the free buffers allow); frames it cannot use go to `error-drop`.
-    pub fn poll(&mut self, g: &mut Graph, now: u64) -> Option<VecHandle> {
+    pub fn poll<F: DriversWorker>(&mut self, g: &mut Graph<F>, now: u64) -> Option<VecHandle> {
         if self.ended {
             self.finished.store(true, Ordering::Release);
             return None;
@@ -292,7 +293,7 @@ impl PcapPort {
     /// Copies the capture's next frame into buffer `i`, or says why it cannot be used;
     /// `None` at the end of the read (after starting it again, for a looping read that
     /// has frames).
-    fn read_into(&mut self, g: &mut Graph, i: u32) -> Option<Result<(), DropReason>> {
+    fn read_into<F: DriversWorker>(&mut self, g: &mut Graph<F>, i: u32) -> Option<Result<(), DropReason>> {
         loop {
             let room = &mut g.pool.slot_mut(i)[HEADROOM..];
             let verdict = match self.capture.next_frame(room) {
@@ -420,11 +421,11 @@ impl PcapSinks {
 /// The `pcap-tx` node: writes each run of frames for one port to its capture file (one lock
 /// per run; ports without a file write nothing), counts what was written as transmitted and
 /// frees it; a frame the file refuses goes to `error-drop` as `write-error`.
-pub fn tx(g: &mut Graph, v: VecHandle) {
+pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     let ts = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let mut refused = [false; VECTOR_SIZE];
     super::for_each_port_run(g, v, |g, port, run| {
-        if let Some(Some(sink)) = g.features.drivers.pcap_out.by_port.get(usize::from(port)) {
+        if let Some(Some(sink)) = g.features.ports().pcap_out.by_port.get(usize::from(port)) {
             let mut w = sink.lock();
             for k in run {
                 refused[k] = match &mut *w {

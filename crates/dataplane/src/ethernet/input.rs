@@ -30,13 +30,13 @@
 //! `fused`, their clocks being this node's); while the packet tracer runs, the nodes run one
 //! after the other so that traces show each one.
 
-use super::RxSampling;
 use super::dst::DstCheck;
-use crate::datapath::Graph;
+use crate::ethernet::EthernetWorker;
+use crate::interface::InterfaceCounters;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
-use crate::l3::HostCopy;
 use crate::l3::shared::RxTally;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use crate::{ip4, ip6};
@@ -44,10 +44,10 @@ use wire::EtherType;
 use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
     let port = g.vectors[v].port;
     g.features.sample_rx(&mut g.pool, &mut g.vectors[v], port, &g.counters);
-    let ifc = *g.features.tables.interfaces.get(port);
+    let ifc = *g.features.interfaces().get(port);
     if fused(g, v, &ifc) {
         return;
     }
@@ -119,7 +119,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// goes straight to the lookup, counted as a call of the input node. Not while the packet
 /// tracer runs, so that traces show each node. Returns whether it took the vector.
 #[inline(always)]
-fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
+fn fused<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle, ifc: &IfRuntime) -> bool {
     if !(matches!(ifc.mode, RxMode::L3) && ifc.admin_up && !ifc.classify) || g.trace.active {
         return false;
     }
@@ -148,7 +148,7 @@ fn fused(g: &mut Graph, v: VecHandle, ifc: &IfRuntime) -> bool {
 
 /// Counts `n` well-sized frames received on `port`, summed in `tally`.
 #[inline(always)]
-fn count_vector(g: &Graph, port: u16, n: u64, tally: RxTally) {
+fn count_vector<F: EthernetWorker>(g: &Graph<F>, port: u16, n: u64, tally: RxTally) {
     let c = g.counters.interface(port);
     c.rx_packets.add(n);
     c.rx_octets.add(tally.octets);
@@ -159,7 +159,7 @@ fn count_vector(g: &Graph, port: u16, n: u64, tally: RxTally) {
 
 /// Counts one received frame on `rx_if`; its destination only when `sized` (a full header,
 /// within the MTU), as the vector path does.
-fn count(g: &Graph, rx_if: u16, len: usize, head: u64, sized: bool) {
+fn count<F: EthernetWorker>(g: &Graph<F>, rx_if: u16, len: usize, head: u64, sized: bool) {
     let c = g.counters.interface(rx_if);
     c.rx_packets.add(1);
     c.rx_octets.add(len as u64);
@@ -195,27 +195,27 @@ pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16, lcp: bool) -> Result<Nod
 /// (frames for other hosts among them), removes the tag of frames for sub-interfaces,
 /// dispatches the rest, splits the vector.
 #[cold]
-fn classify_each(g: &mut Graph, v: VecHandle) {
+fn classify_each<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
     let port = g.vectors[v].port;
-    let port_ifc = *g.features.tables.interfaces.get(port);
+    let port_ifc = *g.features.interfaces().get(port);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let len = g.pool.frame(i).len();
         let head = g.pool.head_u64(i);
-        let ethertype = |g: &Graph| {
+        let ethertype = |g: &Graph<F>| {
             let f = g.pool.frame(i);
             u16::from_be_bytes([f[12], f[13]])
         };
         let sub = if len >= HEADER_LEN + VLAN_TAG_LEN && port_ifc.has_subifs && ethertype(g) == EtherType::VLAN {
             let f = g.pool.frame(i);
             let vid = u16::from_be_bytes([f[14], f[15]]) & 0x0fff;
-            g.features.tables.interfaces.vlans.get(&(port, vid)).copied()
+            g.features.interfaces().vlans.get(&(port, vid)).copied()
         } else {
             None
         };
         let rx_if = sub.unwrap_or(port);
         count(g, rx_if, len, head, (HEADER_LEN..=port_ifc.max_frame as usize).contains(&len));
-        let ifc = *g.features.tables.interfaces.get(rx_if);
+        let ifc = *g.features.interfaces().get(rx_if);
         let next = if !port_ifc.admin_up || !ifc.admin_up {
             Err(DropReason::InterfaceDown)
         } else if len < HEADER_LEN {

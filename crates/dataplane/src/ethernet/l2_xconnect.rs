@@ -2,16 +2,17 @@
 //! cross-connected to, and sends the whole vector to `interface-output`. Frames are not
 //! modified. Drops nothing (`ethernet-input` only sends frames of cross-connected interfaces).
 
-use crate::datapath::Graph;
+use crate::ethernet::EthernetWorker;
 use crate::interface::RxMode;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The cross-connect peer of interface `rx_if` (0 when it has none: index 0 is never up, so
 /// `interface-output` then drops the frame as `tx-interface-down` rather than guessing).
 #[inline(always)]
-fn peer(g: &Graph, rx_if: u16) -> u16 {
-    match g.features.tables.interfaces.get(rx_if).mode {
+fn peer<F: EthernetWorker>(g: &Graph<F>, rx_if: u16) -> u16 {
+    match g.features.interfaces().get(rx_if).mode {
         RxMode::L2Xconnect { peer } => peer,
         RxMode::L3 => 0,
     }
@@ -19,7 +20,7 @@ fn peer(g: &Graph, rx_if: u16) -> u16 {
 
 /// Processes one vector. Frames received on the vector's own port (all of them, until
 /// sub-interfaces exist) share one lookup.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
     let port = g.vectors[v].port;
     let port_peer = peer(g, port);
     for &i in g.vectors[v].indices() {

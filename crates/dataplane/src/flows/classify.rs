@@ -9,9 +9,13 @@
 //! the node `ethernet-input` would have chosen without rules. Megaflows unused for 10 s expire
 //! (checked every 10 s).
 
-use crate::datapath::Graph;
 use crate::flows::FlowAction;
+use crate::flows::FlowCounting;
+use crate::flows::FlowTables;
+use crate::flows::FlowsWorker;
+use crate::interface::InterfaceTables;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use classifier::cache::Verdict;
@@ -23,7 +27,7 @@ use classifier::{Field, FlowKey, MegaflowCache};
 pub type WorkerCache = Option<(MegaflowCache, u64)>;
 
 /// The classifier key of buffer `i`.
-fn key_of(g: &Graph, i: u32) -> FlowKey {
+fn key_of<F: FlowsWorker>(g: &Graph<F>, i: u32) -> FlowKey {
     let m = g.pool.meta(i);
     let f = g.pool.frame(i);
     let l3 = usize::from(m.l3_offset);
@@ -31,7 +35,7 @@ fn key_of(g: &Graph, i: u32) -> FlowKey {
     let mut key = FlowKey::default()
         .with(Field::InPort, u64::from(m.rx_if))
         .with(Field::Ethertype, u64::from(ethertype))
-        .with(Field::Vlan, u64::from(g.features.tables.interfaces.get(m.rx_if).vlan));
+        .with(Field::Vlan, u64::from(g.features.interfaces().get(m.rx_if).vlan));
     let Some(ip) = f.get(l3..l3 + 20).filter(|_| ethertype == wire::EtherType::IPV4) else { return key };
     let frag = u16::from_be_bytes([ip[6], ip[7]]);
     let (offset, more) = (frag & 0x1fff, frag & 0x2000 != 0);
@@ -74,25 +78,25 @@ fn age(cache: &mut MegaflowCache, last_tick: &mut u64, now: u64, hz: u64) {
 }
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
-    let tables = g.features.tables.clone();
-    let flows = &tables.flows;
+pub fn run<F: FlowsWorker>(g: &mut Graph<F>, v: VecHandle) {
+    let tables = g.features.snapshot().clone();
+    let flows = &tables.flows();
     let n = g.vectors[v].len();
     let mut keys = [FlowKey::default(); VECTOR_SIZE];
     for (k, &i) in g.vectors[v].indices().iter().enumerate() {
         keys[k] = key_of(g, i);
     }
     let now = crate::runtime::tsc::now();
-    if g.features.flow_cache.as_ref().is_some_and(|(cache, _)| cache.config() != flows.cache) {
-        g.features.flow_cache = None;
+    if g.features.flow_cache().as_ref().is_some_and(|(cache, _)| cache.config() != flows.cache) {
+        *g.features.flow_cache() = None;
     }
-    let (cache, last_tick) = g.features.flow_cache.get_or_insert_with(|| (MegaflowCache::new(flows.cache), now));
+    let (cache, last_tick) = g.features.flow_cache().get_or_insert_with(|| (MegaflowCache::new(flows.cache), now));
     age(cache, last_tick, now, crate::runtime::tsc::hz());
     let before = cache.stats();
     let mut out = [Verdict::NONE; VECTOR_SIZE];
     cache.lookup_batch(&flows.table, &keys[..n], &mut out[..n]);
     let after = cache.stats();
-    let c = &g.counters.flow_cache;
+    let c = g.counters.flow_cache();
     c.lookups.add(after.lookups - before.lookups);
     c.emc_hits.add(after.emc_hits - before.emc_hits);
     c.cd_hits.add(after.cd_hits - before.cd_hits);
@@ -103,7 +107,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         let action = flows.actions.get(verdict.rule as usize).copied();
         if action.is_some() {
-            g.counters.flow_hits[verdict.rule as usize % crate::flows::MAX_FLOWS].add(1);
+            g.counters.flow_hits(verdict.rule).add(1);
         }
         match action.unwrap_or(FlowAction::Normal) {
             FlowAction::Output(tx_if) => {
@@ -114,11 +118,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
             FlowAction::Normal => {
                 let rx_if = g.pool.meta(i).rx_if;
                 let ethertype = keys[k].get(Field::Ethertype) as u16;
-                match crate::ethernet::input::dispatch(
-                    tables.interfaces.get(rx_if),
-                    ethertype,
-                    g.features.lcp.is_some(),
-                ) {
+                match crate::ethernet::input::dispatch(tables.interfaces().get(rx_if), ethertype, g.features.has_host())
+                {
                     Ok(node) => g.nexts[k] = node,
                     Err(reason) => g.mark_drop(k, i, reason),
                 }

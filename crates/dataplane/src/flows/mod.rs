@@ -14,9 +14,33 @@ pub mod classify;
 pub mod config;
 
 use crate::flows::config::FlowCacheConfig;
-use crate::interface::Interface;
+use crate::interface::{Interface, InterfaceTables, InterfaceWorker};
+use crate::l3::HostCopy;
+use crate::runtime::counter::Counter;
+use crate::runtime::graph::Features;
 use crate::runtime::stats::counter_set;
 use classifier::{Rule, RuleMatch, RuleTable};
+
+/// The part of the workers' snapshot `flow-classify` reads beside the interfaces.
+pub trait FlowTables: InterfaceTables {
+    /// The flow rules.
+    fn flows(&self) -> &Flows;
+}
+
+/// The counters `flow-classify` keeps.
+pub trait FlowCounting {
+    /// What the worker's megaflow cache did.
+    fn flow_cache(&self) -> &FlowCacheCounters;
+
+    /// Packets rule `rule` matched (ids beyond [`MAX_FLOWS`] wrap).
+    fn flow_hits(&self, rule: u32) -> &Counter;
+}
+
+/// A worker's state as `flow-classify` sees it.
+pub trait FlowsWorker: InterfaceWorker<Snapshot: FlowTables> + Features<Counters: FlowCounting> + HostCopy {
+    /// The worker's megaflow cache.
+    fn flow_cache(&mut self) -> &mut classify::WorkerCache;
+}
 
 counter_set! {
     /// One worker's megaflow cache counters (`show flow-cache`).

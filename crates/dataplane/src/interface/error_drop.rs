@@ -4,13 +4,14 @@
 //! interface), reports it as an sFlow discard sample when its interface has drop monitoring on, and
 //! frees the buffer.
 
-use super::TxSampling;
-use crate::datapath::Graph;
+use crate::interface::InterfaceCounters;
+use crate::interface::InterfaceWorker;
 use crate::runtime::drops::{DropClass, DropReason};
+use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
     let c = &g.counters;
     for &i in g.vectors[v].indices() {
         let m = g.pool.meta(i);

@@ -17,6 +17,10 @@ pub trait TxSampling: Features {
     /// Samples packet `i`, sent out of `port`, at that port's rate.
     fn sample_tx_one(&mut self, pool: &mut BufferPool, i: u32, port: u16, counters: &Self::Counters);
 
+    /// Tells the sampler of the input port of interface `rx_if` that a packet it received was
+    /// taken by this router, not forwarded (sFlow's `drops` of that port's sampler).
+    fn not_forwarded(&self, rx_if: u16, counters: &Self::Counters);
+
     /// Takes discard samples of the packets of vector `v`, about to be dropped.
     fn sample_drops(&mut self, pool: &BufferPool, v: &Vector, counters: &Self::Counters);
 }

@@ -9,8 +9,10 @@ pub mod config;
 pub mod error_drop;
 mod hooks;
 pub mod output;
+mod worker;
 
 pub use hooks::TxSampling;
+pub use worker::{InterfaceCounters, InterfaceTables, InterfaceWorker, consumed};
 
 use crate::net::{Ipv4Prefix, Ipv6Prefix};
 use crate::net::{L2_OVERHEAD, MAX_INTERFACES};

@@ -13,16 +13,18 @@
 //! Drops: `tx-interface-down`, `mtu-exceeded`, `no-headroom` (no room for a sub-interface's
 //! tag).
 
-use super::TxSampling;
-use crate::datapath::Graph;
+use crate::interface::InterfaceCounters;
+use crate::interface::InterfaceTables;
+use crate::interface::InterfaceWorker;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::EtherType;
 use wire::ethernet::VLAN_TAG_LEN;
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
     let idx = g.vectors[v].indices();
     let Some(&first) = idx.first() else {
         g.vectors.free(v);
@@ -35,7 +37,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         mixed |= (m.rx_if, m.tx_if) != (m0.rx_if, m0.tx_if);
         longest = longest.max(m.len());
     }
-    let out = *g.features.tables.interfaces.get(m0.tx_if);
+    let out = *g.features.interfaces().get(m0.tx_if);
     // Untagged frames may carry MTU + 14 bytes; longer ones (tagged, or too big) are
     // checked frame by frame.
     if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
@@ -54,12 +56,12 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// untagged and served by `tx_node`, within its MTU (+14): the frames of a multipath route,
 /// spread over several ports of one driver. Branch-free over the frames, as the outputs
 /// interleave at random.
-fn plain_outputs(g: &Graph, v: VecHandle, rx_if: u16, tx_node: NodeId) -> bool {
-    let tables = &g.features.tables;
+fn plain_outputs<F: InterfaceWorker>(g: &Graph<F>, v: VecHandle, rx_if: u16, tx_node: NodeId) -> bool {
+    let tables = g.features.snapshot();
     let mut ok = tx_node != NodeId::ErrorDrop;
     for &i in g.vectors[v].indices() {
         let m = g.pool.meta(i);
-        let out = tables.interfaces.get(m.tx_if);
+        let out = tables.interfaces().get(m.tx_if);
         ok &= (m.rx_if == rx_if)
             & (out.tx_node == tx_node)
             & (out.vlan == 0)
@@ -72,7 +74,7 @@ fn plain_outputs(g: &Graph, v: VecHandle, rx_if: u16, tx_node: NodeId) -> bool {
 const TAG: u16 = VLAN_TAG_LEN as u16;
 
 /// True when frame `i` carries an 802.1Q or 802.1ad tag.
-fn is_tagged(g: &Graph, i: u32) -> bool {
+fn is_tagged<F: InterfaceWorker>(g: &Graph<F>, i: u32) -> bool {
     let l = g.pool.line(i);
     matches!(u16::from_be_bytes([l[12], l[13]]), EtherType::VLAN | EtherType::QINQ)
 }
@@ -81,7 +83,7 @@ fn is_tagged(g: &Graph, i: u32) -> bool {
 /// 4 bytes down into the headroom and the tag goes between them and the ethertype. Returns
 /// false (frame unchanged) when the headroom has no 4 bytes left.
 #[must_use]
-fn push_tag(g: &mut Graph, i: u32, vid: u16) -> bool {
+fn push_tag<F: InterfaceWorker>(g: &mut Graph<F>, i: u32, vid: u16) -> bool {
     let Some(f) = g.pool.grow_head(i, VLAN_TAG_LEN) else { return false };
     f.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
     f[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
@@ -93,10 +95,10 @@ fn push_tag(g: &mut Graph, i: u32, vid: u16) -> bool {
 /// The output interface's facts are read once per run of frames toward it, and the frames
 /// forwarded are counted once per run of frames from one input interface.
 #[cold]
-fn each_frame(g: &mut Graph, v: VecHandle) {
+fn each_frame<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
     let mut first = None;
     let mut same = true;
-    let mut out = *g.features.tables.interfaces.get(g.pool.meta(g.vectors[v].indices()[0]).tx_if);
+    let mut out = *g.features.interfaces().get(g.pool.meta(g.vectors[v].indices()[0]).tx_if);
     let mut out_if = g.pool.meta(g.vectors[v].indices()[0]).tx_if;
     let (mut rx_if, mut forwarded) = (0u16, 0u64);
     for k in 0..g.vectors[v].len() {
@@ -104,7 +106,7 @@ fn each_frame(g: &mut Graph, v: VecHandle) {
         let m = *g.pool.meta(i);
         if m.tx_if != out_if {
             out_if = m.tx_if;
-            out = *g.features.tables.interfaces.get(m.tx_if);
+            out = *g.features.interfaces().get(m.tx_if);
         }
         // Untagged frames may carry MTU + 14 bytes, tagged ones 4 more.
         let fits = m.len() <= out.max_frame.saturating_sub(TAG) || (m.len() <= out.max_frame && is_tagged(g, i));

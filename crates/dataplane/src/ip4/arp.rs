@@ -8,32 +8,34 @@
 //! while: IPv4 packets toward it go to `icmp4-error` for an ICMP host unreachable instead. (The
 //! same steps as `ip6-nd`: [`crate::l3::shared::resolve_misses`].)
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
+use crate::neighbor::punt::PuntCounting;
 use crate::net::Payload;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::{IpAddr, Ipv4Addr};
 use wire::arp::{self, Arp};
 use wire::{EtherType, MacAddr};
 
-/// How IPv4 resolves.
-const ARP: crate::l3::shared::Resolver =
-    crate::l3::shared::Resolver { family: Payload::Ip4, request, icmp: NodeId::Icmp4Error };
-
-/// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
-    crate::l3::shared::resolve_misses(g, v, &ARP);
+/// Processes one vector, resolving with ARP (IPv4's `Resolver`).
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+    crate::l3::shared::resolve_misses(
+        g,
+        v,
+        &crate::l3::shared::Resolver { family: Payload::Ip4, request, icmp: NodeId::Icmp4Error },
+    );
 }
 
 /// Makes an ARP request for `target` (an IPv4 address) out of interface `tx_if` in a fresh
 /// buffer, broadcast or to `dst`; `None` when no buffer is free or `target` is not IPv4.
-pub fn request(g: &mut Graph, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
+pub fn request<F: L3Worker>(g: &mut Graph<F>, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
     let IpAddr::V4(target) = target else { return None };
-    let mac = g.features.tables.interfaces.get(tx_if).mac;
-    let spa = g.features.tables.interfaces.source_toward(tx_if, target).unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let mac = g.features.interfaces().get(tx_if).mac;
+    let spa = g.features.interfaces().source_toward(tx_if, target).unwrap_or(Ipv4Addr::UNSPECIFIED);
     let mut packet = [0u8; arp::LEN];
     Arp { op: arp::REQUEST, sha: mac, spa, tha: MacAddr([0; 6]), tpa: target }.write(&mut packet);
     let i = crate::l3::shared::originate(g, tx_if, dst.unwrap_or(MacAddr::BROADCAST), EtherType::ARP, &packet)?;
-    g.counters.punt.arp_requests.add(1);
+    g.counters.punt().arp_requests.add(1);
     Some(i)
 }

@@ -11,17 +11,18 @@
 //! `arp-malformed`. With linux-cp on, every well-formed ARP packet is first copied up the
 //! input interface's TAP ([`crate::l3::HostCopy`]).
 
-use crate::datapath::Graph;
-use crate::l3::HostCopy;
+use crate::l3::L3Worker;
+use crate::neighbor::punt::PuntCounting;
 use crate::neighbor::punt::{Event, Learn};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
@@ -32,15 +33,15 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         };
         // linux-cp: Linux gets a copy of every ARP packet, for its own neighbor entries.
         g.features.copy_up(&g.pool, i);
-        let ours = g.features.tables.interfaces.is_own_address(m.rx_if, a.tpa);
-        let on_link = g.features.tables.interfaces.addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
+        let ours = g.features.interfaces().is_own_address(m.rx_if, a.tpa);
+        let on_link = g.features.interfaces().addresses.iter().any(|&(x, p)| x == m.rx_if && p.contains(a.spa));
         if a.spa != Ipv4Addr::UNSPECIFIED && on_link && !a.sha.is_group() {
             let how = if ours { Learn::Confirmed } else { Learn::Overheard };
             let event = Event::Learned { interface: m.rx_if, address: a.spa.into(), mac: a.sha, how };
-            g.features.punt.report(event, &g.counters.punt);
+            g.features.punt().report(event, g.counters.punt());
         }
         if a.op == arp::REQUEST && ours {
-            g.consumed(i);
+            crate::interface::consumed(g, i);
             reply(g, i, &a);
             g.nexts[k] = NodeId::InterfaceOutput;
         } else {
@@ -53,9 +54,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 
 /// Turns request `a` in buffer `i` into our reply, sent back out of the interface it came in
 /// on (as a packet this router originates).
-fn reply(g: &mut Graph, i: u32, a: &Arp) {
+fn reply<F: L3Worker>(g: &mut Graph<F>, i: u32, a: &Arp) {
     let m = *g.pool.meta(i);
-    let mac = g.features.tables.interfaces.get(m.rx_if).mac;
+    let mac = g.features.interfaces().get(m.rx_if).mac;
     let answer = Arp { op: arp::REPLY, sha: mac, spa: a.tpa, tha: a.sha, tpa: a.spa };
     let l3 = usize::from(m.l3_offset);
     let f = g.pool.frame_mut(i);
@@ -66,5 +67,5 @@ fn reply(g: &mut Graph, i: u32, a: &Arp) {
     let meta = g.pool.meta_mut(i);
     meta.tx_if = meta.rx_if;
     meta.rx_if = 0;
-    g.counters.punt.arp_replies.add(1);
+    g.counters.punt().arp_replies.add(1);
 }

@@ -8,15 +8,17 @@
 //! counts as forwarded on its input interface once), the original buffer is freed. A packet that
 //! needs more buffers than are free is dropped whole as `no-buffer`.
 
-use crate::datapath::Graph;
+use crate::interface::InterfaceCounters;
+use crate::l3::L3Worker;
 use crate::runtime::buffer::MAX_DATA_SIZE;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let mut out = Outbox::new(NodeId::InterfaceOutput);
     let mut dropped = Outbox::new(NodeId::ErrorDrop);
     for k in 0..g.vectors[v].len() {
@@ -59,12 +61,12 @@ fn copied_options(options: &[u8]) -> ([u8; 40], usize) {
 }
 
 /// Cuts buffer `i` into fragments for its output interface's MTU and adds them to `out`.
-fn fragment(g: &mut Graph, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
+fn fragment<F: L3Worker>(g: &mut Graph<F>, i: u32, out: &mut Outbox) -> Result<(), DropReason> {
     let m = *g.pool.meta(i);
     let l2 = usize::from(m.l3_offset);
     // Labels pushed in front of the IP header (l2 beyond Ethernet's 14 bytes) count against
     // the MTU; a fragment never outgrows a buffer either.
-    let mtu = usize::from(g.features.tables.interfaces.get(m.tx_if).mtu)
+    let mtu = usize::from(g.features.interfaces().get(m.tx_if).mtu)
         .saturating_sub(l2.saturating_sub(14))
         .min(g.pool.data_capacity() - l2);
     let f = g.pool.frame(i);

@@ -16,8 +16,9 @@
 //! address, or a packet this router made.
 //! All within the worker's ICMP rate limit (`icmp_limited` counts what it withheld).
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
@@ -26,17 +27,17 @@ use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
 /// Largest ICMP error datagram (RFC 1812 §4.3.2.3).
 const MAX_ERROR: usize = 576;
 
-/// How IPv4 errors are made.
-const ERRORS: crate::l3::shared::IcmpErrors =
-    crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip4Lookup };
-
-/// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
-    crate::l3::shared::send_errors(g, v, &ERRORS);
+/// Processes one vector with the ICMP errors IPv4 makes (its `IcmpErrors`).
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+    crate::l3::shared::send_errors(
+        g,
+        v,
+        &crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip4Lookup },
+    );
 }
 
 /// Type, code and next-hop MTU of the error for buffer `i`'s drop reason.
-fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
+fn message<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<(u8, u8, u32)> {
     let m = g.pool.meta(i);
     match DropReason::from_index(m.error)? {
         DropReason::TtlExpired => Some((icmp::TIME_EXCEEDED, 0, 0)),
@@ -47,11 +48,11 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
         DropReason::RouteProhibited => Some((icmp::DEST_UNREACHABLE, icmp::ADMIN_PROHIBITED, 0)),
         DropReason::FragNeeded => {
             // The route's pushed labels take part of the MTU.
-            let labels = match g.features.tables.l3.adjs.get(m.adj as usize) {
+            let labels = match g.features.l3().adjs.get(m.adj as usize) {
                 Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
-            let mtu = g.features.tables.interfaces.get(m.tx_if).mtu.saturating_sub(4 * labels);
+            let mtu = g.features.interfaces().get(m.tx_if).mtu.saturating_sub(4 * labels);
             Some((icmp::DEST_UNREACHABLE, icmp::FRAG_NEEDED, u32::from(mtu)))
         }
         _ => None,
@@ -59,8 +60,8 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
 }
 
 /// True unless RFC 1812 §4.3.2.7 forbids an error about buffer `i` (of any type).
-fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
-    let Some(ip) = g.ipv4(i) else { return false };
+fn may_answer<F: L3Worker>(g: &Graph<F>, i: u32, _kind: u8) -> bool {
+    let Some(ip) = crate::l3::ipv4(&g.pool, i) else { return false };
     let m = g.pool.meta(i);
     let dst = ip.dst();
     // An ICMP packet too short to show its type counts as an error, the safe side.
@@ -70,7 +71,7 @@ fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
         && g.pool.frame(i)[0] & 1 == 0
         && !dst.is_multicast()
         && dst.octets()[0] < 240
-        && !g.features.tables.interfaces.is_subnet_edge(dst)
+        && !g.features.interfaces().is_subnet_edge(dst)
         && ip.fragment_offset() == 0
         && !about_error
         && !is_invalid_source(g, ip.src())
@@ -78,14 +79,14 @@ fn may_answer(g: &Graph, i: u32, _kind: u8) -> bool {
 
 /// True for a source no ICMP message may go to (RFC 1812 §4.3.2.7, §5.3.7): 0/8, 127/8,
 /// multicast, 240/4 (with 255.255.255.255), or a subnet's network or broadcast address.
-pub fn is_invalid_source(g: &Graph, src: Ipv4Addr) -> bool {
+pub fn is_invalid_source<F: L3Worker>(g: &Graph<F>, src: Ipv4Addr) -> bool {
     let first = src.octets()[0];
-    first == 0 || first == 127 || first >= 224 || g.features.tables.interfaces.is_subnet_edge(src)
+    first == 0 || first == 127 || first >= 224 || g.features.interfaces().is_subnet_edge(src)
 }
 
 /// Builds the error about buffer `i` in a fresh buffer; `None` when none is free or the input
 /// interface (and every other) has no address to send it from.
-fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u32) -> Option<u32> {
+fn build<F: L3Worker>(g: &mut Graph<F>, i: u32, kind: u8, code: u8, mtu: u32) -> Option<u32> {
     let m = *g.pool.meta(i);
     let ip = &g.pool.frame(i)[usize::from(m.l3_offset)..];
     let original = Ipv4Packet::new_checked(ip).ok()?;
@@ -94,10 +95,9 @@ fn build(g: &mut Graph, i: u32, kind: u8, code: u8, mtu: u32) -> Option<u32> {
     let to = original.src();
     let from = g
         .features
-        .tables
-        .interfaces
+        .interfaces()
         .source_toward(m.rx_if, to)
-        .or_else(|| g.features.tables.interfaces.addresses.first().map(|(_, a)| a.addr))?;
+        .or_else(|| g.features.interfaces().addresses.first().map(|(_, a)| a.addr))?;
     let mut out = [0u8; 14 + MAX_ERROR];
     out[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
     let len = ipv4::HEADER_LEN + icmp::HEADER_LEN + quote.len();

@@ -6,10 +6,11 @@
 //! unchanged when all are good). The TTL is checked only when forwarding (`ip4-rewrite`), so
 //! packets for this router's own addresses are delivered whatever their TTL.
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
 use crate::l3::shared::RxTally;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::VecHandle;
@@ -80,7 +81,7 @@ pub fn all_fast_ok(isa: Isa, pool: &BufferPool, indices: &[u32]) -> bool {
 
 /// Processes one vector: one branch-free pass when every packet is good (16 or 8 packets at
 /// once with AVX-512 or AVX2), otherwise a second pass that names each bad packet's reason.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let all_ok = all_fast_ok(g.isa, &g.pool, g.vectors[v].indices());
     crate::l3::shared::validated(g, v, all_ok, check, DropReason::Truncated, NodeId::Ip4Lookup);
 }

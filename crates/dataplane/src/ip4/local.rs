@@ -8,22 +8,23 @@
 //! not answered goes up the input interface's TAP instead (`linux-cp-punt`), fragments as they
 //! are, for the kernel to reassemble.
 
-use crate::datapath::Graph;
-use crate::l3::HostCopy;
+use crate::l3::L3Worker;
+use crate::neighbor::punt::PuntCounting;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::{Ipv4Packet, checksum, icmp, ipv4};
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        if is_echo_request(g, i) && !from_invalid_source(g, i) && g.features.punt.icmp_allowed(now) {
-            g.consumed(i);
+        if is_echo_request(g, i) && !from_invalid_source(g, i) && g.features.punt().icmp_allowed(now) {
+            crate::interface::consumed(g, i);
             echo_reply(g, i);
-            g.counters.punt.icmp_sent.add(1);
+            g.counters.punt().icmp_sent.add(1);
             g.nexts[k] = NodeId::Ip4Lookup;
         } else if g.features.has_host() {
             g.nexts[k] = NodeId::LcpPunt;
@@ -35,8 +36,8 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 }
 
 /// True for an unfragmented ICMP echo request with a good checksum.
-fn is_echo_request(g: &Graph, i: u32) -> bool {
-    g.ipv4(i).is_some_and(|ip| {
+fn is_echo_request<F: L3Worker>(g: &Graph<F>, i: u32) -> bool {
+    crate::l3::ipv4(&g.pool, i).is_some_and(|ip| {
         ip.protocol() == ipv4::protocol::ICMP
             && !ip.is_fragment()
             && ip.payload().is_some_and(|m| {
@@ -46,12 +47,12 @@ fn is_echo_request(g: &Graph, i: u32) -> bool {
 }
 
 /// True when buffer `i`'s source may not be answered (see [`crate::ip4::icmp_error`]).
-fn from_invalid_source(g: &Graph, i: u32) -> bool {
-    g.ipv4(i).is_none_or(|ip| crate::ip4::icmp_error::is_invalid_source(g, ip.src()))
+fn from_invalid_source<F: L3Worker>(g: &Graph<F>, i: u32) -> bool {
+    crate::l3::ipv4(&g.pool, i).is_none_or(|ip| crate::ip4::icmp_error::is_invalid_source(g, ip.src()))
 }
 
 /// Turns the echo request in buffer `i` into its reply, as a packet this router originates.
-fn echo_reply(g: &mut Graph, i: u32) {
+fn echo_reply<F: L3Worker>(g: &mut Graph<F>, i: u32) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let ip = &mut g.pool.frame_mut(i)[l3..];
     let ihl = usize::from(ip[0] & 0x0f) * 4;

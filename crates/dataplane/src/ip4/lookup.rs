@@ -10,11 +10,12 @@
 //! `route-unreachable` and `route-prohibited` through `icmp4-error`; everything else goes to
 //! `ip4-rewrite`.
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash4};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 
@@ -22,7 +23,7 @@ use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 const REJECTS: [DropReason; 3] = [DropReason::Blackhole, DropReason::RouteUnreachable, DropReason::RouteProhibited];
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let n = g.vectors[v].len();
     let mut dst = [0u32; VECTOR_SIZE];
     for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
@@ -30,10 +31,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         // ip4-input guaranteed 20 header bytes at l3.
         let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
         *d = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        g.features.fib.ip4.prefetch(*d);
+        g.features.fibs().ip4.prefetch(*d);
     }
     let mut entry = [0u32; VECTOR_SIZE];
-    g.features.fib.ip4.lookup_batch(&dst[..n], &mut entry[..n]);
+    g.features.fibs().ip4.lookup_batch(&dst[..n], &mut entry[..n]);
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = true;
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
@@ -53,7 +54,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// A vector with a multipath route, no route, a reject route or our own address: multipath packets take
 /// their flow's path, then the vector goes on whole or split.
 #[cold]
-fn not_plain(g: &mut Graph, v: VecHandle) {
+fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let (mut multipath, mut routed) = (false, true);
     for &i in g.vectors[v].indices() {
         let adj = g.pool.meta(i).adj;
@@ -74,7 +75,7 @@ fn not_plain(g: &mut Graph, v: VecHandle) {
 /// `icmp4-error`, our own address to `ip4-local`, a reject route drops under its reason
 /// (through `icmp4-error` when it answers), the rest to `ip4-rewrite`.
 #[cold]
-fn split_unrouted(g: &mut Graph, v: VecHandle) {
+fn split_unrouted<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         match g.pool.meta(i).adj {

@@ -12,9 +12,11 @@
 //! neighbor table. Without a MAC the packet goes to `ip4-arp` (dropped as `no-neighbor`
 //! while ARP resolves it).
 
-use crate::datapath::Graph;
+use crate::l3::L3Tables;
+use crate::l3::L3Worker;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
@@ -34,7 +36,7 @@ enum Verdict {
 /// TTL and size first (one read of the header serves both and the rewrite), then decrements
 /// the TTL (incremental checksum), pushes `push` in front of it and writes the MACs.
 #[inline(always)]
-fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) -> Verdict {
+fn rewrite<F: L3Worker>(g: &mut Graph<F>, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) -> Verdict {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
@@ -66,9 +68,9 @@ fn rewrite(g: &mut Graph, i: u32, macs: &[u8; 12], push: &LabelStack, mtu: u16) 
 /// Forwards packet `k` (buffer `i`) out of `tx_if` with `macs` and `push`: sets its next node
 /// and returns whether it took the plain path (whole, to `interface-output`).
 #[inline(always)]
-fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> bool {
+fn forward<F: L3Worker>(g: &mut Graph<F>, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> bool {
     g.pool.meta_mut(i).tx_if = tx_if;
-    match rewrite(g, i, macs, push, g.features.tables.interfaces.get(tx_if).mtu) {
+    match rewrite(g, i, macs, push, g.features.interfaces().get(tx_if).mtu) {
         Verdict::Fits => {
             g.nexts[k] = NodeId::InterfaceOutput;
             true
@@ -88,8 +90,8 @@ fn forward(g: &mut Graph, k: usize, i: u32, tx_if: u16, macs: &[u8; 12], push: &
 }
 
 /// True when the TTL of the IPv4 packet in buffer `i` is too low to forward it.
-fn ttl_expired(g: &Graph, i: u32) -> bool {
-    g.ipv4(i).is_some_and(|ip| ip.ttl() <= 1)
+fn ttl_expired<F: L3Worker>(g: &Graph<F>, i: u32) -> bool {
+    crate::l3::ipv4(&g.pool, i).is_some_and(|ip| ip.ttl() <= 1)
 }
 
 /// The plain packets at the start of vector `v`: each one toward a resolved next hop without
@@ -98,8 +100,8 @@ fn ttl_expired(g: &Graph, i: u32) -> bool {
 /// needs [`forward`]'s full treatment. An adjacency is resolved once for a run of packets that
 /// share it, so a vector toward one next hop reads it once.
 #[inline(always)]
-fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
-    crate::l3::shared::plain_rewrite_prefix::<12>(g, v, |ip, mtu| {
+fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
+    crate::l3::shared::plain_rewrite_prefix::<12, _>(g, v, |ip, mtu| {
         let old = be16(&ip[field::TTL_PROTOCOL]);
         if old < 0x0200 || usize::from(be16(&ip[field::TOTAL_LEN])) > mtu {
             return false;
@@ -115,18 +117,18 @@ fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
 /// Processes one vector: the plain packets at its start in one tight pass
 /// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
 /// the tables taken once per vector), never copied per packet.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let plain = plain_prefix(g, v);
     if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
         return;
     }
     let n = g.vectors[v].len();
-    let tables = g.features.tables.clone();
+    let tables = g.features.snapshot().clone();
     let mut all_ok = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
         let adj = g.pool.meta(i).adj;
-        if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3.adjs.get(adj as usize) {
+        if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3().adjs.get(adj as usize) {
             all_ok &= forward(g, k, i, *tx_if, macs, push);
             continue;
         }
@@ -152,13 +154,13 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// without a neighbor: sets the output interface and returns it with the MACs to write,
 /// `None` when there is no MAC.
 #[cold]
-fn resolve_other(g: &mut Graph, i: u32) -> Option<(u16, [u8; 12])> {
+fn resolve_other<F: L3Worker>(g: &mut Graph<F>, i: u32) -> Option<(u16, [u8; 12])> {
     let m = *g.pool.meta(i);
-    match g.features.tables.l3.adjs.get(m.adj as usize) {
+    match g.features.l3().adjs.get(m.adj as usize) {
         Some(&Adjacency::Glean { tx_if }) => {
             g.pool.meta_mut(i).tx_if = tx_if;
-            let dst = g.ipv4(i)?.dst();
-            let mac = g.features.tables.l3.neighbors.get(&(tx_if, dst))?;
+            let dst = crate::l3::ipv4(&g.pool, i)?.dst();
+            let mac = g.features.l3().neighbors.get(&(tx_if, dst))?;
             Some((tx_if, crate::l3::shared::macs_toward(g, tx_if, mac.0)))
         }
         Some(&Adjacency::Via { tx_if, .. }) => {

@@ -20,9 +20,10 @@
 //! (RFC 4443 §3.2, §3.3). All within the worker's ICMP rate limit (`icmp_limited` counts
 //! what it withheld).
 
-use crate::datapath::Graph;
 use crate::l3::Adjacency;
+use crate::l3::L3Worker;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::{self, HEADER_LEN};
@@ -31,18 +32,18 @@ use wire::{EtherType, Ipv6Packet, MacAddr, icmpv6};
 /// The IPv6 minimum MTU: no error is larger (RFC 4443 §2.4(c)).
 const MIN_MTU: usize = 1280;
 
-/// How IPv6 errors are made.
-const ERRORS: crate::l3::shared::IcmpErrors =
-    crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip6Lookup };
-
-/// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
-    crate::l3::shared::send_errors(g, v, &ERRORS);
+/// Processes one vector with the ICMPv6 errors IPv6 makes (its `IcmpErrors`).
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+    crate::l3::shared::send_errors(
+        g,
+        v,
+        &crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip6Lookup },
+    );
 }
 
 /// Type, code and 32-bit parameter (the MTU of packet too big) of the error for buffer `i`'s
 /// drop reason.
-fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
+fn message<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<(u8, u8, u32)> {
     let m = g.pool.meta(i);
     match DropReason::from_index(m.error)? {
         DropReason::HopLimitExpired => Some((icmpv6::TIME_EXCEEDED, 0, 0)),
@@ -52,14 +53,14 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
         DropReason::Ip6RouteProhibited => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADMIN_PROHIBITED, 0)),
         DropReason::Ip6NoNeighbor => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADDRESS_UNREACHABLE, 0)),
         DropReason::PacketTooBig => {
-            let labels = match g.features.tables.l3.adjs.get(m.adj as usize) {
+            let labels = match g.features.l3().adjs.get(m.adj as usize) {
                 Some(Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };
             Some((
                 icmpv6::PACKET_TOO_BIG,
                 0,
-                u32::from(g.features.tables.interfaces.get(m.tx_if).mtu.saturating_sub(4 * labels)),
+                u32::from(g.features.interfaces().get(m.tx_if).mtu.saturating_sub(4 * labels)),
             ))
         }
         _ => None,
@@ -67,8 +68,8 @@ fn message(g: &Graph, i: u32) -> Option<(u8, u8, u32)> {
 }
 
 /// True unless RFC 4443 §2.4(e) forbids an error of type `kind` about buffer `i`.
-fn may_answer(g: &Graph, i: u32, kind: u8) -> bool {
-    let Some(ip) = g.ipv6(i) else { return false };
+fn may_answer<F: L3Worker>(g: &Graph<F>, i: u32, kind: u8) -> bool {
+    let Some(ip) = crate::l3::ipv6(&g.pool, i) else { return false };
     let m = g.pool.meta(i);
     let packet = &g.pool.frame(i)[usize::from(m.l3_offset)..];
     let about_error = match ipv6::upper_layer(packet) {
@@ -88,14 +89,14 @@ fn may_answer(g: &Graph, i: u32, kind: u8) -> bool {
 
 /// Builds the error about buffer `i` in a fresh buffer (its MACs left to `ip6-rewrite`);
 /// `None` when none is free or no interface has a global address to send it from.
-fn build(g: &mut Graph, i: u32, kind: u8, code: u8, param: u32) -> Option<u32> {
+fn build<F: L3Worker>(g: &mut Graph<F>, i: u32, kind: u8, code: u8, param: u32) -> Option<u32> {
     let m = *g.pool.meta(i);
     let ip = &g.pool.frame(i)[usize::from(m.l3_offset)..];
     let original = Ipv6Packet::new_checked(ip).ok()?;
     let total = (HEADER_LEN + usize::from(original.payload_len())).min(ip.len());
     let quote = &ip[..total.min(MIN_MTU - HEADER_LEN - icmpv6::HEADER_LEN)];
     let to = original.src();
-    let from = g.features.tables.interfaces.global6(m.rx_if)?;
+    let from = g.features.interfaces().global6(m.rx_if)?;
     let mut out = [0u8; MIN_MTU];
     let len = HEADER_LEN + icmpv6::HEADER_LEN + quote.len();
     let (h, rest) = out[..len].split_at_mut(HEADER_LEN);

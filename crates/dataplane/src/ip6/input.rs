@@ -7,10 +7,11 @@
 //! unchanged when all are good). The hop limit is checked only when forwarding
 //! (`ip6-rewrite`), so packets for this router's own addresses are delivered whatever it is.
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
 use crate::l3::shared::RxTally;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::HEADER_LEN;
@@ -62,6 +63,6 @@ pub fn plain_frames(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: Mac
 
 /// Processes one vector: one branch-free pass when every packet is good, otherwise a second
 /// pass that names each bad packet's reason.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     crate::l3::shared::validate(g, v, fast_ok, check, DropReason::Ip6Truncated, NodeId::Ip6Lookup);
 }

@@ -26,10 +26,11 @@
 //! (`linux-cp-punt`): a fragment (a fragment header after the fixed header) as it is, for the
 //! kernel to reassemble.
 
-use crate::datapath::Graph;
-use crate::l3::HostCopy;
+use crate::l3::L3Worker;
+use crate::neighbor::punt::PuntCounting;
 use crate::neighbor::punt::{Event, Learn};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv6Addr;
@@ -38,7 +39,7 @@ use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, MacAddr, checksum};
 
 /// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
@@ -48,7 +49,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         }
         match answer(g, i, now) {
             Ok(next) => {
-                g.consumed(i);
+                crate::interface::consumed(g, i);
                 let m = g.pool.meta_mut(i);
                 // Straight back out of the input interface, or routed; either way a packet
                 // this router originates.
@@ -67,7 +68,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 
 /// True when buffer `i` holds an ICMPv6 neighbor discovery message (router solicitation to
 /// redirect, types 133 to 137) right after the fixed header.
-fn is_neighbor_discovery(g: &Graph, i: u32) -> bool {
+fn is_neighbor_discovery<F: L3Worker>(g: &Graph<F>, i: u32) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame(i);
     f.get(l3 + 6) == Some(&icmpv6::PROTOCOL) && f.get(l3 + HEADER_LEN).is_some_and(|t| (133..=137).contains(t))
@@ -84,7 +85,7 @@ struct Received {
 }
 
 /// Answers buffer `i` in place and names where it goes, or the reason to drop it.
-fn answer(g: &mut Graph, i: u32, now: u64) -> Result<NodeId, DropReason> {
+fn answer<F: L3Worker>(g: &mut Graph<F>, i: u32, now: u64) -> Result<NodeId, DropReason> {
     let r = received(g, i)?;
     let kind = g.pool.frame(i)[r.icmp.start];
     match kind {
@@ -103,8 +104,8 @@ fn not_ours(dst: Ipv6Addr) -> DropReason {
 
 /// Reads buffer `i`'s IPv6 header and checks it carries a whole ICMPv6 message with a good
 /// checksum.
-fn received(g: &Graph, i: u32) -> Result<Received, DropReason> {
-    let ip = g.ipv6(i).ok_or(DropReason::Ip6Local)?; // ip6-input checked the header is there
+fn received<F: L3Worker>(g: &Graph<F>, i: u32) -> Result<Received, DropReason> {
+    let ip = crate::l3::ipv6(&g.pool, i).ok_or(DropReason::Ip6Local)?; // ip6-input checked the header is there
     let (src, dst) = (ip.src(), ip.dst());
     if ip.next_header() != icmpv6::PROTOCOL {
         return Err(not_ours(dst));
@@ -120,13 +121,13 @@ fn received(g: &Graph, i: u32) -> Result<Received, DropReason> {
 
 /// True for a source no ICMPv6 message may go to (RFC 4443 §2.4(e)): `::`, multicast, or a
 /// subnet-router anycast address.
-pub(crate) fn is_invalid_source(g: &Graph, src: Ipv6Addr) -> bool {
-    src.is_unspecified() || src.is_multicast() || g.features.tables.interfaces.is_subnet_anycast6(src)
+pub(crate) fn is_invalid_source<F: L3Worker>(g: &Graph<F>, src: Ipv6Addr) -> bool {
+    src.is_unspecified() || src.is_multicast() || g.features.interfaces().is_subnet_anycast6(src)
 }
 
 /// Turns the echo request in buffer `i` into its reply.
-fn echo(g: &mut Graph, i: u32, r: &Received, now: u64) -> Result<NodeId, DropReason> {
-    if is_invalid_source(g, r.src) || !g.features.punt.icmp_allowed(now) {
+fn echo<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received, now: u64) -> Result<NodeId, DropReason> {
+    if is_invalid_source(g, r.src) || !g.features.punt().icmp_allowed(now) {
         return Err(DropReason::Ip6Local);
     }
     let l3 = usize::from(g.pool.meta(i).l3_offset);
@@ -141,12 +142,12 @@ fn echo(g: &mut Graph, i: u32, r: &Received, now: u64) -> Result<NodeId, DropRea
     let csum = checksum::update16(u16::from_be_bytes([m[2], m[3]]), old, new);
     m[..2].copy_from_slice(&new.to_be_bytes());
     m[2..4].copy_from_slice(&csum.to_be_bytes());
-    g.counters.punt.icmp_sent.add(1);
+    g.counters.punt().icmp_sent.add(1);
     let on_link = [r.src, r.dst].iter().any(|&a| crate::net::is_link_local(a.into()));
     if !on_link {
         return Ok(NodeId::Ip6Lookup);
     }
-    let rx_mac = g.features.tables.interfaces.get(g.pool.meta(i).rx_if).mac;
+    let rx_mac = g.features.interfaces().get(g.pool.meta(i).rx_if).mac;
     let f = g.pool.frame_mut(i);
     f.copy_within(6..12, 0);
     f[6..12].copy_from_slice(&rx_mac.0);
@@ -154,12 +155,12 @@ fn echo(g: &mut Graph, i: u32, r: &Received, now: u64) -> Result<NodeId, DropRea
 }
 
 /// The frame's source MAC.
-fn frame_source(g: &Graph, i: u32) -> MacAddr {
+fn frame_source<F: L3Worker>(g: &Graph<F>, i: u32) -> MacAddr {
     MacAddr(g.pool.frame(i)[6..12].try_into().expect("a full Ethernet header"))
 }
 
 /// Parses the ND message of buffer `i` after RFC 4861 §7.1's checks.
-fn neighbor_message(g: &Graph, i: u32, r: &Received) -> Result<NeighborMessage, DropReason> {
+fn neighbor_message<F: L3Worker>(g: &Graph<F>, i: u32, r: &Received) -> Result<NeighborMessage, DropReason> {
     if r.hop_limit != icmpv6::ND_HOP_LIMIT {
         return Err(DropReason::NdMalformed);
     }
@@ -167,23 +168,23 @@ fn neighbor_message(g: &Graph, i: u32, r: &Received) -> Result<NeighborMessage, 
 }
 
 /// Answers the neighbor solicitation in buffer `i` with our advertisement, in place.
-fn solicitation(g: &mut Graph, i: u32, r: &Received) -> Result<NodeId, DropReason> {
+fn solicitation<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> Result<NodeId, DropReason> {
     let ns = neighbor_message(g, i, r)?;
     let dad = r.src.is_unspecified();
     if dad && (!icmpv6::is_solicited_node(r.dst) || ns.link_addr.is_some()) {
         return Err(DropReason::NdMalformed);
     }
     let rx_if = g.pool.meta(i).rx_if;
-    if !g.features.tables.interfaces.is_own_address6(rx_if, ns.target) {
+    if !g.features.interfaces().is_own_address6(rx_if, ns.target) {
         return Err(DropReason::NdNotForUs);
     }
     if let Some(mac) =
-        ns.link_addr.filter(|m| !m.is_group() && !dad && g.features.tables.interfaces.is_on_link6(rx_if, r.src))
+        ns.link_addr.filter(|m| !m.is_group() && !dad && g.features.interfaces().is_on_link6(rx_if, r.src))
     {
         let event = Event::Learned { interface: rx_if, address: r.src.into(), mac, how: Learn::Claimed };
-        g.features.punt.report(event, &g.counters.punt);
+        g.features.punt().report(event, g.counters.punt());
     }
-    let own_mac = g.features.tables.interfaces.get(rx_if).mac;
+    let own_mac = g.features.interfaces().get(rx_if).mac;
     let (to, to_mac, solicited) = if dad {
         (icmpv6::ALL_NODES, icmpv6::multicast_mac(icmpv6::ALL_NODES), 0)
     } else {
@@ -207,13 +208,13 @@ fn solicitation(g: &mut Graph, i: u32, r: &Received) -> Result<NodeId, DropReaso
     g.pool.write_frame(i, &frame);
     let m = g.pool.meta_mut(i);
     (m.rx_if, m.flags) = (meta.rx_if, meta.flags);
-    g.counters.punt.nd_advertisements.add(1);
+    g.counters.punt().nd_advertisements.add(1);
     Ok(NodeId::InterfaceOutput)
 }
 
 /// Reports what the neighbor advertisement in buffer `i` tells; returns the reason it is
 /// dropped.
-fn advertisement(g: &mut Graph, i: u32, r: &Received) -> DropReason {
+fn advertisement<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> DropReason {
     let na = match neighbor_message(g, i, r) {
         Ok(na) if !(r.dst.is_multicast() && na.flags & icmpv6::FLAG_SOLICITED != 0) => na,
         _ => return DropReason::NdMalformed,
@@ -229,11 +230,11 @@ fn advertisement(g: &mut Graph, i: u32, r: &Received) -> DropReason {
     };
     if let Some(how) = how
         && !mac.is_group()
-        && g.features.tables.interfaces.is_on_link6(rx_if, na.target)
-        && !g.features.tables.interfaces.is_own_address6(rx_if, na.target)
+        && g.features.interfaces().is_on_link6(rx_if, na.target)
+        && !g.features.interfaces().is_own_address6(rx_if, na.target)
     {
         let event = Event::Learned { interface: rx_if, address: na.target.into(), mac, how };
-        g.features.punt.report(event, &g.counters.punt);
+        g.features.punt().report(event, g.counters.punt());
     }
     DropReason::NdAdvertisement
 }

@@ -12,12 +12,12 @@
 //! router go to `ip6-local` too: to a link-local address of the input interface, to
 //! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
 
-use crate::datapath::Graph;
-use crate::l3::HostCopy;
+use crate::l3::L3Worker;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash6};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::net::Ipv6Addr;
@@ -81,21 +81,21 @@ fn never_forwarded(src: u128, dst: u128) -> Option<DropReason> {
 /// group (`ip6-local` checks whose); with linux-cp on, to any link-local scope group
 /// (ff02::/16: OSPFv3, RIPng, MLD, …), which goes up the TAP.
 #[cold]
-fn for_us(g: &Graph, i: u32, dst: &[u8; 16]) -> bool {
+fn for_us<F: L3Worker>(g: &Graph<F>, i: u32, dst: &[u8; 16]) -> bool {
     let dst = Ipv6Addr::from(*dst);
     (g.features.has_host() && dst.segments()[0] == 0xff02)
         || dst == icmpv6::ALL_NODES
         || dst == icmpv6::ALL_ROUTERS
         || icmpv6::is_solicited_node(dst)
-        || g.features.tables.interfaces.is_own_address6(g.pool.meta(i).rx_if, dst)
+        || g.features.interfaces().is_own_address6(g.pool.meta(i).rx_if, dst)
 }
 
 /// Processes one vector. The common case (every packet routed, none of them to check further)
 /// costs a header read, a lookup and two metadata stores per packet; the rest is in
 /// [`split`], which looks at each packet again.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let n = g.vectors[v].len();
-    let fib = g.features.fib.ip6.clone();
+    let fib = g.features.fibs().ip6.clone();
     let mut dst = [[0u8; 16]; VECTOR_SIZE];
     let mut first = FirstBytes::NONE;
     for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
@@ -138,7 +138,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// our own address to `ip6-local`, what is never forwarded to `ip6-local` when it is for us
 /// and to its drop otherwise, no route to `icmp6-error`, the rest to `ip6-rewrite`.
 #[cold]
-fn split(g: &mut Graph, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
+fn split<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
     for (k, d) in dst.iter().enumerate().take(g.vectors[v].len()) {
         let i = g.vectors[v].indices()[k];
         let l3 = usize::from(g.pool.meta(i).l3_offset);

@@ -7,21 +7,23 @@
 //! is told a resolution started. Toward a next hop whose resolution failed, IPv6 packets go to
 //! `icmp6-error` for an ICMPv6 address unreachable instead.
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
+use crate::neighbor::punt::PuntCounting;
 use crate::net::Payload;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;
 use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, MacAddr, icmpv6};
 
-/// How IPv6 resolves.
-const ND: crate::l3::shared::Resolver =
-    crate::l3::shared::Resolver { family: Payload::Ip6, request: solicit, icmp: NodeId::Icmp6Error };
-
-/// Processes one vector.
-pub fn run(g: &mut Graph, v: VecHandle) {
-    crate::l3::shared::resolve_misses(g, v, &ND);
+/// Processes one vector, resolving with neighbor solicitations (IPv6's `Resolver`).
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+    crate::l3::shared::resolve_misses(
+        g,
+        v,
+        &crate::l3::shared::Resolver { family: Payload::Ip6, request: solicit, icmp: NodeId::Icmp6Error },
+    );
 }
 
 /// Makes a neighbor solicitation for `target` (an IPv6 address) out of interface `tx_if` in a
@@ -29,10 +31,10 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// unicast probe). It comes from the interface's address toward the target and carries the
 /// interface's MAC as source link-layer address. `None` when no buffer is free, `target` is
 /// not IPv6 or the interface has no IPv6 address.
-pub fn solicit(g: &mut Graph, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
+pub fn solicit<F: L3Worker>(g: &mut Graph<F>, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) -> Option<u32> {
     let IpAddr::V6(target) = target else { return None };
-    let mac = g.features.tables.interfaces.get(tx_if).mac;
-    let src = g.features.tables.interfaces.source6_toward(tx_if, target)?;
+    let mac = g.features.interfaces().get(tx_if).mac;
+    let src = g.features.interfaces().source6_toward(tx_if, target)?;
     let (to, to_mac) = match dst {
         Some(m) => (target, m),
         None => (icmpv6::solicited_node(target), icmpv6::multicast_mac(icmpv6::solicited_node(target))),
@@ -44,6 +46,6 @@ pub fn solicit(g: &mut Graph, tx_if: u16, target: IpAddr, dst: Option<MacAddr>) 
     icmpv6::fill_checksum(src, to, &mut m[..n]);
     ipv6::write_header(h, n as u16, icmpv6::PROTOCOL, icmpv6::ND_HOP_LIMIT, src, to);
     let i = crate::l3::shared::originate(g, tx_if, to_mac, EtherType::IPV6, &packet[..HEADER_LEN + n])?;
-    g.counters.punt.nd_solicitations.add(1);
+    g.counters.punt().nd_solicitations.add(1);
     Some(i)
 }

@@ -11,9 +11,11 @@
 //! finds the destination's own MAC in the IPv6 neighbor table. Without a MAC the packet goes
 //! to `ip6-nd` (dropped as `no-neighbor` while neighbor discovery resolves it).
 
-use crate::datapath::Graph;
+use crate::l3::L3Tables;
+use crate::l3::L3Worker;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::HEADER_LEN;
@@ -23,8 +25,14 @@ use wire::ipv6::HEADER_LEN;
 /// the hop limit, pushes `push` in front of it and writes the MACs. `Err` names why it could
 /// not be forwarded, the frame then unchanged but for the output interface.
 #[inline(always)]
-fn rewrite(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack) -> Result<(), DropReason> {
-    let mtu = usize::from(g.features.tables.interfaces.get(tx_if).mtu);
+fn rewrite<F: L3Worker>(
+    g: &mut Graph<F>,
+    i: u32,
+    tx_if: u16,
+    macs: &[u8; 12],
+    push: &LabelStack,
+) -> Result<(), DropReason> {
+    let mtu = usize::from(g.features.interfaces().get(tx_if).mtu);
     let m = g.pool.meta_mut(i);
     m.tx_if = tx_if;
     let l3 = usize::from(m.l3_offset);
@@ -52,8 +60,8 @@ fn rewrite(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], push: &LabelStack
 /// needs [`rewrite`]'s full treatment. An adjacency is resolved once for a run of packets that
 /// share it.
 #[inline(always)]
-fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
-    crate::l3::shared::plain_rewrite_prefix::<8>(g, v, |ip, mtu| {
+fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
+    crate::l3::shared::plain_rewrite_prefix::<8, _>(g, v, |ip, mtu| {
         if ip[7] <= 1 || HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > mtu {
             return false;
         }
@@ -65,18 +73,18 @@ fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
 /// Processes one vector: the plain packets at its start in one tight pass
 /// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
 /// the tables taken once per vector), never copied per packet.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let plain = plain_prefix(g, v);
     if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
         return;
     }
     let n = g.vectors[v].len();
-    let tables = g.features.tables.clone();
+    let tables = g.features.snapshot().clone();
     let mut all_ok = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
         let adj = g.pool.meta(i).adj;
-        let result = match tables.l3.adjs.get(adj as usize) {
+        let result = match tables.l3().adjs.get(adj as usize) {
             Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) => rewrite(g, i, *tx_if, macs, push),
             Some(&Adjacency::Glean { tx_if }) => match glean_rewrite(g, i, tx_if) {
                 Some(macs) => rewrite(g, i, tx_if, &macs, &LabelStack::EMPTY),
@@ -105,9 +113,9 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// A next hop without a MAC: the packet leaves from `tx_if` (as the discard sample reports),
 /// dropped as `no-neighbor` unless its hop limit would have dropped it first.
 #[cold]
-fn no_neighbor(g: &mut Graph, i: u32, tx_if: u16) -> Result<(), DropReason> {
+fn no_neighbor<F: L3Worker>(g: &mut Graph<F>, i: u32, tx_if: u16) -> Result<(), DropReason> {
     g.pool.meta_mut(i).tx_if = tx_if;
-    match g.ipv6(i) {
+    match crate::l3::ipv6(&g.pool, i) {
         Some(ip) if ip.hop_limit() <= 1 => Err(DropReason::HopLimitExpired),
         _ => Err(DropReason::Ip6NoNeighbor),
     }
@@ -116,8 +124,8 @@ fn no_neighbor(g: &mut Graph, i: u32, tx_if: u16) -> Result<(), DropReason> {
 /// The rewrite toward a connected destination: its own MAC from the IPv6 neighbor table and
 /// the output interface's.
 #[cold]
-fn glean_rewrite(g: &Graph, i: u32, tx_if: u16) -> Option<[u8; 12]> {
-    let dst = g.ipv6(i)?.dst();
-    let mac = g.features.tables.l3.neighbors6.get(&(tx_if, dst))?;
+fn glean_rewrite<F: L3Worker>(g: &Graph<F>, i: u32, tx_if: u16) -> Option<[u8; 12]> {
+    let dst = crate::l3::ipv6(&g.pool, i)?.dst();
+    let mac = g.features.l3().neighbors6.get(&(tx_if, dst))?;
     Some(crate::l3::shared::macs_toward(g, tx_if, mac.0))
 }

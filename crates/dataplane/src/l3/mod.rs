@@ -13,6 +13,7 @@ pub mod multipath;
 pub mod objects;
 pub mod rib;
 pub mod shared;
+mod worker;
 
 use crate::interface::Interface;
 use crate::l3::config::Route;
@@ -27,6 +28,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use wire::MacAddr;
+pub use worker::{L3Tables, L3Worker, ipv4, ipv6};
 
 /// Up to 8 MPLS labels (20-bit values), outermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
@@ -237,7 +239,7 @@ impl Reject {
     }
 }
 
-/// The layer 3 tables workers forward with (part of the immutable [`crate::datapath::Tables`]).
+/// The layer 3 tables workers forward with (their part of the immutable snapshot, `datapath::Tables`).
 #[derive(Debug, Clone, Default)]
 pub struct L3 {
     /// Adjacencies by index.

@@ -2,12 +2,15 @@
 //! pushing, neighbor resolution on a miss, and the packets a worker makes itself (ICMP errors,
 //! ARP requests, neighbor solicitations).
 
-use crate::datapath::Graph;
-use crate::l3::{Adjacency, LabelEntry, LabelStack, Reject};
+use crate::l3::L3Tables;
+use crate::l3::L3Worker;
+use crate::l3::{Adjacency, L3, LabelEntry, LabelStack, Reject};
 use crate::neighbor::punt::Event;
+use crate::neighbor::punt::PuntCounting;
 use crate::net::Payload;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{Features, Graph};
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;
@@ -18,8 +21,8 @@ use wire::{EtherType, MacAddr};
 /// packet passes, the vector goes to `next` unchanged, otherwise a second pass names each bad
 /// packet's reason with `check`.
 #[inline(always)]
-pub(crate) fn validate(
-    g: &mut Graph,
+pub(crate) fn validate<F: L3Worker>(
+    g: &mut Graph<F>,
     v: VecHandle,
     fast_ok: impl Fn(&[u8]) -> bool,
     check: fn(&[u8]) -> Result<(), DropReason>,
@@ -111,8 +114,8 @@ struct PlainAdj<'t> {
 
 /// Adjacency `adj` when it is a plain one: a resolved next hop without out-labels.
 #[inline(always)]
-fn plain_adj(tables: &crate::datapath::Tables, adj: u32) -> Option<PlainAdj<'_>> {
-    let p = tables.l3.plain.get(adj as usize)?;
+fn plain_adj(l3: &L3, adj: u32) -> Option<PlainAdj<'_>> {
+    let p = l3.plain.get(adj as usize)?;
     (p.mtu != 0).then_some(PlainAdj { adj, tx_if: p.tx_if, mtu: usize::from(p.mtu), macs: &p.macs })
 }
 
@@ -124,21 +127,21 @@ fn plain_adj(tables: &crate::datapath::Tables, adj: u32) -> Option<PlainAdj<'_>>
 /// several (a multipath route's, connected hosts') reads each packet's from the 16-byte
 /// entries of [`crate::l3::L3::plain`].
 #[inline(always)]
-pub(crate) fn plain_rewrite_prefix<const N: usize>(
-    g: &mut Graph,
+pub(crate) fn plain_rewrite_prefix<const N: usize, F: L3Worker>(
+    g: &mut Graph<F>,
     v: VecHandle,
     edit: impl Fn(&mut [u8; N], usize) -> bool,
 ) -> usize {
-    let tables = &g.features.tables;
+    let l3 = g.features.l3();
     let indices = g.vectors[v].indices();
     let Some(&first) = indices.first() else { return 0 };
-    let Some(one) = plain_adj(tables, g.pool.meta(first).adj) else { return 0 };
+    let Some(one) = plain_adj(l3, g.pool.meta(first).adj) else { return 0 };
     // Toward the first packet's adjacency, then (from the first packet toward another) any.
     let same = rewrite_while_plain(&mut g.pool, indices, |adj| (adj == one.adj).then_some(one), &edit);
     let rest = &indices[same..];
     match rest.first() {
         Some(&i) if g.pool.meta(i).adj != one.adj => {
-            same + rewrite_while_plain(&mut g.pool, rest, |adj| plain_adj(tables, adj), &edit)
+            same + rewrite_while_plain(&mut g.pool, rest, |adj| plain_adj(l3, adj), &edit)
         }
         _ => same,
     }
@@ -173,7 +176,7 @@ fn rewrite_while_plain<'t, const N: usize>(
 /// that was all of them, hands the whole vector on and returns false; otherwise marks those
 /// packets for `next` and returns true (the caller takes the rest one by one, then splits).
 #[inline(always)]
-pub(crate) fn rest_after_plain(g: &mut Graph, v: VecHandle, plain: usize, next: NodeId) -> bool {
+pub(crate) fn rest_after_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, plain: usize, next: NodeId) -> bool {
     if plain == g.vectors[v].len() {
         g.forward(v, next);
         return false;
@@ -184,8 +187,8 @@ pub(crate) fn rest_after_plain(g: &mut Graph, v: VecHandle, plain: usize, next: 
 
 /// The end of [`validate`] once the fast pass said whether every packet is good (`all_ok`).
 #[inline(always)]
-pub(crate) fn validated(
-    g: &mut Graph,
+pub(crate) fn validated<F: L3Worker>(
+    g: &mut Graph<F>,
     v: VecHandle,
     all_ok: bool,
     check: fn(&[u8]) -> Result<(), DropReason>,
@@ -202,8 +205,8 @@ pub(crate) fn validated(
 /// The second pass of [`validate`]: each packet to `next` or dropped for `check`'s reason
 /// (`truncated` when the frame ends before its network header).
 #[cold]
-fn classify_each(
-    g: &mut Graph,
+fn classify_each<F: L3Worker>(
+    g: &mut Graph<F>,
     v: VecHandle,
     check: fn(&[u8]) -> Result<(), DropReason>,
     truncated: DropReason,
@@ -238,29 +241,29 @@ pub(crate) fn push_labels<'a>(pool: &'a mut BufferPool, i: u32, push: &LabelStac
 
 /// The rewrite toward a neighbor on `tx_if` with `mac`: its MAC as destination, the
 /// interface's own as source.
-pub(crate) fn macs_toward(g: &Graph, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
+pub(crate) fn macs_toward<F: L3Worker>(g: &Graph<F>, tx_if: u16, mac: [u8; 6]) -> [u8; 12] {
     let mut r = [0u8; 12];
     r[..6].copy_from_slice(&mac);
-    r[6..].copy_from_slice(&g.features.tables.interfaces.get(tx_if).mac.0);
+    r[6..].copy_from_slice(&g.features.interfaces().get(tx_if).mac.0);
     r
 }
 
 /// What `ip4-arp` and `ip6-nd` share: how each family asks for a next hop's MAC.
-pub(crate) struct Resolver {
+pub(crate) struct Resolver<F: Features> {
     /// The packets' family (an MPLS-popped packet of it counts as one).
     pub family: Payload,
     /// Makes the request for a next hop on an interface, broadcast (multicast) or to a MAC,
     /// in a fresh buffer; `None` when no buffer is free.
-    pub request: fn(&mut Graph, u16, IpAddr, Option<MacAddr>) -> Option<u32>,
+    pub request: fn(&mut Graph<F>, u16, IpAddr, Option<MacAddr>) -> Option<u32>,
     /// Where packets toward a next hop whose resolution failed go for an unreachable.
     pub icmp: NodeId,
 }
 
 /// The next hop buffer `i` waits for: an MPLS swap's, a route's, or (connected subnet) the
 /// packet's own destination.
-fn next_hop(g: &Graph, i: u32) -> Option<IpAddr> {
+fn next_hop<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<IpAddr> {
     let m = g.pool.meta(i);
-    let l3 = &g.features.tables.l3;
+    let l3 = &g.features.l3();
     let adj = match l3.entry(m.label_entry) {
         Some(LabelEntry::Swap { adj, .. }) => *adj,
         _ => m.adj,
@@ -268,8 +271,8 @@ fn next_hop(g: &Graph, i: u32) -> Option<IpAddr> {
     match l3.adjs.get(adj as usize)? {
         Adjacency::Via { next_hop, .. } => Some(*next_hop),
         Adjacency::Glean { .. } => match g.pool.frame(i).get(usize::from(m.l3_offset))? >> 4 {
-            4 => Some(g.ipv4(i)?.dst().into()),
-            6 => Some(g.ipv6(i)?.dst().into()),
+            4 => Some(crate::l3::ipv4(&g.pool, i)?.dst().into()),
+            6 => Some(crate::l3::ipv6(&g.pool, i)?.dst().into()),
             _ => None,
         },
         _ => None,
@@ -281,32 +284,31 @@ fn next_hop(g: &Graph, i: u32) -> Option<IpAddr> {
 /// for an unreachable. A request goes out for each other next hop, at most one per next hop per
 /// second ([`crate::neighbor::punt::Punt::resolve_allowed`]), and the main thread is told a
 /// resolution started.
-pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
+pub(crate) fn resolve_misses<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, r: &Resolver<F>) {
     let now = crate::runtime::tsc::now();
     let mut requests = Outbox::new(NodeId::InterfaceOutput);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let (tx_if, native) = {
             let m = g.pool.meta(i);
-            let entry = g.features.tables.l3.entry(m.label_entry);
+            let entry = g.features.l3().entry(m.label_entry);
             (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload } if *payload == r.family)))
         };
         g.nexts[k] = NodeId::ErrorDrop;
         // A subnet's network or broadcast address is nobody's: no ARP for it.
-        let nobody =
-            |g: &Graph, h: IpAddr| matches!(h, IpAddr::V4(a) if g.features.tables.interfaces.is_subnet_edge(a));
+        let nobody = |g: &Graph<F>, h: IpAddr| matches!(h, IpAddr::V4(a) if g.features.interfaces().is_subnet_edge(a));
         let Some(hop) = next_hop(g, i).filter(|&h| !nobody(g, h)) else { continue };
-        if g.features.tables.l3.unreachable.contains(&(tx_if, hop)) {
+        if g.features.l3().unreachable.contains(&(tx_if, hop)) {
             if native {
                 g.nexts[k] = r.icmp;
             }
             continue;
         }
-        if g.features.punt.resolve_allowed(tx_if, hop, now)
+        if g.features.punt().resolve_allowed(tx_if, hop, now)
             && let Some(req) = (r.request)(g, tx_if, hop, None)
         {
             requests.push(g, req);
-            g.features.punt.report(Event::Resolving { interface: tx_if, address: hop }, &g.counters.punt);
+            g.features.punt().report(Event::Resolving { interface: tx_if, address: hop }, g.counters.punt());
         }
     }
     requests.finish(g);
@@ -316,12 +318,18 @@ pub(crate) fn resolve_misses(g: &mut Graph, v: VecHandle, r: &Resolver) {
 /// Makes a frame this router originates toward `dst_mac` out of interface `tx_if`: the MACs
 /// and `ethertype`, then `l3` (the network packet), into a fresh buffer; `None` when none is
 /// free.
-pub(crate) fn originate(g: &mut Graph, tx_if: u16, dst_mac: MacAddr, ethertype: u16, l3: &[u8]) -> Option<u32> {
+pub(crate) fn originate<F: L3Worker>(
+    g: &mut Graph<F>,
+    tx_if: u16,
+    dst_mac: MacAddr,
+    ethertype: u16,
+    l3: &[u8],
+) -> Option<u32> {
     let i = g.alloc_buffer()?;
     let mut frame = [0u8; 14 + 1500];
     let len = (14 + l3.len()).max(60); // the Ethernet minimum, zero padded
     frame[..6].copy_from_slice(&dst_mac.0);
-    frame[6..12].copy_from_slice(&g.features.tables.interfaces.get(tx_if).mac.0);
+    frame[6..12].copy_from_slice(&g.features.interfaces().get(tx_if).mac.0);
     frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
     frame[14..14 + l3.len()].copy_from_slice(l3);
     g.pool.write_frame(i, &frame[..len]);
@@ -333,14 +341,14 @@ pub(crate) fn originate(g: &mut Graph, tx_if: u16, dst_mac: MacAddr, ethertype: 
 pub(crate) type IcmpMessage = (u8, u8, u32);
 
 /// What `icmp4-error` and `icmp6-error` share: how each family makes its errors.
-pub(crate) struct IcmpErrors {
+pub(crate) struct IcmpErrors<F: Features> {
     /// The error a buffer's drop reason calls for, if any.
-    pub message: fn(&Graph, u32) -> Option<IcmpMessage>,
+    pub message: fn(&Graph<F>, u32) -> Option<IcmpMessage>,
     /// True unless the family's rules forbid an error of this type about the buffer.
-    pub may_answer: fn(&Graph, u32, u8) -> bool,
+    pub may_answer: fn(&Graph<F>, u32, u8) -> bool,
     /// Builds the error (type, code, parameter) about the buffer in a fresh buffer; `None`
     /// when none is free or there is no address to send it from.
-    pub build: fn(&mut Graph, u32, u8, u8, u32) -> Option<u32>,
+    pub build: fn(&mut Graph<F>, u32, u8, u8, u32) -> Option<u32>,
     /// The lookup node errors are routed through.
     pub lookup: NodeId,
 }
@@ -348,7 +356,7 @@ pub(crate) struct IcmpErrors {
 /// Every packet of `v` ends in `error-drop` under the reason it came with; for each whose
 /// reason calls for an error the rules allow, an error goes to `e.lookup` within the worker's
 /// ICMP rate limit (`icmp_limited` counts what it withheld).
-pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
+pub(crate) fn send_errors<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, e: &IcmpErrors<F>) {
     let now = crate::runtime::tsc::now();
     let mut errors = Outbox::new(e.lookup);
     for k in 0..g.vectors[v].len() {
@@ -357,12 +365,12 @@ pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
         if !(e.may_answer)(g, i, kind) {
             continue;
         }
-        match g.features.punt.icmp_allowed(now).then(|| (e.build)(g, i, kind, code, param)).flatten() {
+        match g.features.punt().icmp_allowed(now).then(|| (e.build)(g, i, kind, code, param)).flatten() {
             Some(b) => {
                 errors.push(g, b);
-                g.counters.punt.icmp_sent.add(1);
+                g.counters.punt().icmp_sent.add(1);
             }
-            None => g.counters.punt.icmp_limited.add(1),
+            None => g.counters.punt().icmp_limited.add(1),
         }
     }
     errors.finish(g);
@@ -374,9 +382,9 @@ pub(crate) fn send_errors(g: &mut Graph, v: VecHandle, e: &IcmpErrors) {
 /// names: `hash` ([`crate::l3::multipath::hash4`] or [`crate::l3::multipath::hash6`]) reads
 /// the IP header at the packet's layer 3 offset. Nothing is written but the packet's metadata.
 #[inline(never)]
-pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: impl Fn(&[u8]) -> u32) {
+pub fn choose_paths<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, hash: impl Fn(&[u8]) -> u32) {
     use crate::l3::multipath::{LB, LoadBalance};
-    let tables = g.features.tables.clone();
+    let tables = g.features.snapshot().clone();
     // Packets of a vector mostly share their route's object: it is looked up once per run.
     let mut last: (u32, Option<&LoadBalance>) = (u32::MAX, None);
     for &i in g.vectors[v].indices() {
@@ -386,7 +394,7 @@ pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: impl Fn(&[u8]) -> u32) {
         };
         if value & LB != 0 {
             if value != last.0 {
-                last = (value, tables.l3.lbs.get((value & !LB) as usize).map(|lb| &**lb));
+                last = (value, tables.l3().lbs.get((value & !LB) as usize).map(|lb| &**lb));
             }
             let h = hash(&g.pool.frame(i)[l3..]);
             g.pool.meta_mut(i).adj = last.1.map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h));
@@ -398,7 +406,14 @@ pub fn choose_paths(g: &mut Graph, v: VecHandle, hash: impl Fn(&[u8]) -> u32) {
 /// reason of `reasons` (in [`Reject`] order); through `icmp_error` when the reject answers
 /// (all but a blackhole).
 #[cold]
-pub fn mark_reject(g: &mut Graph, k: usize, i: u32, reject: Reject, reasons: &[DropReason; 3], icmp_error: NodeId) {
+pub fn mark_reject<F: L3Worker>(
+    g: &mut Graph<F>,
+    k: usize,
+    i: u32,
+    reject: Reject,
+    reasons: &[DropReason; 3],
+    icmp_error: NodeId,
+) {
     g.mark_drop(k, i, reasons[reject as usize]);
     if reject != Reject::Blackhole {
         g.nexts[k] = icmp_error;

@@ -10,10 +10,12 @@
 //! woken by an eventfd when Linux wrote frames for it.
 
 use super::PuntRate;
-use crate::datapath::Graph;
+use crate::interface::InterfaceTables;
+use crate::interface::InterfaceWorker;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::rate::TokenBucket;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
@@ -171,20 +173,26 @@ impl LcpWorker {
     }
 }
 
+/// A worker's state as `linux-cp-punt` and the injection of the TAPs' frames see it.
+pub trait LinuxCpWorker: InterfaceWorker {
+    /// The worker's channels to linux-cp's control thread, when linux-cp is on.
+    fn linux_cp(&mut self) -> Option<&mut LcpWorker>;
+}
+
 /// `linux-cp-punt`: each frame goes up the TAP of its input interface ([`LcpWorker::copy_up`]), counted
 /// as taken by the router (`rx_local`); its buffer is freed (the bytes were copied). Over its
 /// class's rate it is dropped as `punt-policed`, with no free byte buffer as
 /// `punt-queue-full`.
-pub fn punt(g: &mut Graph, v: VecHandle) {
+pub fn punt<F: LinuxCpWorker>(g: &mut Graph<F>, v: VecHandle) {
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n = 0;
     let mut dropped = Outbox::new(NodeId::ErrorDrop);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        let up = g.features.lcp.as_mut().map_or(Up::NoRoom, |l| l.copy_up(&g.pool, i));
+        let up = g.features.linux_cp().map_or(Up::NoRoom, |l| l.copy_up(&g.pool, i));
         let reason = match up {
             Up::Sent => {
-                g.consumed(i);
+                crate::interface::consumed(g, i);
                 sent[n] = i;
                 n += 1;
                 continue;
@@ -203,9 +211,9 @@ pub fn punt(g: &mut Graph, v: VecHandle) {
 /// Sends the frames waiting for this worker (at most a vector) out of their interfaces,
 /// through `interface-output`, as packets this router originates. True when there were some.
 /// Call it between runs, once the last run's sFlow samples are published.
-pub fn inject(g: &mut Graph) -> bool {
+pub fn inject<F: LinuxCpWorker>(g: &mut Graph<F>) -> bool {
     let next =
-        |g: &mut Graph| g.features.lcp.as_mut().and_then(|l| l.pending.take().or_else(|| l.inject.try_recv().ok()));
+        |g: &mut Graph<F>| g.features.linux_cp().and_then(|l| l.pending.take().or_else(|| l.inject.try_recv().ok()));
     // Nothing waiting (the usual round): one look at the channel.
     let Some(first) = next(g) else { return false };
     let mut first = Some(first);
@@ -217,14 +225,14 @@ pub fn inject(g: &mut Graph) -> bool {
     for _ in 0..VECTOR_SIZE {
         let Some(frame) = first.take().or_else(|| next(g)) else { break };
         let Some(i) = g.alloc_buffer() else {
-            if let Some(l) = &mut g.features.lcp {
+            if let Some(l) = g.features.linux_cp() {
                 l.pending = Some(frame);
             }
             break;
         };
         // A TAP's MTU is its interface's: a longer frame cannot come, nor be sent.
         let whole = g.pool.write_frame(i, &frame.bytes) == frame.bytes.len();
-        if let Some(l) = &g.features.lcp {
+        if let Some(l) = g.features.linux_cp() {
             // The channel holds every buffer there is: it never refuses one.
             let _ = l.used.try_send(frame.bytes);
         }
@@ -249,12 +257,12 @@ pub fn inject(g: &mut Graph) -> bool {
 /// True when frame `i`, which Linux wrote on the TAP of `interface`, answers what vecflow
 /// answered already: an ARP reply from one of the interface's addresses (not a gratuitous
 /// one), or a solicited neighbor advertisement for one. The wire gets one answer, vecflow's.
-fn answered_already(g: &Graph, i: u32, interface: u16) -> bool {
+fn answered_already<F: LinuxCpWorker>(g: &Graph<F>, i: u32, interface: u16) -> bool {
     let f = g.pool.frame(i);
-    let tables = &g.features.tables;
+    let tables = g.features.snapshot();
     match f.get(12..14).map(|t| u16::from_be_bytes([t[0], t[1]])) {
         Some(EtherType::ARP) => f.get(14..).and_then(|p| wire::arp::Arp::parse(p).ok()).is_some_and(|a| {
-            a.op == wire::arp::REPLY && a.spa != a.tpa && tables.interfaces.is_own_address(interface, a.spa)
+            a.op == wire::arp::REPLY && a.spa != a.tpa && tables.interfaces().is_own_address(interface, a.spa)
         }),
         Some(EtherType::IPV6) => {
             // An advertisement right after the fixed header: type 136, the solicited flag
@@ -264,7 +272,7 @@ fn answered_already(g: &Graph, i: u32, interface: u16) -> bool {
             f[14 + 6] == icmpv6::PROTOCOL
                 && na[0] == 136
                 && na[4] & 0x40 != 0
-                && tables.interfaces.is_own_address6(interface, std::net::Ipv6Addr::from(target))
+                && tables.interfaces().is_own_address6(interface, std::net::Ipv6Addr::from(target))
         }
         _ => false,
     }

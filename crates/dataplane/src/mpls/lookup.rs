@@ -3,19 +3,20 @@
 //! supported: `pop-not-eos` otherwise); no entry drops as `no-label`. The entry goes into the
 //! metadata's `label_entry`.
 
-use crate::datapath::Graph;
+use crate::l3::L3Worker;
 use crate::l3::LabelEntry;
 use crate::mpls::input::top_label;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The local-label entry of the top label `e` (a label stack entry) and whether the packet
 /// goes on with it: a swap, or a pop at the bottom of the stack.
 #[inline(always)]
-fn verdict(g: &Graph, e: u32) -> (u16, Result<(), DropReason>) {
-    let entry = g.features.tables.l3.labels.get(e >> 12);
-    let verdict = match g.features.tables.l3.entry(entry) {
+fn verdict<F: L3Worker>(g: &Graph<F>, e: u32) -> (u16, Result<(), DropReason>) {
+    let entry = g.features.l3().labels.get(e >> 12);
+    let verdict = match g.features.l3().entry(entry) {
         Some(LabelEntry::Swap { .. }) => Ok(()),
         Some(LabelEntry::Pop { .. }) if e & 0x100 != 0 => Ok(()),
         Some(LabelEntry::Pop { .. }) => Err(DropReason::PopNotEos),
@@ -36,7 +37,7 @@ fn key(e: u32) -> u32 {
 /// looked up once for the packets that share it (and its bottom-of-stack bit); from the first
 /// packet with another (a vector over several paths), each packet's is looked up (a branch on
 /// whether it is the last one looked up would mispredict there).
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let Some(&first) = g.vectors[v].indices().first() else { return };
     // mpls-input checked the entry is there.
     let e = top_label(g, first).unwrap_or(0);
@@ -57,11 +58,11 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// the packet's top label (with whether the packet goes on with it). Returns where it
 /// stopped and whether every packet it stored goes on.
 #[inline(always)]
-fn store_entries(
-    g: &mut Graph,
+fn store_entries<F: L3Worker>(
+    g: &mut Graph<F>,
     v: VecHandle,
     from: usize,
-    lookup: impl Fn(&Graph, u32) -> Option<(u16, bool)>,
+    lookup: impl Fn(&Graph<F>, u32) -> Option<(u16, bool)>,
 ) -> (usize, bool) {
     let mut all_ok = true;
     let n = g.vectors[v].len();
@@ -78,7 +79,7 @@ fn store_entries(
 
 /// The second pass of [`run`]: each packet to `mpls-rewrite` or dropped under its reason.
 #[cold]
-fn drop_the_rest(g: &mut Graph, v: VecHandle) {
+fn drop_the_rest<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let e = top_label(g, i).unwrap_or(0);

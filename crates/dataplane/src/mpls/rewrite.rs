@@ -11,10 +11,12 @@
 //!   smaller (uniform TTL model; for IPv4 with an incremental checksum update), and the packet
 //!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
 
-use crate::datapath::Graph;
+use crate::l3::L3Tables;
+use crate::l3::L3Worker;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::net::Payload;
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::{EtherType, checksum};
@@ -24,8 +26,8 @@ use wire::{EtherType, checksum};
 /// them (if any) needs the full treatment. An entry is resolved once for a run of packets that
 /// share it.
 #[inline(always)]
-fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
-    let tables = &g.features.tables;
+fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
+    let tables = g.features.snapshot();
     let indices = g.vectors[v].indices();
     // The entry resolved last: its number, output interface, MACs and out-label.
     let mut cached: Option<(u16, u16, &[u8; 12], u32)> = None;
@@ -34,8 +36,8 @@ fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
         let (entry, l3) = (m.label_entry, usize::from(m.l3_offset));
         let (tx_if, macs, label) = match cached {
             Some((e, tx_if, macs, label)) if e == entry => (tx_if, macs, label),
-            _ => match tables.l3.entry(entry) {
-                Some(LabelEntry::Swap { adj, out }) => match (out.labels(), tables.l3.adjs.get(*adj as usize)) {
+            _ => match tables.l3().entry(entry) {
+                Some(LabelEntry::Swap { adj, out }) => match (out.labels(), tables.l3().adjs.get(*adj as usize)) {
                     (&[label], Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. })) => {
                         cached = Some((entry, *tx_if, macs, label));
                         (*tx_if, macs, label)
@@ -56,19 +58,19 @@ fn plain_prefix(g: &mut Graph, v: VecHandle) -> usize {
 /// Processes one vector: the plain swaps at its start in one tight pass ([`plain_prefix`]),
 /// the rest one by one. Entries and adjacencies are read in place (through a handle on the
 /// tables taken once per vector), never copied per packet.
-pub fn run(g: &mut Graph, v: VecHandle) {
+pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let plain = plain_prefix(g, v);
     if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
         return;
     }
     let n = g.vectors[v].len();
-    let tables = g.features.tables.clone();
+    let tables = g.features.snapshot().clone();
     let mut all_swapped = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
-        let entry = tables.l3.entry(g.pool.meta(i).label_entry);
+        let entry = tables.l3().entry(g.pool.meta(i).label_entry);
         if let Some(LabelEntry::Swap { adj, out }) = entry
-            && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3.adjs.get(*adj as usize)
+            && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3().adjs.get(*adj as usize)
         {
             if swap(g, i, *tx_if, macs, out) {
                 g.nexts[k] = NodeId::InterfaceOutput;
@@ -82,7 +84,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
         match entry {
             Some(LabelEntry::Swap { adj, .. }) => {
                 let mut resolve = NodeId::Ip4Arp;
-                if let Some(Adjacency::Via { tx_if, next_hop, .. }) = tables.l3.adjs.get(*adj as usize) {
+                if let Some(Adjacency::Via { tx_if, next_hop, .. }) = tables.l3().adjs.get(*adj as usize) {
                     g.pool.meta_mut(i).tx_if = *tx_if;
                     if next_hop.is_ipv6() {
                         resolve = NodeId::Ip6Nd;
@@ -107,7 +109,7 @@ pub fn run(g: &mut Graph, v: VecHandle) {
 /// Replaces the top label of buffer `i` with `out` and writes `macs`; out of `tx_if`. Returns
 /// false, the frame unfit to send, when the headroom cannot hold the extra labels.
 #[must_use]
-fn swap(g: &mut Graph, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
+fn swap<F: L3Worker>(g: &mut Graph<F>, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     g.pool.meta_mut(i).tx_if = tx_if;
     if let [label] = out.labels() {
@@ -144,7 +146,7 @@ fn swap_one(f: &mut [u8], l3: usize, label: u32, macs: &[u8; 12]) -> bool {
 /// Removes the bottom-of-stack label of buffer `i`, leaving a frame of `ethertype` (IPv4 or
 /// IPv6) for `ip4-input` or `ip6-input`.
 #[cold]
-fn pop(g: &mut Graph, i: u32, ethertype: u16) {
+fn pop<F: L3Worker>(g: &mut Graph<F>, i: u32, ethertype: u16) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);
     let ttl = f[l3 + 3] - 1;

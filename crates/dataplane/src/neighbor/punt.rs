@@ -11,6 +11,7 @@
 //! ICMP messages per worker by a token bucket, so that no flood of misses or errors turns
 //! into a flood of generated packets.
 
+use crate::runtime::graph::Features;
 use crate::runtime::rate::TokenBucket;
 use crate::runtime::stats::counter_set;
 use std::net::IpAddr;
@@ -166,6 +167,19 @@ impl Punt {
     pub fn icmp_allowed(&mut self, now: u64) -> bool {
         self.icmp.take(now)
     }
+}
+
+/// What the nodes that make packets of their own or report neighbors need of a worker, as a
+/// trait the composition of the features (`datapath`) implements.
+pub trait PuntWorker: Features<Counters: PuntCounting> {
+    /// The worker's line to the main thread and its rate limits.
+    fn punt(&mut self) -> &mut Punt;
+}
+
+/// The counters of the packets a worker makes itself and the events it reports.
+pub trait PuntCounting {
+    /// Those counters.
+    fn punt(&self) -> &PuntCounters;
 }
 
 #[cfg(test)]

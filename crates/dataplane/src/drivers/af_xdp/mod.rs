@@ -37,12 +37,12 @@ pub mod ring;
 pub mod setup;
 pub mod socket;
 
-use crate::datapath::{Features, Graph};
-use crate::drivers::WorkerPorts;
+use crate::drivers::DriversWorker;
 use crate::net::MAX_INTERFACES;
 use crate::net::PollMode;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;
+use crate::runtime::graph::Graph;
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use ring::Consumer;
@@ -235,16 +235,18 @@ impl RxQueue {
     /// The `af-xdp-input` node: hands up to 256 received frames over as one vector, in the
     /// buffers the kernel wrote them to (a frame in several chunks gathered into its first);
     /// refills the fill ring and takes back sent buffers. `None` when nothing arrived.
-    pub fn poll(&mut self, g: &mut Graph) -> Option<VecHandle> {
+    pub fn poll<F: DriversWorker>(&mut self, g: &mut Graph<F>) -> Option<VecHandle> {
         let mut truncated = [0u32; VECTOR_SIZE];
         let mut n_truncated = 0;
         let got = {
-            let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, tables, .. }, pool, vectors, .. } = g;
+            let rx_mode = g.features.interfaces().get(self.port).rx_mode;
+            let Graph { features, pool, vectors, .. } = g;
+            let xsk = &mut features.ports().xsk;
             let x = &mut xsk.socks[usize::from(self.sock)];
             reclaim(x, pool);
             let rx = x.rx.as_mut()?;
             let n = rx.available(VECTOR_SIZE as u32);
-            let busy_poll = n < VECTOR_SIZE as u32 && tables.interfaces.get(self.port).rx_mode == PollMode::BusyPoll;
+            let busy_poll = n < VECTOR_SIZE as u32 && rx_mode == PollMode::BusyPoll;
             if busy_poll {
                 // The kernel runs the device's NAPI in this call and fills the rx ring for
                 // the next poll (its interrupt stays off while polls keep coming).
@@ -309,9 +311,10 @@ impl RxQueue {
 /// that port and wakes the kernel; counts what went on the ring as transmitted (the kernel
 /// owns those buffers until they complete); frames that found the ring full go to
 /// `error-drop` as `tx-ring-full`.
-pub fn tx(g: &mut Graph, v: VecHandle) {
+pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
-        let Graph { features: Features { drivers: WorkerPorts { xsk, .. }, .. }, pool, vectors, .. } = g;
+        let Graph { features, pool, vectors, .. } = g;
+        let xsk = &mut features.ports().xsk;
         let bufs = &vectors[v].indices()[run.clone()];
         let sent = match xsk.tx_of.get(usize::from(port)).copied().filter(|&s| s != NONE) {
             Some(s) => send_run(&mut xsk.socks[usize::from(s)], pool, bufs),
@@ -320,7 +323,7 @@ pub fn tx(g: &mut Graph, v: VecHandle) {
         xsk.refused[run.start..run.start + sent].fill(false);
         xsk.refused[run.start + sent..run.end].fill(true);
     });
-    let refused = g.features.drivers.xsk.refused;
+    let refused = g.features.ports().xsk.refused;
     super::complete_tx(g, v, &refused, DropReason::TxRingFull, false);
 }
 

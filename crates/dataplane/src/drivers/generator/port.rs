@@ -2,7 +2,9 @@
 //! filling the vector as its rate and the free buffers allow.
 
 use super::Stream;
-use crate::datapath::Graph;
+use crate::drivers::DriversWorker;
+use crate::drivers::GeneratorCounting;
+use crate::runtime::graph::Graph;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 
 /// The generator of one interface: its streams, taken in turn.
@@ -22,7 +24,7 @@ impl GeneratorPort {
 
     /// The `generator-input` node: fills one vector (up to 256 frames) as the streams' rates
     /// and the free buffers allow. Returns `None` when there was nothing to send.
-    pub fn poll(&mut self, g: &mut Graph, now: u64) -> Option<VecHandle> {
+    pub fn poll<F: DriversWorker>(&mut self, g: &mut Graph<F>, now: u64) -> Option<VecHandle> {
         if self.streams.is_empty() {
             return None;
         }
@@ -40,7 +42,7 @@ impl GeneratorPort {
             let slots = &mut g.vectors[v].slots_mut()[n..n + allowed];
             let got = g.pool.alloc(slots);
             if got < allowed {
-                g.counters.generator.no_buffer.add(1);
+                g.counters.generator().no_buffer.add(1);
                 if let Some(r) = &mut s.rate {
                     r.refund(allowed - got);
                 }
@@ -57,7 +59,7 @@ impl GeneratorPort {
             return None;
         }
         g.vectors[v].set_len(n);
-        g.counters.generator.generated.add(n as u64);
+        g.counters.generator().generated.add(n as u64);
         Some(v)
     }
 }

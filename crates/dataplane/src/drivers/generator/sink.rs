@@ -1,9 +1,12 @@
 //! The `generator-tx` node: the sink that reads, counts and frees what the graph sends to a
 //! generator interface.
 
-use crate::datapath::Graph;
+use crate::drivers::DriversWorker;
+use crate::drivers::GeneratorCounting;
+use crate::interface::InterfaceCounters;
 use crate::interface::TxRun;
 use crate::runtime::buffer::BufferPool;
+use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 
 /// Reads frame `i` of `len` bytes once. Returns the XOR of its 8-byte little-endian words
@@ -25,7 +28,7 @@ fn read_frame(pool: &BufferPool, i: u32, len: usize) -> (u64, u64) {
 
 /// The `generator-tx` node: reads each frame once, counts it on its output interface (tx
 /// packets, octets, unicast/multicast/broadcast) and in the sink totals, frees it.
-pub fn sink(g: &mut Graph, v: VecHandle) {
+pub fn sink<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     let mut digest = 0u64;
     let mut run = TxRun::default();
     for &i in g.vectors[v].indices() {
@@ -39,7 +42,7 @@ pub fn sink(g: &mut Graph, v: VecHandle) {
         digest ^= x;
     }
     run.flush(g.counters.interface(run.tx_if));
-    let c = &g.counters.generator;
+    let c = g.counters.generator();
     c.sink_packets.add(g.vectors[v].len() as u64);
     c.sink_digest.set(c.sink_digest.get() ^ digest);
     g.pool.free(g.vectors[v].indices());
