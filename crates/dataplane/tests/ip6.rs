@@ -6,8 +6,8 @@ mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::datapath::Graph;
+use dataplane::ethernet::fused::RxTally;
 use dataplane::ip6;
-use dataplane::l3::shared::RxTally;
 use dataplane::runtime::drops::DropReason;
 use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;

@@ -99,8 +99,8 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
 /// What the fused `ethernet-input` → `ip4-input` pass must say of `frames` with `max_frame`,
 /// from its definition: every frame sized, to port0's MAC or a group, untagged IPv4, passing
 /// `fast_ok` at offset 14.
-fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::l3::shared::RxTally> {
-    let mut t = dataplane::l3::shared::RxTally::default();
+fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::ethernet::fused::RxTally> {
+    let mut t = dataplane::ethernet::fused::RxTally::default();
     for f in frames {
         let plain = (14..=usize::from(max_frame)).contains(&f.len())
             && (f[..6] == MAC || f[0] & 1 == 1)

@@ -4,9 +4,9 @@
 //! buffers, rx queues and placement against the workers).
 
 use super::Config;
-use crate::drivers::config::{MAX_PCAP_RATE, RING_FRAME_OVERHEAD};
-use crate::drivers::stream_config::validate_stream;
 use crate::interface::config::{Driver, InterfaceConfig};
+use crate::interface::driver_config::{MAX_PCAP_RATE, RING_FRAME_OVERHEAD};
+use crate::interface::stream_config::validate_stream;
 use crate::net::{ConfigError, MAX_INTERFACES, PollMode, invalid};
 
 impl Config {

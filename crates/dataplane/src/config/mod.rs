@@ -8,7 +8,7 @@
 //! This module is the model's composition root: [`Config`] itself, loading, the checks that
 //! span sections (addresses, routes, neighbors and labels refer to interfaces and to each
 //! other) and what needs a restart. Each section's model and its own checks live with the
-//! feature it configures (`interface::config`, `sflow::config`, `drivers::config`, …), the
+//! feature it configures (`interface::config`, `sflow::config`, `lcp::config`, …), the
 //! shared vocabulary (prefixes, MACs, [`ConfigError`]) in [`crate::net`]; both are re-exported
 //! here, so the whole model reads as one namespace: `dataplane::config::*`.
 
@@ -23,14 +23,15 @@ mod interfaces;
 mod l3;
 mod lcp;
 
-pub use crate::drivers::config::{
-    AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, XdpModeConfig, ZeroCopyConfig,
-};
-pub use crate::drivers::stream_config::{AddrRange, GeneratorConfig, RangeMode, StreamConfig, Template};
 pub use crate::flows::config::FlowCacheConfig;
 pub use crate::interface::config::{
     AdminState, DEFAULT_MTU, Driver, Encapsulation, InterfaceConfig, RxPlacement, SubInterfaceConfig,
 };
+pub use crate::interface::config::{Direction, InterfaceSflow};
+pub use crate::interface::driver_config::{
+    AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, XdpModeConfig, ZeroCopyConfig,
+};
+pub use crate::interface::stream_config::{AddrRange, GeneratorConfig, RangeMode, StreamConfig, Template};
 pub use crate::l3::config::{FibConfig, MAX_PATHS, Route, RoutePath};
 pub use crate::mpls::config::{LocalLabel, Mpls};
 pub use crate::neighbor::config::Neighbor;
@@ -38,7 +39,7 @@ pub use crate::net::{
     ConfigError, IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Payload, PollMode, Prefix, PrefixAddr, is_link_local,
 };
 use crate::net::{default_true, invalid, is_default};
-pub use crate::sflow::config::{Collector, Direction, InterfaceSflow, SflowConfig};
+pub use crate::sflow::config::{Collector, SflowConfig};
 
 /// The dotted path of the first place where `a` and `b` differ, under `path`.
 fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<String> {

@@ -1,11 +1,15 @@
 //! The hooks the nodes call, wired to the features that own them: linux-cp takes the host's
 //! copies ([`crate::l3::HostCopy`]), sFlow samples what `ethernet-input` receives
 //! ([`crate::ethernet::RxSampling`]), what `interface-output` sends and what `error-drop`
-//! drops ([`crate::interface::TxSampling`]).
+//! drops ([`crate::interface::TxSampling`]), and the IPv4 and IPv6 inputs take their half of
+//! `ethernet-input`'s fused fast paths ([`crate::ethernet::EthernetWorker`]).
 
 use super::{Features, WorkerCounters};
+use crate::ethernet::fused::RxTally;
 use crate::runtime::buffer::BufferPool;
+use crate::runtime::isa::Isa;
 use crate::runtime::vector::Vector;
+use wire::MacAddr;
 
 impl crate::l3::HostCopy for Features {
     #[inline(always)]
@@ -63,5 +67,17 @@ impl crate::interface::TxSampling for Features {
         if let Some(sf) = &mut self.sflow {
             sf.dropped(pool, v, &self.tables.interfaces, counters);
         }
+    }
+}
+
+impl crate::ethernet::EthernetWorker for Features {
+    #[inline(always)]
+    fn plain_ip4(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
+        crate::ip4::input::plain_frames(isa, pool, indices, max_frame, mac)
+    }
+
+    #[inline(always)]
+    fn plain_ip6(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
+        crate::ip6::input::plain_frames(pool, indices, max_frame, mac)
     }
 }

@@ -30,7 +30,7 @@
 use super::offload::{Plan, VNET_HDR_LEN, VnetHdr, complete_partial};
 use super::{cvt, get_opt, set_opt};
 use crate::drivers::DriversWorker;
-use crate::drivers::config::AfPacketConfig;
+use crate::interface::driver_config::AfPacketConfig;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
 use crate::runtime::drops::DropReason;

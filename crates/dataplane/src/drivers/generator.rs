@@ -11,7 +11,7 @@
 //! a digest so the reads cannot be optimised away), counts it and frees the buffer.
 
 use crate::drivers::pace::Rate;
-use crate::drivers::stream_config::{RangeMode, StreamConfig, Template};
+use crate::interface::stream_config::{RangeMode, StreamConfig, Template};
 use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::runtime::stats::counter_set;
 use crate::runtime::vector::VECTOR_SIZE;

@@ -6,20 +6,20 @@
 //! sits in its buffer (the headroom in front of it); the nodes between never depend on the
 //! driver.
 //!
-//! Here too: each worker's transmit side ([`WorkerPorts`]), the error a driver reports when it
-//! cannot open what the configuration names ([`PortError`]), and the drivers' settings
-//! ([`config`], [`stream_config`] for the generator's streams).
+//! Here too: each worker's transmit side ([`WorkerPorts`]) and the error a driver reports when
+//! it cannot open what the configuration names ([`PortError`]). The drivers' settings are
+//! sub-sections of each interface's, so they live with the `interfaces` section, below the
+//! drivers: `interface::driver_config` and `interface::stream_config` (the generator's
+//! streams).
 
 pub mod af_packet;
 pub mod af_xdp;
-pub mod config;
 pub mod generator;
 pub mod host;
 pub mod netdev;
 pub mod offload;
 pub mod pace;
 pub mod pcap;
-pub mod stream_config;
 
 use crate::interface::InterfaceCounters;
 use crate::interface::{InterfaceWorker, TxRun};

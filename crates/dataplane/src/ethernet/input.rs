@@ -31,15 +31,14 @@
 //! after the other so that traces show each one.
 
 use super::dst::DstCheck;
+use super::fused::RxTally;
 use crate::ethernet::EthernetWorker;
 use crate::interface::InterfaceCounters;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
-use crate::l3::shared::RxTally;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
-use crate::{ip4, ip6};
 use wire::EtherType;
 use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 
@@ -114,8 +113,7 @@ pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
 
 /// The fused paths to `ip4-input` and `ip6-input`: on an L3 interface with the family of the
 /// vector's first frame, when every frame of vector `v` is a plain packet of that family to the
-/// interface's MAC or a group ([`crate::ip4::input::plain_frames`],
-/// [`crate::ip6::input::plain_frames`]), both nodes' work is done in one pass and the vector
+/// interface's MAC or a group ([`EthernetWorker::plain_ip4`], [`EthernetWorker::plain_ip6`]), both nodes' work is done in one pass and the vector
 /// goes straight to the lookup, counted as a call of the input node. Not while the packet
 /// tracer runs, so that traces show each node. Returns whether it took the vector.
 #[inline(always)]
@@ -130,11 +128,11 @@ fn fused<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle, ifc: &IfRuntime) -> 
     let indices = g.vectors[v].indices();
     let (tally, input, lookup) = match ethertype {
         EtherType::IPV4 if ifc.ip4 => {
-            let tally = ip4::input::plain_frames(g.isa, &g.pool, indices, ifc.max_frame, ifc.mac);
+            let tally = F::plain_ip4(g.isa, &g.pool, indices, ifc.max_frame, ifc.mac);
             (tally, NodeId::Ip4Input, NodeId::Ip4Lookup)
         }
         EtherType::IPV6 if ifc.ip6 => {
-            (ip6::input::plain_frames(&g.pool, indices, ifc.max_frame, ifc.mac), NodeId::Ip6Input, NodeId::Ip6Lookup)
+            (F::plain_ip6(&g.pool, indices, ifc.max_frame, ifc.mac), NodeId::Ip6Input, NodeId::Ip6Lookup)
         }
         _ => return false,
     };

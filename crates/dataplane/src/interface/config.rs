@@ -1,11 +1,10 @@
-//! The `interfaces` section: each interface and sub-interface, its driver, MTU, addresses and
-//! rx placement. Their checks need the buffers, the workers and the other interfaces, so they
+//! The `interfaces` section: each interface and sub-interface, its driver, MTU, addresses, rx
+//! placement and sFlow sampling ([`InterfaceSflow`]). Their checks need the buffers, the workers and the other interfaces, so they
 //! are in `config/interfaces.rs`.
 
-use crate::drivers::config::{AfPacketConfig, AfXdpConfig, PcapConfig};
-use crate::drivers::stream_config::GeneratorConfig;
-use crate::net::{IpPrefix, Mac, PollMode, is_default};
-use crate::sflow::config::InterfaceSflow;
+use crate::interface::driver_config::{AfPacketConfig, AfXdpConfig, PcapConfig};
+use crate::interface::stream_config::GeneratorConfig;
+use crate::net::{ConfigError, IpPrefix, Mac, PollMode, invalid, is_default};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -191,4 +190,72 @@ pub struct SubInterfaceConfig {
     /// 15 characters and no '/' or ':').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linux_name: Option<String>,
+}
+
+/// sFlow on one (physical) interface: sampled on receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct InterfaceSflow {
+    /// Sample this interface.
+    #[serde(default = "yes")]
+    pub enable: bool,
+    /// 1-in-N for this interface; default `sflow.sampling-rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_rate: Option<u32>,
+    /// Direction for this interface; default `sflow.direction`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// Report packets dropped with this interface (or its sub-interfaces) as input, or as
+    /// output for drops on the way out, as discard samples.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_monitoring: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Checks a 1-in-N sampling rate written at `field`.
+pub(crate) fn check_sampling_rate(field: String, rate: u32) -> Result<(), ConfigError> {
+    if (1..=1 << 30).contains(&rate) { Ok(()) } else { Err(invalid(field, rate, "1 to 1073741824")) }
+}
+
+impl InterfaceSflow {
+    /// Checks one interface's settings (written at `field`); `agent_on` says whether the
+    /// top-level `sflow` section is there, which `enable: true` needs.
+    pub(crate) fn validate(&self, field: &str, agent_on: bool) -> Result<(), ConfigError> {
+        if let Some(r) = self.sampling_rate {
+            check_sampling_rate(format!("{field}.sampling-rate"), r)?;
+        }
+        if self.enable && !agent_on {
+            return Err(invalid(field, "enable: true", "only with a top-level sflow: section"));
+        }
+        Ok(())
+    }
+}
+
+/// Which packets of an interface its sampler sees: one rate, one pool and one sequence
+/// either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Received packets.
+    #[default]
+    Rx,
+    /// Transmitted packets.
+    Tx,
+    /// Both.
+    Both,
+}
+
+impl Direction {
+    /// True when received packets are sampled.
+    pub fn rx(self) -> bool {
+        self != Direction::Tx
+    }
+
+    /// True when transmitted packets are sampled.
+    pub fn tx(self) -> bool {
+        self != Direction::Rx
+    }
 }

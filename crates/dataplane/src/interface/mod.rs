@@ -1,14 +1,17 @@
 //! Interfaces: the main thread's description of each one, the compact per-interface facts
 //! workers read ([`InterfaceTable`], their part of the snapshot workers forward with), and the per-worker counters that
 //! sFlow's generic/ethernet records need. Beside them: [`build`] (interfaces from the
-//! configuration), [`config`] (the `interfaces` section), and the nodes `interface-output`
+//! configuration), [`config`] (the `interfaces` section, with each driver's sub-section in
+//! [`driver_config`] and the generator's streams in [`stream_config`]), and the nodes `interface-output`
 //! ([`output`]) and `error-drop` ([`error_drop`]).
 
 pub mod build;
 pub mod config;
+pub mod driver_config;
 pub mod error_drop;
 mod hooks;
 pub mod output;
+pub mod stream_config;
 mod worker;
 
 pub use hooks::TxSampling;

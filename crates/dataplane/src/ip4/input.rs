@@ -6,8 +6,8 @@
 //! unchanged when all are good). The TTL is checked only when forwarding (`ip4-rewrite`), so
 //! packets for this router's own addresses are delivered whatever their TTL.
 
+use crate::ethernet::fused::{RxTally, plain_frames_scalar, rx_tally};
 use crate::l3::L3Worker;
-use crate::l3::shared::RxTally;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
@@ -104,9 +104,9 @@ pub fn plain_frames(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `all_fast_ok`.
         Isa::Avx2 if simd => unsafe { x86::plain_frames_avx2(raw, indices, max_frame, mac)? },
-        _ => crate::l3::shared::plain_frames_scalar(pool, indices, max_frame, mac, EtherType::IPV4, fast_ok)?,
+        _ => plain_frames_scalar(pool, indices, max_frame, mac, EtherType::IPV4, fast_ok)?,
     };
-    Some(crate::l3::shared::rx_tally(pool, indices, octets, any_group))
+    Some(rx_tally(pool, indices, octets, any_group))
 }
 
 /// [`fast_ok`] across 16 or 8 packets at once: each packet's metadata words and the five

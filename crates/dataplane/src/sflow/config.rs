@@ -1,5 +1,7 @@
-//! The `sflow` section and each interface's `sflow` settings, with their checks.
+//! The `sflow` section, with its checks. Each interface's `sflow` settings are part of the
+//! `interfaces` section (`interface::config::InterfaceSflow`).
 
+use crate::interface::config::{Direction, check_sampling_rate};
 use crate::net::{ConfigError, invalid};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -86,32 +88,6 @@ fn default_ring_depth() -> u32 {
     32768
 }
 
-/// Which packets of an interface its sampler sees: one rate, one pool and one sequence
-/// either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Direction {
-    /// Received packets.
-    #[default]
-    Rx,
-    /// Transmitted packets.
-    Tx,
-    /// Both.
-    Both,
-}
-
-impl Direction {
-    /// True when received packets are sampled.
-    pub fn rx(self) -> bool {
-        self != Direction::Tx
-    }
-
-    /// True when transmitted packets are sampled.
-    pub fn tx(self) -> bool {
-        self != Direction::Rx
-    }
-}
-
 /// An sFlow collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -127,29 +103,6 @@ fn default_collector_port() -> u16 {
     6343
 }
 
-/// sFlow on one (physical) interface: sampled on receive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct InterfaceSflow {
-    /// Sample this interface.
-    #[serde(default = "yes")]
-    pub enable: bool,
-    /// 1-in-N for this interface; default `sflow.sampling-rate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sampling_rate: Option<u32>,
-    /// Direction for this interface; default `sflow.direction`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<Direction>,
-    /// Report packets dropped with this interface (or its sub-interfaces) as input, or as
-    /// output for drops on the way out, as discard samples.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub drop_monitoring: bool,
-}
-
-pub(crate) fn yes() -> bool {
-    true
-}
-
 /// What the `sflow` section's checks need to know of the rest of the configuration.
 pub(crate) struct SflowSurroundings {
     /// The address the agent takes without `agent-address`
@@ -161,30 +114,11 @@ pub(crate) struct SflowSurroundings {
     pub linux_cp: bool,
 }
 
-/// Checks a 1-in-N sampling rate written at `field`.
-fn check_rate(field: String, rate: u32) -> Result<(), ConfigError> {
-    if (1..=1 << 30).contains(&rate) { Ok(()) } else { Err(invalid(field, rate, "1 to 1073741824")) }
-}
-
-impl InterfaceSflow {
-    /// Checks one interface's settings (written at `field`); `agent_on` says whether the
-    /// top-level `sflow` section is there, which `enable: true` needs.
-    pub(crate) fn validate(&self, field: &str, agent_on: bool) -> Result<(), ConfigError> {
-        if let Some(r) = self.sampling_rate {
-            check_rate(format!("{field}.sampling-rate"), r)?;
-        }
-        if self.enable && !agent_on {
-            return Err(invalid(field, "enable: true", "only with a top-level sflow: section"));
-        }
-        Ok(())
-    }
-}
-
 impl SflowConfig {
     /// Checks the agent's settings against what `around` says of the rest of the configuration.
     pub(crate) fn validate(&self, around: &SflowSurroundings) -> Result<(), ConfigError> {
         let s = self;
-        check_rate("sflow.sampling-rate".into(), s.sampling_rate)?;
+        check_sampling_rate("sflow.sampling-rate".into(), s.sampling_rate)?;
         if s.agent_address.is_none() && around.first_address.is_none() {
             return Err(invalid(
                 "sflow.agent-address",

@@ -16,8 +16,8 @@
 //! second. Busy polling needs a NAPI id: on a driver whose XDP queues report none (veth
 //! reports 0) the sockets get their options and the worker simply polls.
 
-use crate::drivers::config::BusyPollConfig;
 use crate::drivers::netdev::{NapiSettings, Netdev};
+use crate::interface::driver_config::BusyPollConfig;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::os::fd::RawFd;

@@ -8,10 +8,10 @@ use super::socket::{Umem, Xsk, XskOptions, ZeroCopy};
 use super::{RxQueue, XskSockets, chunk_size, single_chunk_frame};
 use crate::drivers::KernelDrops;
 use crate::drivers::PortError;
-use crate::drivers::config::{AfXdpConfig, XdpModeConfig, ZeroCopyConfig};
 use crate::drivers::host::{HostLink, HostPort};
 use crate::interface::Interface;
 use crate::interface::config::InterfaceConfig;
+use crate::interface::driver_config::{AfXdpConfig, XdpModeConfig, ZeroCopyConfig};
 use crate::runtime::buffer::BufferPool;
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::drivers::stream_config::AddrRange;
+use crate::interface::stream_config::AddrRange;
 use wire::{EthernetFrame, Ipv4Packet, UdpDatagram};
 
 fn frames(cfg: &StreamConfig, n: usize) -> Vec<Vec<u8>> {

@@ -1,4 +1,5 @@
-//! Each driver's settings (`af-packet`, `af-xdp`, `pcap`). Their checks need the interface
+//! Each driver's settings (`af-packet`, `af-xdp`, `pcap`): sub-sections of an interface's,
+//! kept here below the drivers that read them. Their checks need the interface
 //! and the buffers they serve, so they run with the interface's (`config/interfaces.rs`).
 
 use crate::net::is_zero;
