@@ -6,7 +6,6 @@ use common::{drive, stats};
 use dataplane::datapath::Graph;
 use dataplane::neighbor::punt::{Event, Learn, Punt};
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
 use wire::{Ipv4Packet, MacAddr, checksum};
@@ -54,7 +53,7 @@ fn arp_requests_for_our_address_are_answered_and_their_senders_learned() {
         arp_frame(MacAddr([2, 0xfe, 0, 0, 0, 3]), arp::REPLY, [192, 168, 7, 1]),
         arp_frame(MacAddr::BROADCAST, 9, [192, 168, 7, 1]),
     ];
-    let out = drive(&mut g, 3, &frames, NodeId::GeneratorTx);
+    let out = drive(&mut g, 3, &frames, dataplane::drivers::nodes::GENERATOR_TX);
     assert_eq!(out.len(), 1, "one reply");
     let (tx_if, _, f) = &out[0];
     assert_eq!(*tx_if, 3);
@@ -76,7 +75,14 @@ fn arp_requests_for_our_address_are_answered_and_their_senders_learned() {
         "the request for us and the reply create; the other only updates"
     );
     let e = |r: DropReason| g.counters.error(3, r).get();
-    assert_eq!((e(DropReason::ArpNotForUs), e(DropReason::ArpReply), e(DropReason::ArpMalformed)), (1, 1, 1));
+    assert_eq!(
+        (
+            e(dataplane::ip4::drops::ARP_NOT_FOR_US),
+            e(dataplane::ip4::drops::ARP_REPLY),
+            e(dataplane::ip4::drops::ARP_MALFORMED)
+        ),
+        (1, 1, 1)
+    );
     assert_eq!(stats(&g, 3).in_discards, 0, "consumed ARP is not a discard");
     assert_eq!(stats(&g, 3).in_errors, 1, "the malformed one is an error");
 }
@@ -110,7 +116,7 @@ fn ip_frame(dst: [u8; 4], ttl: u8, icmp: bool, len: usize, df: bool) -> Vec<u8> 
 fn echo_requests_to_us_are_answered_whatever_their_ttl() {
     let (mut g, _) = graph();
     let request = ip_frame([100, 64, 0, 1], 1, true, 84, true);
-    let out = drive(&mut g, 1, std::slice::from_ref(&request), NodeId::GeneratorTx);
+    let out = drive(&mut g, 1, std::slice::from_ref(&request), dataplane::drivers::nodes::GENERATOR_TX);
     assert_eq!(out.len(), 1);
     let f = &out[0].2;
     let ip = Ipv4Packet::new_checked(&f[14..]).unwrap();
@@ -121,15 +127,15 @@ fn echo_requests_to_us_are_answered_whatever_their_ttl() {
     assert_eq!(&f[38..], &request[38..], "identifier, sequence and data echoed");
     // Anything else to us is dropped: vecflow has no host stack.
     let udp = ip_frame([100, 64, 0, 1], 64, false, 46, true);
-    assert!(drive(&mut g, 1, &[udp], NodeId::GeneratorTx).is_empty());
-    assert_eq!(g.counters.error(1, DropReason::Ip4Local).get(), 1);
+    assert!(drive(&mut g, 1, &[udp], dataplane::drivers::nodes::GENERATOR_TX).is_empty());
+    assert_eq!(g.counters.error(1, dataplane::ip4::drops::IP4_LOCAL).get(), 1);
 }
 
 #[test]
 fn big_packets_are_fragmented_or_answered_with_fragmentation_needed() {
     let (mut g, _) = graph();
     let df_clear = ip_frame([48, 0, 0, 9], 64, false, 1400, false);
-    let out = drive(&mut g, 1, std::slice::from_ref(&df_clear), NodeId::GeneratorTx);
+    let out = drive(&mut g, 1, std::slice::from_ref(&df_clear), dataplane::drivers::nodes::GENERATOR_TX);
     // 1380 bytes of data in pieces of at most 552 (576 − 20, a multiple of 8).
     let mut data = Vec::new();
     let mut offsets = Vec::new();
@@ -146,12 +152,12 @@ fn big_packets_are_fragmented_or_answered_with_fragmentation_needed() {
     assert_eq!(data, df_clear[34..], "the fragments carry the whole payload in order");
 
     let df_set = ip_frame([48, 0, 0, 9], 64, false, 1400, true);
-    let out = drive(&mut g, 1, &[df_set], NodeId::GeneratorTx);
+    let out = drive(&mut g, 1, &[df_set], dataplane::drivers::nodes::GENERATOR_TX);
     assert_eq!(out.len(), 1);
     let (tx_if, _, f) = &out[0];
     assert_eq!(*tx_if, 1, "back toward the source");
     assert_eq!((f[34], f[35], u16::from_be_bytes([f[40], f[41]])), (3, 4, 576), "fragmentation needed, MTU 576");
-    assert_eq!(g.counters.error(1, DropReason::FragNeeded).get(), 1);
+    assert_eq!(g.counters.error(1, dataplane::ip4::drops::FRAG_NEEDED).get(), 1);
 }
 
 #[test]
@@ -171,7 +177,7 @@ neighbors:
 ",
     );
     let df_clear = ip_frame([48, 0, 0, 9], 64, false, 9000, false);
-    let out = drive(&mut g, 1, std::slice::from_ref(&df_clear), NodeId::GeneratorTx);
+    let out = drive(&mut g, 1, std::slice::from_ref(&df_clear), dataplane::drivers::nodes::GENERATOR_TX);
     // 8980 bytes of data in pieces of at most 1480: six full ones and one of 100.
     let mut data = Vec::new();
     for (k, (tx_if, _, f)) in out.iter().enumerate() {
@@ -186,7 +192,7 @@ neighbors:
     assert_eq!(data, df_clear[34..], "the fragments carry the whole payload in order");
 
     let df_set = ip_frame([48, 0, 0, 9], 64, false, 9000, true);
-    let out = drive(&mut g, 1, &[df_set], NodeId::GeneratorTx);
+    let out = drive(&mut g, 1, &[df_set], dataplane::drivers::nodes::GENERATOR_TX);
     assert_eq!(out.len(), 1);
     let (tx_if, _, f) = &out[0];
     assert_eq!(*tx_if, 1, "back toward the source");

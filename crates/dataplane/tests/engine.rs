@@ -1,7 +1,6 @@
 //! The running dataplane: workers forward generated traffic and the counters add up.
 
 use dataplane::control::cli::Registry;
-use dataplane::runtime::drops::DropReason;
 use dataplane::{Config, Dataplane};
 use std::time::Duration;
 
@@ -23,7 +22,7 @@ fn lab_forwards_on_two_workers_and_every_packet_is_accounted_for() {
     // also sends the ICMP time exceeded errors about its TTL-1 trickle back to their source
     // (but for the trickle's one source without a route back, 48.0.3.0: those are dropped).
     let made = dp.punt_stats().icmp_sent;
-    let unroutable = dp.drops_of(0)[DropReason::NoRoute as usize];
+    let unroutable = dp.drops_of(0)[dataplane::ip4::drops::NO_ROUTE.index()];
     assert!(made > unroutable, "time exceeded sent about the trickle");
     let icmp = made - unroutable;
     for (a, b) in [("port0", "port1"), ("port4", "port5"), ("port2", "port3"), ("port6", "port7")] {

@@ -6,8 +6,6 @@ mod common;
 use common::{drive, stats};
 use dataplane::config::Config;
 use dataplane::datapath::Graph;
-use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 
 /// port0 routes 48/8 to port1; its rules send UDP from 2.0.0.0/9 out of port2, drop TCP port
 /// 22 and let the rest through; port1 has no rules.
@@ -56,13 +54,13 @@ fn each_action_and_the_highest_priority_win() {
         frame([9, 1, 1, 1], 6, 80, 0),   // no rule: routed
         frame([9, 1, 1, 1], 6, 22, 100), // a later fragment: no ports, so not rule 1: routed
     ];
-    let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     let mut got: Vec<(u16, u8, u8)> = out.iter().map(|(tx_if, _, f)| (*tx_if, f[14 + 9], f[14 + 8])).collect();
     got.sort();
     assert_eq!(got, [(2, 6, 63), (2, 6, 63), (2, 17, 63), (3, 17, 64)], "normal and no rule: routed (TTL − 1)");
     let output = out.iter().find(|(tx_if, _, _)| *tx_if == 3).unwrap();
     assert_eq!(&output.2, &frames[0], "output: the frame as received");
-    assert_eq!(g.counters.error(1, DropReason::Acl).get(), 1);
+    assert_eq!(g.counters.error(1, dataplane::flows::drops::ACL).get(), 1);
     assert_eq!(stats(&g, 1).in_discards, 1, "acl is a discard");
     let hits: Vec<u64> = (0..3).map(|r| g.counters.flow_hits[r].get()).collect();
     assert_eq!(hits, [1, 1, 1]);
@@ -77,8 +75,8 @@ fn frames_for_other_macs_never_reach_the_rules() {
     let mut g = graph();
     let mut f = frame([2, 1, 1, 1], 17, 53, 0); // rule 0's
     f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 9]);
-    assert!(drive(&mut g, 1, &[f], NodeId::InterfaceOutput).is_empty());
-    assert_eq!(g.counters.error(1, DropReason::NotForUs).get(), 1);
+    assert!(drive(&mut g, 1, &[f], dataplane::interface::nodes::INTERFACE_OUTPUT).is_empty());
+    assert_eq!(g.counters.error(1, dataplane::ethernet::drops::NOT_FOR_US).get(), 1);
     assert_eq!(g.counters.flow_hits[0].get(), 0);
 }
 
@@ -88,11 +86,11 @@ fn interfaces_without_rules_do_not_classify_and_megaflows_answer_again() {
     let to_port1 = frame([2, 1, 1, 1], 17, 53, 0);
     let mut on_port1 = to_port1.clone();
     on_port1[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 2]);
-    drive(&mut g, 2, &[on_port1], NodeId::InterfaceOutput);
+    drive(&mut g, 2, &[on_port1], dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert_eq!(g.counters.flow_cache.lookups.get(), 0, "port1 has no rules");
-    drive(&mut g, 1, std::slice::from_ref(&to_port1), NodeId::InterfaceOutput);
+    drive(&mut g, 1, std::slice::from_ref(&to_port1), dataplane::interface::nodes::INTERFACE_OUTPUT);
     let same: Vec<Vec<u8>> = (0..3).map(|_| to_port1.clone()).collect();
-    let out = drive(&mut g, 1, &same, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, &same, dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert!(out.len() == 3 && out.iter().all(|(tx_if, _, _)| *tx_if == 3));
     let c = &g.counters.flow_cache;
     assert_eq!((c.lookups.get(), c.upcalls.get()), (4, 1), "one upcall installs the megaflow; the next three hit it");
@@ -123,7 +121,8 @@ fn every_cache_layer_setting_gives_the_rule_tables_answers() {
     for (emc, cd) in [(false, false), (false, true), (true, false), (true, true)] {
         let mut g = common::graph(&format!("{YAML}flow-cache: {{emc: {emc}, cd: {cd}, cd-entries: 64}}\n")).0;
         // Twice: the first pass installs megaflows, the second is answered by the cache.
-        let passes: Vec<_> = (0..2).map(|_| drive(&mut g, 1, &frames, NodeId::InterfaceOutput)).collect();
+        let passes: Vec<_> =
+            (0..2).map(|_| drive(&mut g, 1, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT)).collect();
         assert_eq!(passes[0], passes[1], "emc {emc} cd {cd}: the cache answers as the rule table did");
         assert_eq!(g.counters.flow_cache.upcalls.get(), 4, "emc {emc} cd {cd}: one upcall per flow");
         answers.push(passes[0].clone());

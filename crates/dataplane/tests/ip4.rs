@@ -6,8 +6,8 @@ mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::datapath::Graph;
+use dataplane::datapath::registry::DropFacts;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, checksum};
@@ -52,7 +52,7 @@ fn graph() -> Graph {
 /// interface-output.
 fn routed(frames: &[Vec<u8>]) -> (Graph, Vec<(u16, u8, Vec<u8>)>) {
     let mut g = graph();
-    let out = drive(&mut g, 1, frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     (g, out)
 }
 
@@ -101,7 +101,7 @@ fn glean_resolves_connected_hosts_and_misses_send_arp_requests() {
     assert_eq!(&ip[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
     // .9 has no neighbor; 30/8 goes via .99, which has none either: both dropped, and a
     // broadcast ARP request for each next hop goes out of the LAN from its address.
-    assert_eq!(drops(&g, 1, DropReason::NoNeighbor), 2);
+    assert_eq!(drops(&g, 1, dataplane::ip4::drops::NO_NEIGHBOR), 2);
     assert_eq!(stats(&g, 3).out_discards, 2, "no-neighbor is charged to the output interface");
     let targets: Vec<_> = arp
         .iter()
@@ -133,20 +133,20 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
         f
     };
     let cases: Vec<(Vec<u8>, DropReason)> = vec![
-        (with(14, 0x44, true), DropReason::BadIpHeader), // IHL 4
-        (with(14, 0x65, true), DropReason::BadIpHeader), // version 6 in an IPv4 frame
-        (with(17, 10, true), DropReason::BadIpHeader),   // total length 10 < 20
-        (with(17, 200, true), DropReason::Truncated),    // total length beyond the frame
-        (ok[..30].to_vec(), DropReason::Truncated),      // header cut short
-        (with(20, 0x41, false), DropReason::BadChecksum),
-        (with(22, 1, true), DropReason::TtlExpired),
-        (with(22, 0, true), DropReason::TtlExpired),
-        (frame([16, 0, 0, 1], [99, 0, 0, 1], 64), DropReason::NoRoute),
-        (frame([16, 0, 0, 1], [100, 64, 0, 1], 64), DropReason::Ip4Local),
+        (with(14, 0x44, true), dataplane::ip4::drops::BAD_IP_HEADER), // IHL 4
+        (with(14, 0x65, true), dataplane::ip4::drops::BAD_IP_HEADER), // version 6 in an IPv4 frame
+        (with(17, 10, true), dataplane::ip4::drops::BAD_IP_HEADER),   // total length 10 < 20
+        (with(17, 200, true), dataplane::ip4::drops::TRUNCATED),      // total length beyond the frame
+        (ok[..30].to_vec(), dataplane::ip4::drops::TRUNCATED),        // header cut short
+        (with(20, 0x41, false), dataplane::ip4::drops::BAD_CHECKSUM),
+        (with(22, 1, true), dataplane::ip4::drops::TTL_EXPIRED),
+        (with(22, 0, true), dataplane::ip4::drops::TTL_EXPIRED),
+        (frame([16, 0, 0, 1], [99, 0, 0, 1], 64), dataplane::ip4::drops::NO_ROUTE),
+        (frame([16, 0, 0, 1], [100, 64, 0, 1], 64), dataplane::ip4::drops::IP4_LOCAL),
     ];
     let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).chain([ok.clone()]).collect();
     let mut g = graph();
-    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    let sent = drive(&mut g, 1, &frames, dataplane::drivers::nodes::GENERATOR_TX);
     // The good packet, and an ICMP error back to the source (out of port0, from port0's
     // address) about each TTL-expired and unroutable one, quoting its header.
     let (icmp, forwarded): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 9] == 1);
@@ -167,12 +167,12 @@ fn malformed_and_unroutable_packets_are_dropped_under_their_reason() {
         .collect();
     assert_eq!(errors, [(11, 0), (11, 0), (3, 0)], "time exceeded twice, net unreachable once");
     for r in [
-        DropReason::BadIpHeader,
-        DropReason::Truncated,
-        DropReason::BadChecksum,
-        DropReason::TtlExpired,
-        DropReason::NoRoute,
-        DropReason::Ip4Local,
+        dataplane::ip4::drops::BAD_IP_HEADER,
+        dataplane::ip4::drops::TRUNCATED,
+        dataplane::ip4::drops::BAD_CHECKSUM,
+        dataplane::ip4::drops::TTL_EXPIRED,
+        dataplane::ip4::drops::NO_ROUTE,
+        dataplane::ip4::drops::IP4_LOCAL,
     ] {
         let want = cases.iter().filter(|(_, x)| *x == r).count() as u64;
         assert_eq!(drops(&g, 1, r), want, "{}", r.name());
@@ -200,12 +200,16 @@ fn reject_routes_drop_under_their_reasons_and_answer_as_linux_does() {
         .iter()
         .map(|&d| frame([16, 0, 0, 1], d, 64))
         .collect();
-    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    let sent = drive(&mut g, 1, &frames, dataplane::drivers::nodes::GENERATOR_TX);
     let (icmp, forwarded): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 9] == 1);
     assert_eq!(forwarded.len(), 1);
     let codes: Vec<(u8, u8)> = icmp.iter().map(|(_, _, f)| (f[34], f[35])).collect();
     assert_eq!(codes, [(3, 1), (3, 13)], "host unreachable, communication administratively prohibited");
-    for r in [DropReason::Blackhole, DropReason::RouteUnreachable, DropReason::RouteProhibited] {
+    for r in [
+        dataplane::ip4::drops::BLACKHOLE,
+        dataplane::ip4::drops::ROUTE_UNREACHABLE,
+        dataplane::ip4::drops::ROUTE_PROHIBITED,
+    ] {
         assert_eq!(drops(&g, 1, r), 1, "{}", r.name());
     }
     assert_eq!(g.pool.free_count(), 1024);
@@ -219,7 +223,7 @@ fn reject_routes_drop_under_their_reasons_and_answer_as_linux_does() {
 fn unicast_frames_to_another_mac_are_dropped_as_not_for_us() {
     let good: Vec<Vec<u8>> = (0..64).map(|k| frame([16, 0, 0, 1], [48, 0, 0, k], 64)).collect();
     let (g, out) = routed(&good);
-    assert_eq!((out.len(), g.counters.nodes[NodeId::Ip4Input as usize].fused.get()), (64, 64), "fused");
+    assert_eq!((out.len(), g.counters.nodes[dataplane::ip4::nodes::IP4_INPUT.index()].fused.get()), (64, 64), "fused");
     let mut frames = good.clone();
     for (k, byte) in [(0, 0), (37, 5), (63, 3)] {
         frames[k][byte] ^= 0x02; // another host's MAC (the group bit left clear)
@@ -234,13 +238,13 @@ fn unicast_frames_to_another_mac_are_dropped_as_not_for_us() {
     let (g, out) = routed(&frames);
     assert_eq!(out.len(), 61 + 2, "all but the three for other hosts");
     assert!(out.iter().all(|(_, _, f)| f[14 + 19] != 0 && f[14 + 19] != 37 && f[14 + 19] != 63));
-    assert_eq!(drops(&g, 1, DropReason::NotForUs), 3);
+    assert_eq!(drops(&g, 1, dataplane::ethernet::drops::NOT_FOR_US), 3);
     let s = stats(&g, 1);
     assert_eq!((s.rx_packets, dropped(&g, 1)), (66, 3));
     assert_eq!((s.in_discards, s.in_errors, s.in_unknown_protos), (0, 0, 0), "not a discard");
     // Alone.
     let (g, out) = routed(&frames[..1]);
-    assert_eq!((out.len(), drops(&g, 1, DropReason::NotForUs)), (0, 1));
+    assert_eq!((out.len(), drops(&g, 1, dataplane::ethernet::drops::NOT_FOR_US)), (0, 1));
 }
 
 #[test]
@@ -248,8 +252,8 @@ fn ipv4_on_an_interface_without_addresses_is_ip4_not_enabled() {
     let mut g = graph();
     let mut f = frame([16, 0, 0, 1], [48, 0, 0, 5], 64);
     f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 4]); // plain's MAC
-    drive(&mut g, 4, &[f], NodeId::InterfaceOutput);
-    assert_eq!(drops(&g, 4, DropReason::Ip4NotEnabled), 1);
+    drive(&mut g, 4, &[f], dataplane::interface::nodes::INTERFACE_OUTPUT);
+    assert_eq!(drops(&g, 4, dataplane::ethernet::drops::IP4_NOT_ENABLED), 1);
 }
 
 /// port0 receives; eight next hops on `wide` (more than `ip4-rewrite` keeps resolved at once,

@@ -6,10 +6,10 @@ mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::datapath::Graph;
+use dataplane::datapath::registry::DropFacts;
 use dataplane::ethernet::fused::RxTally;
 use dataplane::ip6;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;
 use std::net::Ipv6Addr;
 use wire::Ipv6Packet;
@@ -73,7 +73,7 @@ fn graph() -> Graph {
 
 fn routed(port: u16, frames: &[Vec<u8>]) -> (Graph, Vec<(u16, u8, Vec<u8>)>) {
     let mut g = graph();
-    let out = drive(&mut g, port, frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, port, frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     (g, out)
 }
 
@@ -114,7 +114,11 @@ fn glean_resolves_connected_hosts_from_static_neighbors() {
     assert_eq!(forwarded.len(), 1);
     assert_eq!((forwarded[0].0, forwarded[0].1), (3, 64));
     assert_eq!(&forwarded[0].2[..12], &[2, 0, 0, 0, 7, 8, 2, 0xfe, 0, 0, 0, 3]);
-    assert_eq!(drops(&g, 1, DropReason::Ip6NoNeighbor), 2, ":9 has no neighbor, nor has 30::/48's next hop :99");
+    assert_eq!(
+        drops(&g, 1, dataplane::ip6::drops::IP6_NO_NEIGHBOR),
+        2,
+        ":9 has no neighbor, nor has 30::/48's next hop :99"
+    );
     // Each miss sends a neighbor solicitation out of lan to the target's solicited-node group.
     let targets: Vec<_> = solicitations
         .iter()
@@ -181,12 +185,16 @@ fn reject_routes_drop_under_their_reasons_and_answer_as_linux_does() {
         .iter()
         .map(|d| frame("2001:db8:16::1", d, 64))
         .collect();
-    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    let sent = drive(&mut g, 1, &frames, dataplane::drivers::nodes::GENERATOR_TX);
     let (forwarded, icmp): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 6] == 17);
     assert_eq!(forwarded.len(), 1);
     let codes: Vec<(u8, u8)> = icmp.iter().map(|(_, _, f)| (f[54], f[55])).collect();
     assert_eq!(codes, [(1, 0), (1, 1)], "no route, administratively prohibited");
-    for r in [DropReason::Ip6Blackhole, DropReason::Ip6RouteUnreachable, DropReason::Ip6RouteProhibited] {
+    for r in [
+        dataplane::ip6::drops::IP6_BLACKHOLE,
+        dataplane::ip6::drops::IP6_ROUTE_UNREACHABLE,
+        dataplane::ip6::drops::IP6_ROUTE_PROHIBITED,
+    ] {
         assert_eq!(g.counters.error(1, r).get(), 1, "{}", r.name());
     }
     assert_eq!(g.pool.free_count(), 1024);
@@ -201,20 +209,20 @@ fn malformed_unroutable_and_never_forwarded_packets_are_dropped_under_their_reas
         f
     };
     let cases: Vec<(Vec<u8>, DropReason)> = vec![
-        (ok[..50].to_vec(), DropReason::Ip6Truncated),    // header cut short
-        (with(14, 0x40), DropReason::Ip6BadHeader),       // version 4
-        (with(19, 9), DropReason::Ip6Truncated),          // payload 9 > 8 in the frame
-        (with(22, 0xff), DropReason::Ip6SourceMulticast), // source ff..
-        (frame("2001:db8:16::1", "::1", 64), DropReason::Ip6DestinationLoopback),
-        (with(21, 1), DropReason::HopLimitExpired),
-        (with(21, 0), DropReason::HopLimitExpired),
-        (frame("2001:db8:16::1", "2001:db9::1", 64), DropReason::Ip6NoRoute),
-        (frame("2001:db8:16::1", "2001:db8:100::1", 0), DropReason::Ip6Local), // ours, whatever its hop limit
-        (frame("2001:db8:16::1", "ff0e::1", 64), DropReason::Ip6Multicast),
-        (frame("2001:db8:16::1", "fe80::1", 64), DropReason::Ip6LinkLocal),
-        (frame("fe80::7", "2001:db8:48::5", 64), DropReason::Ip6LinkLocal),
-        (frame("::", "2001:db8:48::5", 64), DropReason::Ip6SourceUnspecified),
-        (frame_len("2001:db8:16::1", "2001:db8:48::5", 64, 14 + 1501), DropReason::PacketTooBig),
+        (ok[..50].to_vec(), dataplane::ip6::drops::IP6_TRUNCATED), // header cut short
+        (with(14, 0x40), dataplane::ip6::drops::IP6_BAD_HEADER),   // version 4
+        (with(19, 9), dataplane::ip6::drops::IP6_TRUNCATED),       // payload 9 > 8 in the frame
+        (with(22, 0xff), dataplane::ip6::drops::IP6_SOURCE_MULTICAST), // source ff..
+        (frame("2001:db8:16::1", "::1", 64), dataplane::ip6::drops::IP6_DESTINATION_LOOPBACK),
+        (with(21, 1), dataplane::ip6::drops::HOP_LIMIT_EXPIRED),
+        (with(21, 0), dataplane::ip6::drops::HOP_LIMIT_EXPIRED),
+        (frame("2001:db8:16::1", "2001:db9::1", 64), dataplane::ip6::drops::IP6_NO_ROUTE),
+        (frame("2001:db8:16::1", "2001:db8:100::1", 0), dataplane::ip6::drops::IP6_LOCAL), // ours, whatever its hop limit
+        (frame("2001:db8:16::1", "ff0e::1", 64), dataplane::ip6::drops::IP6_MULTICAST),
+        (frame("2001:db8:16::1", "fe80::1", 64), dataplane::ip6::drops::IP6_LINK_LOCAL),
+        (frame("fe80::7", "2001:db8:48::5", 64), dataplane::ip6::drops::IP6_LINK_LOCAL),
+        (frame("::", "2001:db8:48::5", 64), dataplane::ip6::drops::IP6_SOURCE_UNSPECIFIED),
+        (frame_len("2001:db8:16::1", "2001:db8:48::5", 64, 14 + 1501), dataplane::ip6::drops::PACKET_TOO_BIG),
     ];
     let frames: Vec<Vec<u8>> = cases
         .iter()
@@ -222,7 +230,7 @@ fn malformed_unroutable_and_never_forwarded_packets_are_dropped_under_their_reas
         .chain([ok.clone(), frame_len("2001:db8:16::1", "2001:db8:48::5", 64, 14 + 1500)])
         .collect();
     let mut g = graph();
-    let sent = drive(&mut g, 1, &frames, NodeId::GeneratorTx);
+    let sent = drive(&mut g, 1, &frames, dataplane::drivers::nodes::GENERATOR_TX);
     let (forwarded, errors): (Vec<_>, Vec<_>) = sent.iter().partition(|(_, _, f)| f[14 + 6] == 17);
     assert_eq!(forwarded.len(), 2, "the good packet and the one of exactly the MTU");
     // ICMPv6 errors back to the source, out of port0: two time exceeded, a no route, a
@@ -260,7 +268,7 @@ fn unicast_frames_to_another_mac_are_dropped_as_not_for_us() {
     let mut frames: Vec<Vec<u8>> =
         (0..16).map(|k| frame("2001:db8:16::1", &format!("2001:db8:48::{k:x}"), 64)).collect();
     let (g, out) = routed(1, &frames);
-    assert_eq!((out.len(), g.counters.nodes[NodeId::Ip6Input as usize].fused.get()), (16, 16), "fused");
+    assert_eq!((out.len(), g.counters.nodes[dataplane::ip6::nodes::IP6_INPUT.index()].fused.get()), (16, 16), "fused");
     frames[9][4] ^= 0x10; // another host's MAC
     let mut all_nodes = frame("fe80::2", "ff02::1", 255);
     all_nodes[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
@@ -268,10 +276,13 @@ fn unicast_frames_to_another_mac_are_dropped_as_not_for_us() {
     let (g, out) = routed(1, &frames);
     assert_eq!(out.len(), 15);
     // The all-nodes frame (UDP, which vecflow does not take) reached ip6-local.
-    assert_eq!((drops(&g, 1, DropReason::NotForUs), drops(&g, 1, DropReason::Ip6Multicast)), (1, 1));
+    assert_eq!(
+        (drops(&g, 1, dataplane::ethernet::drops::NOT_FOR_US), drops(&g, 1, dataplane::ip6::drops::IP6_MULTICAST)),
+        (1, 1)
+    );
     assert_eq!((stats(&g, 1).rx_packets, dropped(&g, 1)), (17, 2));
     let (g, _) = routed(1, &frames[9..10]);
-    assert_eq!(drops(&g, 1, DropReason::NotForUs), 1);
+    assert_eq!(drops(&g, 1, dataplane::ethernet::drops::NOT_FOR_US), 1);
 }
 
 #[test]
@@ -279,8 +290,8 @@ fn ipv6_on_an_interface_without_an_ipv6_address_is_ip6_not_enabled() {
     let mut g = graph();
     let mut f = frame("2001:db8:16::1", "2001:db8:48::5", 64);
     f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 4]); // v4only's MAC
-    drive(&mut g, 4, &[f], NodeId::InterfaceOutput);
-    assert_eq!(drops(&g, 4, DropReason::Ip6NotEnabled), 1);
+    drive(&mut g, 4, &[f], dataplane::interface::nodes::INTERFACE_OUTPUT);
+    assert_eq!(drops(&g, 4, dataplane::ethernet::drops::IP6_NOT_ENABLED), 1);
 }
 
 #[test]
@@ -293,10 +304,10 @@ fn a_mixed_vector_is_split_by_family_and_both_are_forwarded() {
     let mut v6 = frame("2001:db8:48::5", "2001:db8:16::1", 64);
     v6[..6].copy_from_slice(&[0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdd]);
     let mut g = graph();
-    let out = drive(&mut g, 2, &[v6.clone(), v4, v6], NodeId::InterfaceOutput);
+    let out = drive(&mut g, 2, &[v6.clone(), v4, v6], dataplane::interface::nodes::INTERFACE_OUTPUT);
     let v6_out: Vec<_> = out.iter().map(|(tx_if, plen, f)| (*tx_if, *plen, &f[12..14])).collect();
     assert_eq!(v6_out, [(1, 48, &[0x86, 0xdd][..]); 2]);
-    assert_eq!(drops(&g, 2, DropReason::Ip4Local), 1, "the IPv4 packet went its own way, to ip4-local");
+    assert_eq!(drops(&g, 2, dataplane::ip4::drops::IP4_LOCAL), 1, "the IPv4 packet went its own way, to ip4-local");
 }
 
 /// A frame to port0 from 2001:db8:16::/48 to 2001:db8:48::/48 (forwarded when intact), 62 to
@@ -354,9 +365,9 @@ fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<RxTally> {
 fn fused_outcome(frames: &[Vec<u8>], tracing: bool) -> common::Outcome {
     let mut g = graph();
     g.trace.active = tracing;
-    let mut out = drive(&mut g, 1, frames, NodeId::InterfaceOutput);
+    let mut out = drive(&mut g, 1, frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     out.sort();
-    let drops = DropReason::ALL.iter().map(|&r| drops(&g, 1, r)).collect();
+    let drops = dataplane::datapath::registry::all_drops().map(|r| drops(&g, 1, r)).collect();
     (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
 }
 
@@ -396,5 +407,5 @@ proptest! {
 #[test]
 fn the_fused_pass_counts_ip6_input_and_steps_aside_for_the_tracer() {
     let frames: Vec<Vec<u8>> = (62..162).map(|len| frame_len("2001:db8:16::1", "2001:db8:48::5", 64, len)).collect();
-    common::check_fused_pass(YAML, &frames, NodeId::Ip6Input, NodeId::Ip6Lookup);
+    common::check_fused_pass(YAML, &frames, dataplane::ip6::nodes::IP6_INPUT, dataplane::ip6::nodes::IP6_LOOKUP);
 }

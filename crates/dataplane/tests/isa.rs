@@ -6,7 +6,6 @@ mod common;
 
 use common::drive;
 use dataplane::ip4;
-use dataplane::runtime::drops::DropReason;
 use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::isa::Isa;
 use proptest::prelude::*;
@@ -176,13 +175,13 @@ proptest! {
         let run = |isa: Isa| {
             let mut g = common::graph(YAML).0;
             g.isa = isa;
-            let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);
-            let drops: Vec<u64> = DropReason::ALL.iter().map(|&r| g.counters.error(1, r).get()).collect();
+            let out = drive(&mut g, 1, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
+            let drops: Vec<u64> = dataplane::datapath::registry::all_drops().map(|r| g.counters.error(1, r).get()).collect();
             let node = |n: NodeId| {
-                let c = &g.counters.nodes[n as usize];
+                let c = &g.counters.nodes[n.index()];
                 (c.calls.get(), c.vectors.get(), c.fused.get())
             };
-            (out, drops, common::stats(&g, 1), [NodeId::Ip4Input, NodeId::Ip4Lookup, NodeId::ErrorDrop].map(node))
+            (out, drops, common::stats(&g, 1), [dataplane::ip4::nodes::IP4_INPUT, dataplane::ip4::nodes::IP4_LOOKUP, dataplane::interface::nodes::ERROR_DROP].map(node))
         };
         let scalar = run(Isa::Scalar);
         for isa in simd_variants() {
@@ -213,5 +212,5 @@ fn good_vectors_pass_in_every_variant() {
 #[test]
 fn the_fused_pass_counts_ip4_input_and_steps_aside_for_the_tracer() {
     let frames: Vec<Vec<u8>> = (0..100).map(|k| frame(k as u8, 64, k % 50, &Damage::None)).collect();
-    common::check_fused_pass(YAML, &frames, NodeId::Ip4Input, NodeId::Ip4Lookup);
+    common::check_fused_pass(YAML, &frames, dataplane::ip4::nodes::IP4_INPUT, dataplane::ip4::nodes::IP4_LOOKUP);
 }

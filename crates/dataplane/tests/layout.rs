@@ -1,6 +1,7 @@
 //! Arrows point down: the runtime (`src/runtime`) knows no feature. No file in it may name a
 //! module of the crate outside the runtime (`crate::ip4`, `crate::{runtime, sflow}`, …), in
-//! code or in doc links, so that buffers, vectors and the scheduler can be read, tested and
+//! code or in doc links, nor a node or drop reason a feature declares (their `show runtime` and
+//! `show errors` names), so that buffers, vectors and the scheduler can be read, tested and
 //! changed without any protocol in view (docs/architecture.md).
 //!
 //! And between the folders of `src`, every arrow points down: no folder names a folder that
@@ -66,6 +67,24 @@ fn the_runtime_names_no_module_outside_it() {
         }
     }
     assert!(outside.is_empty(), "the runtime imports features:\n{}", outside.join("\n"));
+}
+
+#[test]
+fn the_runtime_names_no_node_and_no_drop_reason() {
+    use dataplane::datapath::registry::{DROPS, NODES};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime");
+    let names: BTreeSet<&str> = NODES.iter().map(|n| n.name).chain(DROPS.iter().map(|d| d.name)).collect();
+    assert!(names.contains("ip4-input") && names.contains("truncated-ethernet"), "the features' lists were read");
+    let mut named = Vec::new();
+    for file in sources(&dir) {
+        let text = code_only(&without_tests(&std::fs::read_to_string(&file).unwrap()));
+        for (k, literal) in text.split('"').enumerate().filter(|(k, _)| k % 2 == 1) {
+            if names.contains(literal) {
+                named.push(format!("{}: \"{literal}\" (string {k})", file.display()));
+            }
+        }
+    }
+    assert!(named.is_empty(), "the runtime names a feature's node or drop reason:\n{}", named.join("\n"));
 }
 
 #[test]

@@ -11,8 +11,6 @@ use common::{dropped, stats};
 use dataplane::datapath::Graph;
 use dataplane::lcp::worker::{Frame, inject};
 use dataplane::lcp::{LcpWorker, PuntRate};
-use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use std::net::Ipv4Addr;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
@@ -110,8 +108,8 @@ fn without_a_free_frame_buffer_a_punt_is_dropped_by_name() {
     let f = udp(None, Ipv4Addr::new(192, 0, 2, 1));
     common::receive(&mut g, 1, &[&f, &f, &f]);
     assert_eq!(t.up().len(), 1);
-    let n = dataplane::runtime::drops::N_REASONS;
-    let reason = g.counters.errors[n + DropReason::PuntQueueFull as usize].get();
+    let n = dataplane::datapath::registry::N_REASONS;
+    let reason = g.counters.errors[n + dataplane::lcp::drops::PUNT_QUEUE_FULL.index()].get();
     assert_eq!((reason, stats(&g, 1).rx_local), (2, 1));
 }
 
@@ -124,10 +122,10 @@ fn frames_from_a_tap_leave_their_interface_and_hand_their_buffer_back() {
     assert!(inject(&mut g));
     // interface-output, then what reaches the generator's tx node.
     let (node, v) = g.take_pending().unwrap();
-    assert_eq!(node, NodeId::InterfaceOutput);
+    assert_eq!(node, dataplane::interface::nodes::INTERFACE_OUTPUT);
     g.dispatch(node, v);
     let (node, v) = g.take_pending().unwrap();
-    assert_eq!(node, NodeId::GeneratorTx);
+    assert_eq!(node, dataplane::drivers::nodes::GENERATOR_TX);
     let sent: Vec<Vec<u8>> = g.vectors[v].indices().iter().map(|&i| g.pool.frame(i).to_vec()).collect();
     assert_eq!(sent[0], reply, "as Linux wrote it");
     assert_eq!(sent[1], [&reply[..12], &[0x81, 0, 0, 100], &reply[12..]].concat(), "tagged for port0.100");
@@ -171,7 +169,11 @@ fn arp_is_answered_by_vecflow_and_copied_up_and_linux_s_answer_is_dropped() {
     assert!(inject(&mut g));
     g.run(0);
     assert_eq!(stats(&g, 1).tx_packets, 2, "only the gratuitous ARP left");
-    assert_eq!(g.counters.errors[DropReason::LcpDuplicateAnswer as usize].get(), 1, "on interface 0 (local)");
+    assert_eq!(
+        g.counters.errors[dataplane::lcp::drops::LCP_DUPLICATE_ANSWER.index()].get(),
+        1,
+        "on interface 0 (local)"
+    );
 }
 
 #[test]
@@ -230,7 +232,7 @@ fn lldp_goes_up_the_tap_of_its_interface_untagged() {
     // Without linux-cp, LLDP is an ethertype like any other vecflow does not handle.
     let (mut g, _) = common::graph(&YAML.replace("linux-cp: {}\n", ""));
     common::receive(&mut g, 1, &[&plain]);
-    assert_eq!(g.counters.error(1, DropReason::UnknownEthertype).get(), 1);
+    assert_eq!(g.counters.error(1, dataplane::ethernet::drops::UNKNOWN_ETHERTYPE).get(), 1);
     assert_eq!(stats(&g, 1).rx_local, 0);
 }
 
@@ -244,8 +246,8 @@ fn lacp_and_stp_are_never_punted() {
     common::receive(&mut g, 1, &[&lacp, &stp]);
     common::receive(&mut g, 1, &[&l2([0x01, 0x80, 0xc2, 0, 0, 0], Some(100), 38, &[0x42, 0x42, 0x03])]);
     assert!(t.up().is_empty(), "nothing went up");
-    assert_eq!(g.counters.error(1, DropReason::UnknownEthertype).get(), 2);
-    assert_eq!(g.counters.error(2, DropReason::UnknownEthertype).get(), 1, "on port0.100");
+    assert_eq!(g.counters.error(1, dataplane::ethernet::drops::UNKNOWN_ETHERTYPE).get(), 2);
+    assert_eq!(g.counters.error(2, dataplane::ethernet::drops::UNKNOWN_ETHERTYPE).get(), 1, "on port0.100");
     assert_eq!(stats(&g, 1).rx_local + stats(&g, 2).rx_local, 0);
 }
 
@@ -258,7 +260,7 @@ fn frames_for_other_macs_are_never_punted() {
     f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 7]);
     common::receive(&mut g, 1, &[&f, &f]);
     assert!(t.up().is_empty());
-    assert_eq!((g.counters.error(1, DropReason::NotForUs).get(), stats(&g, 1).rx_local), (2, 0));
+    assert_eq!((g.counters.error(1, dataplane::ethernet::drops::NOT_FOR_US).get(), stats(&g, 1).rx_local), (2, 0));
 }
 
 /// A fragment from 192.0.2.2 to `dst` on port0: `flags_offset` (MF is 0x2000, the offset in
@@ -346,8 +348,8 @@ fn a_flood_to_the_router_is_policed_and_bgp_still_goes_up() {
     let ssh_up = up.iter().filter(|f| f.bytes == ssh).count();
     assert_eq!(bgp_up, 20, "BGP, in its own class, is not starved by the flood");
     assert!((10..=12).contains(&ssh_up), "the flood: its burst (and what a few microseconds refill): {ssh_up}");
-    let n = dataplane::runtime::drops::N_REASONS;
-    let policed = g.counters.errors[n + DropReason::PuntPoliced as usize].get();
+    let n = dataplane::datapath::registry::N_REASONS;
+    let policed = g.counters.errors[n + dataplane::lcp::drops::PUNT_POLICED.index()].get();
     assert_eq!(policed as usize, 220 - up.len());
     assert_eq!(stats(&g, 1).rx_local as usize, up.len());
 }

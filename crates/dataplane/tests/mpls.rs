@@ -6,8 +6,9 @@ mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::datapath::Graph;
+use dataplane::datapath::registry::DropFacts;
+use dataplane::datapath::registry::NodeFacts;
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use wire::{Ipv4Packet, MplsLabel, checksum};
@@ -60,7 +61,10 @@ fn frame(labels: &[(u32, bool, u8)], payload: &[u8]) -> Vec<u8> {
 
 /// Runs frames received on `port` through the graph; returns what reaches interface-output.
 fn forward(g: &mut Graph, port: u16, frames: &[Vec<u8>]) -> Vec<(u16, Vec<u8>)> {
-    drive(g, port, frames, NodeId::InterfaceOutput).into_iter().map(|(tx_if, _, f)| (tx_if, f)).collect()
+    drive(g, port, frames, dataplane::interface::nodes::INTERFACE_OUTPUT)
+        .into_iter()
+        .map(|(tx_if, _, f)| (tx_if, f))
+        .collect()
 }
 
 #[test]
@@ -141,26 +145,29 @@ fn ipv4_routes_with_out_labels_push_them_with_the_ip_ttl() {
 fn malformed_mpls_is_dropped_under_its_reason_and_accounted_per_input() {
     let p = ipv4([48, 0, 0, 5], 64);
     let cases: Vec<(Vec<u8>, DropReason)> = vec![
-        (frame(&[(99, true, 64)], &p), DropReason::NoLabel),
-        (frame(&[(16, true, 1)], &p), DropReason::MplsTtlExpired),
-        (frame(&[(16, true, 0)], &p), DropReason::MplsTtlExpired),
-        (frame(&[], &[])[..12].iter().copied().chain([0x88, 0x47, 0, 1]).collect(), DropReason::MplsTruncated),
-        (frame(&[(19, false, 64), (20, true, 64)], &p), DropReason::PopNotEos),
-        (frame(&[(19, true, 64)], &[0x45, 0, 0]), DropReason::Truncated),
+        (frame(&[(99, true, 64)], &p), dataplane::mpls::drops::NO_LABEL),
+        (frame(&[(16, true, 1)], &p), dataplane::mpls::drops::MPLS_TTL_EXPIRED),
+        (frame(&[(16, true, 0)], &p), dataplane::mpls::drops::MPLS_TTL_EXPIRED),
+        (
+            frame(&[], &[])[..12].iter().copied().chain([0x88, 0x47, 0, 1]).collect(),
+            dataplane::mpls::drops::MPLS_TRUNCATED,
+        ),
+        (frame(&[(19, false, 64), (20, true, 64)], &p), dataplane::mpls::drops::POP_NOT_EOS),
+        (frame(&[(19, true, 64)], &[0x45, 0, 0]), dataplane::ip4::drops::TRUNCATED),
     ];
     let mut g = graph();
     let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).collect();
     let out = forward(&mut g, 1, &frames);
     assert!(out.is_empty());
     for r in [
-        DropReason::NoLabel,
-        DropReason::MplsTtlExpired,
-        DropReason::MplsTruncated,
-        DropReason::PopNotEos,
-        DropReason::Truncated,
+        dataplane::mpls::drops::NO_LABEL,
+        dataplane::mpls::drops::MPLS_TTL_EXPIRED,
+        dataplane::mpls::drops::MPLS_TRUNCATED,
+        dataplane::mpls::drops::POP_NOT_EOS,
+        dataplane::ip4::drops::TRUNCATED,
     ] {
         let want = cases.iter().filter(|(_, x)| *x == r).count() as u64;
-        assert_eq!(g.counters.error(1, r).get(), want, "{} in {}", r.name(), r.node().name());
+        assert_eq!(g.counters.error(1, r).get(), want, "{} in {}", r.name(), r.info().node.name());
     }
     let s = stats(&g, 1);
     assert_eq!((s.rx_packets, dropped(&g, 1)), (6, 6));
@@ -168,7 +175,7 @@ fn malformed_mpls_is_dropped_under_its_reason_and_accounted_per_input() {
     let mut f = frame(&[(16, true, 64)], &p);
     f[..6].copy_from_slice(&[2, 0xfe, 0, 0, 0, 3]);
     let _ = forward(&mut g, 3, &[f]);
-    assert_eq!(g.counters.error(3, DropReason::MplsNotEnabled).get(), 1);
+    assert_eq!(g.counters.error(3, dataplane::ethernet::drops::MPLS_NOT_ENABLED).get(), 1);
 }
 
 /// A driver may leave less headroom than the generator's 64 bytes: frames that need room for
@@ -189,12 +196,12 @@ fn too_little_headroom_is_a_named_drop() {
         g.pool.write_frame_at(i, 2, f);
         g.pool.meta_mut(i).rx_if = 1;
     }
-    g.forward(v, NodeId::EthernetInput);
+    g.forward(v, dataplane::ethernet::nodes::ETHERNET_INPUT);
     g.run(0);
-    let n = dataplane::runtime::drops::N_REASONS;
-    let count = |r: DropReason| g.counters.errors[n + r as usize].get();
-    assert_eq!(count(DropReason::Ip4NoHeadroom), 1);
-    assert_eq!(count(DropReason::MplsNoHeadroom), 1);
+    let n = dataplane::datapath::registry::N_REASONS;
+    let count = |r: DropReason| g.counters.errors[n + r.index()].get();
+    assert_eq!(count(dataplane::ip4::drops::IP4_NO_HEADROOM), 1);
+    assert_eq!(count(dataplane::mpls::drops::MPLS_NO_HEADROOM), 1);
     assert_eq!(stats(&g, 2).tx_packets, 1, "the in-place swap went out");
     assert_eq!(dropped(&g, 1), 2);
     assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "no buffer leaked");

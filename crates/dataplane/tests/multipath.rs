@@ -7,7 +7,6 @@ use common::drive;
 use dataplane::Dataplane;
 use dataplane::config::Config;
 use dataplane::control::cli::Registry;
-use dataplane::runtime::graph::NodeId;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -61,7 +60,9 @@ fn outputs(frames: &[Vec<u8>]) -> Vec<u16> {
     for chunk in frames.chunks(256) {
         let (mut g, ifs) = common::graph(YAML);
         let p0 = ifs.iter().find(|i| i.name == "p0").unwrap().index;
-        out.extend(drive(&mut g, p0, chunk, NodeId::InterfaceOutput).into_iter().map(|(tx, _, _)| tx));
+        out.extend(
+            drive(&mut g, p0, chunk, dataplane::interface::nodes::INTERFACE_OUTPUT).into_iter().map(|(tx, _, _)| tx),
+        );
     }
     assert_eq!(out.len(), frames.len(), "every frame routed");
     out

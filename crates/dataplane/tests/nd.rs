@@ -6,9 +6,9 @@ mod common;
 
 use common::{drive, stats};
 use dataplane::datapath::Graph;
+use dataplane::datapath::registry::DropFacts;
 use dataplane::neighbor::punt::{Event, Learn, Punt};
 use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use std::net::Ipv6Addr;
 use std::sync::Arc;
 use wire::icmpv6::{self, NeighborMessage};
@@ -95,7 +95,7 @@ fn solicitations_for_our_addresses_are_answered_and_the_sender_learned() {
         solicitation("fe80::7:8", LAN_LL, 255, Some(HOST)),
         solicitation("::", "2001:db8:7::1", 255, None), // duplicate address detection
     ];
-    let out = drive(&mut g, 3, &frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 3, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert_eq!(out.len(), 3, "every solicitation answered");
     let want = [
         ("2001:db8:7::1", "2001:db8:7::8", HOST, icmpv6::FLAG_SOLICITED),
@@ -133,22 +133,25 @@ fn malformed_foreign_and_unanswered_messages_are_dropped_under_their_reason() {
     zero_option[54 + 25] = 0;
     icmpv6::fill_checksum(a("2001:db8:7::8"), icmpv6::solicited_node(a("2001:db8:7::1")), &mut zero_option[54..]);
     let cases: Vec<(Vec<u8>, DropReason)> = vec![
-        (solicitation("2001:db8:7::8", "2001:db8:7::1", 64, Some(HOST)), DropReason::NdMalformed), // routed here
-        (zero_option, DropReason::NdMalformed),
-        (solicitation("::", "2001:db8:7::1", 255, Some(HOST)), DropReason::NdMalformed), // DAD with a source option
-        (bad_checksum, DropReason::Icmp6Malformed),
-        (solicitation("2001:db8:7::8", "2001:db8:7::99", 255, Some(HOST)), DropReason::NdNotForUs),
-        (solicitation("2001:db8:7::8", "2001:db8:100::1", 255, Some(HOST)), DropReason::NdNotForUs), // port0's
-        (icmp6(LAN, "2001:db8:7::8", "ff02::1", 255, &nd(136, 0x60, "2001:db8:7::8", None)), DropReason::NdMalformed), // solicited, to a group
-        (icmp6(LAN, "fe80::7:8", "ff02::2", 255, &[133, 0, 0, 0, 0, 0, 0, 0]), DropReason::NdIgnored),
-        (icmp6(LAN, "fe80::7:8", "ff02::1", 1, &[143, 0, 0, 0, 0, 0, 0, 0]), DropReason::Ip6Multicast), // MLD report
-        (icmp6(LAN, "2001:db8:7::8", "ff02::1", 64, &echo_request()), DropReason::Ip6Multicast),
-        (ip6_frame(LAN, HOST, "2001:db8:7::8", "2001:db8:7::1", 64, 17, &[0; 8]), DropReason::Ip6Local),
-        (icmp6(LAN, "2001:db8:7::", "2001:db8:7::1", 64, &echo_request()), DropReason::Ip6Local), // anycast source
-        (icmp6(LAN, "fe80::7:8", "fe80::fe:ff:fe00:1", 64, &echo_request()), DropReason::Ip6LinkLocal), // not lan's
+        (solicitation("2001:db8:7::8", "2001:db8:7::1", 64, Some(HOST)), dataplane::ip6::drops::ND_MALFORMED), // routed here
+        (zero_option, dataplane::ip6::drops::ND_MALFORMED),
+        (solicitation("::", "2001:db8:7::1", 255, Some(HOST)), dataplane::ip6::drops::ND_MALFORMED), // DAD with a source option
+        (bad_checksum, dataplane::ip6::drops::ICMP6_MALFORMED),
+        (solicitation("2001:db8:7::8", "2001:db8:7::99", 255, Some(HOST)), dataplane::ip6::drops::ND_NOT_FOR_US),
+        (solicitation("2001:db8:7::8", "2001:db8:100::1", 255, Some(HOST)), dataplane::ip6::drops::ND_NOT_FOR_US), // port0's
+        (
+            icmp6(LAN, "2001:db8:7::8", "ff02::1", 255, &nd(136, 0x60, "2001:db8:7::8", None)),
+            dataplane::ip6::drops::ND_MALFORMED,
+        ), // solicited, to a group
+        (icmp6(LAN, "fe80::7:8", "ff02::2", 255, &[133, 0, 0, 0, 0, 0, 0, 0]), dataplane::ip6::drops::ND_IGNORED),
+        (icmp6(LAN, "fe80::7:8", "ff02::1", 1, &[143, 0, 0, 0, 0, 0, 0, 0]), dataplane::ip6::drops::IP6_MULTICAST), // MLD report
+        (icmp6(LAN, "2001:db8:7::8", "ff02::1", 64, &echo_request()), dataplane::ip6::drops::IP6_MULTICAST),
+        (ip6_frame(LAN, HOST, "2001:db8:7::8", "2001:db8:7::1", 64, 17, &[0; 8]), dataplane::ip6::drops::IP6_LOCAL),
+        (icmp6(LAN, "2001:db8:7::", "2001:db8:7::1", 64, &echo_request()), dataplane::ip6::drops::IP6_LOCAL), // anycast source
+        (icmp6(LAN, "fe80::7:8", "fe80::fe:ff:fe00:1", 64, &echo_request()), dataplane::ip6::drops::IP6_LINK_LOCAL), // not lan's
     ];
     let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).collect();
-    let out = drive(&mut g, 3, &frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 3, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert!(out.is_empty(), "nothing answered: {out:?}");
     for (_, r) in &cases {
         let want = cases.iter().filter(|(_, x)| x == r).count() as u64;
@@ -174,7 +177,7 @@ fn advertisements_confirm_or_update_neighbors_on_the_link() {
         na(icmpv6::FLAG_SOLICITED, "2001:db8:99::1", Some(HOST)), // not on lan's link
         na(icmpv6::FLAG_SOLICITED, "2001:db8:7::1", Some(HOST)), // our own address
     ];
-    drive(&mut g, 3, &frames, NodeId::InterfaceOutput);
+    drive(&mut g, 3, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     let learned: Vec<Event> = events.try_iter().collect();
     let ev = |addr: &str, mac, how| Event::Learned { interface: 3, address: a(addr).into(), mac, how };
     assert_eq!(
@@ -185,7 +188,7 @@ fn advertisements_confirm_or_update_neighbors_on_the_link() {
             ev("2001:db8:7::11", HOST, Learn::Confirmed)
         ]
     );
-    assert_eq!(drops(&g, 3, DropReason::NdAdvertisement), frames.len() as u64);
+    assert_eq!(drops(&g, 3, dataplane::ip6::drops::ND_ADVERTISEMENT), frames.len() as u64);
 }
 
 #[test]
@@ -200,7 +203,7 @@ fn echo_requests_are_answered_routed_or_straight_back_on_the_link() {
         58,
         &echo_request(),
     );
-    let out = drive(&mut g, 1, std::slice::from_ref(&request), NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, std::slice::from_ref(&request), dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert_eq!(out.len(), 1, "hop limit 1 to us: answered all the same");
     let (tx_if, _, f) = &out[0];
     assert_eq!(
@@ -214,7 +217,7 @@ fn echo_requests_are_answered_routed_or_straight_back_on_the_link() {
     assert_eq!(icmpv6::checksum(ip.src(), ip.dst(), &f[54..]), 0);
 
     let request = icmp6(LAN, "fe80::7:8", LAN_LL, 64, &echo_request());
-    let out = drive(&mut g, 3, &[request], NodeId::InterfaceOutput);
+    let out = drive(&mut g, 3, &[request], dataplane::interface::nodes::INTERFACE_OUTPUT);
     let (tx_if, _, f) = &out[0];
     assert_eq!((*tx_if, &f[..6], &f[6..12]), (3, &HOST.0[..], &LAN.0[..]), "to the MAC it came from");
     let ip = Ipv6Packet::new_checked(&f[14..]).unwrap();
@@ -268,7 +271,7 @@ fn errors_follow_rfc_4443_section_2_4_e() {
         (transit(PORT0, src, "2001:db8:48::1", 64, 17, &[0; 1452]), Some((2, 0, 1280))),
     ];
     let frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).collect();
-    let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     let mut got = errors(&out);
     got.sort();
     let mut want: Vec<_> = cases
@@ -291,11 +294,11 @@ fn a_failed_next_hop_gets_address_unreachable_and_misses_solicit_once_a_second()
     g.features.tables = Arc::new(tables);
     let to = |dst: &str| transit(PORT0, "2001:db8:16::1", dst, 64, 17, &[0; 8]);
     let frames = [to("2001:db8:7::9"), to("2001:db8:7::20"), to("2001:db8:7::20")];
-    let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert_eq!(errors(&out), [(1, 3, 0, a("2001:db8:100::1"), 96)], "address unreachable about the failed one");
     let solicitations: Vec<_> = out.iter().filter(|(_, _, f)| f[54] == 135).collect();
     assert_eq!(solicitations.len(), 1, "one solicitation for ::20, however many packets miss");
-    assert_eq!(drops(&g, 1, DropReason::Ip6NoNeighbor), 3);
+    assert_eq!(drops(&g, 1, dataplane::ip6::drops::IP6_NO_NEIGHBOR), 3);
     let resolving = Event::Resolving { interface: 3, address: a("2001:db8:7::20").into() };
     assert_eq!(events.try_iter().collect::<Vec<_>>(), [resolving]);
 }
@@ -305,10 +308,10 @@ fn errors_are_rate_limited_per_worker() {
     let (mut g, _) = graph();
     let frames: Vec<Vec<u8>> =
         (0..150).map(|_| transit(PORT0, "2001:db8:16::1", "2001:db8:48::1", 1, 17, &[0; 8])).collect();
-    let out = drive(&mut g, 1, &frames, NodeId::InterfaceOutput);
+    let out = drive(&mut g, 1, &frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
     assert_eq!(errors(&out).len(), 100, "a burst of 100");
     assert_eq!(g.counters.punt.icmp_limited.get(), 50);
-    assert_eq!(drops(&g, 1, DropReason::HopLimitExpired), 150);
+    assert_eq!(drops(&g, 1, dataplane::ip6::drops::HOP_LIMIT_EXPIRED), 150);
 }
 
 #[test]

@@ -63,11 +63,11 @@ fn ethernet_input_hands_a_clean_l2xc_vector_on_unchanged() {
         [frame(60, UCAST, 0x0800), frame(60, MCAST, 0x0800), frame(64, BCAST, 0x0806), frame(1518, UCAST, 0x8100)];
     let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
     let v = g.inject(1, &refs).unwrap();
-    g.dispatch(NodeId::EthernetInput, v);
+    g.dispatch(dataplane::ethernet::nodes::ETHERNET_INPUT, v);
     let out = drain(&mut g);
     assert_eq!(out.len(), 1);
     let (node, handle, got) = &out[0];
-    assert_eq!((*node, *handle), (NodeId::L2Xconnect, v), "same vector, not a copy");
+    assert_eq!((*node, *handle), (dataplane::ethernet::nodes::L2_XCONNECT, v), "same vector, not a copy");
     assert_eq!(got, &frames.to_vec(), "frames untouched");
     let s = stats(&g, 1);
     assert_eq!((s.rx_packets, s.rx_octets), (4, 60 + 60 + 64 + 1518));
@@ -79,14 +79,14 @@ fn l2_xconnect_sets_the_peer_and_interface_output_forwards_to_the_sink() {
     let mut g = graph();
     let f = frame(60, UCAST, 0x0800);
     let v = g.inject(2, &[&f, &f]).unwrap();
-    g.dispatch(NodeId::L2Xconnect, v);
+    g.dispatch(dataplane::ethernet::nodes::L2_XCONNECT, v);
     let (node, v2) = g.take_pending().unwrap();
-    assert_eq!((node, v2), (NodeId::InterfaceOutput, v));
+    assert_eq!((node, v2), (dataplane::interface::nodes::INTERFACE_OUTPUT, v));
     assert!(g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).tx_if == 1 && g.pool.frame(i) == &f[..]));
-    g.dispatch(NodeId::InterfaceOutput, v);
-    assert_eq!(g.take_pending(), Some((NodeId::GeneratorTx, v)));
+    g.dispatch(dataplane::interface::nodes::INTERFACE_OUTPUT, v);
+    assert_eq!(g.take_pending(), Some((dataplane::drivers::nodes::GENERATOR_TX, v)));
     assert_eq!(stats(&g, 2).rx_forwarded, 2);
-    g.dispatch(NodeId::GeneratorTx, v);
+    g.dispatch(dataplane::drivers::nodes::GENERATOR_TX, v);
     let s = stats(&g, 1);
     assert_eq!((s.tx_packets, s.tx_octets, s.tx_unicast, s.tx_multicast, s.tx_broadcast), (2, 120, 2, 0, 0));
     assert_eq!(g.counters.generator.sink_packets.get(), 2);
@@ -100,7 +100,7 @@ fn every_truncation_from_0_to_64_bytes_is_handled_without_panic() {
     let frames: Vec<&[u8]> = (0..=64).map(|n| &full[..n]).collect();
     receive(&mut g, 1, &frames);
     // 0..=13 bytes cannot hold an Ethernet header; 14..=64 are forwarded by the cross-connect.
-    assert_eq!(drops(&g, 1, DropReason::TruncatedEthernet), 14);
+    assert_eq!(drops(&g, 1, dataplane::ethernet::drops::TRUNCATED_ETHERNET), 14);
     assert_eq!(stats(&g, 1).in_errors, 14);
     assert_eq!(stats(&g, 2).tx_packets, 51);
     assert_eq!(stats(&g, 1).rx_forwarded, 51);
@@ -120,11 +120,11 @@ fn l3_interface_drops_by_ethertype_and_truncation() {
     ];
     let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
     receive(&mut g, 3, &refs);
-    assert_eq!(drops(&g, 3, DropReason::Ip4NotEnabled), 1);
-    assert_eq!(drops(&g, 3, DropReason::MplsNotEnabled), 1);
-    assert_eq!(drops(&g, 3, DropReason::UnknownEthertype), 2);
-    assert_eq!(drops(&g, 3, DropReason::TruncatedEthernet), 1);
-    assert_eq!(drops(&g, 3, DropReason::NotForUs), 1, "for another host");
+    assert_eq!(drops(&g, 3, dataplane::ethernet::drops::IP4_NOT_ENABLED), 1);
+    assert_eq!(drops(&g, 3, dataplane::ethernet::drops::MPLS_NOT_ENABLED), 1);
+    assert_eq!(drops(&g, 3, dataplane::ethernet::drops::UNKNOWN_ETHERTYPE), 2);
+    assert_eq!(drops(&g, 3, dataplane::ethernet::drops::TRUNCATED_ETHERNET), 1);
+    assert_eq!(drops(&g, 3, dataplane::ethernet::drops::NOT_FOR_US), 1, "for another host");
     let s = stats(&g, 3);
     assert_eq!((s.in_unknown_protos, s.in_errors, s.in_discards, s.rx_forwarded), (4, 1, 0, 0));
     assert_eq!(g.pool.free_count(), 1024);
@@ -137,21 +137,21 @@ fn oversize_down_and_mtu_exceeded_are_named() {
     // device takes no more), + 18 tagged; an untagged 1518 is mtu-exceeded on the way out.
     let frames = [frame(1514, UCAST, 0x0800), frame(1518, UCAST, 0x8100), frame(1518, UCAST, 0x0800)];
     receive(&mut g, 1, &[&frames[0], &frames[1], &frames[2], &frame(1519, UCAST, 0x0800)]);
-    assert_eq!(drops(&g, 1, DropReason::Oversize), 1);
-    assert_eq!(drops(&g, 1, DropReason::MtuExceeded), 1);
+    assert_eq!(drops(&g, 1, dataplane::ethernet::drops::OVERSIZE), 1);
+    assert_eq!(drops(&g, 1, dataplane::interface::drops::MTU_EXCEEDED), 1);
     assert_eq!(stats(&g, 2).tx_packets, 2);
     // Admin-down input.
     receive(&mut g, 4, &[&frame(60, UCAST, 0x0800)]);
-    assert_eq!(drops(&g, 4, DropReason::InterfaceDown), 1);
+    assert_eq!(drops(&g, 4, dataplane::ethernet::drops::INTERFACE_DOWN), 1);
     assert_eq!(stats(&g, 4).in_discards, 1);
     // A 200-byte frame from gen0 (MTU 1500) sent to `small` (MTU 100, so 118 at most).
     let f = frame(200, UCAST, 0x0800);
     let v = g.inject(1, &[&f]).unwrap();
     let i = g.vectors[v].indices()[0];
     g.pool.meta_mut(i).tx_if = 5;
-    g.dispatch(NodeId::InterfaceOutput, v);
+    g.dispatch(dataplane::interface::nodes::INTERFACE_OUTPUT, v);
     g.run(0);
-    assert_eq!(drops(&g, 1, DropReason::MtuExceeded), 2);
+    assert_eq!(drops(&g, 1, dataplane::interface::drops::MTU_EXCEEDED), 2);
     assert_eq!(stats(&g, 5).out_discards, 1);
     assert_eq!(g.pool.free_count(), 1024);
 }
@@ -162,9 +162,9 @@ fn tx_interface_down_is_an_out_discard() {
     let v = g.inject(1, &[&frame(60, UCAST, 0x0800)]).unwrap();
     let i = g.vectors[v].indices()[0];
     g.pool.meta_mut(i).tx_if = 4;
-    g.dispatch(NodeId::InterfaceOutput, v);
+    g.dispatch(dataplane::interface::nodes::INTERFACE_OUTPUT, v);
     g.run(0);
-    assert_eq!(drops(&g, 1, DropReason::TxInterfaceDown), 1);
+    assert_eq!(drops(&g, 1, dataplane::interface::drops::TX_INTERFACE_DOWN), 1);
     assert_eq!(stats(&g, 4).out_discards, 1);
 }
 
@@ -177,7 +177,7 @@ fn a_port_whose_link_is_down_drops_at_output_as_an_admin_down_one_does() {
     tables.interfaces.link_down(2);
     g.features.tables = std::sync::Arc::new(tables);
     receive(&mut g, 1, &[&frame(60, UCAST, 0x0800), &frame(60, UCAST, 0x0800)]);
-    assert_eq!(drops(&g, 1, DropReason::TxInterfaceDown), 2);
+    assert_eq!(drops(&g, 1, dataplane::interface::drops::TX_INTERFACE_DOWN), 2);
     assert_eq!((stats(&g, 2).out_discards, stats(&g, 2).tx_packets), (2, 0));
     assert_eq!(stats(&g, 1).rx_forwarded, 0, "a frame dropped at output was not forwarded");
     assert_eq!(g.pool.free_count(), 1024);
@@ -190,12 +190,18 @@ fn mixed_vector_is_split_per_next_node_in_order() {
         [frame(60, UCAST, 1), frame(5, UCAST, 1), frame(61, UCAST, 1), frame(3, UCAST, 1), frame(62, UCAST, 1)];
     let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
     let v = g.inject(1, &refs).unwrap();
-    g.dispatch(NodeId::EthernetInput, v);
+    g.dispatch(dataplane::ethernet::nodes::ETHERNET_INPUT, v);
     let mut out = drain(&mut g);
-    out.sort_by_key(|(n, _, _)| *n as u8);
+    out.sort_by_key(|(n, _, _)| n.index() as u8);
     let lens: Vec<(NodeId, Vec<usize>)> =
         out.iter().map(|(n, _, f)| (*n, f.iter().map(|x| x.len()).collect())).collect();
-    assert_eq!(lens, vec![(NodeId::L2Xconnect, vec![60, 61, 62]), (NodeId::ErrorDrop, vec![5, 3])]);
+    assert_eq!(
+        lens,
+        vec![
+            (dataplane::ethernet::nodes::L2_XCONNECT, vec![60, 61, 62]),
+            (dataplane::interface::nodes::ERROR_DROP, vec![5, 3])
+        ]
+    );
     assert_eq!(
         g.vectors.free_count(),
         dataplane::runtime::vector::VectorPool::CAPACITY - 2,
@@ -292,7 +298,7 @@ fn ethernet_input_outcome(port: u16, vectors: &[&[Vec<u8>]]) -> (Vec<String>, Ve
     for frames in vectors {
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
         let v = g.inject(port, &refs).unwrap();
-        g.dispatch(NodeId::EthernetInput, v);
+        g.dispatch(dataplane::ethernet::nodes::ETHERNET_INPUT, v);
         while let Some((node, v)) = g.take_pending() {
             let indices = g.vectors[v].indices().to_vec();
             let got = indices.iter().map(|&i| {
@@ -307,7 +313,7 @@ fn ethernet_input_outcome(port: u16, vectors: &[&[Vec<u8>]]) -> (Vec<String>, Ve
             g.vectors.free(v);
         }
     }
-    out.sort_by_key(|(node, _)| *node as usize);
+    out.sort_by_key(|(node, _)| node.index());
     let counters = ifs.iter().map(|i| format!("{} {:?}", i.name, stats(&g, i.index))).collect();
     (counters, out)
 }
@@ -327,5 +333,25 @@ proptest! {
         let whole = ethernet_input_outcome(port, &[&frames[..]]);
         let single: Vec<&[Vec<u8>]> = frames.chunks(1).collect();
         prop_assert_eq!(whole, ethernet_input_outcome(port, &single));
+    }
+}
+
+/// Every node a feature declares, but the drivers' rx inputs (polled, never queued), has its
+/// arm in the dispatch `match` of `datapath` (whose last arm refuses an undeclared one): each
+/// runs a vector of one frame without that refusal.
+#[test]
+fn every_declared_node_but_the_inputs_is_dispatched() {
+    use dataplane::datapath::registry::NODES;
+    let f = frame(64, BCAST, 0x0800);
+    for node in NODES.iter().filter(|n| !dataplane::drivers::nodes::INPUTS.contains(&n.id)) {
+        let run = std::panic::catch_unwind(|| {
+            let mut g = graph();
+            let v = g.inject(3, &[&f]).unwrap();
+            g.dispatch(node.id, v);
+        });
+        if let Err(e) = run {
+            let message = e.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(!message.contains("is not queued"), "{} has no arm in the dispatch: {message}", node.name);
+        }
     }
 }

@@ -10,7 +10,6 @@ use dataplane::config::Config;
 use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
-use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
 use dataplane::sflow::ring::{Consumer, Fate, Ring};
 use dataplane::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
@@ -87,7 +86,7 @@ fn every_sample_carries_the_pool_and_drops_of_its_moment() {
             (0..len).map(|k| if k % dropped_every == 0 { &expired[..] } else { &ok[..] }).collect();
         let g = &mut ws[w].0;
         let v = g.inject(1, &frames).unwrap();
-        g.forward(v, NodeId::EthernetInput);
+        g.forward(v, dataplane::ethernet::nodes::ETHERNET_INPUT);
         g.run(0);
         g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         forwarded += (len - len.div_ceil(dropped_every)) as u64;

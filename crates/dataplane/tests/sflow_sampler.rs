@@ -3,7 +3,6 @@
 
 mod common;
 
-use dataplane::runtime::graph::NodeId;
 use dataplane::sflow::SflowWorker;
 use dataplane::sflow::ring::{Fate, Ring};
 use std::collections::BTreeMap;
@@ -63,7 +62,7 @@ fn run(rate: u32, packets: u64, seed: u64) -> (u64, BTreeMap<u8, u64>, BTreeMap<
         }
         let refs: Vec<&[u8]> = classes.iter().map(|&c| &frames[usize::from(c)][..]).collect();
         let v = g.inject(1, &refs).unwrap();
-        g.forward(v, NodeId::EthernetInput);
+        g.forward(v, dataplane::ethernet::nodes::ETHERNET_INPUT);
         g.run(0);
         g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         consumer.drain(usize::MAX, |s| {

@@ -5,8 +5,6 @@ mod common;
 
 use common::{drive, dropped, stats};
 use dataplane::datapath::Graph;
-use dataplane::runtime::drops::DropReason;
-use dataplane::runtime::graph::NodeId;
 use std::net::Ipv4Addr;
 use wire::Ipv4Packet;
 
@@ -55,7 +53,10 @@ fn frame(dst_mac: [u8; 6], vlan: Option<u16>, dst: [u8; 4]) -> Vec<u8> {
 
 /// Runs frames received on `port` through the graph; returns what the sink transmits.
 fn forward(g: &mut Graph, port: u16, frames: &[Vec<u8>]) -> Vec<(u16, Vec<u8>)> {
-    drive(g, port, frames, NodeId::GeneratorTx).into_iter().map(|(tx_if, _, f)| (tx_if, f)).collect()
+    drive(g, port, frames, dataplane::drivers::nodes::GENERATOR_TX)
+        .into_iter()
+        .map(|(tx_if, _, f)| (tx_if, f))
+        .collect()
 }
 
 #[test]
@@ -105,8 +106,8 @@ fn unknown_vlan_and_untagged_frames_on_a_port_without_addresses() {
         &[frame(mac, Some(300), [48, 0, 0, 5]), frame(mac, None, [48, 0, 0, 5]), frame(mac, Some(100), [48, 0, 0, 5])],
     );
     assert_eq!(out.len(), 1);
-    assert_eq!(g.counters.error(1, DropReason::UnknownVlan).get(), 1);
-    assert_eq!(g.counters.error(1, DropReason::Ip4NotEnabled).get(), 1);
+    assert_eq!(g.counters.error(1, dataplane::ethernet::drops::UNKNOWN_VLAN).get(), 1);
+    assert_eq!(g.counters.error(1, dataplane::ethernet::drops::IP4_NOT_ENABLED).get(), 1);
     // Accounting per input interface, sub-interfaces included.
     for i in &ifs {
         let s = stats(&g, i.index);
@@ -123,7 +124,7 @@ fn a_tagged_frame_for_another_host_is_not_for_us_on_its_sub_interface() {
     let sub = index(&ifs, "port0.100");
     let out = forward(&mut g, 1, &[frame([2, 0xfe, 0, 0, 0, 9], Some(100), [48, 0, 0, 5])]);
     assert!(out.is_empty());
-    assert_eq!(g.counters.error(sub, DropReason::NotForUs).get(), 1);
+    assert_eq!(g.counters.error(sub, dataplane::ethernet::drops::NOT_FOR_US).get(), 1);
     let s = stats(&g, sub);
     assert_eq!((s.rx_packets, s.rx_unicast, s.in_discards, dropped(&g, sub)), (1, 1, 0, 1));
 }
@@ -150,10 +151,10 @@ fn no_room_for_the_tag_is_a_named_drop() {
     let i = g.vectors[v].indices()[0];
     g.pool.write_frame_at(i, 0, &f);
     g.pool.meta_mut(i).rx_if = 2;
-    g.forward(v, NodeId::EthernetInput);
+    g.forward(v, dataplane::ethernet::nodes::ETHERNET_INPUT);
     g.run(0);
-    let n = dataplane::runtime::drops::N_REASONS;
-    assert_eq!(g.counters.errors[2 * n + DropReason::TagNoHeadroom as usize].get(), 1);
+    let n = dataplane::datapath::registry::N_REASONS;
+    assert_eq!(g.counters.errors[2 * n + dataplane::interface::drops::TAG_NO_HEADROOM.index()].get(), 1);
     assert_eq!(dropped(&g, 2), 1);
     assert_eq!(g.pool.free_count(), g.pool.capacity() as usize, "no buffer leaked");
 }

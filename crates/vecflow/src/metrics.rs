@@ -122,10 +122,9 @@ pub fn encode(dp: &Dataplane) -> String {
         runtime
             .iter()
             .flat_map(move |w| {
-                w.nodes
-                    .iter()
-                    .filter(|(_, s)| s.calls + s.suspends > 0)
-                    .map(move |(n, s)| (NodeLabels { worker: w.id, node: n.name() }, f(s)))
+                w.nodes.iter().filter(|(_, s)| s.calls + s.suspends > 0).map(move |(n, s)| {
+                    (NodeLabels { worker: w.id, node: dataplane::datapath::registry::NodeFacts::name(*n) }, f(s))
+                })
             })
             .collect::<Vec<_>>()
     };

@@ -18,8 +18,7 @@ use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
-use dataplane::runtime::drops::{DropReason, N_REASONS};
-use dataplane::runtime::graph::NodeId;
+use dataplane::datapath::registry::N_REASONS;
 use dataplane::runtime::qsbr::Qsbr;
 use dataplane::runtime::vector::VectorPool;
 use dataplane::sflow::ring::{Consumer, Ring};
@@ -94,7 +93,7 @@ fn state() -> &'static Mutex<State> {
         let peers = vec![graph.counters.clone()];
         // Every drop on every port becomes a discard sample: tokens for all of them.
         let budget = DropBudget::new(1);
-        (0..dataplane::runtime::drops::N_REASONS).for_each(|r| budget.grant(0, r, u64::MAX));
+        (0..dataplane::datapath::registry::N_REASONS).for_each(|r| budget.grant(0, r, u64::MAX));
         let budget = WorkerBudget::new(budget, 0);
         graph.features.sflow = Some(SflowWorker::new(&sources, &ports, budget, 128, 7, producer, peers));
         Mutex::new(State { graph, consumer, interfaces: f.interfaces })
@@ -243,7 +242,7 @@ fuzz_target!(|data: &[u8]| {
         }
         let port = ports[usize::from(port) % ports.len()];
         let v = g.inject(port, &frames).expect("the pool is full between inputs");
-        g.forward(v, NodeId::EthernetInput);
+        g.forward(v, dataplane::ethernet::nodes::ETHERNET_INPUT);
         g.run(0);
         if let Some(sf) = &mut g.features.sflow {
             sf.publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
@@ -255,7 +254,7 @@ fuzz_target!(|data: &[u8]| {
     for i in interfaces.iter() {
         let (rx, fwd, dropped) = totals(g, i.index);
         assert_eq!(rx, fwd + dropped, "{}: rx = forwarded + local + dropped", i.name);
-        let unnamed = g.counters.errors[usize::from(i.index) * N_REASONS + DropReason::Unspecified as usize].get();
+        let unnamed = g.counters.errors[usize::from(i.index) * N_REASONS + dataplane::interface::drops::UNSPECIFIED.index()].get();
         assert_eq!(unnamed, 0, "{}: a drop without a reason", i.name);
     }
 });

@@ -4,7 +4,6 @@
 //! `frame-too-long`, not cut. The room is a small buffer (2 KiB) so that both happen.
 #![no_main]
 
-use dataplane::runtime::drops::DropReason;
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -30,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
             bytes += len;
         }
         Err(reason) => {
-            assert!(matches!(reason, DropReason::PcapFrameTooLong | DropReason::PcapNotEthernet), "{reason:?}")
+            assert!(matches!(reason, dataplane::drivers::drops::PCAP_FRAME_TOO_LONG | dataplane::drivers::drops::PCAP_NOT_ETHERNET), "{reason:?}")
         }
     });
     // The frames came out of the file: no more bytes than it has.

@@ -3,11 +3,11 @@
 
 use super::engine::Dataplane;
 
+use crate::datapath::registry::{self, N_REASONS, NodeFacts};
 use crate::drivers::generator::GenStats;
 use crate::interface::IfStats;
 use crate::neighbor::NeighborRow;
 use crate::neighbor::punt::PuntStats;
-use crate::runtime::drops::{DropReason, N_REASONS};
 use crate::runtime::graph::{LoopStats, NodeId, NodeStats};
 use crate::runtime::tsc;
 use crate::sflow::SflowStats;
@@ -24,7 +24,7 @@ pub struct WorkerRuntime {
     pub id: u16,
     /// CPU it is pinned to.
     pub core: Option<u16>,
-    /// Per node, in [`NodeId::ALL`] order.
+    /// Per node, in the order of their ids (`datapath::registry::NODES`).
     pub nodes: Vec<(NodeId, NodeStats)>,
     /// Loop timing.
     pub looping: LoopStats,
@@ -130,11 +130,10 @@ impl Dataplane {
         self.workers
             .iter()
             .map(|w| {
-                let nodes = NodeId::ALL
-                    .iter()
-                    .map(|&n| {
+                let nodes = registry::all_nodes()
+                    .map(|n| {
                         let mut s = NodeStats::default();
-                        w.counters.nodes[n as usize].add_to(&mut s);
+                        w.counters.nodes[n.index()].add_to(&mut s);
                         (n, s)
                     })
                     .collect();
@@ -149,10 +148,10 @@ impl Dataplane {
     pub fn errors(&self) -> Vec<ErrorRow> {
         let mut rows = Vec::new();
         for (index, name) in self.drop_sources() {
-            for &r in DropReason::ALL {
-                let count: u64 = self.workers.iter().map(|w| w.counters.error(index, r).get()).sum();
+            for r in registry::DROPS.iter() {
+                let count: u64 = self.workers.iter().map(|w| w.counters.error(index, r.id).get()).sum();
                 if count > 0 {
-                    rows.push(ErrorRow { count, node: r.node().name(), reason: r.name(), interface: name.clone() });
+                    rows.push(ErrorRow { count, node: r.node.name(), reason: r.name, interface: name.clone() });
                 }
             }
         }
@@ -260,8 +259,8 @@ impl Dataplane {
         let mut rows = self.errors();
         rows.retain_mut(|row| {
             let i = self.drop_sources().find(|(_, name)| *name == row.interface).map_or(0, |(i, _)| i);
-            let r = DropReason::ALL.iter().find(|r| r.name() == row.reason && r.node().name() == row.node);
-            let base = r.and_then(|r| self.cleared.errors.get(&(i, *r as u16))).copied().unwrap_or(0);
+            let r = registry::DROPS.iter().find(|r| r.name == row.reason && r.node.name() == row.node);
+            let base = r.and_then(|r| self.cleared.errors.get(&(i, r.id.raw()))).copied().unwrap_or(0);
             row.count = row.count.wrapping_sub(base);
             row.count > 0
         });
@@ -295,8 +294,8 @@ impl Dataplane {
     pub fn drops_of(&self, index: u16) -> [u64; N_REASONS] {
         let mut out = [0; N_REASONS];
         for w in &self.workers {
-            for &r in DropReason::ALL {
-                out[r as usize] += w.counters.error(index, r).get();
+            for r in registry::all_drops() {
+                out[r.index()] += w.counters.error(index, r).get();
             }
         }
         out

@@ -1,14 +1,15 @@
 //! Everything one worker counts, shared read-only with the main thread: the runtime's per-node
 //! counters and each feature's counters, side by side.
 
+use super::registry::{N_NODES, N_REASONS};
 use crate::drivers::generator::GenCounters;
 use crate::flows::{FlowCacheCounters, MAX_FLOWS};
 use crate::interface::IfCounters;
 use crate::neighbor::punt::PuntCounters;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::counter::Counter;
-use crate::runtime::drops::{DropReason, N_REASONS};
-use crate::runtime::graph::{CountsNodes, LoopCounters, N_NODES, NodeCounters, NodeId};
+use crate::runtime::drops::DropReason;
+use crate::runtime::graph::{CountsNodes, LoopCounters, NodeCounters, NodeId};
 use crate::runtime::trace::TraceShared;
 use crate::sflow::{PortCounters, SflowCounters};
 
@@ -56,7 +57,7 @@ impl WorkerCounters {
     /// The drop counter of `(input interface, reason)`.
     #[inline(always)]
     pub fn error(&self, rx_if: u16, reason: DropReason) -> &Counter {
-        &self.errors[(rx_if as usize % MAX_INTERFACES) * N_REASONS + reason as usize]
+        &self.errors[(rx_if as usize % MAX_INTERFACES) * N_REASONS + reason.index()]
     }
 
     /// The sFlow sampler counters of data source `port`.
@@ -81,7 +82,7 @@ impl Default for WorkerCounters {
 impl CountsNodes for WorkerCounters {
     #[inline(always)]
     fn node(&self, node: NodeId) -> &NodeCounters {
-        &self.nodes[node as usize]
+        &self.nodes[node.index()]
     }
 }
 

@@ -5,10 +5,13 @@
 //! `ethernet-input`'s fused fast paths ([`crate::ethernet::EthernetWorker`]).
 
 use super::{Features, WorkerCounters};
+use crate::ethernet::EthernetNext;
 use crate::ethernet::fused::RxTally;
+use crate::mpls::MplsNext;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::Vector;
+use crate::{flows, ip4, ip6, lcp, mpls};
 use wire::MacAddr;
 
 impl crate::l3::HostCopy for Features {
@@ -65,12 +68,23 @@ impl crate::interface::TxSampling for Features {
     #[inline(always)]
     fn sample_drops(&mut self, pool: &BufferPool, v: &Vector, counters: &WorkerCounters) {
         if let Some(sf) = &mut self.sflow {
-            sf.dropped(pool, v, &self.tables.interfaces, counters);
+            sf.dropped(pool, v, &self.tables.interfaces, &super::registry::DROPS, counters);
         }
     }
 }
 
 impl crate::ethernet::EthernetWorker for Features {
+    const NEXT: EthernetNext = EthernetNext {
+        ip4_input: ip4::nodes::IP4_INPUT,
+        ip4_lookup: ip4::nodes::IP4_LOOKUP,
+        arp_input: ip4::nodes::ARP_INPUT,
+        ip6_input: ip6::nodes::IP6_INPUT,
+        ip6_lookup: ip6::nodes::IP6_LOOKUP,
+        mpls_input: mpls::nodes::MPLS_INPUT,
+        flow_classify: flows::nodes::FLOW_CLASSIFY,
+        linux_cp_punt: lcp::nodes::LINUX_CP_PUNT,
+    };
+
     #[inline(always)]
     fn plain_ip4(isa: Isa, pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
         crate::ip4::input::plain_frames(isa, pool, indices, max_frame, mac)
@@ -80,4 +94,13 @@ impl crate::ethernet::EthernetWorker for Features {
     fn plain_ip6(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
         crate::ip6::input::plain_frames(pool, indices, max_frame, mac)
     }
+}
+
+impl crate::mpls::MplsWorker for Features {
+    const NEXT: MplsNext = MplsNext {
+        ip4_input: ip4::nodes::IP4_INPUT,
+        ip6_input: ip6::nodes::IP6_INPUT,
+        ip4_arp: ip4::nodes::IP4_ARP,
+        ip6_nd: ip6::nodes::IP6_ND,
+    };
 }

@@ -2,6 +2,7 @@
 //! interfaces (facts, VLANs, addresses), the layer 3 tables and the flow rules. The main
 //! thread publishes a new one as a whole; a worker takes it between vectors.
 
+use crate::drivers;
 use crate::flows::Flows;
 use crate::interface::{Interface, InterfaceTable};
 use crate::l3::L3;
@@ -23,6 +24,6 @@ pub struct Tables {
 impl Tables {
     /// The snapshot of `interfaces`, `l3` and `flows`.
     pub fn new(interfaces: &[Interface], l3: L3, flows: Arc<Flows>) -> Self {
-        Self { interfaces: InterfaceTable::new(interfaces, |i| flows.inputs.has(i)), l3, flows }
+        Self { interfaces: InterfaceTable::new(interfaces, |i| flows.inputs.has(i), drivers::tx_node), l3, flows }
     }
 }

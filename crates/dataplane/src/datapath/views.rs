@@ -9,7 +9,7 @@ use crate::drivers::generator::GenCounters;
 use crate::drivers::{DriversWorker, GeneratorCounting, WorkerPorts};
 use crate::flows::classify::WorkerCache;
 use crate::flows::{FlowCacheCounters, FlowCounting, FlowTables, Flows, FlowsWorker, MAX_FLOWS};
-use crate::interface::{IfCounters, InterfaceCounters, InterfaceTable, InterfaceTables, InterfaceWorker};
+use crate::interface::{DropInfo, IfCounters, InterfaceCounters, InterfaceTable, InterfaceTables, InterfaceWorker};
 use crate::l3::fib::Fibs;
 use crate::l3::{L3, L3Tables, L3Worker};
 use crate::lcp::LcpWorker;
@@ -80,6 +80,8 @@ impl GeneratorCounting for WorkerCounters {
 
 impl InterfaceWorker for Features {
     type Snapshot = Tables;
+
+    const DROPS: &'static [DropInfo] = &super::registry::DROPS;
 
     #[inline(always)]
     fn snapshot(&self) -> &Arc<Tables> {

@@ -23,7 +23,7 @@ use crate::drivers::{RxPort, WorkerPorts};
 use crate::l3::fib::Fibs;
 use crate::neighbor::punt::Punt;
 use crate::net::PollMode;
-use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::graph::Outbox;
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::snapshot::TableReader;
 use crate::runtime::tsc;
@@ -190,14 +190,14 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
                 continue;
             }
             let t1 = tsc::now();
-            let input = &c.nodes[port.node() as usize];
+            let input = &c.nodes[port.node().index()];
             if let Some(v) = got {
                 input.calls.add(1);
                 input.vectors.add(g.vectors[v].len() as u64);
                 if g.trace.wants(port.node()) {
                     g.trace.mark_input(&mut g.pool, &g.vectors[v], t1);
                 }
-                g.forward(v, NodeId::EthernetInput);
+                g.forward(v, crate::ethernet::nodes::ETHERNET_INPUT);
             }
             input.clocks.add(tsc::ticks(t0, t1));
             g.run(t1);
@@ -223,7 +223,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
             continue;
         }
         for port in &s.ports {
-            c.nodes[port.node() as usize].suspends.add(1);
+            c.nodes[port.node().index()].suspends.add(1);
         }
         let spun_enough = tsc::ticks(*idle_since.get_or_insert(now), now) >= adaptive_spin;
         match how_to_wait(&s.ports, &g.features.tables, spun_enough) {
@@ -242,7 +242,7 @@ fn run(mut s: WorkerSetup) -> std::io::Result<()> {
 /// Queues the probes the main thread asked for: an ARP request or a neighbor solicitation
 /// each, for `interface-output`. Returns whether there were any.
 fn queue_probes(g: &mut Graph) -> bool {
-    let mut out = Outbox::new(NodeId::InterfaceOutput);
+    let mut out = Outbox::new(crate::interface::nodes::INTERFACE_OUTPUT);
     let mut any = false;
     while let Some(p) = g.features.punt.next_probe() {
         let made = match p.address {

@@ -30,6 +30,7 @@
 use super::offload::{Plan, VNET_HDR_LEN, VnetHdr, complete_partial};
 use super::{cvt, get_opt, set_opt};
 use crate::drivers::DriversWorker;
+use crate::drivers::drops;
 use crate::interface::driver_config::AfPacketConfig;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
@@ -269,7 +270,7 @@ impl RxQueue {
         if self.offset + hdr_len > self.block_size {
             self.left = 1; // a block we cannot walk further: give it back
             self.frame_done(0);
-            return Err(DropReason::RxTruncated);
+            return Err(drops::RX_TRUNCATED);
         }
         // SAFETY: the header lies inside the block (checked above), which is ours until
         // released; read unaligned, so an offset the kernel did not align is harmless.
@@ -279,7 +280,7 @@ impl RxQueue {
         // Cut short by the ring (its block too small for the frame), or not where it should be.
         let cut = (h.tp_len as usize) > snap;
         let verdict = if cut || self.offset + mac + snap > self.block_size || mac < hdr_len + VNET_HDR_LEN {
-            Err(DropReason::RxTruncated)
+            Err(drops::RX_TRUNCATED)
         } else {
             // SAFETY: `mac + snap` bytes from the header are inside the block (checked), and
             // the `virtio_net_hdr` the kernel writes just before the frame is after the header.
@@ -314,7 +315,7 @@ impl RxQueue {
             Some(cut) => cut,
             None => match Plan::new(ring.frame, &ring.vnet, g.pool.data_capacity() - extra) {
                 Some(plan) => (plan, 0),
-                None => return Err(DropReason::RxTruncated),
+                None => return Err(drops::RX_TRUNCATED),
             },
         };
         self.segment = (k + 1 < plan.count()).then_some((plan, k + 1));
@@ -363,7 +364,7 @@ fn store<F: DriversWorker>(g: &mut Graph<F>, i: u32, port: u16, ring: &RingFrame
     let tagged = h.tp_status & libc::TP_STATUS_VLAN_VALID != 0;
     let extra = if tagged { 4 } else { 0 };
     if frame.len() + extra > g.pool.data_capacity() || frame.len() < 12 {
-        return Err(DropReason::RxTruncated);
+        return Err(drops::RX_TRUNCATED);
     }
     g.pool.slot_mut(i)[HEADROOM + extra..HEADROOM + extra + frame.len()].copy_from_slice(frame);
     if tagged {
@@ -373,7 +374,7 @@ fn store<F: DriversWorker>(g: &mut Graph<F>, i: u32, port: u16, ring: &RingFrame
     let v = ring.vnet;
     let (start, offset) = (usize::from(v.csum_start) + extra, usize::from(v.csum_offset));
     if v.flags & VnetHdr::NEEDS_CSUM != 0 && !complete_partial(g.pool.frame_mut(i), start, offset) {
-        return Err(DropReason::CsumNotReady);
+        return Err(drops::CSUM_NOT_READY);
     }
     Ok(())
 }
@@ -432,13 +433,14 @@ impl TxSockets {
 /// The `af-packet-tx` node: sends each run of frames for one port with one `sendmmsg`,
 /// counts what was sent on the output interfaces and frees it; what the kernel refused goes
 /// to `error-drop` as `tx-error`.
+#[inline(never)]
 pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
         let first = run.start;
         send_run(&mut g.features.ports().tx, &g.pool, port, &g.vectors[v].indices()[run], first);
     });
     let refused = g.features.ports().tx.refused;
-    super::complete_tx(g, v, &refused, DropReason::TxError, true);
+    super::complete_tx(g, v, &refused, drops::TX_ERROR, true);
 }
 
 /// Sends `bufs` (all for `port`, frames `first..` of the vector) with `sendmmsg` and marks in

@@ -2,7 +2,7 @@
 //!
 //! Each driver is an rx input node, polled by the worker that owns the queue, and a tx node,
 //! reached through vectors: `interface-output` picks it per vector from the output
-//! interface ([`crate::interface::DriverKind::tx_node`]). The driver decides where a frame
+//! interface (its `tx_node`, which [`tx_node`] names by driver). The driver decides where a frame
 //! sits in its buffer (the headroom in front of it); the nodes between never depend on the
 //! driver.
 //!
@@ -14,15 +14,17 @@
 
 pub mod af_packet;
 pub mod af_xdp;
+pub mod drops;
 pub mod generator;
 pub mod host;
 pub mod netdev;
+pub mod nodes;
 pub mod offload;
 pub mod pace;
 pub mod pcap;
 
 use crate::interface::InterfaceCounters;
-use crate::interface::{InterfaceWorker, TxRun};
+use crate::interface::{DriverKind, InterfaceWorker, TxRun};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{Features, Graph, NodeId, Outbox};
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
@@ -44,6 +46,16 @@ pub struct WorkerPorts {
 pub trait DriversWorker: InterfaceWorker + Features<Counters: GeneratorCounting> {
     /// The transmit side of the worker's ports.
     fn ports(&mut self) -> &mut WorkerPorts;
+}
+
+/// The node that transmits for interfaces of driver `kind`.
+pub fn tx_node(kind: DriverKind) -> NodeId {
+    match kind {
+        DriverKind::Generator => nodes::GENERATOR_TX,
+        DriverKind::AfPacket => nodes::AF_PACKET_TX,
+        DriverKind::Pcap => nodes::PCAP_TX,
+        DriverKind::AfXdp => nodes::AF_XDP_TX,
+    }
 }
 
 /// The counters of the embedded generator and sink.
@@ -108,10 +120,10 @@ impl RxPort {
     /// The input node charged with its polls.
     pub fn node(&self) -> NodeId {
         match self {
-            RxPort::Generator(_) => NodeId::GeneratorInput,
-            RxPort::AfPacket(_) => NodeId::AfPacketInput,
-            RxPort::Pcap(_) => NodeId::PcapInput,
-            RxPort::AfXdp(_) => NodeId::AfXdpInput,
+            RxPort::Generator(_) => nodes::GENERATOR_INPUT,
+            RxPort::AfPacket(_) => nodes::AF_PACKET_INPUT,
+            RxPort::Pcap(_) => nodes::PCAP_INPUT,
+            RxPort::AfXdp(_) => nodes::AF_XDP_INPUT,
         }
     }
 }
@@ -222,7 +234,7 @@ fn receive<F: DriversWorker>(
     let mut bufs = [0u32; VECTOR_SIZE];
     let got = g.pool.alloc(&mut bufs[..want]);
     let good = g.vectors.alloc(port);
-    let mut bad = Outbox::new(NodeId::ErrorDrop);
+    let mut bad = Outbox::new(crate::interface::nodes::ERROR_DROP);
     let mut used = 0;
     while used < got {
         let i = bufs[used];
@@ -230,7 +242,7 @@ fn receive<F: DriversWorker>(
             None => break,
             Some(Ok(())) => g.vectors[good].push(i),
             Some(Err(reason)) => {
-                g.pool.meta_mut(i).error = reason as u16;
+                g.pool.meta_mut(i).error = reason.raw();
                 bad.push(g, i);
             }
         }
@@ -278,14 +290,14 @@ fn complete_tx<F: DriversWorker>(
     reason: DropReason,
     free_sent: bool,
 ) {
-    let mut failed = Outbox::new(NodeId::ErrorDrop);
+    let mut failed = Outbox::new(crate::interface::nodes::ERROR_DROP);
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n_sent = 0;
     let mut run = TxRun::default();
     for (k, &refused) in refused[..g.vectors[v].len()].iter().enumerate() {
         let i = g.vectors[v].indices()[k];
         if refused {
-            g.pool.meta_mut(i).error = reason as u16;
+            g.pool.meta_mut(i).error = reason.raw();
             failed.push(g, i);
             continue;
         }

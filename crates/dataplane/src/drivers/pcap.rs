@@ -19,6 +19,7 @@
 //! (in 4 MiB reads and 1 MiB writes, not a system call per frame).
 
 use crate::drivers::DriversWorker;
+use crate::drivers::drops;
 use crate::drivers::pace::Rate;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::HEADROOM;
@@ -178,8 +179,8 @@ impl Capture {
     fn next_frame(&mut self, room: &mut [u8]) -> Result<Option<Result<usize, DropReason>>, String> {
         Ok(self.next(room)?.map(|next| match next {
             Next::Frame(len) => Ok(len),
-            Next::TooLong => Err(DropReason::PcapFrameTooLong),
-            Next::NotEthernet => Err(DropReason::PcapNotEthernet),
+            Next::TooLong => Err(drops::PCAP_FRAME_TOO_LONG),
+            Next::NotEthernet => Err(drops::PCAP_NOT_ETHERNET),
         }))
     }
 }
@@ -421,6 +422,7 @@ impl PcapSinks {
 /// The `pcap-tx` node: writes each run of frames for one port to its capture file (one lock
 /// per run; ports without a file write nothing), counts what was written as transmitted and
 /// frees it; a frame the file refuses goes to `error-drop` as `write-error`.
+#[inline(never)]
 pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     let ts = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let mut refused = [false; VECTOR_SIZE];
@@ -435,5 +437,5 @@ pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
             }
         }
     });
-    super::complete_tx(g, v, &refused, DropReason::PcapWriteError, true);
+    super::complete_tx(g, v, &refused, drops::PCAP_WRITE_ERROR, true);
 }

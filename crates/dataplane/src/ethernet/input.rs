@@ -33,6 +33,7 @@
 use super::dst::DstCheck;
 use super::fused::RxTally;
 use crate::ethernet::EthernetWorker;
+use crate::ethernet::{drops, nodes};
 use crate::interface::InterfaceCounters;
 use crate::interface::{IfRuntime, RxMode, cast_bits};
 use crate::runtime::drops::DropReason;
@@ -43,6 +44,7 @@ use wire::EtherType;
 use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
     let port = g.vectors[v].port;
     g.features.sample_rx(&mut g.pool, &mut g.vectors[v], port, &g.counters);
@@ -95,11 +97,11 @@ pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
             None
         }
         // Interfaces with flow rules classify first (the rules' `normal` goes on from there).
-        _ if ifc.classify => Some(NodeId::FlowClassify),
-        RxMode::L2Xconnect { .. } => Some(NodeId::L2Xconnect),
-        RxMode::L3 if all(EtherType::IPV4) && ifc.ip4 => Some(NodeId::Ip4Input),
-        RxMode::L3 if all(EtherType::IPV6) && ifc.ip6 => Some(NodeId::Ip6Input),
-        RxMode::L3 if all(EtherType::MPLS) && ifc.mpls => Some(NodeId::MplsInput),
+        _ if ifc.classify => Some(F::NEXT.flow_classify),
+        RxMode::L2Xconnect { .. } => Some(nodes::L2_XCONNECT),
+        RxMode::L3 if all(EtherType::IPV4) && ifc.ip4 => Some(F::NEXT.ip4_input),
+        RxMode::L3 if all(EtherType::IPV6) && ifc.ip6 => Some(F::NEXT.ip6_input),
+        RxMode::L3 if all(EtherType::MPLS) && ifc.mpls => Some(F::NEXT.mpls_input),
         RxMode::L3 => None,
     };
     match next {
@@ -129,10 +131,10 @@ fn fused<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle, ifc: &IfRuntime) -> 
     let (tally, input, lookup) = match ethertype {
         EtherType::IPV4 if ifc.ip4 => {
             let tally = F::plain_ip4(g.isa, &g.pool, indices, ifc.max_frame, ifc.mac);
-            (tally, NodeId::Ip4Input, NodeId::Ip4Lookup)
+            (tally, F::NEXT.ip4_input, F::NEXT.ip4_lookup)
         }
         EtherType::IPV6 if ifc.ip6 => {
-            (F::plain_ip6(&g.pool, indices, ifc.max_frame, ifc.mac), NodeId::Ip6Input, NodeId::Ip6Lookup)
+            (F::plain_ip6(&g.pool, indices, ifc.max_frame, ifc.mac), F::NEXT.ip6_input, F::NEXT.ip6_lookup)
         }
         _ => return false,
     };
@@ -171,20 +173,20 @@ fn count<F: EthernetWorker>(g: &Graph<F>, rx_if: u16, len: usize, head: u64, siz
 
 /// Where a frame on interface `ifc` goes, by its (inner) ethertype, without flow rules; `lcp`
 /// when linux-cp is on (LLDP then goes up the interface's TAP).
-pub(crate) fn dispatch(ifc: &IfRuntime, ethertype: u16, lcp: bool) -> Result<NodeId, DropReason> {
+pub(crate) fn dispatch<F: EthernetWorker>(ifc: &IfRuntime, ethertype: u16, lcp: bool) -> Result<NodeId, DropReason> {
     match ifc.mode {
-        RxMode::L2Xconnect { .. } => Ok(NodeId::L2Xconnect),
+        RxMode::L2Xconnect { .. } => Ok(nodes::L2_XCONNECT),
         RxMode::L3 => match ethertype {
-            EtherType::IPV4 if ifc.ip4 => Ok(NodeId::Ip4Input),
-            EtherType::IPV4 => Err(DropReason::Ip4NotEnabled),
-            EtherType::ARP if ifc.ip4 => Ok(NodeId::ArpInput),
-            EtherType::IPV6 if ifc.ip6 => Ok(NodeId::Ip6Input),
-            EtherType::IPV6 => Err(DropReason::Ip6NotEnabled),
-            EtherType::MPLS if ifc.mpls => Ok(NodeId::MplsInput),
-            EtherType::MPLS => Err(DropReason::MplsNotEnabled),
-            EtherType::LLDP if lcp => Ok(NodeId::LcpPunt),
-            EtherType::VLAN | EtherType::QINQ => Err(DropReason::UnknownVlan),
-            _ => Err(DropReason::UnknownEthertype),
+            EtherType::IPV4 if ifc.ip4 => Ok(F::NEXT.ip4_input),
+            EtherType::IPV4 => Err(drops::IP4_NOT_ENABLED),
+            EtherType::ARP if ifc.ip4 => Ok(F::NEXT.arp_input),
+            EtherType::IPV6 if ifc.ip6 => Ok(F::NEXT.ip6_input),
+            EtherType::IPV6 => Err(drops::IP6_NOT_ENABLED),
+            EtherType::MPLS if ifc.mpls => Ok(F::NEXT.mpls_input),
+            EtherType::MPLS => Err(drops::MPLS_NOT_ENABLED),
+            EtherType::LLDP if lcp => Ok(F::NEXT.linux_cp_punt),
+            EtherType::VLAN | EtherType::QINQ => Err(drops::UNKNOWN_VLAN),
+            _ => Err(drops::UNKNOWN_ETHERTYPE),
         },
     }
 }
@@ -215,20 +217,24 @@ fn classify_each<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
         count(g, rx_if, len, head, (HEADER_LEN..=port_ifc.max_frame as usize).contains(&len));
         let ifc = *g.features.interfaces().get(rx_if);
         let next = if !port_ifc.admin_up || !ifc.admin_up {
-            Err(DropReason::InterfaceDown)
+            Err(drops::INTERFACE_DOWN)
         } else if len < HEADER_LEN {
-            Err(DropReason::TruncatedEthernet)
+            Err(drops::TRUNCATED_ETHERNET)
         } else if len > port_ifc.max_frame as usize || (sub.is_some() && len - VLAN_TAG_LEN > ifc.max_frame as usize) {
-            Err(DropReason::Oversize)
+            Err(drops::OVERSIZE)
         } else if DstCheck::of(&ifc).stranger(&head.to_be_bytes()) {
-            Err(DropReason::NotForUs)
+            Err(drops::NOT_FOR_US)
         } else {
             if sub.is_some() {
                 // Remove the tag: the addresses move 4 bytes up and the frame starts there.
                 g.pool.frame_mut(i).copy_within(0..12, VLAN_TAG_LEN);
                 g.pool.shrink_head(i, VLAN_TAG_LEN).expect("a tagged frame holds its tag");
             }
-            if ifc.classify { Ok(NodeId::FlowClassify) } else { dispatch(&ifc, ethertype(g), g.features.has_host()) }
+            if ifc.classify {
+                Ok(F::NEXT.flow_classify)
+            } else {
+                dispatch::<F>(&ifc, ethertype(g), g.features.has_host())
+            }
         };
         let m = g.pool.meta_mut(i);
         m.rx_if = rx_if;

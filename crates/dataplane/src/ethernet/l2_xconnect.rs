@@ -5,7 +5,6 @@
 use crate::ethernet::EthernetWorker;
 use crate::interface::RxMode;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The cross-connect peer of interface `rx_if` (0 when it has none: index 0 is never up, so
@@ -20,6 +19,7 @@ fn peer<F: EthernetWorker>(g: &Graph<F>, rx_if: u16) -> u16 {
 
 /// Processes one vector. Frames received on the vector's own port (all of them, until
 /// sub-interfaces exist) share one lookup.
+#[inline(never)]
 pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
     let port = g.vectors[v].port;
     let port_peer = peer(g, port);
@@ -28,5 +28,5 @@ pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
         let tx_if = if rx_if == port { port_peer } else { peer(g, rx_if) };
         g.pool.meta_mut(i).tx_if = tx_if;
     }
-    g.forward(v, NodeId::InterfaceOutput);
+    g.forward(v, crate::interface::nodes::INTERFACE_OUTPUT);
 }

@@ -1,15 +1,17 @@
 //! Ethernet: `ethernet-input` (frame checks, destination MAC, 802.1Q, dispatch by interface
 //! mode and ethertype) and `l2-xconnect`.
 
+pub mod drops;
 pub mod dst;
 pub mod fused;
 pub mod input;
 pub mod l2_xconnect;
+pub mod nodes;
 
 use crate::interface::InterfaceWorker;
 use crate::l3::HostCopy;
 use crate::runtime::buffer::BufferPool;
-use crate::runtime::graph::Features;
+use crate::runtime::graph::{Features, NodeId};
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::Vector;
 use fused::RxTally;
@@ -27,6 +29,31 @@ pub trait EthernetWorker: InterfaceWorker + RxSampling + HostCopy {
 
     /// The same for `ip6-input` on an interface with IPv6.
     fn plain_ip6(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally>;
+
+    /// The nodes of other features `ethernet-input` hands frames to.
+    const NEXT: EthernetNext;
+}
+
+/// The nodes `ethernet-input` hands frames to beyond its own folder, as `datapath` wires them:
+/// the features that own them stand above Ethernet, so it names none of them.
+#[derive(Debug, Clone, Copy)]
+pub struct EthernetNext {
+    /// IPv4 frames.
+    pub ip4_input: NodeId,
+    /// Plain IPv4 frames, once the fused pass checked them for `ip4-input`.
+    pub ip4_lookup: NodeId,
+    /// ARP frames.
+    pub arp_input: NodeId,
+    /// IPv6 frames.
+    pub ip6_input: NodeId,
+    /// Plain IPv6 frames, once the fused pass checked them for `ip6-input`.
+    pub ip6_lookup: NodeId,
+    /// MPLS frames.
+    pub mpls_input: NodeId,
+    /// Frames of interfaces with flow rules.
+    pub flow_classify: NodeId,
+    /// LLDP, up the interface's TAP when linux-cp is on.
+    pub linux_cp_punt: NodeId,
 }
 
 /// What `ethernet-input` asks of packet sampling (sFlow), as a trait the composition of the

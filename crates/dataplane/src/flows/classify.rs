@@ -13,10 +13,9 @@ use crate::flows::FlowAction;
 use crate::flows::FlowCounting;
 use crate::flows::FlowTables;
 use crate::flows::FlowsWorker;
+use crate::flows::drops;
 use crate::interface::InterfaceTables;
-use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use classifier::cache::Verdict;
 use classifier::key::{FRAG_ANY, FRAG_LATER};
@@ -78,6 +77,7 @@ fn age(cache: &mut MegaflowCache, last_tick: &mut u64, now: u64, hz: u64) {
 }
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: FlowsWorker>(g: &mut Graph<F>, v: VecHandle) {
     let tables = g.features.snapshot().clone();
     let flows = &tables.flows();
@@ -112,14 +112,17 @@ pub fn run<F: FlowsWorker>(g: &mut Graph<F>, v: VecHandle) {
         match action.unwrap_or(FlowAction::Normal) {
             FlowAction::Output(tx_if) => {
                 g.pool.meta_mut(i).tx_if = tx_if;
-                g.nexts[k] = NodeId::InterfaceOutput;
+                g.nexts[k] = crate::interface::nodes::INTERFACE_OUTPUT;
             }
-            FlowAction::Drop => g.mark_drop(k, i, DropReason::Acl),
+            FlowAction::Drop => g.mark_drop(k, i, drops::ACL),
             FlowAction::Normal => {
                 let rx_if = g.pool.meta(i).rx_if;
                 let ethertype = keys[k].get(Field::Ethertype) as u16;
-                match crate::ethernet::input::dispatch(tables.interfaces().get(rx_if), ethertype, g.features.has_host())
-                {
+                match crate::ethernet::input::dispatch::<F>(
+                    tables.interfaces().get(rx_if),
+                    ethertype,
+                    g.features.has_host(),
+                ) {
                     Ok(node) => g.nexts[k] = node,
                     Err(reason) => g.mark_drop(k, i, reason),
                 }

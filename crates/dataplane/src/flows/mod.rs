@@ -12,10 +12,12 @@
 
 pub mod classify;
 pub mod config;
+pub mod drops;
+pub mod nodes;
 
+use crate::ethernet::EthernetWorker;
 use crate::flows::config::FlowCacheConfig;
 use crate::interface::{Interface, InterfaceTables, InterfaceWorker};
-use crate::l3::HostCopy;
 use crate::runtime::counter::Counter;
 use crate::runtime::graph::Features;
 use crate::runtime::stats::counter_set;
@@ -37,7 +39,9 @@ pub trait FlowCounting {
 }
 
 /// A worker's state as `flow-classify` sees it.
-pub trait FlowsWorker: InterfaceWorker<Snapshot: FlowTables> + Features<Counters: FlowCounting> + HostCopy {
+pub trait FlowsWorker:
+    EthernetWorker + InterfaceWorker<Snapshot: FlowTables> + Features<Counters: FlowCounting>
+{
     /// The worker's megaflow cache.
     fn flow_cache(&mut self) -> &mut classify::WorkerCache;
 }

@@ -4,20 +4,22 @@
 //! interface), reports it as an sFlow discard sample when its interface has drop monitoring on, and
 //! frees the buffer.
 
+use crate::interface::DropClass;
 use crate::interface::InterfaceCounters;
 use crate::interface::InterfaceWorker;
-use crate::runtime::drops::{DropClass, DropReason};
+use crate::interface::drops;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
     let c = &g.counters;
     for &i in g.vectors[v].indices() {
         let m = g.pool.meta(i);
-        let reason = DropReason::from_index(m.error).unwrap_or(DropReason::Unspecified);
-        c.error(m.rx_if, reason).add(1);
-        match reason.class() {
+        let reason = F::DROPS.get(usize::from(m.error)).unwrap_or(&F::DROPS[drops::UNSPECIFIED.index()]);
+        c.error(m.rx_if, reason.id).add(1);
+        match reason.class {
             DropClass::InDiscards => c.interface(m.rx_if).in_discards.add(1),
             DropClass::InErrors => c.interface(m.rx_if).in_errors.add(1),
             DropClass::InUnknownProtos => c.interface(m.rx_if).in_unknown_protos.add(1),

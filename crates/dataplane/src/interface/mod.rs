@@ -8,12 +8,17 @@
 pub mod build;
 pub mod config;
 pub mod driver_config;
+mod drop_info;
+pub mod drops;
 pub mod error_drop;
 mod hooks;
+pub mod nodes;
 pub mod output;
 pub mod stream_config;
 mod worker;
 
+pub(crate) use drop_info::declare_drops;
+pub use drop_info::{DropClass, DropInfo, MAX_REASONS};
 pub use hooks::TxSampling;
 pub use worker::{InterfaceCounters, InterfaceTables, InterfaceWorker, consumed};
 
@@ -51,18 +56,6 @@ pub enum DriverKind {
     Pcap,
     /// A Linux interface through AF_XDP sockets.
     AfXdp,
-}
-
-impl DriverKind {
-    /// The graph node that transmits on this driver.
-    pub fn tx_node(self) -> NodeId {
-        match self {
-            DriverKind::Generator => NodeId::GeneratorTx,
-            DriverKind::AfPacket => NodeId::AfPacketTx,
-            DriverKind::Pcap => NodeId::PcapTx,
-            DriverKind::AfXdp => NodeId::AfXdpTx,
-        }
-    }
 }
 
 /// An interface as the main thread knows it.
@@ -147,7 +140,7 @@ impl IfRuntime {
         max_frame: 0,
         mtu: 0,
         mode: RxMode::L3,
-        tx_node: NodeId::ErrorDrop,
+        tx_node: nodes::ERROR_DROP,
         ip4: false,
         ip6: false,
         mpls: false,
@@ -177,8 +170,13 @@ pub struct InterfaceTable {
 }
 
 impl InterfaceTable {
-    /// The table of `interfaces`; `classified` says which of them `flow-classify` reads.
-    pub fn new(interfaces: &[Interface], classified: impl Fn(u16) -> bool) -> Self {
+    /// The table of `interfaces`; `classified` says which of them `flow-classify` reads, and
+    /// `tx_node` which node transmits for each kind of driver.
+    pub fn new(
+        interfaces: &[Interface],
+        classified: impl Fn(u16) -> bool,
+        tx_node: impl Fn(DriverKind) -> NodeId,
+    ) -> Self {
         let mut ifs = vec![IfRuntime::UNUSED; MAX_INTERFACES];
         for i in interfaces {
             ifs[i.index as usize] = IfRuntime {
@@ -186,7 +184,7 @@ impl InterfaceTable {
                 max_frame: i.mtu + L2_OVERHEAD,
                 mtu: i.mtu,
                 mode: i.mode,
-                tx_node: if i.admin_up { i.driver.tx_node() } else { NodeId::ErrorDrop },
+                tx_node: if i.admin_up { tx_node(i.driver) } else { nodes::ERROR_DROP },
                 ip4: i.addresses.iter().any(|a| a.addr.is_ipv4()),
                 ip6: i.addresses.iter().any(|a| a.addr.is_ipv6()),
                 mpls: i.mpls,
@@ -285,7 +283,7 @@ impl InterfaceTable {
     /// administratively down, rather than handing frames to a kernel that refuses them.
     pub fn link_down(&mut self, port: u16) {
         for i in self.ifs.iter_mut().filter(|i| i.port == port && port != 0) {
-            i.tx_node = NodeId::ErrorDrop;
+            i.tx_node = nodes::ERROR_DROP;
         }
     }
 

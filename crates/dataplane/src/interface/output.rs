@@ -16,7 +16,7 @@
 use crate::interface::InterfaceCounters;
 use crate::interface::InterfaceTables;
 use crate::interface::InterfaceWorker;
-use crate::runtime::drops::DropReason;
+use crate::interface::{drops, nodes};
 use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
@@ -24,6 +24,7 @@ use wire::EtherType;
 use wire::ethernet::VLAN_TAG_LEN;
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
     let idx = g.vectors[v].indices();
     let Some(&first) = idx.first() else {
@@ -40,7 +41,7 @@ pub fn run<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
     let out = *g.features.interfaces().get(m0.tx_if);
     // Untagged frames may carry MTU + 14 bytes; longer ones (tagged, or too big) are
     // checked frame by frame.
-    if !mixed && out.tx_node != NodeId::ErrorDrop && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
+    if !mixed && out.tx_node != nodes::ERROR_DROP && longest <= out.max_frame.saturating_sub(TAG) && out.vlan == 0 {
         g.counters.interface(m0.rx_if).rx_forwarded.add(idx.len() as u64);
         g.features.sample_tx(&mut g.pool, &mut g.vectors[v], out.port, &g.counters);
         g.forward(v, out.tx_node);
@@ -58,7 +59,7 @@ pub fn run<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
 /// interleave at random.
 fn plain_outputs<F: InterfaceWorker>(g: &Graph<F>, v: VecHandle, rx_if: u16, tx_node: NodeId) -> bool {
     let tables = g.features.snapshot();
-    let mut ok = tx_node != NodeId::ErrorDrop;
+    let mut ok = tx_node != nodes::ERROR_DROP;
     for &i in g.vectors[v].indices() {
         let m = g.pool.meta(i);
         let out = tables.interfaces().get(m.tx_if);
@@ -110,12 +111,12 @@ fn each_frame<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
         }
         // Untagged frames may carry MTU + 14 bytes, tagged ones 4 more.
         let fits = m.len() <= out.max_frame.saturating_sub(TAG) || (m.len() <= out.max_frame && is_tagged(g, i));
-        let verdict = if out.tx_node == NodeId::ErrorDrop {
-            Err(DropReason::TxInterfaceDown)
+        let verdict = if out.tx_node == nodes::ERROR_DROP {
+            Err(drops::TX_INTERFACE_DOWN)
         } else if !fits {
-            Err(DropReason::MtuExceeded)
+            Err(drops::MTU_EXCEEDED)
         } else if out.vlan != 0 && !push_tag(g, i, out.vlan) {
-            Err(DropReason::TagNoHeadroom)
+            Err(drops::TAG_NO_HEADROOM)
         } else {
             Ok(out.tx_node)
         };
@@ -130,8 +131,8 @@ fn each_frame<F: InterfaceWorker>(g: &mut Graph<F>, v: VecHandle) {
                 tx_node
             }
             Err(reason) => {
-                g.pool.meta_mut(i).error = reason as u16;
-                NodeId::ErrorDrop
+                g.pool.meta_mut(i).error = reason.raw();
+                nodes::ERROR_DROP
             }
         };
         g.nexts[k] = next;

@@ -2,7 +2,7 @@
 //! features (`datapath`) implements: the snapshot's interface table and the per-interface
 //! and per-reason counters. Every node that forwards builds on [`InterfaceWorker`].
 
-use super::{IfCounters, InterfaceTable, TxSampling};
+use super::{DropInfo, IfCounters, InterfaceTable, TxSampling};
 use crate::runtime::counter::Counter;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::{CountsNodes, Features, Graph};
@@ -27,6 +27,9 @@ pub trait InterfaceCounters: CountsNodes {
 pub trait InterfaceWorker: Features<Counters: InterfaceCounters> + TxSampling {
     /// The snapshot the worker forwards with (taken between vectors).
     type Snapshot: InterfaceTables;
+
+    /// Every drop reason the features declare, at its index (`error-drop` counts by them).
+    const DROPS: &'static [DropInfo];
 
     /// The current snapshot; a node clones the `Arc` to read it while it changes buffers.
     fn snapshot(&self) -> &Arc<Self::Snapshot>;

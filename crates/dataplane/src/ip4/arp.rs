@@ -8,22 +8,23 @@
 //! while: IPv4 packets toward it go to `icmp4-error` for an ICMP host unreachable instead. (The
 //! same steps as `ip6-nd`: [`crate::l3::shared::resolve_misses`].)
 
+use crate::ip4::nodes;
 use crate::l3::L3Worker;
 use crate::neighbor::punt::PuntCounting;
 use crate::net::Payload;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::{IpAddr, Ipv4Addr};
 use wire::arp::{self, Arp};
 use wire::{EtherType, MacAddr};
 
 /// Processes one vector, resolving with ARP (IPv4's `Resolver`).
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     crate::l3::shared::resolve_misses(
         g,
         v,
-        &crate::l3::shared::Resolver { family: Payload::Ip4, request, icmp: NodeId::Icmp4Error },
+        &crate::l3::shared::Resolver { family: Payload::Ip4, request, icmp: nodes::ICMP4_ERROR },
     );
 }
 

@@ -11,24 +11,24 @@
 //! `arp-malformed`. With linux-cp on, every well-formed ARP packet is first copied up the
 //! input interface's TAP ([`crate::l3::HostCopy`]).
 
+use crate::ip4::drops;
 use crate::l3::L3Worker;
 use crate::neighbor::punt::PuntCounting;
 use crate::neighbor::punt::{Event, Learn};
-use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let m = *g.pool.meta(i);
         let parsed = g.pool.frame(i).get(usize::from(m.l3_offset)..).map(Arp::parse);
         let Some(Ok(a)) = parsed else {
-            g.mark_drop(k, i, DropReason::ArpMalformed);
+            g.mark_drop(k, i, drops::ARP_MALFORMED);
             continue;
         };
         // linux-cp: Linux gets a copy of every ARP packet, for its own neighbor entries.
@@ -43,9 +43,9 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         if a.op == arp::REQUEST && ours {
             crate::interface::consumed(g, i);
             reply(g, i, &a);
-            g.nexts[k] = NodeId::InterfaceOutput;
+            g.nexts[k] = crate::interface::nodes::INTERFACE_OUTPUT;
         } else {
-            let reason = if a.op == arp::REPLY { DropReason::ArpReply } else { DropReason::ArpNotForUs };
+            let reason = if a.op == arp::REPLY { drops::ARP_REPLY } else { drops::ARP_NOT_FOR_US };
             g.mark_drop(k, i, reason);
         }
     }

@@ -9,24 +9,26 @@
 //! needs more buffers than are free is dropped whole as `no-buffer`.
 
 use crate::interface::InterfaceCounters;
+use crate::ip4::drops;
 use crate::l3::L3Worker;
 use crate::runtime::buffer::MAX_DATA_SIZE;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::graph::Outbox;
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
-    let mut out = Outbox::new(NodeId::InterfaceOutput);
-    let mut dropped = Outbox::new(NodeId::ErrorDrop);
+    let mut out = Outbox::new(crate::interface::nodes::INTERFACE_OUTPUT);
+    let mut dropped = Outbox::new(crate::interface::nodes::ERROR_DROP);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         match fragment(g, i, &mut out) {
             Ok(()) => g.pool.free(&[i]),
             Err(reason) => {
-                g.pool.meta_mut(i).error = reason as u16;
+                g.pool.meta_mut(i).error = reason.raw();
                 dropped.push(g, i);
             }
         }
@@ -79,11 +81,11 @@ fn fragment<F: L3Worker>(g: &mut Graph<F>, i: u32, out: &mut Outbox) -> Result<(
     let (first_step, later_step) = ((mtu.saturating_sub(ihl)) & !7, (mtu.saturating_sub(20 + later_opt_len)) & !7);
     let data = total - ihl;
     if first_step == 0 || later_step == 0 {
-        return Err(DropReason::MtuExceeded);
+        return Err(crate::interface::drops::MTU_EXCEEDED);
     }
     let count = 1 + data.saturating_sub(first_step).div_ceil(later_step);
     if g.pool.settled_count() < count {
-        return Err(DropReason::FragNoBuffer);
+        return Err(drops::FRAG_NO_BUFFER);
     }
     let mut frame = [0u8; MAX_DATA_SIZE as usize];
     let mut pos = 0;

@@ -16,10 +16,10 @@
 //! address, or a packet this router made.
 //! All within the worker's ICMP rate limit (`icmp_limited` counts what it withheld).
 
+use crate::ip4::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
@@ -28,25 +28,24 @@ use wire::{EtherType, Ipv4Packet, checksum, icmp, ipv4};
 const MAX_ERROR: usize = 576;
 
 /// Processes one vector with the ICMP errors IPv4 makes (its `IcmpErrors`).
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     crate::l3::shared::send_errors(
         g,
         v,
-        &crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip4Lookup },
+        &crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: nodes::IP4_LOOKUP },
     );
 }
 
 /// Type, code and next-hop MTU of the error for buffer `i`'s drop reason.
 fn message<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<(u8, u8, u32)> {
     let m = g.pool.meta(i);
-    match DropReason::from_index(m.error)? {
-        DropReason::TtlExpired => Some((icmp::TIME_EXCEEDED, 0, 0)),
-        DropReason::NoRoute => Some((icmp::DEST_UNREACHABLE, icmp::NET_UNREACHABLE, 0)),
-        DropReason::NoNeighbor | DropReason::RouteUnreachable => {
-            Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0))
-        }
-        DropReason::RouteProhibited => Some((icmp::DEST_UNREACHABLE, icmp::ADMIN_PROHIBITED, 0)),
-        DropReason::FragNeeded => {
+    match DropReason::new(m.error) {
+        drops::TTL_EXPIRED => Some((icmp::TIME_EXCEEDED, 0, 0)),
+        drops::NO_ROUTE => Some((icmp::DEST_UNREACHABLE, icmp::NET_UNREACHABLE, 0)),
+        drops::NO_NEIGHBOR | drops::ROUTE_UNREACHABLE => Some((icmp::DEST_UNREACHABLE, icmp::HOST_UNREACHABLE, 0)),
+        drops::ROUTE_PROHIBITED => Some((icmp::DEST_UNREACHABLE, icmp::ADMIN_PROHIBITED, 0)),
+        drops::FRAG_NEEDED => {
             // The route's pushed labels take part of the MTU.
             let labels = match g.features.l3().adjs.get(m.adj as usize) {
                 Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,

@@ -7,11 +7,11 @@
 //! packets for this router's own addresses are delivered whatever their TTL.
 
 use crate::ethernet::fused::{RxTally, plain_frames_scalar, rx_tally};
+use crate::ip4::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
@@ -36,17 +36,17 @@ fn header_checksum_ok(h: &[u8]) -> bool {
 /// The verdict on one IPv4 packet (`ip` = the bytes from the IPv4 header to the frame end).
 #[inline(always)]
 pub fn check(ip: &[u8]) -> Result<(), DropReason> {
-    let Some(h) = ip.get(..20) else { return Err(DropReason::Truncated) };
+    let Some(h) = ip.get(..20) else { return Err(drops::TRUNCATED) };
     let (version, ihl) = (h[0] >> 4, usize::from(h[0] & 0x0f) * 4);
     let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
     if version != 4 || ihl < 20 || total < ihl {
-        return Err(DropReason::BadIpHeader);
+        return Err(drops::BAD_IP_HEADER);
     }
     if ip.len() < total {
-        return Err(DropReason::Truncated);
+        return Err(drops::TRUNCATED);
     }
     if !header_checksum_ok(&ip[..ihl]) {
-        return Err(DropReason::BadChecksum);
+        return Err(drops::BAD_CHECKSUM);
     }
     Ok(())
 }
@@ -81,9 +81,10 @@ pub fn all_fast_ok(isa: Isa, pool: &BufferPool, indices: &[u32]) -> bool {
 
 /// Processes one vector: one branch-free pass when every packet is good (16 or 8 packets at
 /// once with AVX-512 or AVX2), otherwise a second pass that names each bad packet's reason.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let all_ok = all_fast_ok(g.isa, &g.pool, g.vectors[v].indices());
-    crate::l3::shared::validated(g, v, all_ok, check, DropReason::Truncated, NodeId::Ip4Lookup);
+    crate::l3::shared::validated(g, v, all_ok, check, drops::TRUNCATED, nodes::IP4_LOOKUP);
 }
 
 /// The fused `ethernet-input` → `ip4-input` pass, for frames received on an L3 interface with

@@ -8,15 +8,15 @@
 //! not answered goes up the input interface's TAP instead (`linux-cp-punt`), fragments as they
 //! are, for the kernel to reassemble.
 
+use crate::ip4::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::neighbor::punt::PuntCounting;
-use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::{Ipv4Packet, checksum, icmp, ipv4};
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
@@ -25,11 +25,11 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
             crate::interface::consumed(g, i);
             echo_reply(g, i);
             g.counters.punt().icmp_sent.add(1);
-            g.nexts[k] = NodeId::Ip4Lookup;
+            g.nexts[k] = nodes::IP4_LOOKUP;
         } else if g.features.has_host() {
-            g.nexts[k] = NodeId::LcpPunt;
+            g.nexts[k] = crate::lcp::nodes::LINUX_CP_PUNT;
         } else {
-            g.mark_drop(k, i, DropReason::Ip4Local);
+            g.mark_drop(k, i, drops::IP4_LOCAL);
         }
     }
     g.split(v);

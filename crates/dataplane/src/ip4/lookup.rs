@@ -10,19 +10,20 @@
 //! `route-unreachable` and `route-prohibited` through `icmp4-error`; everything else goes to
 //! `ip4-rewrite`.
 
+use crate::ip4::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash4};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 
 /// The drop reasons of the reject routes, in [`Reject`] order.
-const REJECTS: [DropReason; 3] = [DropReason::Blackhole, DropReason::RouteUnreachable, DropReason::RouteProhibited];
+const REJECTS: [DropReason; 3] = [drops::BLACKHOLE, drops::ROUTE_UNREACHABLE, drops::ROUTE_PROHIBITED];
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let n = g.vectors[v].len();
     let mut dst = [0u32; VECTOR_SIZE];
@@ -45,7 +46,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         plain &= leaf.adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
-        g.forward(v, NodeId::Ip4Rewrite);
+        g.forward(v, nodes::IP4_REWRITE);
     } else {
         not_plain(g, v);
     }
@@ -65,7 +66,7 @@ fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         crate::l3::shared::choose_paths(g, v, hash4);
     }
     if routed {
-        g.forward(v, NodeId::Ip4Rewrite);
+        g.forward(v, nodes::IP4_REWRITE);
     } else {
         split_unrouted(g, v);
     }
@@ -80,13 +81,13 @@ fn split_unrouted<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         match g.pool.meta(i).adj {
             ADJ_DROP => {
-                g.mark_drop(k, i, DropReason::NoRoute);
-                g.nexts[k] = NodeId::Icmp4Error;
+                g.mark_drop(k, i, drops::NO_ROUTE);
+                g.nexts[k] = nodes::ICMP4_ERROR;
             }
-            ADJ_LOCAL => g.nexts[k] = NodeId::Ip4Local,
+            ADJ_LOCAL => g.nexts[k] = nodes::IP4_LOCAL,
             adj => match Reject::of_adj(adj) {
-                Some(r) => crate::l3::shared::mark_reject(g, k, i, r, &REJECTS, NodeId::Icmp4Error),
-                None => g.nexts[k] = NodeId::Ip4Rewrite,
+                Some(r) => crate::l3::shared::mark_reject(g, k, i, r, &REJECTS, nodes::ICMP4_ERROR),
+                None => g.nexts[k] = nodes::IP4_REWRITE,
             },
         }
     }

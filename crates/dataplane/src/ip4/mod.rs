@@ -3,9 +3,11 @@
 
 pub mod arp;
 pub mod arp_input;
+pub mod drops;
 pub mod frag;
 pub mod icmp_error;
 pub mod input;
 pub mod local;
 pub mod lookup;
+pub mod nodes;
 pub mod rewrite;

@@ -12,12 +12,12 @@
 //! neighbor table. Without a MAC the packet goes to `ip4-arp` (dropped as `no-neighbor`
 //! while ARP resolves it).
 
+use crate::ip4::{drops, nodes};
 use crate::l3::L3Tables;
 use crate::l3::L3Worker;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::checksum;
 use wire::ipv4::{DONT_FRAGMENT, field};
@@ -42,12 +42,12 @@ fn rewrite<F: L3Worker>(g: &mut Graph<F>, i: u32, macs: &[u8; 12], push: &LabelS
     let ip = &mut frame[l3..l3 + 12];
     let old = be16(&ip[field::TTL_PROTOCOL]);
     if old < 0x0200 {
-        return Verdict::Drop(DropReason::TtlExpired); // TTL 0 or 1
+        return Verdict::Drop(drops::TTL_EXPIRED); // TTL 0 or 1
     }
     // Pushed labels travel inside the MTU too.
     let big = usize::from(be16(&ip[field::TOTAL_LEN])) + 4 * push.labels().len() > usize::from(mtu);
     if big && ip[field::FLAGS] & DONT_FRAGMENT != 0 {
-        return Verdict::Drop(DropReason::FragNeeded);
+        return Verdict::Drop(drops::FRAG_NEEDED);
     }
     let new = old - 0x0100; // TTL is the high byte
     let csum = checksum::update16(be16(&ip[field::CHECKSUM]), old, new);
@@ -57,7 +57,7 @@ fn rewrite<F: L3Worker>(g: &mut Graph<F>, i: u32, macs: &[u8; 12], push: &LabelS
         frame
     } else {
         let Some(f) = crate::l3::shared::push_labels(&mut g.pool, i, push, (new >> 8) as u8) else {
-            return Verdict::Drop(DropReason::Ip4NoHeadroom);
+            return Verdict::Drop(drops::IP4_NO_HEADROOM);
         };
         f
     };
@@ -72,17 +72,17 @@ fn forward<F: L3Worker>(g: &mut Graph<F>, k: usize, i: u32, tx_if: u16, macs: &[
     g.pool.meta_mut(i).tx_if = tx_if;
     match rewrite(g, i, macs, push, g.features.interfaces().get(tx_if).mtu) {
         Verdict::Fits => {
-            g.nexts[k] = NodeId::InterfaceOutput;
+            g.nexts[k] = crate::interface::nodes::INTERFACE_OUTPUT;
             true
         }
         Verdict::Fragment => {
-            g.nexts[k] = NodeId::Ip4Frag;
+            g.nexts[k] = nodes::IP4_FRAG;
             false
         }
         Verdict::Drop(reason) => {
             g.mark_drop(k, i, reason);
-            if reason != DropReason::Ip4NoHeadroom {
-                g.nexts[k] = NodeId::Icmp4Error;
+            if reason != drops::IP4_NO_HEADROOM {
+                g.nexts[k] = nodes::ICMP4_ERROR;
             }
             false
         }
@@ -117,9 +117,10 @@ fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
 /// Processes one vector: the plain packets at its start in one tight pass
 /// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
 /// the tables taken once per vector), never copied per packet.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let plain = plain_prefix(g, v);
-    if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+    if !crate::l3::shared::rest_after_plain(g, v, plain, crate::interface::nodes::INTERFACE_OUTPUT) {
         return;
     }
     let n = g.vectors[v].len();
@@ -138,16 +139,16 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
                 forward(g, k, i, tx_if, &macs, &LabelStack::EMPTY);
             }
             None if ttl_expired(g, i) => {
-                g.mark_drop(k, i, DropReason::TtlExpired);
-                g.nexts[k] = NodeId::Icmp4Error;
+                g.mark_drop(k, i, drops::TTL_EXPIRED);
+                g.nexts[k] = nodes::ICMP4_ERROR;
             }
             None => {
-                g.mark_drop(k, i, DropReason::NoNeighbor);
-                g.nexts[k] = NodeId::Ip4Arp;
+                g.mark_drop(k, i, drops::NO_NEIGHBOR);
+                g.nexts[k] = nodes::IP4_ARP;
             }
         }
     }
-    if all_ok { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+    if all_ok { g.forward(v, crate::interface::nodes::INTERFACE_OUTPUT) } else { g.split(v) }
 }
 
 /// A glean adjacency (the destination's own MAC from the neighbor table), or a next hop

@@ -20,11 +20,11 @@
 //! (RFC 4443 §3.2, §3.3). All within the worker's ICMP rate limit (`icmp_limited` counts
 //! what it withheld).
 
+use crate::ip6::{drops, nodes};
 use crate::l3::Adjacency;
 use crate::l3::L3Worker;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, Ipv6Packet, MacAddr, icmpv6};
@@ -33,11 +33,12 @@ use wire::{EtherType, Ipv6Packet, MacAddr, icmpv6};
 const MIN_MTU: usize = 1280;
 
 /// Processes one vector with the ICMPv6 errors IPv6 makes (its `IcmpErrors`).
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     crate::l3::shared::send_errors(
         g,
         v,
-        &crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: NodeId::Ip6Lookup },
+        &crate::l3::shared::IcmpErrors { message, may_answer, build, lookup: nodes::IP6_LOOKUP },
     );
 }
 
@@ -45,14 +46,12 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
 /// drop reason.
 fn message<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<(u8, u8, u32)> {
     let m = g.pool.meta(i);
-    match DropReason::from_index(m.error)? {
-        DropReason::HopLimitExpired => Some((icmpv6::TIME_EXCEEDED, 0, 0)),
-        DropReason::Ip6NoRoute | DropReason::Ip6RouteUnreachable => {
-            Some((icmpv6::DEST_UNREACHABLE, icmpv6::NO_ROUTE, 0))
-        }
-        DropReason::Ip6RouteProhibited => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADMIN_PROHIBITED, 0)),
-        DropReason::Ip6NoNeighbor => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADDRESS_UNREACHABLE, 0)),
-        DropReason::PacketTooBig => {
+    match DropReason::new(m.error) {
+        drops::HOP_LIMIT_EXPIRED => Some((icmpv6::TIME_EXCEEDED, 0, 0)),
+        drops::IP6_NO_ROUTE | drops::IP6_ROUTE_UNREACHABLE => Some((icmpv6::DEST_UNREACHABLE, icmpv6::NO_ROUTE, 0)),
+        drops::IP6_ROUTE_PROHIBITED => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADMIN_PROHIBITED, 0)),
+        drops::IP6_NO_NEIGHBOR => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADDRESS_UNREACHABLE, 0)),
+        drops::PACKET_TOO_BIG => {
             let labels = match g.features.l3().adjs.get(m.adj as usize) {
                 Some(Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,

@@ -8,11 +8,11 @@
 //! (`ip6-rewrite`), so packets for this router's own addresses are delivered whatever it is.
 
 use crate::ethernet::fused::{RxTally, plain_frames_scalar, rx_tally};
+use crate::ip6::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::HEADER_LEN;
 use wire::{EtherType, MacAddr};
@@ -23,18 +23,18 @@ const LOOPBACK: u128 = 1;
 /// The verdict on one IPv6 packet (`ip` = the bytes from the IPv6 header to the frame end).
 #[inline(always)]
 pub fn check(ip: &[u8]) -> Result<(), DropReason> {
-    let Some(h) = ip.first_chunk::<HEADER_LEN>() else { return Err(DropReason::Ip6Truncated) };
+    let Some(h) = ip.first_chunk::<HEADER_LEN>() else { return Err(drops::IP6_TRUNCATED) };
     if h[0] >> 4 != 6 {
-        return Err(DropReason::Ip6BadHeader);
+        return Err(drops::IP6_BAD_HEADER);
     }
     if HEADER_LEN + usize::from(u16::from_be_bytes([h[4], h[5]])) > ip.len() {
-        return Err(DropReason::Ip6Truncated);
+        return Err(drops::IP6_TRUNCATED);
     }
     if h[8] == 0xff {
-        return Err(DropReason::Ip6SourceMulticast);
+        return Err(drops::IP6_SOURCE_MULTICAST);
     }
     if u128::from_be_bytes(h[24..40].try_into().expect("16 bytes")) == LOOPBACK {
-        return Err(DropReason::Ip6DestinationLoopback);
+        return Err(drops::IP6_DESTINATION_LOOPBACK);
     }
     Ok(())
 }
@@ -62,6 +62,7 @@ pub fn plain_frames(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: Mac
 
 /// Processes one vector: one branch-free pass when every packet is good, otherwise a second
 /// pass that names each bad packet's reason.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
-    crate::l3::shared::validate(g, v, fast_ok, check, DropReason::Ip6Truncated, NodeId::Ip6Lookup);
+    crate::l3::shared::validate(g, v, fast_ok, check, drops::IP6_TRUNCATED, nodes::IP6_LOOKUP);
 }

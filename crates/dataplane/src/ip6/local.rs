@@ -26,6 +26,7 @@
 //! (`linux-cp-punt`): a fragment (a fragment header after the fixed header) as it is, for the
 //! kernel to reassemble.
 
+use crate::ip6::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::neighbor::punt::PuntCounting;
 use crate::neighbor::punt::{Event, Learn};
@@ -39,6 +40,7 @@ use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, MacAddr, checksum};
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let now = crate::runtime::tsc::now();
     for k in 0..g.vectors[v].len() {
@@ -53,12 +55,12 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
                 let m = g.pool.meta_mut(i);
                 // Straight back out of the input interface, or routed; either way a packet
                 // this router originates.
-                m.tx_if = if next == NodeId::InterfaceOutput { m.rx_if } else { 0 };
+                m.tx_if = if next == crate::interface::nodes::INTERFACE_OUTPUT { m.rx_if } else { 0 };
                 m.rx_if = 0;
                 g.nexts[k] = next;
             }
-            Err(DropReason::Ip6Local | DropReason::Ip6Multicast) if g.features.has_host() => {
-                g.nexts[k] = NodeId::LcpPunt
+            Err(drops::IP6_LOCAL | drops::IP6_MULTICAST) if g.features.has_host() => {
+                g.nexts[k] = crate::lcp::nodes::LINUX_CP_PUNT
             }
             Err(reason) => g.mark_drop(k, i, reason),
         }
@@ -92,20 +94,20 @@ fn answer<F: L3Worker>(g: &mut Graph<F>, i: u32, now: u64) -> Result<NodeId, Dro
         icmpv6::ECHO_REQUEST if !r.dst.is_multicast() => echo(g, i, &r, now),
         icmpv6::NEIGHBOR_SOLICITATION => solicitation(g, i, &r),
         icmpv6::NEIGHBOR_ADVERTISEMENT => Err(advertisement(g, i, &r)),
-        icmpv6::ROUTER_SOLICITATION | icmpv6::ROUTER_ADVERTISEMENT | icmpv6::REDIRECT => Err(DropReason::NdIgnored),
+        icmpv6::ROUTER_SOLICITATION | icmpv6::ROUTER_ADVERTISEMENT | icmpv6::REDIRECT => Err(drops::ND_IGNORED),
         _ => Err(not_ours(r.dst)),
     }
 }
 
 /// Why a packet to `dst` that vecflow does not answer is dropped.
 fn not_ours(dst: Ipv6Addr) -> DropReason {
-    if dst.is_multicast() { DropReason::Ip6Multicast } else { DropReason::Ip6Local }
+    if dst.is_multicast() { drops::IP6_MULTICAST } else { drops::IP6_LOCAL }
 }
 
 /// Reads buffer `i`'s IPv6 header and checks it carries a whole ICMPv6 message with a good
 /// checksum.
 fn received<F: L3Worker>(g: &Graph<F>, i: u32) -> Result<Received, DropReason> {
-    let ip = crate::l3::ipv6(&g.pool, i).ok_or(DropReason::Ip6Local)?; // ip6-input checked the header is there
+    let ip = crate::l3::ipv6(&g.pool, i).ok_or(drops::IP6_LOCAL)?; // ip6-input checked the header is there
     let (src, dst) = (ip.src(), ip.dst());
     if ip.next_header() != icmpv6::PROTOCOL {
         return Err(not_ours(dst));
@@ -114,7 +116,7 @@ fn received<F: L3Worker>(g: &Graph<F>, i: u32) -> Result<Received, DropReason> {
     let icmp = start..start + usize::from(ip.payload_len()); // ip6-input checked it fits
     let message = &g.pool.frame(i)[icmp.clone()];
     if message.len() < icmpv6::HEADER_LEN || icmpv6::checksum(src, dst, message) != 0 {
-        return Err(DropReason::Icmp6Malformed);
+        return Err(drops::ICMP6_MALFORMED);
     }
     Ok(Received { src, dst, hop_limit: ip.hop_limit(), icmp })
 }
@@ -128,7 +130,7 @@ pub(crate) fn is_invalid_source<F: L3Worker>(g: &Graph<F>, src: Ipv6Addr) -> boo
 /// Turns the echo request in buffer `i` into its reply.
 fn echo<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received, now: u64) -> Result<NodeId, DropReason> {
     if is_invalid_source(g, r.src) || !g.features.punt().icmp_allowed(now) {
-        return Err(DropReason::Ip6Local);
+        return Err(drops::IP6_LOCAL);
     }
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);
@@ -145,13 +147,13 @@ fn echo<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received, now: u64) -> Result
     g.counters.punt().icmp_sent.add(1);
     let on_link = [r.src, r.dst].iter().any(|&a| crate::net::is_link_local(a.into()));
     if !on_link {
-        return Ok(NodeId::Ip6Lookup);
+        return Ok(nodes::IP6_LOOKUP);
     }
     let rx_mac = g.features.interfaces().get(g.pool.meta(i).rx_if).mac;
     let f = g.pool.frame_mut(i);
     f.copy_within(6..12, 0);
     f[6..12].copy_from_slice(&rx_mac.0);
-    Ok(NodeId::InterfaceOutput)
+    Ok(crate::interface::nodes::INTERFACE_OUTPUT)
 }
 
 /// The frame's source MAC.
@@ -162,9 +164,9 @@ fn frame_source<F: L3Worker>(g: &Graph<F>, i: u32) -> MacAddr {
 /// Parses the ND message of buffer `i` after RFC 4861 §7.1's checks.
 fn neighbor_message<F: L3Worker>(g: &Graph<F>, i: u32, r: &Received) -> Result<NeighborMessage, DropReason> {
     if r.hop_limit != icmpv6::ND_HOP_LIMIT {
-        return Err(DropReason::NdMalformed);
+        return Err(drops::ND_MALFORMED);
     }
-    NeighborMessage::parse(&g.pool.frame(i)[r.icmp.clone()]).map_err(|_| DropReason::NdMalformed)
+    NeighborMessage::parse(&g.pool.frame(i)[r.icmp.clone()]).map_err(|_| drops::ND_MALFORMED)
 }
 
 /// Answers the neighbor solicitation in buffer `i` with our advertisement, in place.
@@ -172,11 +174,11 @@ fn solicitation<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> Result<N
     let ns = neighbor_message(g, i, r)?;
     let dad = r.src.is_unspecified();
     if dad && (!icmpv6::is_solicited_node(r.dst) || ns.link_addr.is_some()) {
-        return Err(DropReason::NdMalformed);
+        return Err(drops::ND_MALFORMED);
     }
     let rx_if = g.pool.meta(i).rx_if;
     if !g.features.interfaces().is_own_address6(rx_if, ns.target) {
-        return Err(DropReason::NdNotForUs);
+        return Err(drops::ND_NOT_FOR_US);
     }
     if let Some(mac) =
         ns.link_addr.filter(|m| !m.is_group() && !dad && g.features.interfaces().is_on_link6(rx_if, r.src))
@@ -209,7 +211,7 @@ fn solicitation<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> Result<N
     let m = g.pool.meta_mut(i);
     (m.rx_if, m.flags) = (meta.rx_if, meta.flags);
     g.counters.punt().nd_advertisements.add(1);
-    Ok(NodeId::InterfaceOutput)
+    Ok(crate::interface::nodes::INTERFACE_OUTPUT)
 }
 
 /// Reports what the neighbor advertisement in buffer `i` tells; returns the reason it is
@@ -217,7 +219,7 @@ fn solicitation<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> Result<N
 fn advertisement<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> DropReason {
     let na = match neighbor_message(g, i, r) {
         Ok(na) if !(r.dst.is_multicast() && na.flags & icmpv6::FLAG_SOLICITED != 0) => na,
-        _ => return DropReason::NdMalformed,
+        _ => return drops::ND_MALFORMED,
     };
     let rx_if = g.pool.meta(i).rx_if;
     let mac = na.link_addr.unwrap_or_else(|| frame_source(g, i));
@@ -236,5 +238,5 @@ fn advertisement<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> DropRea
         let event = Event::Learned { interface: rx_if, address: na.target.into(), mac, how };
         g.features.punt().report(event, g.counters.punt());
     }
-    DropReason::NdAdvertisement
+    drops::ND_ADVERTISEMENT
 }

@@ -12,20 +12,19 @@
 //! router go to `ip6-local` too: to a link-local address of the input interface, to
 //! all-nodes, all-routers or a solicited-node group. The rest go to `ip6-rewrite`.
 
+use crate::ip6::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash6};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::net::Ipv6Addr;
 use wire::icmpv6;
 
 /// The drop reasons of the reject routes, in [`Reject`] order.
-const REJECTS: [DropReason; 3] =
-    [DropReason::Ip6Blackhole, DropReason::Ip6RouteUnreachable, DropReason::Ip6RouteProhibited];
+const REJECTS: [DropReason; 3] = [drops::IP6_BLACKHOLE, drops::IP6_ROUTE_UNREACHABLE, drops::IP6_ROUTE_PROHIBITED];
 
 /// True for a link-local address (fe80::/10), as a big-endian `u128`.
 fn link_local(a: u128) -> bool {
@@ -66,11 +65,11 @@ impl FirstBytes {
 /// source.
 fn never_forwarded(src: u128, dst: u128) -> Option<DropReason> {
     if dst >> 120 == 0xff {
-        Some(DropReason::Ip6Multicast)
+        Some(drops::IP6_MULTICAST)
     } else if link_local(dst) || link_local(src) {
-        Some(DropReason::Ip6LinkLocal)
+        Some(drops::IP6_LINK_LOCAL)
     } else if src == 0 {
-        Some(DropReason::Ip6SourceUnspecified)
+        Some(drops::IP6_SOURCE_UNSPECIFIED)
     } else {
         None
     }
@@ -93,6 +92,7 @@ fn for_us<F: L3Worker>(g: &Graph<F>, i: u32, dst: &[u8; 16]) -> bool {
 /// Processes one vector. The common case (every packet routed, none of them to check further)
 /// costs a header read, a lookup and two metadata stores per packet; the rest is in
 /// [`split`], which looks at each packet again.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let n = g.vectors[v].len();
     let fib = g.features.fibs().ip6.clone();
@@ -119,7 +119,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
-        g.forward(v, NodeId::Ip6Rewrite);
+        g.forward(v, nodes::IP6_REWRITE);
         return;
     }
     // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
@@ -128,7 +128,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         crate::l3::shared::choose_paths(g, v, hash6);
     }
     if !odd && g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj >= ADJ_FIRST_ROUTED) {
-        g.forward(v, NodeId::Ip6Rewrite);
+        g.forward(v, nodes::IP6_REWRITE);
     } else {
         split(g, v, &dst);
     }
@@ -144,21 +144,21 @@ fn split<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, dst: &[[u8; 16]; VECTOR_SI
         let l3 = usize::from(g.pool.meta(i).l3_offset);
         let s: [u8; 16] = g.pool.frame(i)[l3 + 8..l3 + 24].try_into().expect("16 bytes");
         match (g.pool.meta(i).adj, never_forwarded(u128::from_be_bytes(s), u128::from_be_bytes(*d))) {
-            (ADJ_LOCAL, _) => g.nexts[k] = NodeId::Ip6Local,
+            (ADJ_LOCAL, _) => g.nexts[k] = nodes::IP6_LOCAL,
             (_, Some(reason)) => {
                 if for_us(g, i, d) {
-                    g.nexts[k] = NodeId::Ip6Local;
+                    g.nexts[k] = nodes::IP6_LOCAL;
                 } else {
                     g.mark_drop(k, i, reason);
                 }
             }
             (ADJ_DROP, None) => {
-                g.mark_drop(k, i, DropReason::Ip6NoRoute);
-                g.nexts[k] = NodeId::Icmp6Error;
+                g.mark_drop(k, i, drops::IP6_NO_ROUTE);
+                g.nexts[k] = nodes::ICMP6_ERROR;
             }
             (adj, None) => match Reject::of_adj(adj) {
-                Some(r) => crate::l3::shared::mark_reject(g, k, i, r, &REJECTS, NodeId::Icmp6Error),
-                None => g.nexts[k] = NodeId::Ip6Rewrite,
+                Some(r) => crate::l3::shared::mark_reject(g, k, i, r, &REJECTS, nodes::ICMP6_ERROR),
+                None => g.nexts[k] = nodes::IP6_REWRITE,
             },
         }
     }

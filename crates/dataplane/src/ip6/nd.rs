@@ -7,22 +7,23 @@
 //! is told a resolution started. Toward a next hop whose resolution failed, IPv6 packets go to
 //! `icmp6-error` for an ICMPv6 address unreachable instead.
 
+use crate::ip6::nodes;
 use crate::l3::L3Worker;
 use crate::neighbor::punt::PuntCounting;
 use crate::net::Payload;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;
 use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, MacAddr, icmpv6};
 
 /// Processes one vector, resolving with neighbor solicitations (IPv6's `Resolver`).
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     crate::l3::shared::resolve_misses(
         g,
         v,
-        &crate::l3::shared::Resolver { family: Payload::Ip6, request: solicit, icmp: NodeId::Icmp6Error },
+        &crate::l3::shared::Resolver { family: Payload::Ip6, request: solicit, icmp: nodes::ICMP6_ERROR },
     );
 }
 

@@ -11,12 +11,12 @@
 //! finds the destination's own MAC in the IPv6 neighbor table. Without a MAC the packet goes
 //! to `ip6-nd` (dropped as `no-neighbor` while neighbor discovery resolves it).
 
+use crate::ip6::{drops, nodes};
 use crate::l3::L3Tables;
 use crate::l3::L3Worker;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::ipv6::HEADER_LEN;
 
@@ -39,16 +39,16 @@ fn rewrite<F: L3Worker>(
     let ip = &mut g.pool.frame_mut(i)[l3..l3 + 8];
     let hop_limit = ip[7];
     if hop_limit <= 1 {
-        return Err(DropReason::HopLimitExpired);
+        return Err(drops::HOP_LIMIT_EXPIRED);
     }
     if HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) + 4 * push.labels().len() > mtu {
-        return Err(DropReason::PacketTooBig);
+        return Err(drops::PACKET_TOO_BIG);
     }
     ip[7] = hop_limit - 1;
     let frame = if push.is_empty() {
         g.pool.frame_mut(i)
     } else {
-        crate::l3::shared::push_labels(&mut g.pool, i, push, hop_limit - 1).ok_or(DropReason::Ip6NoHeadroom)?
+        crate::l3::shared::push_labels(&mut g.pool, i, push, hop_limit - 1).ok_or(drops::IP6_NO_HEADROOM)?
     };
     frame[..12].copy_from_slice(macs);
     Ok(())
@@ -73,9 +73,10 @@ fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
 /// Processes one vector: the plain packets at its start in one tight pass
 /// ([`plain_prefix`]), the rest one by one. Adjacencies are read in place (through a handle on
 /// the tables taken once per vector), never copied per packet.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let plain = plain_prefix(g, v);
-    if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+    if !crate::l3::shared::rest_after_plain(g, v, plain, crate::interface::nodes::INTERFACE_OUTPUT) {
         return;
     }
     let n = g.vectors[v].len();
@@ -92,22 +93,22 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
             },
             Some(&Adjacency::Via { tx_if, rewrite: None, .. }) => no_neighbor(g, i, tx_if),
             // ip6-lookup never sends drop or local adjacencies here.
-            _ => Err(DropReason::Ip6NoRoute),
+            _ => Err(drops::IP6_NO_ROUTE),
         };
         match result {
-            Ok(()) => g.nexts[k] = NodeId::InterfaceOutput,
+            Ok(()) => g.nexts[k] = crate::interface::nodes::INTERFACE_OUTPUT,
             Err(reason) => {
                 g.mark_drop(k, i, reason);
                 g.nexts[k] = match reason {
-                    DropReason::Ip6NoNeighbor => NodeId::Ip6Nd,
-                    DropReason::Ip6NoHeadroom => NodeId::ErrorDrop,
-                    _ => NodeId::Icmp6Error,
+                    drops::IP6_NO_NEIGHBOR => nodes::IP6_ND,
+                    drops::IP6_NO_HEADROOM => crate::interface::nodes::ERROR_DROP,
+                    _ => nodes::ICMP6_ERROR,
                 };
                 all_ok = false;
             }
         }
     }
-    if all_ok { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+    if all_ok { g.forward(v, crate::interface::nodes::INTERFACE_OUTPUT) } else { g.split(v) }
 }
 
 /// A next hop without a MAC: the packet leaves from `tx_if` (as the discard sample reports),
@@ -116,8 +117,8 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
 fn no_neighbor<F: L3Worker>(g: &mut Graph<F>, i: u32, tx_if: u16) -> Result<(), DropReason> {
     g.pool.meta_mut(i).tx_if = tx_if;
     match crate::l3::ipv6(&g.pool, i) {
-        Some(ip) if ip.hop_limit() <= 1 => Err(DropReason::HopLimitExpired),
-        _ => Err(DropReason::Ip6NoNeighbor),
+        Some(ip) if ip.hop_limit() <= 1 => Err(drops::HOP_LIMIT_EXPIRED),
+        _ => Err(drops::IP6_NO_NEIGHBOR),
     }
 }
 

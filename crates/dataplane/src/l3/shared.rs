@@ -225,7 +225,7 @@ fn next_hop<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<IpAddr> {
 /// resolution started.
 pub(crate) fn resolve_misses<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, r: &Resolver<F>) {
     let now = crate::runtime::tsc::now();
-    let mut requests = Outbox::new(NodeId::InterfaceOutput);
+    let mut requests = Outbox::new(crate::interface::nodes::INTERFACE_OUTPUT);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let (tx_if, native) = {
@@ -233,7 +233,7 @@ pub(crate) fn resolve_misses<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, r: &Re
             let entry = g.features.l3().entry(m.label_entry);
             (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload } if *payload == r.family)))
         };
-        g.nexts[k] = NodeId::ErrorDrop;
+        g.nexts[k] = crate::interface::nodes::ERROR_DROP;
         // A subnet's network or broadcast address is nobody's: no ARP for it.
         let nobody = |g: &Graph<F>, h: IpAddr| matches!(h, IpAddr::V4(a) if g.features.interfaces().is_subnet_edge(a));
         let Some(hop) = next_hop(g, i).filter(|&h| !nobody(g, h)) else { continue };
@@ -313,7 +313,7 @@ pub(crate) fn send_errors<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, e: &IcmpE
         }
     }
     errors.finish(g);
-    g.forward(v, NodeId::ErrorDrop);
+    g.forward(v, crate::interface::nodes::ERROR_DROP);
 }
 
 /// Replaces the FIB value of every packet of `v` that matched a multipath route (a

@@ -18,6 +18,7 @@
 //! the kernel, Prometheus, sFlow's ifIndex.
 
 pub mod config;
+pub mod drops;
 pub mod io;
 mod kernel;
 pub mod listener;
@@ -25,6 +26,7 @@ pub mod neighbors;
 pub mod netlink;
 mod netns;
 pub mod nexthops;
+pub mod nodes;
 pub mod routes;
 mod tap;
 pub mod worker;

@@ -12,11 +12,11 @@
 use super::PuntRate;
 use crate::interface::InterfaceTables;
 use crate::interface::InterfaceWorker;
+use crate::lcp::drops;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::BufferPool;
-use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::graph::Outbox;
 use crate::runtime::rate::TokenBucket;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -183,10 +183,11 @@ pub trait LinuxCpWorker: InterfaceWorker {
 /// as taken by the router (`rx_local`); its buffer is freed (the bytes were copied). Over its
 /// class's rate it is dropped as `punt-policed`, with no free byte buffer as
 /// `punt-queue-full`.
+#[inline(never)]
 pub fn punt<F: LinuxCpWorker>(g: &mut Graph<F>, v: VecHandle) {
     let mut sent = [0u32; VECTOR_SIZE];
     let mut n = 0;
-    let mut dropped = Outbox::new(NodeId::ErrorDrop);
+    let mut dropped = Outbox::new(crate::interface::nodes::ERROR_DROP);
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         let up = g.features.linux_cp().map_or(Up::NoRoom, |l| l.copy_up(&g.pool, i));
@@ -197,10 +198,10 @@ pub fn punt<F: LinuxCpWorker>(g: &mut Graph<F>, v: VecHandle) {
                 n += 1;
                 continue;
             }
-            Up::Policed => DropReason::PuntPoliced,
-            Up::NoRoom => DropReason::PuntQueueFull,
+            Up::Policed => drops::PUNT_POLICED,
+            Up::NoRoom => drops::PUNT_QUEUE_FULL,
         };
-        g.pool.meta_mut(i).error = reason as u16;
+        g.pool.meta_mut(i).error = reason.raw();
         dropped.push(g, i);
     }
     g.pool.free(&sent[..n]);
@@ -217,7 +218,8 @@ pub fn inject<F: LinuxCpWorker>(g: &mut Graph<F>) -> bool {
     // Nothing waiting (the usual round): one look at the channel.
     let Some(first) = next(g) else { return false };
     let mut first = Some(first);
-    let (mut out, mut dropped) = (Outbox::new(NodeId::InterfaceOutput), Outbox::new(NodeId::ErrorDrop));
+    let (mut out, mut dropped) =
+        (Outbox::new(crate::interface::nodes::INTERFACE_OUTPUT), Outbox::new(crate::interface::nodes::ERROR_DROP));
     let mut any = false;
     // Between runs, with every sFlow sample of the last run published: any free buffer may
     // be taken.
@@ -242,7 +244,7 @@ pub fn inject<F: LinuxCpWorker>(g: &mut Graph<F>) -> bool {
         }
         any = true;
         if answered_already(g, i, frame.interface) {
-            g.pool.meta_mut(i).error = DropReason::LcpDuplicateAnswer as u16;
+            g.pool.meta_mut(i).error = drops::LCP_DUPLICATE_ANSWER.raw();
             dropped.push(g, i);
             continue;
         }

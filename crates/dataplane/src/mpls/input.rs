@@ -2,9 +2,8 @@
 //! TTL is above 1 (`truncated`, `ttl-expired`), then sends it to `mpls-lookup`.
 
 use crate::l3::L3Worker;
-use crate::runtime::drops::DropReason;
+use crate::mpls::{drops, nodes};
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The top label stack entry of buffer `i`, if the frame holds one.
@@ -15,21 +14,22 @@ pub fn top_label<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<u32> {
 }
 
 /// Processes one vector.
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let mut all_ok = true;
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
         match top_label(g, i) {
-            Some(e) if e & 0xff > 1 => g.nexts[k] = NodeId::MplsLookup,
+            Some(e) if e & 0xff > 1 => g.nexts[k] = nodes::MPLS_LOOKUP,
             Some(_) => {
-                g.mark_drop(k, i, DropReason::MplsTtlExpired);
+                g.mark_drop(k, i, drops::MPLS_TTL_EXPIRED);
                 all_ok = false;
             }
             None => {
-                g.mark_drop(k, i, DropReason::MplsTruncated);
+                g.mark_drop(k, i, drops::MPLS_TRUNCATED);
                 all_ok = false;
             }
         }
     }
-    if all_ok { g.forward(v, NodeId::MplsLookup) } else { g.split(v) }
+    if all_ok { g.forward(v, nodes::MPLS_LOOKUP) } else { g.split(v) }
 }

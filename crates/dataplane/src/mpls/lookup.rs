@@ -6,9 +6,9 @@
 use crate::l3::L3Worker;
 use crate::l3::LabelEntry;
 use crate::mpls::input::top_label;
+use crate::mpls::{drops, nodes};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 
 /// The local-label entry of the top label `e` (a label stack entry) and whether the packet
@@ -19,8 +19,8 @@ fn verdict<F: L3Worker>(g: &Graph<F>, e: u32) -> (u16, Result<(), DropReason>) {
     let verdict = match g.features.l3().entry(entry) {
         Some(LabelEntry::Swap { .. }) => Ok(()),
         Some(LabelEntry::Pop { .. }) if e & 0x100 != 0 => Ok(()),
-        Some(LabelEntry::Pop { .. }) => Err(DropReason::PopNotEos),
-        None => Err(DropReason::NoLabel),
+        Some(LabelEntry::Pop { .. }) => Err(drops::POP_NOT_EOS),
+        None => Err(drops::NO_LABEL),
     };
     (entry, verdict)
 }
@@ -37,6 +37,7 @@ fn key(e: u32) -> u32 {
 /// looked up once for the packets that share it (and its bottom-of-stack bit); from the first
 /// packet with another (a vector over several paths), each packet's is looked up (a branch on
 /// whether it is the last one looked up would mispredict there).
+#[inline(never)]
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let Some(&first) = g.vectors[v].indices().first() else { return };
     // mpls-input checked the entry is there.
@@ -51,7 +52,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         });
         all_ok &= ok;
     }
-    if all_ok { g.forward(v, NodeId::MplsRewrite) } else { drop_the_rest(g, v) }
+    if all_ok { g.forward(v, nodes::MPLS_REWRITE) } else { drop_the_rest(g, v) }
 }
 
 /// Stores the entry of each packet of vector `v` from `from` on while `lookup` gives it for
@@ -84,7 +85,7 @@ fn drop_the_rest<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         let i = g.vectors[v].indices()[k];
         let e = top_label(g, i).unwrap_or(0);
         match verdict(g, e).1 {
-            Ok(()) => g.nexts[k] = NodeId::MplsRewrite,
+            Ok(()) => g.nexts[k] = nodes::MPLS_REWRITE,
             Err(reason) => g.mark_drop(k, i, reason),
         }
     }

@@ -12,12 +12,11 @@
 //!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
 
 use crate::l3::L3Tables;
-use crate::l3::L3Worker;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
+use crate::mpls::MplsWorker;
+use crate::mpls::drops;
 use crate::net::Payload;
-use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::{EtherType, checksum};
 
@@ -26,7 +25,7 @@ use wire::{EtherType, checksum};
 /// them (if any) needs the full treatment. An entry is resolved once for a run of packets that
 /// share it.
 #[inline(always)]
-fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
+fn plain_prefix<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) -> usize {
     let tables = g.features.snapshot();
     let indices = g.vectors[v].indices();
     // The entry resolved last: its number, output interface, MACs and out-label.
@@ -58,9 +57,10 @@ fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
 /// Processes one vector: the plain swaps at its start in one tight pass ([`plain_prefix`]),
 /// the rest one by one. Entries and adjacencies are read in place (through a handle on the
 /// tables taken once per vector), never copied per packet.
-pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+#[inline(never)]
+pub fn run<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) {
     let plain = plain_prefix(g, v);
-    if !crate::l3::shared::rest_after_plain(g, v, plain, NodeId::InterfaceOutput) {
+    if !crate::l3::shared::rest_after_plain(g, v, plain, crate::interface::nodes::INTERFACE_OUTPUT) {
         return;
     }
     let n = g.vectors[v].len();
@@ -73,9 +73,9 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
             && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3().adjs.get(*adj as usize)
         {
             if swap(g, i, *tx_if, macs, out) {
-                g.nexts[k] = NodeId::InterfaceOutput;
+                g.nexts[k] = crate::interface::nodes::INTERFACE_OUTPUT;
             } else {
-                g.mark_drop(k, i, DropReason::MplsNoHeadroom);
+                g.mark_drop(k, i, drops::MPLS_NO_HEADROOM);
                 all_swapped = false;
             }
             continue;
@@ -83,33 +83,33 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         all_swapped = false;
         match entry {
             Some(LabelEntry::Swap { adj, .. }) => {
-                let mut resolve = NodeId::Ip4Arp;
+                let mut resolve = F::NEXT.ip4_arp;
                 if let Some(Adjacency::Via { tx_if, next_hop, .. }) = tables.l3().adjs.get(*adj as usize) {
                     g.pool.meta_mut(i).tx_if = *tx_if;
                     if next_hop.is_ipv6() {
-                        resolve = NodeId::Ip6Nd;
+                        resolve = F::NEXT.ip6_nd;
                     }
                 }
-                g.mark_drop(k, i, DropReason::MplsNoNeighbor);
+                g.mark_drop(k, i, drops::MPLS_NO_NEIGHBOR);
                 g.nexts[k] = resolve;
             }
             Some(LabelEntry::Pop { payload: Payload::Ip6 }) => {
                 pop(g, i, EtherType::IPV6);
-                g.nexts[k] = NodeId::Ip6Input;
+                g.nexts[k] = F::NEXT.ip6_input;
             }
             _ => {
                 pop(g, i, EtherType::IPV4);
-                g.nexts[k] = NodeId::Ip4Input;
+                g.nexts[k] = F::NEXT.ip4_input;
             }
         }
     }
-    if all_swapped { g.forward(v, NodeId::InterfaceOutput) } else { g.split(v) }
+    if all_swapped { g.forward(v, crate::interface::nodes::INTERFACE_OUTPUT) } else { g.split(v) }
 }
 
 /// Replaces the top label of buffer `i` with `out` and writes `macs`; out of `tx_if`. Returns
 /// false, the frame unfit to send, when the headroom cannot hold the extra labels.
 #[must_use]
-fn swap<F: L3Worker>(g: &mut Graph<F>, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
+fn swap<F: MplsWorker>(g: &mut Graph<F>, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     g.pool.meta_mut(i).tx_if = tx_if;
     if let [label] = out.labels() {
@@ -146,7 +146,7 @@ fn swap_one(f: &mut [u8], l3: usize, label: u32, macs: &[u8; 12]) -> bool {
 /// Removes the bottom-of-stack label of buffer `i`, leaving a frame of `ethertype` (IPv4 or
 /// IPv6) for `ip4-input` or `ip6-input`.
 #[cold]
-fn pop<F: L3Worker>(g: &mut Graph<F>, i: u32, ethertype: u16) {
+fn pop<F: MplsWorker>(g: &mut Graph<F>, i: u32, ethertype: u16) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);
     let ttl = f[l3 + 3] - 1;

@@ -5,9 +5,10 @@
 //! into [`Graph::nexts`] and calls [`Graph::split`], which builds one vector per next node.
 //! [`Graph::run`] walks pending vectors depth-first, timing each node call with one TSC read.
 //!
-//! The graph is generic over the features' state ([`Features`]): the runtime knows the closed
-//! list of node ids and the buffers, and calls [`Features::dispatch`] to run a node, so it
-//! knows no protocol. The datapath module above runtime and features fills it in.
+//! The graph is generic over the features' state ([`Features`]): the runtime knows node ids
+//! only as indices ([`NodeId`]; each feature declares its own nodes with [`declare_nodes!`])
+//! and the buffers, and calls [`Features::dispatch`] to run a node, so it knows no protocol
+//! and no node. The datapath module above runtime and features fills it in.
 
 use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
@@ -17,71 +18,55 @@ use crate::runtime::tsc;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle, VectorPool};
 use std::sync::Arc;
 
-macro_rules! node_ids {
-    ($($variant:ident = $name:literal: $desc:literal,)*) => {
-        /// Every node of the graph. Input nodes (drivers' rx) are called by the worker loop;
-        /// the rest are reached through vectors.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[repr(u8)]
-        pub enum NodeId {
-            $(#[doc = $desc] $variant,)*
-        }
-
-        impl NodeId {
-            /// Every node, in index order.
-            pub const ALL: &'static [NodeId] = &[$(NodeId::$variant),*];
-
-            /// The node's name as `show runtime` prints it.
-            pub fn name(self) -> &'static str {
-                match self { $(NodeId::$variant => $name,)* }
-            }
-        }
-    };
-}
-
-node_ids! {
-    GeneratorInput = "generator-input": "the embedded generator's rx side: fills fresh frames from stream templates",
-    AfPacketInput = "af-packet-input": "copies frames from AF_PACKET rx rings into buffers, restoring stripped VLAN tags and offloaded checksums",
-    AfXdpInput = "af-xdp-input": "hands frames the kernel wrote into our buffers (AF_XDP rx ring) to the graph as they are, refills the fill ring",
-    PcapInput = "pcap-input": "copies frames of a pcap or pcapng file into buffers, once or looping, paced to a rate",
-    EthernetInput = "ethernet-input": "checks frame length and interface state, counts unicast/multicast/broadcast, dispatches by interface mode and ethertype",
-    L2Xconnect = "l2-xconnect": "sets the output interface to the cross-connected peer",
-    Ip4Input = "ip4-input": "checks IPv4 version, header length, total length, checksum and TTL",
-    Ip4Lookup = "ip4-lookup": "longest-prefix match of the destination for a whole vector, with prefetching",
-    Ip4Rewrite = "ip4-rewrite": "checks TTL and MTU, decrements TTL (incremental checksum), pushes out-labels, writes next-hop and own MAC, sets the output interface",
-    Ip4Local = "ip4-local": "packets for this router's own addresses: answers ICMP echo requests, drops the rest (or, with linux-cp, sends it up the TAP)",
-    Ip4Arp = "ip4-arp": "packets whose next hop has no MAC: drops them and sends a rate-limited ARP request",
-    Ip4Frag = "ip4-frag": "cuts packets larger than the output MTU (DF clear) into fragments",
-    Icmp4Error = "icmp4-error": "sends ICMP time exceeded / unreachable / fragmentation needed about dropped packets, rate-limited",
-    ArpInput = "arp-input": "answers ARP requests for the interface's addresses, reports senders to the neighbor table",
-    Ip6Input = "ip6-input": "checks IPv6 version, payload length against the frame, multicast source and loopback destination",
-    Ip6Lookup = "ip6-lookup": "longest-prefix match of the destination for a whole vector, the walks interleaved level by level with prefetching",
-    FlowClassify = "flow-classify": "classifies frames of interfaces with flow rules (megaflow cache: EMC, Cuckoo Distributor, ranked subtables) and outputs, drops (acl) or passes them on",
-    Ip6Rewrite = "ip6-rewrite": "checks hop limit and MTU, decrements the hop limit, pushes out-labels, writes next-hop and own MAC, sets the output interface",
-    Ip6Local = "ip6-local": "IPv6 packets for this router: answers ICMPv6 echo requests and neighbor solicitations, learns from neighbor discovery, drops the rest (or, with linux-cp, sends it up the TAP)",
-    Ip6Nd = "ip6-nd": "IPv6 packets whose next hop has no MAC: drops them and sends a rate-limited neighbor solicitation",
-    LcpPunt = "linux-cp-punt": "packets for the router that vecflow does not answer: copied up the TAP of their input interface (linux-cp), freed",
-    Icmp6Error = "icmp6-error": "sends ICMPv6 time exceeded / destination unreachable / packet too big about dropped packets, rate-limited",
-    MplsInput = "mpls-input": "checks the top label stack entry is present and its TTL is above 1",
-    MplsLookup = "mpls-lookup": "finds the local-label entry of the top label: swap, or pop at end of stack",
-    MplsRewrite = "mpls-rewrite": "swaps the top label (TTL-1) and writes MACs, or pops the last label and hands IPv4 to ip4-input",
-    InterfaceOutput = "interface-output": "checks the output interface's state and MTU, counts tx, hands frames to the driver",
-    GeneratorTx = "generator-tx": "the generator's tx side (sink): reads each frame once and frees it",
-    AfPacketTx = "af-packet-tx": "sends frames on AF_PACKET sockets, one sendmmsg per run of frames for one interface",
-    AfXdpTx = "af-xdp-tx": "puts frames on AF_XDP tx rings (the buffers themselves, no copy) and wakes the kernel",
-    PcapTx = "pcap-tx": "writes frames to the interface's capture file (or only counts them), frees them",
-    ErrorDrop = "error-drop": "counts each dropped frame per input interface and reason, frees it",
-}
+/// A node of the graph: its index in the list the features declare together (each feature
+/// its own nodes, `ip4::nodes::IP4_INPUT`, with [`declare_nodes!`]; `datapath` gathers them
+/// and checks that their indices run from 0 without a gap). The runtime names none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(u8);
 
 impl NodeId {
-    /// The drivers' rx input nodes (polled by workers, never queued).
-    pub const INPUTS: &'static [NodeId] =
-        &[NodeId::GeneratorInput, NodeId::AfPacketInput, NodeId::AfXdpInput, NodeId::PcapInput];
+    /// The node at `index` of the declared list.
+    pub const fn new(index: u8) -> Self {
+        NodeId(index)
+    }
+
+    /// Its index in the declared list (of per-node counters, of the split's outputs).
+    #[inline(always)]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
-/// Number of graph nodes.
-pub const N_NODES: usize = NodeId::ALL.len();
-const _: () = assert!(N_NODES * N_NODES < VectorPool::CAPACITY);
+/// What `show runtime` tells of a node: its id, its name and what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeInfo {
+    /// Its id.
+    pub id: NodeId,
+    /// Its name, as `show runtime` prints it.
+    pub name: &'static str,
+    /// One line saying what it does.
+    pub description: &'static str,
+}
+
+/// Declares a feature's nodes: for each `CONST = index, "name", "what it does";` a
+/// `pub const CONST: NodeId` (documented by its description), and `NODES`, the list of their
+/// [`NodeInfo`] that `datapath` gathers with every other feature's.
+macro_rules! declare_nodes {
+    ($($konst:ident = $index:literal, $name:literal, $desc:literal;)*) => {
+        $(
+            #[doc = $desc]
+            pub const $konst: $crate::runtime::graph::NodeId = $crate::runtime::graph::NodeId::new($index);
+        )*
+
+        /// The nodes declared here, for `show runtime`.
+        pub const NODES: &[$crate::runtime::graph::NodeInfo] =
+            &[$($crate::runtime::graph::NodeInfo { id: $konst, name: $name, description: $desc }),*];
+    };
+}
+pub(crate) use declare_nodes;
+
+/// The most nodes a graph can have: the width of the split's table of outputs.
+pub const MAX_NODES: usize = 64;
 
 counter_set! {
     /// One worker's runtime counters for one node.
@@ -157,6 +142,9 @@ pub trait Features: Sized {
     /// Everything a worker counts, shared read-only with the main thread.
     type Counters: CountsNodes;
 
+    /// The node that counts and frees dropped packets ([`Graph::mark_drop`] sends them there).
+    const ERROR_DROP: NodeId;
+
     /// Runs node `node` on vector `v`.
     fn dispatch(g: &mut Graph<Self>, node: NodeId, v: VecHandle);
 }
@@ -197,7 +185,7 @@ impl<F: Features> Graph<F> {
             isa: crate::runtime::isa::chosen(),
             vectors: VectorPool::new(),
             counters,
-            nexts: [NodeId::ErrorDrop; VECTOR_SIZE],
+            nexts: [F::ERROR_DROP; VECTOR_SIZE],
             trace: Default::default(),
             pending: Vec::with_capacity(VectorPool::CAPACITY),
         }
@@ -212,18 +200,25 @@ impl<F: Features> Graph<F> {
     /// Splits vector `v` by `self.nexts[k]` (the next node of its k-th packet), keeping the
     /// packets' order within each new vector, and queues the new vectors.
     pub fn split(&mut self, v: VecHandle) {
-        let mut outs: [Option<VecHandle>; N_NODES] = [None; N_NODES];
+        let mut outs: [Option<VecHandle>; MAX_NODES] = [None; MAX_NODES];
+        let mut used = 0u64;
         let port = self.vectors[v].port;
         for k in 0..self.vectors[v].len() {
-            let next = self.nexts[k] as usize;
-            let h = *outs[next].get_or_insert_with(|| self.vectors.alloc(port));
+            let next = self.nexts[k].index();
+            let h = *outs[next].get_or_insert_with(|| {
+                used |= 1 << next;
+                self.vectors.alloc(port)
+            });
             let i = self.vectors[v].indices()[k];
             self.vectors[h].push(i);
         }
         self.vectors.free(v);
-        for (node, h) in NodeId::ALL.iter().zip(outs) {
-            if let Some(h) = h {
-                self.pending.push((*node, h));
+        // In node order, as the nodes' indices go.
+        while used != 0 {
+            let next = used.trailing_zeros() as usize;
+            used &= used - 1;
+            if let Some(h) = outs[next] {
+                self.pending.push((NodeId::new(next as u8), h));
             }
         }
     }
@@ -242,8 +237,8 @@ impl<F: Features> Graph<F> {
     /// Sends packet `k` of the vector being split to `error-drop` with `reason`.
     #[inline]
     pub fn mark_drop(&mut self, k: usize, buffer: u32, reason: DropReason) {
-        self.pool.meta_mut(buffer).error = reason as u16;
-        self.nexts[k] = NodeId::ErrorDrop;
+        self.pool.meta_mut(buffer).error = reason.raw();
+        self.nexts[k] = F::ERROR_DROP;
     }
 
     /// The vectors waiting, as (node, handle), last queued last.

@@ -65,7 +65,7 @@ pub struct VectorPool {
 
 impl VectorPool {
     /// Vectors per worker. A node frees its input and creates at most one vector per next
-    /// node, and the walk is depth-first, so at most `N_NODES × depth ≤ N_NODES²` vectors are
+    /// node, and the walk is depth-first, so at most `nodes × depth ≤ nodes²` vectors are
     /// live at once; 1024 covers any graph of up to 32 nodes.
     pub const CAPACITY: usize = 1024;
 

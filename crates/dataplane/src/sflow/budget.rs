@@ -11,8 +11,8 @@
 //! demand and spending in its own lines, and reads a grant (written by the agent) only when
 //! its tokens run out: the common drop path touches no line another thread writes.
 
+use crate::interface::MAX_REASONS;
 use crate::runtime::counter::CacheAligned;
-use crate::runtime::drops::N_REASONS;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -21,10 +21,10 @@ use std::time::Duration;
 pub const REFILL: Duration = Duration::from_millis(10);
 
 /// Token slots per worker: one per drop reason, and a reserve any reason may use.
-const SLOTS: usize = N_REASONS + 1;
+const SLOTS: usize = MAX_REASONS + 1;
 /// The reserve slot: one token each worker holds in advance, so that an isolated drop (one
 /// TTL-expired packet of a traceroute) is reported although no grant was waiting for it.
-const RESERVE: usize = N_REASONS;
+const RESERVE: usize = MAX_REASONS;
 /// The reserve is topped up at most this often, so that a flood draining it gains at most one
 /// token a second over the fair shares.
 const RESERVE_EVERY: Duration = Duration::from_secs(1);
@@ -55,7 +55,7 @@ impl DropBudget {
         Arc::new(DropBudget { granted: lines(), wanted: lines(), spent: lines() })
     }
 
-    /// Grants `tokens` more to `worker` for drops of `reason` (an index below [`N_REASONS`];
+    /// Grants `tokens` more to `worker` for drops of `reason` (an index below [`MAX_REASONS`];
     /// one writer: the agent).
     pub fn grant(&self, worker: usize, reason: usize, tokens: u64) {
         let g = &self.granted[worker][reason];
@@ -78,7 +78,7 @@ impl WorkerBudget {
         WorkerBudget { shared, worker, used: [0; SLOTS], granted: [0; SLOTS] }
     }
 
-    /// Counts a drop of `reason` (an index below [`N_REASONS`]) and takes a token for it, if
+    /// Counts a drop of `reason` (an index below [`MAX_REASONS`]) and takes a token for it, if
     /// the agent has granted one not yet used: the reason's own, else the reserve.
     #[inline]
     pub fn take(&mut self, reason: usize) -> bool {
@@ -140,14 +140,14 @@ impl Refill {
             (0..workers).flat_map(|w| (0..SLOTS).map(move |k| (w, k))).map(|(w, k)| held(w, k)).sum();
         self.pool = (self.pool + self.rate * elapsed.as_secs_f64()).min(self.rate - outstanding as f64).max(0.0);
         let needs: Vec<u64> = (0..workers)
-            .flat_map(|w| (0..N_REASONS).map(move |r| (w, r)))
+            .flat_map(|w| (0..MAX_REASONS).map(move |r| (w, r)))
             .map(|(w, r)| wanted[w][r].saturating_sub(self.last_wanted[w][r]).saturating_sub(held(w, r)))
             .collect();
         self.last_wanted = wanted;
         self.turn = (self.turn + 1) % needs.len().max(1);
         let shares = fair_shares(self.pool as u64, &needs, self.turn);
         for (k, &tokens) in shares.iter().enumerate().filter(|(_, t)| **t > 0) {
-            budget.grant(k / N_REASONS, k % N_REASONS, tokens);
+            budget.grant(k / MAX_REASONS, k % MAX_REASONS, tokens);
             self.pool -= tokens as f64;
         }
         for w in 0..workers {

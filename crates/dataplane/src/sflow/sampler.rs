@@ -11,11 +11,11 @@ use super::PortCounters;
 use super::budget::WorkerBudget;
 use super::ring::{Fate, MAX_HEADER, Producer, Slot};
 use crate::interface::InterfaceTable;
+use crate::interface::{DropClass, DropInfo};
 use crate::l3::L3;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
-use crate::runtime::drops::DropClass;
 use crate::runtime::stats::counter_set;
 use crate::runtime::vector::Vector;
 use std::net::{IpAddr, Ipv4Addr};
@@ -278,17 +278,26 @@ impl<C: PortCounters> SflowWorker<C> {
     /// input port saw leaves that port's pool, and each one dropped on a monitored port (its
     /// input, or its output for drops on the way out) becomes a discard sample while the
     /// worker has discard tokens; the others are counted as lost.
-    pub fn dropped(&mut self, pool: &BufferPool, v: &Vector, interfaces: &InterfaceTable, counters: &C) {
+    pub fn dropped(
+        &mut self,
+        pool: &BufferPool,
+        v: &Vector,
+        interfaces: &InterfaceTable,
+        reasons: &[DropInfo],
+        counters: &C,
+    ) {
         for &i in v.indices() {
             let m = *pool.meta(i);
             let rx_port = interfaces.get(m.rx_if).port;
-            let reason = crate::runtime::drops::DropReason::from_index(m.error)
-                .unwrap_or(crate::runtime::drops::DropReason::Unspecified);
-            if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 && !reason.before_sampling() {
+            let reason =
+                reasons.get(usize::from(m.error)).unwrap_or(&reasons[crate::interface::drops::UNSPECIFIED.index()]);
+            // A driver's rx node drops before the receive sampler saw the frame.
+            let before_sampling = crate::drivers::nodes::INPUTS.contains(&reason.node);
+            if self.samplers[usize::from(rx_port) % MAX_INTERFACES].stages & RX != 0 && !before_sampling {
                 counters.sflow(rx_port).dropped.add(1);
             }
-            let egress = matches!(reason.class(), DropClass::OutDiscards | DropClass::OutErrors);
-            if reason.class() == DropClass::Punt {
+            let egress = matches!(reason.class, DropClass::OutDiscards | DropClass::OutErrors);
+            if reason.class == DropClass::Punt {
                 continue; // consumed by this router, not a discard
             }
             let port = if egress { interfaces.get(m.tx_if).port } else { rx_port };
@@ -298,7 +307,7 @@ impl<C: PortCounters> SflowWorker<C> {
             let c = counters.sflow(port);
             let frame = pool.frame(i);
             let len = frame.len().min(self.header_bytes);
-            let reported = self.budget.take(reason as usize)
+            let reported = self.budget.take(reason.id.index())
                 && self.producer.reserve(|s| {
                     s.header[..len].copy_from_slice(&frame[..len]);
                     s.header_len = len as u16;
@@ -306,7 +315,7 @@ impl<C: PortCounters> SflowWorker<C> {
                     s.port = port;
                     s.input = m.rx_if;
                     s.output = if egress { m.tx_if } else { 0 };
-                    s.reason = reason.sflow_code();
+                    s.reason = reason.sflow_code;
                     s.fate = Fate::Discard;
                 });
             if reported { c.discards.add(1) } else { c.discards_lost.add(1) }

@@ -42,14 +42,14 @@ pub fn drive(g: &mut Graph, port: u16, frames: &[Vec<u8>], capture: NodeId) -> V
     let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
     let v = g.inject(port, &refs).unwrap();
     let mut out = Vec::new();
-    let mut queue = vec![(NodeId::EthernetInput, v)];
+    let mut queue = vec![(dataplane::ethernet::nodes::ETHERNET_INPUT, v)];
     while let Some((node, v)) = queue.pop() {
         if node == capture {
             for &i in g.vectors[v].indices() {
                 let m = *g.pool.meta(i);
                 out.push((m.tx_if, m.dst_prefix_len, g.pool.frame(i).to_vec()));
             }
-            if node != NodeId::GeneratorTx {
+            if node != dataplane::drivers::nodes::GENERATOR_TX {
                 continue;
             }
         }
@@ -64,7 +64,7 @@ pub fn drive(g: &mut Graph, port: u16, frames: &[Vec<u8>], capture: NodeId) -> V
 /// Receives `frames` on `port` and runs the graph to completion.
 pub fn receive(g: &mut Graph, port: u16, frames: &[&[u8]]) {
     let v = g.inject(port, frames).unwrap();
-    g.forward(v, NodeId::EthernetInput);
+    g.forward(v, dataplane::ethernet::nodes::ETHERNET_INPUT);
     g.run(0);
 }
 
@@ -77,7 +77,7 @@ pub fn stats(g: &Graph, index: u16) -> IfStats {
 
 /// Frames dropped with input `index`, over all reasons.
 pub fn dropped(g: &Graph, index: u16) -> u64 {
-    let n = dataplane::runtime::drops::N_REASONS;
+    let n = dataplane::datapath::registry::N_REASONS;
     (0..n).map(|r| g.counters.errors[index as usize * n + r].get()).sum()
 }
 
@@ -90,9 +90,12 @@ pub type Outcome = (Vec<(u16, u8, Vec<u8>)>, Vec<u64>, Vec<IfStats>);
 /// time (`chunk` frames each), with the counters of interfaces 1 to `interfaces`.
 pub fn outcome(yaml: &str, port: u16, frames: &[Vec<u8>], chunk: usize, interfaces: u16) -> Outcome {
     let mut g = graph(yaml).0;
-    let mut out: Vec<_> = frames.chunks(chunk).flat_map(|c| drive(&mut g, port, c, NodeId::InterfaceOutput)).collect();
+    let mut out: Vec<_> = frames
+        .chunks(chunk)
+        .flat_map(|c| drive(&mut g, port, c, dataplane::interface::nodes::INTERFACE_OUTPUT))
+        .collect();
     out.sort();
-    let drops = dataplane::runtime::drops::DropReason::ALL.iter().map(|&r| g.counters.error(port, r).get()).collect();
+    let drops = dataplane::datapath::registry::all_drops().map(|r| g.counters.error(port, r).get()).collect();
     (out, drops, (1..=interfaces).map(|i| stats(&g, i)).collect())
 }
 
@@ -117,9 +120,9 @@ pub fn check_fused_pass(yaml: &str, frames: &[Vec<u8>], input: NodeId, lookup: N
         let mut g = graph(yaml).0;
         g.trace.active = tracing;
         let v = g.inject(1, &refs).unwrap();
-        g.dispatch(NodeId::EthernetInput, v);
+        g.dispatch(dataplane::ethernet::nodes::ETHERNET_INPUT, v);
         let (next, _) = g.take_pending().unwrap();
-        let c = &g.counters.nodes[input as usize];
+        let c = &g.counters.nodes[input.index()];
         let counted = (c.calls.get(), c.vectors.get(), c.fused.get());
         if tracing {
             assert_eq!((next, counted), (input, (0, 0, 0)));

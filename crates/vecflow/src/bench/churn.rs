@@ -79,8 +79,8 @@ pub(super) fn churn(core: Option<u16>, warmup: f64) -> anyhow::Result<Row> {
     let withdraw: Vec<RouteChange> = some.iter().map(|&k| change(v4[k].0, v4[k].1, None)).collect();
     let announce: Vec<RouteChange> = some.iter().map(|&k| full4[k].clone()).collect();
     std::thread::sleep(Duration::from_secs_f64(warmup));
-    let lost_before = packets_at(&dp, NodeId::ErrorDrop);
-    let generated_before = packets_at(&dp, NodeId::GeneratorInput);
+    let lost_before = packets_at(&dp, dataplane::interface::nodes::ERROR_DROP);
+    let generated_before = packets_at(&dp, dataplane::drivers::nodes::GENERATOR_INPUT);
     let ip4_full_per_s = rate(&mut dp, &full4)?;
     let ip6_full_per_s = rate(&mut dp, &full6)?;
     let ip4_withdraw_per_s = rate(&mut dp, &withdraw)?;
@@ -90,8 +90,9 @@ pub(super) fn churn(core: Option<u16>, warmup: f64) -> anyhow::Result<Row> {
         dp.apply_routes(&withdraw).context("fib-churn flap")?;
     }
     let ip4_flap_per_s = (2 * FLAPS * WITHDRAWN) as f64 / t.elapsed().as_secs_f64();
-    let forward_lost = packets_at(&dp, NodeId::ErrorDrop) - lost_before;
-    let forwarded_meanwhile = packets_at(&dp, NodeId::GeneratorInput) - generated_before - forward_lost;
+    let forward_lost = packets_at(&dp, dataplane::interface::nodes::ERROR_DROP) - lost_before;
+    let forwarded_meanwhile =
+        packets_at(&dp, dataplane::drivers::nodes::GENERATOR_INPUT) - generated_before - forward_lost;
     let (ip4_routes, ip6_routes) = (dp.fib().ip4.len(), dp.fib().ip6.len());
     dp.stop()?;
     Ok(Row::Churn(ChurnMeasured {

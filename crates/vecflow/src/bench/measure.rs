@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 use dataplane::Dataplane;
 use dataplane::config::{Config, InterfaceSflow};
 use dataplane::control::counters::WorkerRuntime;
+use dataplane::datapath::registry::NodeFacts;
 use dataplane::runtime::graph::{NodeId, NodeStats};
 use std::net::UdpSocket;
 use std::sync::Arc;
@@ -193,7 +194,7 @@ pub(super) fn measure_forward(
             let mut a = worker0(&dp);
             a.nodes.iter_mut().for_each(|(_, s)| *s = NodeStats::default());
             a.looping.last_tsc = a.looping.start_tsc;
-            while node(&worker0(&dp), NodeId::GeneratorInput).vectors < n {
+            while node(&worker0(&dp), dataplane::drivers::nodes::GENERATOR_INPUT).vectors < n {
                 if started.elapsed() > Duration::from_secs(3600) {
                     bail!("scenario {name}: {n} packets not sent within an hour");
                 }
@@ -219,15 +220,14 @@ pub(super) fn measure_forward(
     let samples = sflow_totals(&dp);
     let sent_in_window = sent_in_window.unwrap_or(samples.samples_sent);
     let end = worker0(&dp);
-    let input = |w: &WorkerRuntime| node(w, NodeId::GeneratorInput);
+    let input = |w: &WorkerRuntime| node(w, dataplane::drivers::nodes::GENERATOR_INPUT);
     let packets = input(&b).vectors - input(&a).vectors;
     if packets == 0 {
         bail!("scenario {name}: no packets in the window");
     }
     let wall = dataplane::runtime::tsc::ticks(a.looping.last_tsc, b.looping.last_tsc);
-    let nodes = NodeId::ALL
-        .iter()
-        .map(|&id| {
+    let nodes = dataplane::datapath::registry::all_nodes()
+        .map(|id| {
             let (x, y) = (node(&a, id), node(&b, id));
             let (calls, vecs, clocks) = (y.calls - x.calls, y.vectors - x.vectors, y.clocks - x.clocks);
             NodeCost {
@@ -241,7 +241,8 @@ pub(super) fn measure_forward(
         .filter(|n| n.vectors_per_call > 0.0)
         .collect::<Vec<_>>();
     let input_calls = input(&b).calls - input(&a).calls;
-    let dropped = node(&b, NodeId::ErrorDrop).vectors - node(&a, NodeId::ErrorDrop).vectors;
+    let dropped = node(&b, dataplane::interface::nodes::ERROR_DROP).vectors
+        - node(&a, dataplane::interface::nodes::ERROR_DROP).vectors;
     Ok(Measured {
         name,
         sflow_rate: rate,

@@ -2,7 +2,6 @@
 
 use super::{Command, Registry, Reply};
 use crate::control::engine::Dataplane;
-use crate::runtime::drops::DropReason;
 use serde_json::json;
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
@@ -39,7 +38,8 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     for (index, tap, ifindex, c) in lcp.pairs() {
         let name = dp.interfaces().iter().find(|i| i.index == index).map_or("?", |i| i.name.as_str());
         let drops = dp.drops_of(index);
-        let (full, policed) = (drops[DropReason::PuntQueueFull as usize], drops[DropReason::PuntPoliced as usize]);
+        let (full, policed) =
+            (drops[crate::lcp::drops::PUNT_QUEUE_FULL.index()], drops[crate::lcp::drops::PUNT_POLICED.index()]);
         let (punted, punt_lost) = (c.punted.load(Relaxed), c.punt_lost.load(Relaxed));
         let (injected, inject_lost) = (c.injected.load(Relaxed), c.inject_lost.load(Relaxed));
         let control = c.punted_control.load(Relaxed);
@@ -53,7 +53,7 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
             "punted_control": control,
         }));
     }
-    let duplicates = dp.drops_of(0)[DropReason::LcpDuplicateAnswer as usize];
+    let duplicates = dp.drops_of(0)[crate::lcp::drops::LCP_DUPLICATE_ANSWER.index()];
     let _ = writeln!(text, "answers from Linux dropped (vecflow answered): {duplicates}");
     let listener = lcp.listener_counters().map(|c| {
         let counts = [&c.messages, &c.dumps, &c.overruns, &c.resync_changes].map(|n| n.load(Relaxed));

@@ -5,6 +5,7 @@ use super::ip::{adjacency, adjacency_detail};
 use super::{Command, Registry, Reply, cleared};
 use crate::control::engine::Dataplane;
 use crate::control::summary::summary;
+use crate::datapath::registry::{self, DropFacts, NodeFacts};
 use crate::runtime::graph::NodeId;
 use serde_json::json;
 use std::fmt::Write;
@@ -64,7 +65,7 @@ pub(super) fn register(r: &mut Registry) {
 }
 
 fn trace_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let inputs: Vec<&str> = NodeId::INPUTS.iter().map(|n| n.name()).collect();
+    let inputs: Vec<&str> = crate::drivers::nodes::INPUTS.iter().map(|n| n.name()).collect();
     let usage = || {
         format!(
             "trace add INPUT-NODE COUNT: INPUT-NODE one of {}, COUNT 1 to {}",
@@ -73,7 +74,7 @@ fn trace_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         )
     };
     let [node, count] = args else { return Err(usage()) };
-    let input = NodeId::INPUTS
+    let input = crate::drivers::nodes::INPUTS
         .iter()
         .find(|n| n.name() == *node)
         .ok_or_else(|| format!("trace add: '{node}' is not an input node; {}", usage()))?;
@@ -96,37 +97,45 @@ fn trace_detail(dp: &Dataplane, e: &crate::runtime::trace::TraceEntry, next: Opt
     let name = |i: u16| dp.interfaces().iter().find(|x| x.index == i).map_or(format!("#{i}"), |x| x.name.clone());
     let m = &e.meta;
     let mut d = match e.node {
-        n if NodeId::INPUTS.contains(&n) => {
+        n if crate::drivers::nodes::INPUTS.contains(&n) => {
             format!("rx on {}, {} bytes: {}", name(m.rx_if), m.len(), summary(&e.head[..e.len]))
         }
-        NodeId::Ip4Lookup | NodeId::Ip6Lookup | NodeId::MplsRewrite | NodeId::Ip4Local if m.adj != 0 => {
+        crate::ip4::nodes::IP4_LOOKUP
+        | crate::ip6::nodes::IP6_LOOKUP
+        | crate::mpls::nodes::MPLS_REWRITE
+        | crate::ip4::nodes::IP4_LOCAL
+            if m.adj != 0 =>
+        {
             let adj = adjacency(dp, m.adj);
             format!("matched /{}, adjacency {}: {}", m.dst_prefix_len, m.adj, adjacency_detail(dp, adj))
         }
-        NodeId::MplsLookup if m.label_entry > 0 => format!("local-label entry {}", m.label_entry),
-        NodeId::ErrorDrop => match crate::runtime::drops::DropReason::from_index(m.error) {
-            Some(r) => format!("dropped: {} ({})", r.name(), r.description()),
+        crate::mpls::nodes::MPLS_LOOKUP if m.label_entry > 0 => format!("local-label entry {}", m.label_entry),
+        crate::interface::nodes::ERROR_DROP => match registry::drop_reason(m.error) {
+            Some(r) => format!("dropped: {} ({})", r.name(), r.info().description),
             None => "dropped".to_string(),
         },
-        NodeId::L2Xconnect | NodeId::InterfaceOutput if m.tx_if != 0 => format!("out {}", name(m.tx_if)),
-        NodeId::Ip4Rewrite
-        | NodeId::Ip6Rewrite
-        | NodeId::MplsRewrite
-        | NodeId::ArpInput
-        | NodeId::Ip6Local
-        | NodeId::Icmp4Error
-        | NodeId::Icmp6Error
-        | NodeId::Ip4Frag => {
+        crate::ethernet::nodes::L2_XCONNECT | crate::interface::nodes::INTERFACE_OUTPUT if m.tx_if != 0 => {
+            format!("out {}", name(m.tx_if))
+        }
+        crate::ip4::nodes::IP4_REWRITE
+        | crate::ip6::nodes::IP6_REWRITE
+        | crate::mpls::nodes::MPLS_REWRITE
+        | crate::ip4::nodes::ARP_INPUT
+        | crate::ip6::nodes::IP6_LOCAL
+        | crate::ip4::nodes::ICMP4_ERROR
+        | crate::ip6::nodes::ICMP6_ERROR
+        | crate::ip4::nodes::IP4_FRAG => {
             format!("out {}: {}", name(m.tx_if), summary(&e.head[..e.len]))
         }
-        NodeId::GeneratorTx | NodeId::AfPacketTx | NodeId::PcapTx => {
+        crate::drivers::nodes::GENERATOR_TX | crate::drivers::nodes::AF_PACKET_TX | crate::drivers::nodes::PCAP_TX => {
             let refused = m.error != crate::runtime::buffer::NOT_DROPPED;
             format!("{} on {}", if refused { "refused" } else { "sent" }, name(m.tx_if))
         }
         _ => String::new(),
     };
     for (bit, what) in [(SAMPLED_RX, "sFlow sample (rx)"), (SAMPLED_TX, "sFlow sample (tx)")] {
-        let newly = m.flags & bit != 0 && matches!(e.node, NodeId::EthernetInput | NodeId::InterfaceOutput);
+        let newly = m.flags & bit != 0
+            && matches!(e.node, crate::ethernet::nodes::ETHERNET_INPUT | crate::interface::nodes::INTERFACE_OUTPUT);
         if newly {
             d = if d.is_empty() { what.to_string() } else { format!("{d}; {what}") };
         }
@@ -180,7 +189,8 @@ fn show_runtime(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     let mut workers = Vec::new();
     for w in dp.runtime_shown() {
         let secs = w.looping.last_tsc.saturating_sub(w.looping.start_tsc) as f64 / hz;
-        let input: u64 = w.nodes.iter().filter(|(n, _)| NodeId::INPUTS.contains(n)).map(|(_, s)| s.vectors).sum();
+        let input: u64 =
+            w.nodes.iter().filter(|(n, _)| crate::drivers::nodes::INPUTS.contains(n)).map(|(_, s)| s.vectors).sum();
         let core = w.core.map_or("unpinned".to_string(), |c| format!("core {c}"));
         let _ = writeln!(text, "Thread {} vecflow-wk-{} ({core})", w.id + 1, w.id);
         let _ = writeln!(

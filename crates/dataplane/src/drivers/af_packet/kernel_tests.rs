@@ -1,5 +1,6 @@
 use super::*;
 use crate::drivers::af_xdp::kernel_tests::in_new_netns;
+use crate::drivers::drops;
 use crate::drivers::offload::VnetHdr;
 use crate::sflow::ring::Ring;
 use crate::sflow::{DropBudget, RX, SflowWorker, WorkerBudget};
@@ -89,7 +90,7 @@ neighbors: [{interface: p1, address: 10.0.2.2, mac: '02:00:00:00:00:09'}]
             let pseudo = checksum::sum_words(&s[26..34], 6 + (s.len() - 34) as u32);
             assert_eq!(checksum::fold(checksum::sum_words(&s[34..], pseudo)), 0xffff, "TCP checksum");
         }
-        g.forward(v, crate::runtime::graph::NodeId::EthernetInput);
+        g.forward(v, crate::ethernet::nodes::ETHERNET_INPUT);
         g.run(0);
         g.features.sflow.as_mut().unwrap().publish(&g.pool, &g.features.tables.interfaces, &g.features.tables.l3);
         let mut lengths = Vec::new();
@@ -118,12 +119,12 @@ fn a_frame_larger_than_a_buffer_that_is_no_super_frame_is_rx_truncated() {
         let sent = unsafe { libc::send(tx.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
         assert_eq!(sent, 3000, "{}", io::Error::last_os_error());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while g.counters.error(1, DropReason::RxTruncated).get() == 0 {
+        while g.counters.error(1, drops::RX_TRUNCATED).get() == 0 {
             assert!(rx.poll(&mut g).is_none(), "nothing is kept");
             g.run(0);
             assert!(std::time::Instant::now() < deadline, "the frame was never seen");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(g.counters.error(1, DropReason::RxTruncated).get(), 1);
+        assert_eq!(g.counters.error(1, drops::RX_TRUNCATED).get(), 1);
     });
 }

@@ -38,12 +38,12 @@ pub mod setup;
 pub mod socket;
 
 use crate::drivers::DriversWorker;
+use crate::drivers::drops;
 use crate::net::MAX_INTERFACES;
 use crate::net::PollMode;
 use crate::runtime::buffer::{BufferPool, HEADROOM};
-use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
-use crate::runtime::graph::{NodeId, Outbox};
+use crate::runtime::graph::Outbox;
 use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use ring::Consumer;
 use socket::Xsk;
@@ -296,9 +296,9 @@ impl RxQueue {
             }
         };
         if n_truncated > 0 {
-            let mut bad = Outbox::new(NodeId::ErrorDrop);
+            let mut bad = Outbox::new(crate::interface::nodes::ERROR_DROP);
             for &i in &truncated[..n_truncated] {
-                g.pool.meta_mut(i).error = DropReason::RxTruncated as u16;
+                g.pool.meta_mut(i).error = drops::RX_TRUNCATED.raw();
                 bad.push(g, i);
             }
             bad.finish(g);
@@ -311,6 +311,7 @@ impl RxQueue {
 /// that port and wakes the kernel; counts what went on the ring as transmitted (the kernel
 /// owns those buffers until they complete); frames that found the ring full go to
 /// `error-drop` as `tx-ring-full`.
+#[inline(never)]
 pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     super::for_each_port_run(g, v, |g, port, run| {
         let Graph { features, pool, vectors, .. } = g;
@@ -324,7 +325,7 @@ pub fn tx<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
         xsk.refused[run.start + sent..run.end].fill(true);
     });
     let refused = g.features.ports().xsk.refused;
-    super::complete_tx(g, v, &refused, DropReason::TxRingFull, false);
+    super::complete_tx(g, v, &refused, drops::TX_RING_FULL, false);
 }
 
 /// Puts as many of `bufs` as fit on `x`'s tx ring, wakes the kernel, and returns how many

@@ -28,6 +28,7 @@ fn read_frame(pool: &BufferPool, i: u32, len: usize) -> (u64, u64) {
 
 /// The `generator-tx` node: reads each frame once, counts it on its output interface (tx
 /// packets, octets, unicast/multicast/broadcast) and in the sink totals, frees it.
+#[inline(never)]
 pub fn sink<F: DriversWorker>(g: &mut Graph<F>, v: VecHandle) {
     let mut digest = 0u64;
     let mut run = TxRun::default();
