@@ -251,3 +251,93 @@ fn a_vector_starting_with_a_run_of_one_label_is_switched_as_its_frames_one_by_on
         assert_eq!(common::outcome(YAML, 1, &frames, frames.len(), 2), common::outcome(YAML, 1, &frames, 1, 2));
     }
 }
+
+const PORT0_MAC: [u8; 6] = [0x9c, 0x69, 0xb4, 0x61, 0xa1, 0xdc];
+
+/// [`arb_labelled_frame`], maybe damaged: a byte of its Ethernet header or first label stack
+/// entry (group MACs, another ethertype, TTLs 0 and 1), or cut short (before or inside it).
+fn arb_damaged_labelled_frame() -> impl Strategy<Value = Vec<u8>> {
+    let damage = prop_oneof![
+        6 => Just(None),
+        2 => (0usize..18, any::<u8>()).prop_map(|(at, b)| Some((at, b))),
+        1 => (0usize..30).prop_map(|len| Some((usize::MAX, len as u8))),
+    ];
+    (arb_labelled_frame(), damage).prop_map(|(mut f, damage)| {
+        match damage {
+            Some((usize::MAX, cut)) => f.truncate(usize::from(cut)),
+            Some((at, b)) => f[at] = b,
+            None => {}
+        }
+        f
+    })
+}
+
+/// What the fused `ethernet-input` → `mpls-input` pass must say of `frames` with `max_frame`,
+/// from its definition: every frame sized, to port0's MAC or a group, untagged MPLS, with a
+/// label stack entry whose TTL is above 1.
+fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::ethernet::fused::RxTally> {
+    let mut t = dataplane::ethernet::fused::RxTally::default();
+    for f in frames {
+        let sized = (14..=usize::from(max_frame)).contains(&f.len());
+        if !(sized && (f[..6] == PORT0_MAC || f[0] & 1 == 1) && f[12..14] == [0x88, 0x47] && f.len() >= 18 && f[17] > 1)
+        {
+            return None;
+        }
+        t.octets += f.len() as u64;
+        t.group += u64::from(f[0] & 1);
+        t.broadcast += u64::from(f[..6] == [0xff; 6]);
+    }
+    Some(t)
+}
+
+/// Everything `frames` received on port0 as one vector come to, with the packet tracer on
+/// (`ethernet-input` and `mpls-input` then run one after the other) or off.
+fn fused_outcome(frames: &[Vec<u8>], tracing: bool) -> common::Outcome {
+    let mut g = graph();
+    g.trace.active = tracing;
+    let mut out = drive(&mut g, 1, frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
+    out.sort();
+    let drops = dataplane::datapath::registry::all_drops().map(|r| g.counters.error(1, r).get()).collect();
+    (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The fused pass gives its definition's answer for the whole vector and every packet
+    /// alone, at frame limits around the frames' sizes.
+    #[test]
+    fn fused_mpls_pass_agrees_with_its_definition(
+        frames in proptest::collection::vec(arb_damaged_labelled_frame(), 1..=256),
+        max_frame in 10u16..80,
+    ) {
+        let mut g = graph();
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        let v = g.inject(1, &refs).unwrap();
+        let indices = g.vectors[v].indices().to_vec();
+        let fused = |ix: &[u32]| dataplane::mpls::input::plain_frames(&g.pool, ix, max_frame, wire::MacAddr(PORT0_MAC));
+        prop_assert_eq!(fused(&indices), plain_frames_oracle(&frames, max_frame));
+        for k in 0..indices.len() {
+            prop_assert_eq!(fused(&indices[k..=k]), plain_frames_oracle(&frames[k..=k], max_frame), "packet {}", k);
+        }
+    }
+
+    /// A vector through the fused pass (tracer off) and through the two nodes (tracer on)
+    /// comes to the same: frames, drops and counters (half the vectors intact, so fused).
+    #[test]
+    fn fused_mpls_pass_forwards_as_the_two_nodes(
+        frames in any::<bool>().prop_flat_map(|intact| proptest::collection::vec(
+            if intact { arb_labelled_frame().boxed() } else { arb_damaged_labelled_frame().boxed() }, 1..=64))
+    ) {
+        prop_assert_eq!(fused_outcome(&frames, false), fused_outcome(&frames, true));
+    }
+}
+
+/// A plain MPLS vector goes from `ethernet-input` straight to `mpls-lookup`, counted as an
+/// `mpls-input` call (its packets as fused); while the packet tracer runs, through
+/// `mpls-input`.
+#[test]
+fn the_fused_pass_counts_mpls_input_and_steps_aside_for_the_tracer() {
+    let frames: Vec<Vec<u8>> = (0..100).map(|k| frame(&[(16, true, 64)], &vec![k as u8; 28 + k])).collect();
+    common::check_fused_pass(YAML, &frames, dataplane::mpls::nodes::MPLS_INPUT, dataplane::mpls::nodes::MPLS_LOOKUP);
+}

@@ -81,6 +81,7 @@ impl crate::ethernet::EthernetWorker for Features {
         ip6_input: ip6::nodes::IP6_INPUT,
         ip6_lookup: ip6::nodes::IP6_LOOKUP,
         mpls_input: mpls::nodes::MPLS_INPUT,
+        mpls_lookup: mpls::nodes::MPLS_LOOKUP,
         flow_classify: flows::nodes::FLOW_CLASSIFY,
         linux_cp_punt: lcp::nodes::LINUX_CP_PUNT,
     };
@@ -93,6 +94,11 @@ impl crate::ethernet::EthernetWorker for Features {
     #[inline(always)]
     fn plain_ip6(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
         crate::ip6::input::plain_frames(pool, indices, max_frame, mac)
+    }
+
+    #[inline(always)]
+    fn plain_mpls(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
+        crate::mpls::input::plain_frames(pool, indices, max_frame, mac)
     }
 }
 

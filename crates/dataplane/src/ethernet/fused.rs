@@ -1,7 +1,8 @@
 //! The Ethernet half of the fused fast paths: one scalar pass over a vector's frames that
 //! checks what `ethernet-input` checks (size, destination MAC, an untagged ethertype) together
 //! with a layer 3 input's header check, and the tally `ethernet-input` counts of the frames it
-//! took. The layer 3 inputs (`ip4::input::plain_frames`, `ip6::input::plain_frames`) build on
+//! took. The layer 3 inputs (`ip4::input::plain_frames`, `ip6::input::plain_frames`,
+//! `mpls::input::plain_frames`) build on
 //! it and reach `ethernet-input` through [`super::EthernetWorker`], so this module names none of
 //! them.
 
@@ -67,4 +68,19 @@ pub fn rx_tally(pool: &BufferPool, indices: &[u32], octets: u64, any_group: bool
         }
     }
     tally
+}
+
+/// The whole scalar fused pass for the layer 3 input whose frames carry `ethertype` and whose
+/// header check is `fast_ok`: [`plain_frames_scalar`], then [`rx_tally`] of what it took.
+#[inline(always)]
+pub fn plain_tally(
+    pool: &BufferPool,
+    indices: &[u32],
+    max_frame: u16,
+    mac: MacAddr,
+    ethertype: u16,
+    fast_ok: impl Fn(&[u8]) -> bool,
+) -> Option<RxTally> {
+    let (octets, any_group) = plain_frames_scalar(pool, indices, max_frame, mac, ethertype, fast_ok)?;
+    Some(rx_tally(pool, indices, octets, any_group))
 }

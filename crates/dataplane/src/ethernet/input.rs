@@ -26,7 +26,8 @@
 //! frames (well-sized, to the interface's MAC or a group, no options, good checksum) is
 //! checked for both this node and `ip4-input` in one pass and handed straight to
 //! `ip4-lookup`; likewise a vector of plain IPv6 frames on an interface with IPv6, for
-//! `ip6-input`, to `ip6-lookup`. The input node still counts the call and its packets (as
+//! `ip6-input`, to `ip6-lookup`, and a vector of plain MPLS frames (a label stack entry with a
+//! TTL above 1) on an interface with MPLS, for `mpls-input`, to `mpls-lookup`. The input node still counts the call and its packets (as
 //! `fused`, their clocks being this node's); while the packet tracer runs, the nodes run one
 //! after the other so that traces show each one.
 
@@ -113,9 +114,11 @@ pub fn run<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
     }
 }
 
-/// The fused paths to `ip4-input` and `ip6-input`: on an L3 interface with the family of the
-/// vector's first frame, when every frame of vector `v` is a plain packet of that family to the
-/// interface's MAC or a group ([`EthernetWorker::plain_ip4`], [`EthernetWorker::plain_ip6`]), both nodes' work is done in one pass and the vector
+/// The fused paths to `ip4-input`, `ip6-input` and `mpls-input`: on an L3 interface with the
+/// protocol of the vector's first frame, when every frame of vector `v` is a plain packet of
+/// it to the interface's MAC or a group ([`EthernetWorker::plain_ip4`],
+/// [`EthernetWorker::plain_ip6`], [`EthernetWorker::plain_mpls`]), both nodes' work is done in
+/// one pass and the vector
 /// goes straight to the lookup, counted as a call of the input node. Not while the packet
 /// tracer runs, so that traces show each node. Returns whether it took the vector.
 #[inline(always)]
@@ -135,6 +138,9 @@ fn fused<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle, ifc: &IfRuntime) -> 
         }
         EtherType::IPV6 if ifc.ip6 => {
             (F::plain_ip6(&g.pool, indices, ifc.max_frame, ifc.mac), F::NEXT.ip6_input, F::NEXT.ip6_lookup)
+        }
+        EtherType::MPLS if ifc.mpls => {
+            (F::plain_mpls(&g.pool, indices, ifc.max_frame, ifc.mac), F::NEXT.mpls_input, F::NEXT.mpls_lookup)
         }
         _ => return false,
     };

@@ -30,6 +30,9 @@ pub trait EthernetWorker: InterfaceWorker + RxSampling + HostCopy {
     /// The same for `ip6-input` on an interface with IPv6.
     fn plain_ip6(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally>;
 
+    /// The same for `mpls-input` on an interface with MPLS.
+    fn plain_mpls(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally>;
+
     /// The nodes of other features `ethernet-input` hands frames to.
     const NEXT: EthernetNext;
 }
@@ -50,6 +53,8 @@ pub struct EthernetNext {
     pub ip6_lookup: NodeId,
     /// MPLS frames.
     pub mpls_input: NodeId,
+    /// Plain MPLS frames, once the fused pass checked them for `mpls-input`.
+    pub mpls_lookup: NodeId,
     /// Frames of interfaces with flow rules.
     pub flow_classify: NodeId,
     /// LLDP, up the interface's TAP when linux-cp is on.

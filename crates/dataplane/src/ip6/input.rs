@@ -7,7 +7,7 @@
 //! unchanged when all are good). The hop limit is checked only when forwarding
 //! (`ip6-rewrite`), so packets for this router's own addresses are delivered whatever it is.
 
-use crate::ethernet::fused::{RxTally, plain_frames_scalar, rx_tally};
+use crate::ethernet::fused::{RxTally, plain_tally};
 use crate::ip6::{drops, nodes};
 use crate::l3::L3Worker;
 use crate::runtime::buffer::BufferPool;
@@ -56,8 +56,7 @@ fn fast_ok(ip: &[u8]) -> bool {
 /// counts of them; `None` as soon as one does not (the nodes then run one after the other).
 /// One pass over the frames instead of one per node.
 pub fn plain_frames(pool: &BufferPool, indices: &[u32], max_frame: u16, mac: MacAddr) -> Option<RxTally> {
-    let (octets, any_group) = plain_frames_scalar(pool, indices, max_frame, mac, EtherType::IPV6, fast_ok)?;
-    Some(rx_tally(pool, indices, octets, any_group))
+    plain_tally(pool, indices, max_frame, mac, EtherType::IPV6, fast_ok)
 }
 
 /// Processes one vector: one branch-free pass when every packet is good, otherwise a second
