@@ -11,6 +11,7 @@
 use crate::interface::InterfaceCounters;
 use crate::ip4::drops;
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::runtime::buffer::MAX_DATA_SIZE;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
@@ -115,7 +116,9 @@ fn fragment<F: L3Worker>(g: &mut Graph<F>, i: u32, out: &mut Outbox) -> Result<(
         g.pool.write_frame(piece, &frame[..l2 + hl + n]);
         // Fragments are packets this router makes: the original counts as forwarded once.
         let pm = g.pool.meta_mut(piece);
-        (pm.tx_if, pm.l3_offset, pm.adj, pm.dst_prefix_len) = (m.tx_if, m.l3_offset, m.adj, m.dst_prefix_len);
+        (pm.tx_if, pm.l3_offset) = (m.tx_if, m.l3_offset);
+        pm.set_adj(m.adj());
+        pm.set_dst_prefix_len(m.dst_prefix_len());
         out.push(g, piece);
         pos += n;
     }

@@ -18,6 +18,7 @@
 
 use crate::ip4::{drops, nodes};
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
@@ -47,7 +48,7 @@ fn message<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<(u8, u8, u32)> {
         drops::ROUTE_PROHIBITED => Some((icmp::DEST_UNREACHABLE, icmp::ADMIN_PROHIBITED, 0)),
         drops::FRAG_NEEDED => {
             // The route's pushed labels take part of the MTU.
-            let labels = match g.features.l3().adjs.get(m.adj as usize) {
+            let labels = match g.features.l3().adjs.get(m.adj() as usize) {
                 Some(crate::l3::Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };

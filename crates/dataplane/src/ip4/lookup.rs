@@ -12,6 +12,7 @@
 
 use crate::ip4::{drops, nodes};
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash4};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
@@ -41,8 +42,8 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
         let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });
         let m = g.pool.meta_mut(i);
-        m.adj = leaf.adj;
-        m.dst_prefix_len = leaf.prefix_len;
+        m.set_adj(leaf.adj);
+        m.set_dst_prefix_len(leaf.prefix_len);
         plain &= leaf.adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
@@ -58,7 +59,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
 fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let (mut multipath, mut routed) = (false, true);
     for &i in g.vectors[v].indices() {
-        let adj = g.pool.meta(i).adj;
+        let adj = g.pool.meta(i).adj();
         multipath |= adj & LB != 0;
         routed &= adj >= ADJ_FIRST_ROUTED;
     }
@@ -79,7 +80,7 @@ fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
 fn split_unrouted<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for k in 0..g.vectors[v].len() {
         let i = g.vectors[v].indices()[k];
-        match g.pool.meta(i).adj {
+        match g.pool.meta(i).adj() {
             ADJ_DROP => {
                 g.mark_drop(k, i, drops::NO_ROUTE);
                 g.nexts[k] = nodes::ICMP4_ERROR;

@@ -15,6 +15,7 @@
 use crate::ip4::{drops, nodes};
 use crate::l3::L3Tables;
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
@@ -128,7 +129,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let mut all_ok = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
-        let adj = g.pool.meta(i).adj;
+        let adj = g.pool.meta(i).adj();
         if let Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) = tables.l3().adjs.get(adj as usize) {
             all_ok &= forward(g, k, i, *tx_if, macs, push);
             continue;
@@ -157,7 +158,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
 #[cold]
 fn resolve_other<F: L3Worker>(g: &mut Graph<F>, i: u32) -> Option<(u16, [u8; 12])> {
     let m = *g.pool.meta(i);
-    match g.features.l3().adjs.get(m.adj as usize) {
+    match g.features.l3().adjs.get(m.adj() as usize) {
         Some(&Adjacency::Glean { tx_if }) => {
             g.pool.meta_mut(i).tx_if = tx_if;
             let dst = crate::l3::ipv4(&g.pool, i)?.dst();

@@ -23,6 +23,7 @@
 use crate::ip6::{drops, nodes};
 use crate::l3::Adjacency;
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
@@ -52,7 +53,7 @@ fn message<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<(u8, u8, u32)> {
         drops::IP6_ROUTE_PROHIBITED => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADMIN_PROHIBITED, 0)),
         drops::IP6_NO_NEIGHBOR => Some((icmpv6::DEST_UNREACHABLE, icmpv6::ADDRESS_UNREACHABLE, 0)),
         drops::PACKET_TOO_BIG => {
-            let labels = match g.features.l3().adjs.get(m.adj as usize) {
+            let labels = match g.features.l3().adjs.get(m.adj() as usize) {
                 Some(Adjacency::Via { push, .. }) => push.labels().len() as u16,
                 _ => 0,
             };

@@ -14,6 +14,7 @@
 
 use crate::ip6::{drops, nodes};
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash6};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
@@ -114,8 +115,8 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     for (&e, &i) in e[..n].iter().zip(g.vectors[v].indices()) {
         let (adj, len) = Leaf::decode_or_drop(e);
         let m = g.pool.meta_mut(i);
-        m.adj = adj;
-        m.dst_prefix_len = len;
+        m.set_adj(adj);
+        m.set_dst_prefix_len(len);
         plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
@@ -124,10 +125,10 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     }
     // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
     // adjacency changes.
-    if g.vectors[v].indices().iter().any(|&i| g.pool.meta(i).adj & LB != 0) {
+    if g.vectors[v].indices().iter().any(|&i| g.pool.meta(i).adj() & LB != 0) {
         crate::l3::shared::choose_paths(g, v, hash6);
     }
-    if !odd && g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj >= ADJ_FIRST_ROUTED) {
+    if !odd && g.vectors[v].indices().iter().all(|&i| g.pool.meta(i).adj() >= ADJ_FIRST_ROUTED) {
         g.forward(v, nodes::IP6_REWRITE);
     } else {
         split(g, v, &dst);
@@ -143,7 +144,7 @@ fn split<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, dst: &[[u8; 16]; VECTOR_SI
         let i = g.vectors[v].indices()[k];
         let l3 = usize::from(g.pool.meta(i).l3_offset);
         let s: [u8; 16] = g.pool.frame(i)[l3 + 8..l3 + 24].try_into().expect("16 bytes");
-        match (g.pool.meta(i).adj, never_forwarded(u128::from_be_bytes(s), u128::from_be_bytes(*d))) {
+        match (g.pool.meta(i).adj(), never_forwarded(u128::from_be_bytes(s), u128::from_be_bytes(*d))) {
             (ADJ_LOCAL, _) => g.nexts[k] = nodes::IP6_LOCAL,
             (_, Some(reason)) => {
                 if for_us(g, i, d) {

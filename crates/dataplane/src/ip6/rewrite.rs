@@ -14,6 +14,7 @@
 use crate::ip6::{drops, nodes};
 use crate::l3::L3Tables;
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
@@ -84,7 +85,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let mut all_ok = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
-        let adj = g.pool.meta(i).adj;
+        let adj = g.pool.meta(i).adj();
         let result = match tables.l3().adjs.get(adj as usize) {
             Some(Adjacency::Via { tx_if, rewrite: Some(macs), push, .. }) => rewrite(g, i, *tx_if, macs, push),
             Some(&Adjacency::Glean { tx_if }) => match glean_rewrite(g, i, tx_if) {

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod fib;
 mod hooks;
+mod meta;
 pub mod multipath;
 pub mod objects;
 pub mod rib;
@@ -23,6 +24,7 @@ use crate::l3::objects::{NextHop, Objects, Target};
 use crate::l3::rib::{RouteChange, Source};
 use crate::net::Payload;
 pub use hooks::HostCopy;
+pub use meta::RouteMeta;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -4,6 +4,7 @@
 
 use crate::l3::L3Tables;
 use crate::l3::L3Worker;
+use crate::l3::RouteMeta;
 use crate::l3::{Adjacency, L3, LabelEntry, LabelStack, Reject};
 use crate::neighbor::punt::Event;
 use crate::neighbor::punt::PuntCounting;
@@ -74,12 +75,12 @@ pub(crate) fn plain_rewrite_prefix<const N: usize, F: L3Worker>(
     let l3 = g.features.l3();
     let indices = g.vectors[v].indices();
     let Some(&first) = indices.first() else { return 0 };
-    let Some(one) = plain_adj(l3, g.pool.meta(first).adj) else { return 0 };
+    let Some(one) = plain_adj(l3, g.pool.meta(first).adj()) else { return 0 };
     // Toward the first packet's adjacency, then (from the first packet toward another) any.
     let same = rewrite_while_plain(&mut g.pool, indices, |adj| (adj == one.adj).then_some(one), &edit);
     let rest = &indices[same..];
     match rest.first() {
-        Some(&i) if g.pool.meta(i).adj != one.adj => {
+        Some(&i) if g.pool.meta(i).adj() != one.adj => {
             same + rewrite_while_plain(&mut g.pool, rest, |adj| plain_adj(l3, adj), &edit)
         }
         _ => same,
@@ -96,7 +97,7 @@ fn rewrite_while_plain<'t, const N: usize>(
     edit: impl Fn(&mut [u8; N], usize) -> bool,
 ) -> usize {
     for (k, &i) in indices.iter().enumerate() {
-        let Some(PlainAdj { tx_if, mtu, macs, .. }) = resolve(pool.meta(i).adj) else {
+        let Some(PlainAdj { tx_if, mtu, macs, .. }) = resolve(pool.meta(i).adj()) else {
             return k;
         };
         let l3 = usize::from(pool.meta(i).l3_offset);
@@ -203,9 +204,9 @@ pub(crate) struct Resolver<F: Features> {
 fn next_hop<F: L3Worker>(g: &Graph<F>, i: u32) -> Option<IpAddr> {
     let m = g.pool.meta(i);
     let l3 = &g.features.l3();
-    let adj = match l3.entry(m.label_entry) {
+    let adj = match l3.entry(m.label_entry()) {
         Some(LabelEntry::Swap { adj, .. }) => *adj,
-        _ => m.adj,
+        _ => m.adj(),
     };
     match l3.adjs.get(adj as usize)? {
         Adjacency::Via { next_hop, .. } => Some(*next_hop),
@@ -230,7 +231,7 @@ pub(crate) fn resolve_misses<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, r: &Re
         let i = g.vectors[v].indices()[k];
         let (tx_if, native) = {
             let m = g.pool.meta(i);
-            let entry = g.features.l3().entry(m.label_entry);
+            let entry = g.features.l3().entry(m.label_entry());
             (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload } if *payload == r.family)))
         };
         g.nexts[k] = crate::interface::nodes::ERROR_DROP;
@@ -329,14 +330,14 @@ pub fn choose_paths<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, hash: impl Fn(&
     for &i in g.vectors[v].indices() {
         let (value, l3) = {
             let m = g.pool.meta(i);
-            (m.adj, usize::from(m.l3_offset))
+            (m.adj(), usize::from(m.l3_offset))
         };
         if value & LB != 0 {
             if value != last.0 {
                 last = (value, tables.l3().lbs.get((value & !LB) as usize).map(|lb| &**lb));
             }
             let h = hash(&g.pool.frame(i)[l3..]);
-            g.pool.meta_mut(i).adj = last.1.map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h));
+            g.pool.meta_mut(i).set_adj(last.1.map_or(crate::l3::ADJ_DROP, |lb| lb.pick(h)));
         }
     }
 }

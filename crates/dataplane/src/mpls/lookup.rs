@@ -4,7 +4,7 @@
 //! metadata's `label_entry`.
 
 use crate::l3::L3Worker;
-use crate::l3::LabelEntry;
+use crate::l3::{LabelEntry, RouteMeta};
 use crate::mpls::input::top_label;
 use crate::mpls::{drops, nodes};
 use crate::runtime::drops::DropReason;
@@ -71,7 +71,7 @@ fn store_entries<F: L3Worker>(
         let i = g.vectors[v].indices()[k];
         let Some((entry, ok)) = lookup(g, top_label(g, i).unwrap_or(0)) else { return (k, all_ok) };
         if ok {
-            g.pool.meta_mut(i).label_entry = entry;
+            g.pool.meta_mut(i).set_label_entry(entry);
         }
         all_ok &= ok;
     }

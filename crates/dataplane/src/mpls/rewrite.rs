@@ -12,6 +12,7 @@
 //!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
 
 use crate::l3::L3Tables;
+use crate::l3::RouteMeta;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::mpls::MplsWorker;
 use crate::mpls::drops;
@@ -32,7 +33,7 @@ fn plain_prefix<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) -> usize {
     let mut cached: Option<(u16, u16, &[u8; 12], u32)> = None;
     for (k, &i) in indices.iter().enumerate() {
         let m = g.pool.meta(i);
-        let (entry, l3) = (m.label_entry, usize::from(m.l3_offset));
+        let (entry, l3) = (m.label_entry(), usize::from(m.l3_offset));
         let (tx_if, macs, label) = match cached {
             Some((e, tx_if, macs, label)) if e == entry => (tx_if, macs, label),
             _ => match tables.l3().entry(entry) {
@@ -68,7 +69,7 @@ pub fn run<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) {
     let mut all_swapped = true;
     for k in plain..n {
         let i = g.vectors[v].indices()[k];
-        let entry = tables.l3().entry(g.pool.meta(i).label_entry);
+        let entry = tables.l3().entry(g.pool.meta(i).label_entry());
         if let Some(LabelEntry::Swap { adj, out }) = entry
             && let Some(Adjacency::Via { tx_if, rewrite: Some(macs), .. }) = tables.l3().adjs.get(*adj as usize)
         {

@@ -65,15 +65,24 @@ pub struct BufferMeta {
     /// Bytes from the frame start to the network header. Drivers deliver plain Ethernet, so
     /// it starts at 14 (the default); nodes that push or pop headers keep it right.
     pub l3_offset: u16,
-    /// Length of the prefix the destination matched (set by the lookup).
-    pub dst_prefix_len: u8,
-    /// Adjacency (IPv4 next hop) chosen by `ip4-lookup`; 0 when none.
-    pub adj: u32,
-    /// Local-label entry chosen by `mpls-lookup` (index into the label entries + 1); 0 when
-    /// none.
-    pub label_entry: u16,
+    /// The features' per-packet results, opaque to the runtime (layer 3 keeps the route a
+    /// lookup chose there and names its fields: `l3::RouteMeta`). Zero when received.
+    pub scratch: Scratch,
     /// Traced and sampled marks ([`crate::runtime::trace::TRACED`] and the others there).
     pub flags: u8,
+}
+
+/// Per-packet scratch in the buffer metadata for what a feature's node leaves for the nodes
+/// after it. The runtime gives the fields no meaning; the feature that writes them does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct Scratch {
+    /// A 32-bit result.
+    pub word: u32,
+    /// A 16-bit result.
+    pub half: u16,
+    /// An 8-bit result.
+    pub byte: u8,
 }
 
 impl Default for BufferMeta {
@@ -97,9 +106,7 @@ impl BufferMeta {
             tx_if: 0,
             error: NOT_DROPPED,
             l3_offset: wire::ethernet::HEADER_LEN as u16,
-            dst_prefix_len: 0,
-            adj: 0,
-            label_entry: 0,
+            scratch: Scratch { word: 0, half: 0, byte: 0 },
             flags: 0,
         }
     }

@@ -13,6 +13,7 @@ use super::ring::{Fate, MAX_HEADER, Producer, Slot};
 use crate::interface::InterfaceTable;
 use crate::interface::{DropClass, DropInfo};
 use crate::l3::L3;
+use crate::l3::RouteMeta;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::{BufferPool, NOT_DROPPED};
@@ -356,7 +357,7 @@ impl<C: PortCounters> SflowWorker<C> {
                 let c = w.sflow(s.port);
                 (pool + c.seen.get().saturating_sub(c.dropped.get()), drops + c.ring_full.get())
             });
-            let (via, push) = match l3.adjs.get(m.adj as usize) {
+            let (via, push) = match l3.adjs.get(m.adj() as usize) {
                 Some(Adjacency::Via { next_hop, push, .. }) => (Some(*next_hop), *push),
                 // A connected destination is its own next hop.
                 Some(Adjacency::Glean { .. }) => {
@@ -365,7 +366,7 @@ impl<C: PortCounters> SflowWorker<C> {
                 }
                 _ => (None, LabelStack::EMPTY),
             };
-            s.routed = m.dst_prefix_len > 0 || via.is_some();
+            s.routed = m.dst_prefix_len() > 0 || via.is_some();
             let swap_hop = label_stacks(s, l3, &m, push);
             s.input = m.rx_if;
             s.output = m.tx_if;
@@ -373,7 +374,7 @@ impl<C: PortCounters> SflowWorker<C> {
             s.out_vlan = interfaces.get(s.output).vlan;
             let dst = super::header::ip_addresses(&s.header[..usize::from(s.header_len)]).map(|(_, d)| d);
             s.dst_prefix_len =
-                reported_prefix_len(interfaces, m.tx_if, via.filter(|&v| Some(v) == dst), m.dst_prefix_len);
+                reported_prefix_len(interfaces, m.tx_if, via.filter(|&v| Some(v) == dst), m.dst_prefix_len());
             s.next_hop = via.or(swap_hop).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
         });
         self.producer.publish();
@@ -407,13 +408,13 @@ fn reported_prefix_len(interfaces: &InterfaceTable, tx_if: u16, host: Option<IpA
 /// popped leaves the header unread. Inlined into [`SflowWorker::publish`], its one caller.
 #[inline(always)]
 fn label_stacks(s: &mut Slot, l3: &L3, m: &crate::runtime::buffer::BufferMeta, push: LabelStack) -> Option<IpAddr> {
-    let Some(entry) = l3.entry(m.label_entry) else {
+    let Some(entry) = l3.entry(m.label_entry()) else {
         (s.in_labels, s.out_labels) = (LabelStack::EMPTY, push);
         return None;
     };
     let (stage, seen) = (s.stage, super::header::labels(&s.header[..usize::from(s.header_len)]));
     let seen = seen.labels();
-    let in_label = l3.entry_labels.get(usize::from(m.label_entry) - 1).copied();
+    let in_label = l3.entry_labels.get(usize::from(m.label_entry()) - 1).copied();
     match entry {
         LabelEntry::Swap { adj, out } => {
             let hop = match l3.adjs.get(*adj as usize) {

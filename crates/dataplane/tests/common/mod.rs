@@ -7,6 +7,7 @@ use dataplane::control::routes::build_forwarding;
 use dataplane::datapath::Graph;
 use dataplane::datapath::WorkerCounters;
 use dataplane::interface::{IfStats, Interface};
+use dataplane::l3::RouteMeta;
 use dataplane::runtime::buffer::BufferPool;
 use dataplane::runtime::graph::NodeId;
 use dataplane::runtime::qsbr::Qsbr;
@@ -47,7 +48,7 @@ pub fn drive(g: &mut Graph, port: u16, frames: &[Vec<u8>], capture: NodeId) -> V
         if node == capture {
             for &i in g.vectors[v].indices() {
                 let m = *g.pool.meta(i);
-                out.push((m.tx_if, m.dst_prefix_len, g.pool.frame(i).to_vec()));
+                out.push((m.tx_if, m.dst_prefix_len(), g.pool.frame(i).to_vec()));
             }
             if node != dataplane::drivers::nodes::GENERATOR_TX {
                 continue;

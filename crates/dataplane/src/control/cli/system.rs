@@ -6,6 +6,7 @@ use super::{Command, Registry, Reply, cleared};
 use crate::control::engine::Dataplane;
 use crate::control::summary::summary;
 use crate::datapath::registry::{self, DropFacts, NodeFacts};
+use crate::l3::RouteMeta;
 use crate::runtime::graph::NodeId;
 use serde_json::json;
 use std::fmt::Write;
@@ -104,12 +105,12 @@ fn trace_detail(dp: &Dataplane, e: &crate::runtime::trace::TraceEntry, next: Opt
         | crate::ip6::nodes::IP6_LOOKUP
         | crate::mpls::nodes::MPLS_REWRITE
         | crate::ip4::nodes::IP4_LOCAL
-            if m.adj != 0 =>
+            if m.adj() != 0 =>
         {
-            let adj = adjacency(dp, m.adj);
-            format!("matched /{}, adjacency {}: {}", m.dst_prefix_len, m.adj, adjacency_detail(dp, adj))
+            let adj = adjacency(dp, m.adj());
+            format!("matched /{}, adjacency {}: {}", m.dst_prefix_len(), m.adj(), adjacency_detail(dp, adj))
         }
-        crate::mpls::nodes::MPLS_LOOKUP if m.label_entry > 0 => format!("local-label entry {}", m.label_entry),
+        crate::mpls::nodes::MPLS_LOOKUP if m.label_entry() > 0 => format!("local-label entry {}", m.label_entry()),
         crate::interface::nodes::ERROR_DROP => match registry::drop_reason(m.error) {
             Some(r) => format!("dropped: {} ({})", r.name(), r.info().description),
             None => "dropped".to_string(),
@@ -163,7 +164,7 @@ fn show_trace(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
             let us = e.tsc.saturating_sub(t0) as f64 / hz * 1e6;
             let _ = writeln!(text, "  {us:>9.3} us  {:<18} {detail}", e.node.name());
             entries.push(json!({"node": e.node.name(), "us": us, "detail": detail, "rx_if": e.meta.rx_if,
-                "tx_if": e.meta.tx_if, "len": e.meta.len(), "adjacency": e.meta.adj, "flags": e.meta.flags}));
+                "tx_if": e.meta.tx_if, "len": e.meta.len(), "adjacency": e.meta.adj(), "flags": e.meta.flags}));
         }
         packets.push(json!({"worker": p.worker, "entries": entries}));
     }
