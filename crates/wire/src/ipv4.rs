@@ -23,6 +23,8 @@ pub mod field {
     pub const FLAGS: usize = 6;
     /// Time to live.
     pub const TTL: usize = 8;
+    /// Protocol of the payload.
+    pub const PROTOCOL: usize = 9;
     /// Time to live (high byte) and protocol (low byte), the 16-bit word a TTL decrement
     /// updates the checksum by.
     pub const TTL_PROTOCOL: Range<usize> = 8..10;

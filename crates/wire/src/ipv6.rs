@@ -6,6 +6,24 @@ use std::net::Ipv6Addr;
 /// Length of the fixed IPv6 header.
 pub const HEADER_LEN: usize = 40;
 
+/// Where the fixed header's fields lie, as byte offsets and ranges from its start.
+pub mod field {
+    use std::ops::Range;
+
+    /// Version (high nibble), traffic class and the flow label's high nibble.
+    pub const VERSION_TC: usize = 0;
+    /// Length of what follows the fixed header.
+    pub const PAYLOAD_LEN: Range<usize> = 4..6;
+    /// The next header's protocol number.
+    pub const NEXT_HEADER: usize = 6;
+    /// Hop limit.
+    pub const HOP_LIMIT: usize = 7;
+    /// Source address.
+    pub const SRC: Range<usize> = 8..24;
+    /// Destination address.
+    pub const DST: Range<usize> = 24..40;
+}
+
 /// A view over an IPv6 packet.
 #[derive(Debug, Clone, Copy)]
 pub struct Ipv6Packet<T> {

@@ -53,6 +53,12 @@ pub(crate) fn check_len(buf: &[u8], need: usize) -> Result<(), WireError> {
     if buf.len() < need { Err(WireError::Truncated { need, have: buf.len() }) } else { Ok(()) }
 }
 
+/// The big-endian `u16` of a two-byte header field (`ipv4::field::TOTAL_LEN`, …) of `header`.
+#[inline(always)]
+pub fn field_u16(header: &[u8], field: std::ops::Range<usize>) -> u16 {
+    u16::from_be_bytes([header[field.start], header[field.start + 1]])
+}
+
 /// Reads a big-endian `u16` at `at`.
 #[inline(always)]
 pub(crate) fn be16(buf: &[u8], at: usize) -> u16 {

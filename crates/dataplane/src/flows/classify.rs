@@ -20,6 +20,8 @@ use crate::runtime::vector::{VECTOR_SIZE, VecHandle};
 use classifier::cache::Verdict;
 use classifier::key::{FRAG_ANY, FRAG_LATER};
 use classifier::{Field, FlowKey, MegaflowCache};
+use wire::field_u16;
+use wire::ipv4::field;
 
 /// A worker's megaflow cache for `flow-classify`, made when first needed, and the TSC of its
 /// last clock tick.
@@ -36,7 +38,7 @@ fn key_of<F: FlowsWorker>(g: &Graph<F>, i: u32) -> FlowKey {
         .with(Field::Ethertype, u64::from(ethertype))
         .with(Field::Vlan, u64::from(g.features.interfaces().get(m.rx_if).vlan));
     let Some(ip) = f.get(l3..l3 + 20).filter(|_| ethertype == wire::EtherType::IPV4) else { return key };
-    let frag = u16::from_be_bytes([ip[6], ip[7]]);
+    let frag = field_u16(ip, field::FLAGS_FRAGMENT);
     let (offset, more) = (frag & 0x1fff, frag & 0x2000 != 0);
     let flags = if offset != 0 {
         FRAG_ANY | FRAG_LATER
@@ -45,13 +47,13 @@ fn key_of<F: FlowsWorker>(g: &Graph<F>, i: u32) -> FlowKey {
     } else {
         0
     };
-    key.set(Field::NwSrc, u64::from(u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]])));
-    key.set(Field::NwDst, u64::from(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]])));
-    key.set(Field::NwProto, u64::from(ip[9]));
+    key.set(Field::NwSrc, u64::from(u32::from_be_bytes(ip[field::SRC].try_into().expect("4 bytes"))));
+    key.set(Field::NwDst, u64::from(u32::from_be_bytes(ip[field::DST].try_into().expect("4 bytes"))));
+    key.set(Field::NwProto, u64::from(ip[field::PROTOCOL]));
     key.set(Field::Frag, flags);
-    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
+    let l4 = l3 + usize::from(ip[field::VERSION_IHL] & 0x0f) * 4;
     if offset == 0
-        && matches!(ip[9], 6 | 17 | 132)
+        && matches!(ip[field::PROTOCOL], 6 | 17 | 132)
         && let Some(p) = f.get(l4..l4 + 4)
     {
         key.set(Field::TpSrc, u64::from(u16::from_be_bytes([p[0], p[1]])));

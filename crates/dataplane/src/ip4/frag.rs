@@ -17,7 +17,8 @@ use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::graph::Outbox;
 use crate::runtime::vector::VecHandle;
-use wire::checksum;
+use wire::ipv4::field;
+use wire::{checksum, field_u16};
 
 /// Processes one vector.
 #[inline(never)]
@@ -74,9 +75,9 @@ fn fragment<F: L3Worker>(g: &mut Graph<F>, i: u32, out: &mut Outbox) -> Result<(
         .min(g.pool.data_capacity() - l2);
     let f = g.pool.frame(i);
     let ip = &f[l2..];
-    let ihl = usize::from(ip[0] & 0x0f) * 4;
-    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]])).min(ip.len());
-    let flags = u16::from_be_bytes([ip[6], ip[7]]);
+    let ihl = usize::from(ip[field::VERSION_IHL] & 0x0f) * 4;
+    let total = usize::from(field_u16(ip, field::TOTAL_LEN)).min(ip.len());
+    let flags = field_u16(ip, field::FLAGS_FRAGMENT);
     let (more_after, offset) = (flags & 0x2000, flags & 0x1fff);
     let (later_options, later_opt_len) = copied_options(&ip[20..ihl]);
     let (first_step, later_step) = ((mtu.saturating_sub(ihl)) & !7, (mtu.saturating_sub(20 + later_opt_len)) & !7);
@@ -104,13 +105,13 @@ fn fragment<F: L3Worker>(g: &mut Graph<F>, i: u32, out: &mut Outbox) -> Result<(
         } else {
             h[20..].copy_from_slice(&later_options[..later_opt_len]);
         }
-        h[0] = 0x40 | (hl / 4) as u8;
-        h[2..4].copy_from_slice(&((hl + n) as u16).to_be_bytes());
+        h[field::VERSION_IHL] = 0x40 | (hl / 4) as u8;
+        h[field::TOTAL_LEN].copy_from_slice(&((hl + n) as u16).to_be_bytes());
         let mf = if last { more_after } else { 0x2000 };
-        h[6..8].copy_from_slice(&(mf | (offset + (pos / 8) as u16)).to_be_bytes());
-        h[10..12].copy_from_slice(&[0, 0]);
+        h[field::FLAGS_FRAGMENT].copy_from_slice(&(mf | (offset + (pos / 8) as u16)).to_be_bytes());
+        h[field::CHECKSUM].copy_from_slice(&[0, 0]);
         let csum = checksum::checksum(h);
-        h[10..12].copy_from_slice(&csum.to_be_bytes());
+        h[field::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
         frame[l2 + hl..l2 + hl + n].copy_from_slice(&ip[ihl + pos..ihl + pos + n]);
         let piece = g.alloc_buffer().expect("counted free above");
         g.pool.write_frame(piece, &frame[..l2 + hl + n]);

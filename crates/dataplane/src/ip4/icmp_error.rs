@@ -103,8 +103,8 @@ fn build<F: L3Worker>(g: &mut Graph<F>, i: u32, kind: u8, code: u8, mtu: u32) ->
     let len = ipv4::HEADER_LEN + icmp::HEADER_LEN + quote.len();
     let (h, rest) = out[14..14 + len].split_at_mut(ipv4::HEADER_LEN);
     ipv4::write_header(h, len as u16, 64, ipv4::protocol::ICMP, from, to);
-    h[1] = 0xc0; // internetwork control
-    h[6] = 0; // may be fragmented on a link with a tiny MTU
+    h[ipv4::field::TOS] = 0xc0; // internetwork control
+    h[ipv4::field::FLAGS] = 0; // may be fragmented on a link with a tiny MTU
     Ipv4Packet::new_checked(h).expect("20 bytes").fill_checksum();
     rest[0] = kind;
     rest[1] = code;

@@ -14,8 +14,9 @@ use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::VecHandle;
-use wire::checksum;
+use wire::ipv4::field;
 use wire::{EtherType, MacAddr};
+use wire::{checksum, field_u16};
 
 /// True when the one's-complement sum of the header (checksum included) is all ones. Sums
 /// 32-bit words into 64 bits and folds: the same result as 16-bit words (RFC 1071 §2(B)).
@@ -37,8 +38,8 @@ fn header_checksum_ok(h: &[u8]) -> bool {
 #[inline(always)]
 pub fn check(ip: &[u8]) -> Result<(), DropReason> {
     let Some(h) = ip.get(..20) else { return Err(drops::TRUNCATED) };
-    let (version, ihl) = (h[0] >> 4, usize::from(h[0] & 0x0f) * 4);
-    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    let (version, ihl) = (h[field::VERSION_IHL] >> 4, usize::from(h[field::VERSION_IHL] & 0x0f) * 4);
+    let total = usize::from(field_u16(h, field::TOTAL_LEN));
     if version != 4 || ihl < 20 || total < ihl {
         return Err(drops::BAD_IP_HEADER);
     }
@@ -56,8 +57,8 @@ pub fn check(ip: &[u8]) -> Result<(), DropReason> {
 #[inline(always)]
 pub fn fast_ok(ip: &[u8]) -> bool {
     let Some(h) = ip.first_chunk::<20>() else { return false };
-    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    (h[0] == 0x45) & (total >= 20) & (total <= ip.len()) & header_checksum_ok(h)
+    let total = usize::from(field_u16(h, field::TOTAL_LEN));
+    (h[field::VERSION_IHL] == 0x45) & (total >= 20) & (total <= ip.len()) & header_checksum_ok(h)
 }
 
 /// True when every packet of `indices` passes [`fast_ok`], decided by the `isa` variant (the

@@ -55,7 +55,7 @@ fn from_invalid_source<F: L3Worker>(g: &Graph<F>, i: u32) -> bool {
 fn echo_reply<F: L3Worker>(g: &mut Graph<F>, i: u32) {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let ip = &mut g.pool.frame_mut(i)[l3..];
-    let ihl = usize::from(ip[0] & 0x0f) * 4;
+    let ihl = usize::from(ip[wire::ipv4::field::VERSION_IHL] & 0x0f) * 4;
     let old = u16::from_be_bytes([ip[ihl], ip[ihl + 1]]);
     let new = u16::from(icmp::ECHO_REPLY) << 8 | (old & 0xff);
     let csum = checksum::update16(u16::from_be_bytes([ip[ihl + 2], ip[ihl + 3]]), old, new);

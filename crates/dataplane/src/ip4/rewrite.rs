@@ -20,8 +20,8 @@ use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
-use wire::checksum;
 use wire::ipv4::{DONT_FRAGMENT, field};
+use wire::{checksum, field_u16};
 
 /// What forwarding made of a packet.
 enum Verdict {
@@ -41,17 +41,17 @@ fn rewrite<F: L3Worker>(g: &mut Graph<F>, i: u32, macs: &[u8; 12], push: &LabelS
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let frame = g.pool.frame_mut(i);
     let ip = &mut frame[l3..l3 + 12];
-    let old = be16(&ip[field::TTL_PROTOCOL]);
+    let old = field_u16(ip, field::TTL_PROTOCOL);
     if old < 0x0200 {
         return Verdict::Drop(drops::TTL_EXPIRED); // TTL 0 or 1
     }
     // Pushed labels travel inside the MTU too.
-    let big = usize::from(be16(&ip[field::TOTAL_LEN])) + 4 * push.labels().len() > usize::from(mtu);
+    let big = usize::from(field_u16(ip, field::TOTAL_LEN)) + 4 * push.labels().len() > usize::from(mtu);
     if big && ip[field::FLAGS] & DONT_FRAGMENT != 0 {
         return Verdict::Drop(drops::FRAG_NEEDED);
     }
     let new = old - 0x0100; // TTL is the high byte
-    let csum = checksum::update16(be16(&ip[field::CHECKSUM]), old, new);
+    let csum = checksum::update16(field_u16(ip, field::CHECKSUM), old, new);
     ip[field::TTL_PROTOCOL].copy_from_slice(&new.to_be_bytes());
     ip[field::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
     let frame = if push.is_empty() {
@@ -103,12 +103,12 @@ fn ttl_expired<F: L3Worker>(g: &Graph<F>, i: u32) -> bool {
 #[inline(always)]
 fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
     crate::l3::shared::plain_rewrite_prefix::<12, _>(g, v, |ip, mtu| {
-        let old = be16(&ip[field::TTL_PROTOCOL]);
-        if old < 0x0200 || usize::from(be16(&ip[field::TOTAL_LEN])) > mtu {
+        let old = field_u16(ip, field::TTL_PROTOCOL);
+        if old < 0x0200 || usize::from(field_u16(ip, field::TOTAL_LEN)) > mtu {
             return false;
         }
         let new = old - 0x0100;
-        let csum = checksum::update16(be16(&ip[field::CHECKSUM]), old, new);
+        let csum = checksum::update16(field_u16(ip, field::CHECKSUM), old, new);
         ip[field::TTL_PROTOCOL].copy_from_slice(&new.to_be_bytes());
         ip[field::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
         true
@@ -172,10 +172,4 @@ fn resolve_other<F: L3Worker>(g: &mut Graph<F>, i: u32) -> Option<(u16, [u8; 12]
         // ip4-lookup never sends drop or local adjacencies here.
         _ => None,
     }
-}
-
-/// The 16-bit big-endian field `b` (a two-byte range of a header).
-#[inline(always)]
-fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
 }

@@ -14,7 +14,8 @@ use crate::runtime::buffer::BufferPool;
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
-use wire::ipv6::HEADER_LEN;
+use wire::field_u16;
+use wire::ipv6::{HEADER_LEN, field};
 use wire::{EtherType, MacAddr};
 
 /// `::1` as a big-endian `u128`.
@@ -24,16 +25,16 @@ const LOOPBACK: u128 = 1;
 #[inline(always)]
 pub fn check(ip: &[u8]) -> Result<(), DropReason> {
     let Some(h) = ip.first_chunk::<HEADER_LEN>() else { return Err(drops::IP6_TRUNCATED) };
-    if h[0] >> 4 != 6 {
+    if h[field::VERSION_TC] >> 4 != 6 {
         return Err(drops::IP6_BAD_HEADER);
     }
-    if HEADER_LEN + usize::from(u16::from_be_bytes([h[4], h[5]])) > ip.len() {
+    if HEADER_LEN + usize::from(field_u16(h, field::PAYLOAD_LEN)) > ip.len() {
         return Err(drops::IP6_TRUNCATED);
     }
-    if h[8] == 0xff {
+    if h[field::SRC.start] == 0xff {
         return Err(drops::IP6_SOURCE_MULTICAST);
     }
-    if u128::from_be_bytes(h[24..40].try_into().expect("16 bytes")) == LOOPBACK {
+    if u128::from_be_bytes(h[field::DST].try_into().expect("16 bytes")) == LOOPBACK {
         return Err(drops::IP6_DESTINATION_LOOPBACK);
     }
     Ok(())
@@ -44,9 +45,12 @@ pub fn check(ip: &[u8]) -> Result<(), DropReason> {
 #[inline(always)]
 fn fast_ok(ip: &[u8]) -> bool {
     let Some(h) = ip.first_chunk::<HEADER_LEN>() else { return false };
-    let payload = usize::from(u16::from_be_bytes([h[4], h[5]]));
-    let dst = u128::from_be_bytes(h[24..40].try_into().expect("16 bytes"));
-    (h[0] >> 4 == 6) & (HEADER_LEN + payload <= ip.len()) & (h[8] != 0xff) & (dst != LOOPBACK)
+    let payload = usize::from(field_u16(h, field::PAYLOAD_LEN));
+    let dst = u128::from_be_bytes(h[field::DST].try_into().expect("16 bytes"));
+    (h[field::VERSION_TC] >> 4 == 6)
+        & (HEADER_LEN + payload <= ip.len())
+        & (h[field::SRC.start] != 0xff)
+        & (dst != LOOPBACK)
 }
 
 /// The fused `ethernet-input` → `ip6-input` pass, for frames received on an L3 interface with

@@ -19,7 +19,8 @@ use crate::l3::{Adjacency, LabelStack};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
-use wire::ipv6::HEADER_LEN;
+use wire::field_u16;
+use wire::ipv6::{HEADER_LEN, field};
 
 /// Forwards the IPv6 packet in buffer `i` out of `tx_if` with `macs` and `push`: checks its
 /// hop limit and size (one read of the header serves both and the rewrite), then decrements
@@ -38,14 +39,14 @@ fn rewrite<F: L3Worker>(
     m.tx_if = tx_if;
     let l3 = usize::from(m.l3_offset);
     let ip = &mut g.pool.frame_mut(i)[l3..l3 + 8];
-    let hop_limit = ip[7];
+    let hop_limit = ip[field::HOP_LIMIT];
     if hop_limit <= 1 {
         return Err(drops::HOP_LIMIT_EXPIRED);
     }
-    if HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) + 4 * push.labels().len() > mtu {
+    if HEADER_LEN + usize::from(field_u16(ip, field::PAYLOAD_LEN)) + 4 * push.labels().len() > mtu {
         return Err(drops::PACKET_TOO_BIG);
     }
-    ip[7] = hop_limit - 1;
+    ip[field::HOP_LIMIT] = hop_limit - 1;
     let frame = if push.is_empty() {
         g.pool.frame_mut(i)
     } else {
@@ -63,10 +64,10 @@ fn rewrite<F: L3Worker>(
 #[inline(always)]
 fn plain_prefix<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) -> usize {
     crate::l3::shared::plain_rewrite_prefix::<8, _>(g, v, |ip, mtu| {
-        if ip[7] <= 1 || HEADER_LEN + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > mtu {
+        if ip[field::HOP_LIMIT] <= 1 || HEADER_LEN + usize::from(field_u16(ip, field::PAYLOAD_LEN)) > mtu {
             return false;
         }
-        ip[7] -= 1;
+        ip[field::HOP_LIMIT] -= 1;
         true
     })
 }

@@ -19,7 +19,7 @@ use crate::mpls::drops;
 use crate::net::Payload;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
-use wire::{EtherType, checksum};
+use wire::{EtherType, checksum, field_u16, ipv4, ipv6};
 
 /// The plain swaps at the start of vector `v`: each one's entry swaps the top label for one
 /// label toward a resolved next hop; done in place. Returns how many it took; the packet after
@@ -155,16 +155,21 @@ fn pop<F: MplsWorker>(g: &mut Graph<F>, i: u32, ethertype: u16) {
     let f = g.pool.shrink_head(i, 4).expect("the frame holds the label it pops");
     f[12..14].copy_from_slice(&ethertype.to_be_bytes());
     if ethertype == EtherType::IPV6 {
-        if let Some(ip) = f.get_mut(l3..l3 + 8).filter(|ip| ip[0] >> 4 == 6 && ip[7] > ttl) {
-            ip[7] = ttl; // the hop limit: no header checksum in IPv6
+        if let Some(ip) =
+            f.get_mut(l3..l3 + 8).filter(|ip| ip[ipv6::field::VERSION_TC] >> 4 == 6 && ip[ipv6::field::HOP_LIMIT] > ttl)
+        {
+            ip[ipv6::field::HOP_LIMIT] = ttl; // no header checksum in IPv6
         }
         return;
     }
-    if let Some(ip) = f.get_mut(l3..l3 + 20).filter(|ip| ip[0] >> 4 == 4 && ip[8] > ttl) {
-        let old = u16::from_be_bytes([ip[8], ip[9]]);
-        let new = (u16::from(ttl) << 8) | u16::from(ip[9]);
-        let csum = checksum::update16(u16::from_be_bytes([ip[10], ip[11]]), old, new);
-        ip[8] = ttl;
-        ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    if let Some(ip) =
+        f.get_mut(l3..l3 + 20).filter(|ip| ip[ipv4::field::VERSION_IHL] >> 4 == 4 && ip[ipv4::field::TTL] > ttl)
+    {
+        use ipv4::field;
+        let old = field_u16(ip, field::TTL_PROTOCOL);
+        let new = (u16::from(ttl) << 8) | u16::from(ip[field::PROTOCOL]);
+        let csum = checksum::update16(field_u16(ip, field::CHECKSUM), old, new);
+        ip[field::TTL] = ttl;
+        ip[field::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
     }
 }
