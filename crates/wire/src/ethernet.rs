@@ -98,6 +98,24 @@ pub fn inner_ethertype(frame: &[u8], max_tags: usize) -> Option<(u16, usize)> {
 
 /// Length of an untagged Ethernet header.
 pub const HEADER_LEN: usize = 14;
+
+/// Where the header's fields lie, as byte ranges from the frame's start; a tagged frame's
+/// 802.1Q tag follows the source address ([`field::TPID`] takes the ethertype's place).
+pub mod field {
+    use std::ops::Range;
+
+    /// Destination MAC.
+    pub const DST: Range<usize> = 0..6;
+    /// Source MAC.
+    pub const SRC: Range<usize> = 6..12;
+    /// Ethertype (of an untagged frame).
+    pub const ETHERTYPE: Range<usize> = 12..14;
+    /// The tag protocol identifier of a tagged frame (802.1Q: 0x8100).
+    pub const TPID: Range<usize> = 12..14;
+    /// The tag control information of a tagged frame: priority, DEI and the VLAN id (low 12
+    /// bits).
+    pub const TCI: Range<usize> = 14..16;
+}
 /// Length of one 802.1Q tag.
 pub const VLAN_TAG_LEN: usize = 4;
 

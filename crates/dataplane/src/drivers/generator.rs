@@ -16,6 +16,7 @@ use crate::runtime::buffer::{BufferMeta, BufferPool, HEADROOM};
 use crate::runtime::stats::counter_set;
 use crate::runtime::vector::VECTOR_SIZE;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use wire::ethernet::field;
 use wire::{EtherType, MacAddr, checksum, ipv4, ipv6, mpls::MplsLabel, udp};
 
 mod port;
@@ -139,8 +140,8 @@ impl Stream {
         let len = cfg.frame_size as usize - 4;
         let mut t = vec![0u8; len.max(SMALL_FRAME)];
         let dst_mac = cfg.dst_mac.map_or(if_mac, |m| m.0);
-        t[0..6].copy_from_slice(&dst_mac.0);
-        t[6..12].copy_from_slice(&cfg.src_mac.0.0);
+        t[field::DST].copy_from_slice(&dst_mac.0);
+        t[field::SRC].copy_from_slice(&cfg.src_mac.0.0);
         let mut at = 12;
         if let Some(vid) = cfg.vlan {
             t[at..at + 4].copy_from_slice(&[0x81, 0x00, (vid >> 8) as u8, vid as u8]);
@@ -465,8 +466,8 @@ impl Fields {
     fn write(self, frame: &mut [u8], s: u128, d: u128) {
         match self {
             Fields::Mac => {
-                frame[0..6].copy_from_slice(&d.to_be_bytes()[10..]);
-                frame[6..12].copy_from_slice(&s.to_be_bytes()[10..]);
+                frame[field::DST].copy_from_slice(&d.to_be_bytes()[10..]);
+                frame[field::SRC].copy_from_slice(&s.to_be_bytes()[10..]);
             }
             Fields::Ipv4 { ip, udp, ip_sum, udp_sum } => {
                 write_ipv4(frame, ip, udp, ip_sum, udp_sum, s as u32, d as u32)

@@ -214,7 +214,7 @@ mod tests {
     /// FIN|PSH set, partial checksum as a sender leaves it.
     fn super_frame(v4: bool, payload: usize) -> Vec<u8> {
         let mut f = vec![0u8; 14];
-        f[12..14].copy_from_slice(if v4 { &[8, 0] } else { &[0x86, 0xdd] });
+        f[wire::ethernet::field::ETHERTYPE].copy_from_slice(if v4 { &[8, 0] } else { &[0x86, 0xdd] });
         let l4_len = 20 + payload;
         if v4 {
             let mut ip = [0u8; 20];

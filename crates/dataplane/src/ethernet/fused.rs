@@ -8,6 +8,7 @@
 
 use crate::runtime::buffer::BufferPool;
 use wire::MacAddr;
+use wire::ethernet::field;
 
 /// The scalar fused `ethernet-input` → `ip4-input`/`ip6-input` pass: when every frame of
 /// `indices` is 14 to `max_frame` bytes long, to `mac` or a group, untagged with `ethertype`,
@@ -32,7 +33,7 @@ pub fn plain_frames_scalar(
             _ => return None,
         };
         if dst.stranger(header.first_chunk().expect("8 of 14 bytes"))
-            || header[12..14] != ethertype.to_be_bytes()
+            || header[field::ETHERTYPE] != ethertype.to_be_bytes()
             || !fast_ok(&f[HEADER_LEN..])
         {
             return None;

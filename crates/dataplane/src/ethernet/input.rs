@@ -42,7 +42,9 @@ use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::EtherType;
+use wire::ethernet::field;
 use wire::ethernet::{HEADER_LEN, VLAN_TAG_LEN};
+use wire::field_u16;
 
 /// Processes one vector.
 #[inline(never)]
@@ -210,11 +212,11 @@ fn classify_each<F: EthernetWorker>(g: &mut Graph<F>, v: VecHandle) {
         let head = g.pool.head_u64(i);
         let ethertype = |g: &Graph<F>| {
             let f = g.pool.frame(i);
-            u16::from_be_bytes([f[12], f[13]])
+            field_u16(f, field::ETHERTYPE)
         };
         let sub = if len >= HEADER_LEN + VLAN_TAG_LEN && port_ifc.has_subifs && ethertype(g) == EtherType::VLAN {
             let f = g.pool.frame(i);
-            let vid = u16::from_be_bytes([f[14], f[15]]) & 0x0fff;
+            let vid = field_u16(f, field::TCI) & 0x0fff;
             g.features.interfaces().vlans.get(&(port, vid)).copied()
         } else {
             None

@@ -22,6 +22,7 @@ use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use wire::EtherType;
 use wire::ethernet::VLAN_TAG_LEN;
+use wire::ethernet::field;
 
 /// Processes one vector.
 #[inline(never)]
@@ -87,8 +88,8 @@ fn is_tagged<F: InterfaceWorker>(g: &Graph<F>, i: u32) -> bool {
 fn push_tag<F: InterfaceWorker>(g: &mut Graph<F>, i: u32, vid: u16) -> bool {
     let Some(f) = g.pool.grow_head(i, VLAN_TAG_LEN) else { return false };
     f.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
-    f[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
-    f[14..16].copy_from_slice(&vid.to_be_bytes());
+    f[field::TPID].copy_from_slice(&EtherType::VLAN.to_be_bytes());
+    f[field::TCI].copy_from_slice(&vid.to_be_bytes());
     true
 }
 

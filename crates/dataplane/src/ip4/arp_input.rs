@@ -19,6 +19,7 @@ use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv4Addr;
 use wire::arp::{self, Arp};
+use wire::ethernet::field as ethernet;
 
 /// Processes one vector.
 #[inline(never)]
@@ -60,9 +61,9 @@ fn reply<F: L3Worker>(g: &mut Graph<F>, i: u32, a: &Arp) {
     let answer = Arp { op: arp::REPLY, sha: mac, spa: a.tpa, tha: a.sha, tpa: a.spa };
     let l3 = usize::from(m.l3_offset);
     let f = g.pool.frame_mut(i);
-    let requester: [u8; 6] = f[6..12].try_into().expect("a full Ethernet header");
+    let requester: [u8; 6] = f[ethernet::SRC].try_into().expect("a full Ethernet header");
     f[..6].copy_from_slice(&requester);
-    f[6..12].copy_from_slice(&mac.0);
+    f[ethernet::SRC].copy_from_slice(&mac.0);
     answer.write(&mut f[l3..l3 + arp::LEN]);
     let meta = g.pool.meta_mut(i);
     meta.tx_if = meta.rx_if;

@@ -99,7 +99,7 @@ fn build<F: L3Worker>(g: &mut Graph<F>, i: u32, kind: u8, code: u8, mtu: u32) ->
         .source_toward(m.rx_if, to)
         .or_else(|| g.features.interfaces().addresses.first().map(|(_, a)| a.addr))?;
     let mut out = [0u8; 14 + MAX_ERROR];
-    out[12..14].copy_from_slice(&EtherType::IPV4.to_be_bytes());
+    out[wire::ethernet::field::ETHERTYPE].copy_from_slice(&EtherType::IPV4.to_be_bytes());
     let len = ipv4::HEADER_LEN + icmp::HEADER_LEN + quote.len();
     let (h, rest) = out[14..14 + len].split_at_mut(ipv4::HEADER_LEN);
     ipv4::write_header(h, len as u16, 64, ipv4::protocol::ICMP, from, to);

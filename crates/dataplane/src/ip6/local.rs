@@ -35,6 +35,7 @@ use crate::runtime::graph::Graph;
 use crate::runtime::graph::NodeId;
 use crate::runtime::vector::VecHandle;
 use std::net::Ipv6Addr;
+use wire::ethernet::field as ethernet;
 use wire::icmpv6::{self, NeighborMessage};
 use wire::ipv6::{self, HEADER_LEN};
 use wire::{EtherType, MacAddr, checksum};
@@ -152,13 +153,13 @@ fn echo<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received, now: u64) -> Result
     let rx_mac = g.features.interfaces().get(g.pool.meta(i).rx_if).mac;
     let f = g.pool.frame_mut(i);
     f.copy_within(6..12, 0);
-    f[6..12].copy_from_slice(&rx_mac.0);
+    f[ethernet::SRC].copy_from_slice(&rx_mac.0);
     Ok(crate::interface::nodes::INTERFACE_OUTPUT)
 }
 
 /// The frame's source MAC.
 fn frame_source<F: L3Worker>(g: &Graph<F>, i: u32) -> MacAddr {
-    MacAddr(g.pool.frame(i)[6..12].try_into().expect("a full Ethernet header"))
+    MacAddr(g.pool.frame(i)[ethernet::SRC].try_into().expect("a full Ethernet header"))
 }
 
 /// Parses the ND message of buffer `i` after RFC 4861 §7.1's checks.
@@ -200,8 +201,8 @@ fn solicitation<F: L3Worker>(g: &mut Graph<F>, i: u32, r: &Received) -> Result<N
     };
     let mut frame = [0u8; 14 + HEADER_LEN + icmpv6::ND_LEN + icmpv6::LINK_OPTION_LEN];
     frame[..6].copy_from_slice(&to_mac.0);
-    frame[6..12].copy_from_slice(&own_mac.0);
-    frame[12..14].copy_from_slice(&EtherType::IPV6.to_be_bytes());
+    frame[ethernet::SRC].copy_from_slice(&own_mac.0);
+    frame[ethernet::ETHERTYPE].copy_from_slice(&EtherType::IPV6.to_be_bytes());
     let (h, m) = frame[14..].split_at_mut(HEADER_LEN);
     let n = na.write(m);
     icmpv6::fill_checksum(ns.target, to, &mut m[..n]);

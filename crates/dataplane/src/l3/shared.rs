@@ -15,6 +15,7 @@ use crate::runtime::graph::{Features, Graph};
 use crate::runtime::graph::{NodeId, Outbox};
 use crate::runtime::vector::VecHandle;
 use std::net::IpAddr;
+use wire::ethernet::field as ethernet;
 use wire::{EtherType, MacAddr};
 
 /// What `ip4-input` and `ip6-input` do with a vector: one branch-free pass with `fast_ok` over
@@ -174,7 +175,7 @@ pub(crate) fn push_labels<'a>(pool: &'a mut BufferPool, i: u32, push: &LabelStac
         let bos = if j + 1 == n { 0x100 } else { 0 };
         f[14 + 4 * j..18 + 4 * j].copy_from_slice(&((label << 12) | bos | u32::from(ttl)).to_be_bytes());
     }
-    f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
+    f[ethernet::ETHERTYPE].copy_from_slice(&EtherType::MPLS.to_be_bytes());
     pool.meta_mut(i).l3_offset += 4 * n as u16;
     Some(pool.frame_mut(i))
 }
@@ -269,8 +270,8 @@ pub(crate) fn originate<F: L3Worker>(
     let mut frame = [0u8; 14 + 1500];
     let len = (14 + l3.len()).max(60); // the Ethernet minimum, zero padded
     frame[..6].copy_from_slice(&dst_mac.0);
-    frame[6..12].copy_from_slice(&g.features.interfaces().get(tx_if).mac.0);
-    frame[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    frame[ethernet::SRC].copy_from_slice(&g.features.interfaces().get(tx_if).mac.0);
+    frame[ethernet::ETHERTYPE].copy_from_slice(&ethertype.to_be_bytes());
     frame[14..14 + l3.len()].copy_from_slice(l3);
     g.pool.write_frame(i, &frame[..len]);
     g.pool.meta_mut(i).tx_if = tx_if;

@@ -19,6 +19,7 @@ use crate::mpls::drops;
 use crate::net::Payload;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
+use wire::ethernet::field as ethernet;
 use wire::{EtherType, checksum, field_u16, ipv4, ipv6};
 
 /// The plain swaps at the start of vector `v`: each one's entry swaps the top label for one
@@ -127,7 +128,7 @@ fn swap<F: MplsWorker>(g: &mut Graph<F>, i: u32, tx_if: u16, macs: &[u8; 12], ou
         f[l3 + 4 * j..l3 + 4 * j + 4].copy_from_slice(&((label << 12) | keep | bos).to_be_bytes());
     }
     f[..12].copy_from_slice(macs);
-    f[12..14].copy_from_slice(&EtherType::MPLS.to_be_bytes());
+    f[ethernet::ETHERTYPE].copy_from_slice(&EtherType::MPLS.to_be_bytes());
     true
 }
 
@@ -153,7 +154,7 @@ fn pop<F: MplsWorker>(g: &mut Graph<F>, i: u32, ethertype: u16) {
     let ttl = f[l3 + 3] - 1;
     f.copy_within(0..12, 4);
     let f = g.pool.shrink_head(i, 4).expect("the frame holds the label it pops");
-    f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    f[ethernet::ETHERTYPE].copy_from_slice(&ethertype.to_be_bytes());
     if ethertype == EtherType::IPV6 {
         if let Some(ip) =
             f.get_mut(l3..l3 + 8).filter(|ip| ip[ipv6::field::VERSION_TC] >> 4 == 6 && ip[ipv6::field::HOP_LIMIT] > ttl)
