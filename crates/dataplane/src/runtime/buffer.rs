@@ -182,6 +182,9 @@ pub struct BufferPool {
     mask: u32,
     /// Bytes from one slot to the next ([`stride_for`] the data size).
     stride: usize,
+    /// `stride − 64`: the last offset in a slot that still has a whole line after it
+    /// ([`BufferPool::line`]), kept so that reading a line costs no subtraction.
+    last_line: usize,
 }
 
 impl BufferPool {
@@ -207,7 +210,7 @@ impl BufferPool {
         let meta = vec![BufferMeta::default(); mapped as usize];
         // Reverse order so that the first allocations get the lowest indices.
         let free = (0..capacity).rev().collect();
-        Ok(Self { data, meta, free, settled: 0, capacity, mask: mapped - 1, stride })
+        Ok(Self { data, meta, free, settled: 0, capacity, mask: mapped - 1, stride, last_line: stride - 64 })
     }
 
     /// Total buffers in the pool.
@@ -401,7 +404,7 @@ impl BufferPool {
     /// look only at the first `len` of them.
     #[inline(always)]
     pub fn line(&self, i: u32) -> &[u8; 64] {
-        let (k, o) = (self.at(i), (self.meta(i).offset as usize).min(self.stride - 64));
+        let (k, o) = (self.at(i), (self.meta(i).offset as usize).min(self.last_line));
         // SAFETY: `o + 64 <= stride`, so the 64 bytes lie in slot `k`, inside the region (see
         // `slot`); `[u8; 64]` has alignment 1, and `&self` rules out a writer.
         unsafe { &*self.data.as_ptr().add(k * self.stride + o).cast::<[u8; 64]>() }
