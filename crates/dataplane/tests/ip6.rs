@@ -342,33 +342,14 @@ fn arb_ip6_frame_or_intact(intact: bool) -> impl Strategy<Value = Vec<u8>> {
 /// from its definition: every frame sized, to port0's MAC or a group, untagged IPv6, passing
 /// `ip6-input`'s checks.
 fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<RxTally> {
-    let mut t = RxTally::default();
-    for f in frames {
-        let sized = (14..=usize::from(max_frame)).contains(&f.len());
-        if !(sized
-            && (f[..6] == MAC || f[0] & 1 == 1)
-            && f[12..14] == [0x86, 0xdd]
-            && ip6::input::check(&f[14..]).is_ok())
-        {
-            return None;
-        }
-        t.octets += f.len() as u64;
-        t.group += u64::from(f[0] & 1);
-        t.broadcast += u64::from(f[..6] == [0xff; 6]);
-    }
-    Some(t)
+    common::fused_oracle(frames, max_frame, MAC, 0x86dd, |ip| ip6::input::check(ip).is_ok())
 }
 
 /// Everything `frames` received on port0 as one vector come to, with the packet tracer on
 /// (`ethernet-input` and `ip6-input` then run one after the other) or off: the frames sent
 /// (sorted), every drop counter and the interfaces' counters.
 fn fused_outcome(frames: &[Vec<u8>], tracing: bool) -> common::Outcome {
-    let mut g = graph();
-    g.trace.active = tracing;
-    let mut out = drive(&mut g, 1, frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
-    out.sort();
-    let drops = dataplane::datapath::registry::all_drops().map(|r| drops(&g, 1, r)).collect();
-    (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
+    common::traced_outcome(YAML, 1, frames, 3, tracing)
 }
 
 proptest! {

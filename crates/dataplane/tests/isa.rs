@@ -99,20 +99,7 @@ fn arb_frame() -> impl Strategy<Value = Vec<u8>> {
 /// from its definition: every frame sized, to port0's MAC or a group, untagged IPv4, passing
 /// `fast_ok` at offset 14.
 fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::ethernet::fused::RxTally> {
-    let mut t = dataplane::ethernet::fused::RxTally::default();
-    for f in frames {
-        let plain = (14..=usize::from(max_frame)).contains(&f.len())
-            && (f[..6] == MAC || f[0] & 1 == 1)
-            && f[12..14] == [8, 0]
-            && ip4::input::fast_ok(&f[14..]);
-        if !plain {
-            return None;
-        }
-        t.octets += f.len() as u64;
-        t.group += u64::from(f[0] & 1);
-        t.broadcast += u64::from(f[..6] == [0xff; 6]);
-    }
-    Some(t)
+    common::fused_oracle(frames, max_frame, MAC, 0x0800, ip4::input::fast_ok)
 }
 
 /// The variants to compare with the scalar one: every other one this CPU runs.

@@ -276,29 +276,13 @@ fn arb_damaged_labelled_frame() -> impl Strategy<Value = Vec<u8>> {
 /// from its definition: every frame sized, to port0's MAC or a group, untagged MPLS, with a
 /// label stack entry whose TTL is above 1.
 fn plain_frames_oracle(frames: &[Vec<u8>], max_frame: u16) -> Option<dataplane::ethernet::fused::RxTally> {
-    let mut t = dataplane::ethernet::fused::RxTally::default();
-    for f in frames {
-        let sized = (14..=usize::from(max_frame)).contains(&f.len());
-        if !(sized && (f[..6] == PORT0_MAC || f[0] & 1 == 1) && f[12..14] == [0x88, 0x47] && f.len() >= 18 && f[17] > 1)
-        {
-            return None;
-        }
-        t.octets += f.len() as u64;
-        t.group += u64::from(f[0] & 1);
-        t.broadcast += u64::from(f[..6] == [0xff; 6]);
-    }
-    Some(t)
+    common::fused_oracle(frames, max_frame, PORT0_MAC, 0x8847, |mpls| mpls.len() >= 4 && mpls[3] > 1)
 }
 
 /// Everything `frames` received on port0 as one vector come to, with the packet tracer on
 /// (`ethernet-input` and `mpls-input` then run one after the other) or off.
 fn fused_outcome(frames: &[Vec<u8>], tracing: bool) -> common::Outcome {
-    let mut g = graph();
-    g.trace.active = tracing;
-    let mut out = drive(&mut g, 1, frames, dataplane::interface::nodes::INTERFACE_OUTPUT);
-    out.sort();
-    let drops = dataplane::datapath::registry::all_drops().map(|r| g.counters.error(1, r).get()).collect();
-    (out, drops, (1..=3).map(|i| stats(&g, i)).collect())
+    common::traced_outcome(YAML, 1, frames, 3, tracing)
 }
 
 proptest! {

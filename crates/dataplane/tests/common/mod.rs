@@ -90,7 +90,19 @@ pub type Outcome = (Vec<(u16, u8, Vec<u8>)>, Vec<u64>, Vec<IfStats>);
 /// The [`Outcome`] of `frames` received on `port` of the graph of `yaml`, one vector at a
 /// time (`chunk` frames each), with the counters of interfaces 1 to `interfaces`.
 pub fn outcome(yaml: &str, port: u16, frames: &[Vec<u8>], chunk: usize, interfaces: u16) -> Outcome {
+    outcome_of(graph(yaml).0, port, frames, chunk, interfaces)
+}
+
+/// The [`Outcome`] of `frames` received on `port` of the graph of `yaml` as one vector, with
+/// the packet tracer on (the input nodes then run one after the other, never fused) or off.
+pub fn traced_outcome(yaml: &str, port: u16, frames: &[Vec<u8>], interfaces: u16, tracing: bool) -> Outcome {
     let mut g = graph(yaml).0;
+    g.trace.active = tracing;
+    outcome_of(g, port, frames, frames.len(), interfaces)
+}
+
+/// [`outcome`] on graph `g`.
+fn outcome_of(mut g: Graph, port: u16, frames: &[Vec<u8>], chunk: usize, interfaces: u16) -> Outcome {
     let mut out: Vec<_> = frames
         .chunks(chunk)
         .flat_map(|c| drive(&mut g, port, c, dataplane::interface::nodes::INTERFACE_OUTPUT))
@@ -98,6 +110,32 @@ pub fn outcome(yaml: &str, port: u16, frames: &[Vec<u8>], chunk: usize, interfac
     out.sort();
     let drops = dataplane::datapath::registry::all_drops().map(|r| g.counters.error(port, r).get()).collect();
     (out, drops, (1..=interfaces).map(|i| stats(&g, i)).collect())
+}
+
+/// What a fused `ethernet-input` pass must say of `frames` with `max_frame`, from its
+/// definition: every frame 14 to `max_frame` bytes long, to `mac` or a group, untagged with
+/// `ethertype`, and its network header (from offset 14) passing `header_ok`; then their tally.
+pub fn fused_oracle(
+    frames: &[Vec<u8>],
+    max_frame: u16,
+    mac: [u8; 6],
+    ethertype: u16,
+    header_ok: impl Fn(&[u8]) -> bool,
+) -> Option<dataplane::ethernet::fused::RxTally> {
+    let mut t = dataplane::ethernet::fused::RxTally::default();
+    for f in frames {
+        let plain = (14..=usize::from(max_frame)).contains(&f.len())
+            && (f[..6] == mac || f[0] & 1 == 1)
+            && f[12..14] == ethertype.to_be_bytes()
+            && header_ok(&f[14..]);
+        if !plain {
+            return None;
+        }
+        t.octets += f.len() as u64;
+        t.group += u64::from(f[0] & 1);
+        t.broadcast += u64::from(f[..6] == [0xff; 6]);
+    }
+    Some(t)
 }
 
 /// Up to 64 frames (within the ICMP burst, so rate limits cannot tell a vector from its
