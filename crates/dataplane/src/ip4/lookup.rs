@@ -40,11 +40,12 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = true;
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
-        let leaf = Leaf::decode(e).unwrap_or(Leaf { adj: ADJ_DROP, prefix_len: 0 });
+        // A finished IPv4 walk ends on a leaf or on 0 (no route, `ADJ_DROP`).
+        let (adj, prefix_len) = Leaf::decode_or_drop(e);
         let m = g.pool.meta_mut(i);
-        m.set_adj(leaf.adj);
-        m.set_dst_prefix_len(leaf.prefix_len);
-        plain &= leaf.adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
+        m.set_adj(adj);
+        m.set_dst_prefix_len(prefix_len);
+        plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
     }
     if plain {
         g.forward(v, nodes::IP4_REWRITE);
