@@ -87,6 +87,8 @@ wait_mirrored() {  # wait_mirrored N LIMIT
         sleep 0.01
     done
 }
+# vecflow's peak and current resident size, in MB.
+memory() { awk '/^VmHWM|^VmRSS/ {printf "%s %d MB ", $1, $2 / 1000}' "/proc/$vecflow_pid/status"; echo; }
 kernel_routes() { echo $(( $(ip -n "$L" -4 route show proto bgp | wc -l) + $(ip -n "$L" -6 route show proto bgp | wc -l) )); }
 
 start_vecflow vecflow.log
@@ -119,7 +121,7 @@ for f in "$work"/chunk.4.* "$work"/chunk.6.*; do
 done
 python3 -c "import sys; sys.exit(float(sys.argv[1]) > 1.0)" "$lag" || fail "vecflow's FIB matched the kernel ${lag} s after the last chunk (over 1 s)"
 [ "$(kernel_routes)" = "$total" ] || fail "the kernel has $(kernel_routes) routes, not $total"
-echo "vecflow mirrors all $total routes ${lag} s after the last chunk"
+echo "vecflow mirrors all $total routes ${lag} s after the last chunk; memory: $(memory)"
 for prefix in $(shuf -n 5 --random-source="$work/v4" "$work/v4" | cut -d' ' -f3) $(shuf -n 5 --random-source="$work/v6" "$work/v6" | cut -d' ' -f3); do
     family=ip
     case $prefix in *:*) family=ip6 ;; esac
@@ -141,7 +143,7 @@ start_vecflow vecflow-preloaded.log
 wait_mirrored "$total" 60
 t1=$(now)
 took=$(secs "$t0" "$t1")
-echo "preloaded: vecflow started and mirrored $total routes in $took s ($(python3 -c "print(round($total / $took))") routes/s)"
+echo "preloaded: vecflow started and mirrored $total routes in $took s ($(python3 -c "print(round($total / $took))") routes/s); memory: $(memory)"
 
 # --- An overrun: a 4 KiB receive buffer while the IPv4 table is deleted -------------------
 stop_vecflow

@@ -251,6 +251,31 @@ fn kernel_routes(r: &mut Registry, dp: &Dataplane) {
         family.get_or_create(&ReasonLabel { reason: why }).set(n as i64);
     }
     r.register("lcp_kernel_routes_unmirrored", "The kernel's routes linux-cp does not mirror, by why", family);
+    let Some(lcp) = dp.linux_cp() else { return };
+    let view = lcp.view_counts();
+    let (largest_batch, longest_slice) = k.largest();
+    let gauges: [(&str, &str, i64); 4] = [
+        ("lcp_view_routes", "Routes (of every table) in linux-cp's one kernel view", view.routes as i64),
+        ("lcp_routes_waiting", "Prefixes whose kernel route changed and waits to be mirrored", view.waiting as i64),
+        (
+            "lcp_routes_waiting_max",
+            "The most prefixes that ever waited to be mirrored at once",
+            view.most_waiting as i64,
+        ),
+        ("lcp_largest_batch", "The most kernel routes mirrored in one batch", largest_batch as i64),
+    ];
+    for (name, help, value) in gauges {
+        let gauge = Gauge::<i64>::default();
+        gauge.set(value);
+        r.register(name, help, gauge);
+    }
+    let slice = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+    slice.set(longest_slice.as_secs_f64());
+    r.register(
+        "lcp_longest_slice_seconds",
+        "The longest the main thread mirrored kernel routes without answering API calls",
+        slice,
+    );
 }
 
 /// The running HTTP endpoint. Dropping it stops it at once: the listening socket and a

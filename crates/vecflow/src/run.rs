@@ -10,7 +10,7 @@
 
 use crate::metrics::{self, Exporter};
 use anyhow::Context;
-use api::server::{Access, CALL_QUEUE, Request, Server, refuse_pending};
+use api::server::{Access, CALL_QUEUE, Call, Request, Server, refuse_pending};
 use api::{ApiError, CommandReply, code};
 use dataplane::control::privileges;
 use dataplane::runtime::privileges::{
@@ -201,23 +201,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             break;
         }
         let now = Instant::now();
+        let answer = |call: Call, dp: &mut Dataplane| {
+            let reply = match &call.request {
+                Request::Command(line) => registry
+                    .execute(dp, line)
+                    .map(|r| CommandReply { text: r.text, json: r.json })
+                    .map_err(|e| ApiError::new(code::COMMAND_FAILED, e)),
+                Request::Metrics => Ok(CommandReply { text: metrics::encode(dp), json: Value::Null }),
+                Request::Plan(yaml) => plan(dp, yaml, false),
+                Request::Apply(yaml) => plan(dp, yaml, true),
+            };
+            call.answer(reply);
+        };
         if now < next_tick {
             if let Ok(call) = calls.recv_timeout(next_tick - now) {
-                let reply = match &call.request {
-                    Request::Command(line) => registry
-                        .execute(&mut dp, line)
-                        .map(|r| CommandReply { text: r.text, json: r.json })
-                        .map_err(|e| ApiError::new(code::COMMAND_FAILED, e)),
-                    Request::Metrics => Ok(CommandReply { text: metrics::encode(&dp), json: Value::Null }),
-                    Request::Plan(yaml) => plan(&mut dp, yaml, false),
-                    Request::Apply(yaml) => plan(&mut dp, yaml, true),
-                };
-                call.answer(reply);
+                answer(call, &mut dp);
             }
             continue;
         }
-        next_tick = now + TICK;
+        // While the kernel's routes wait to be mirrored the main thread goes on at once,
+        // answering the calls that came during the slice first.
+        while let Ok(call) = calls.try_recv() {
+            answer(call, &mut dp);
+        }
         dp.service();
+        next_tick = if dp.kernel_routes_waiting() { Instant::now() } else { now + TICK };
         if Instant::now() >= next_refresh {
             dp.refresh_links();
             next_refresh += LINK_REFRESH;

@@ -423,7 +423,7 @@ interfaces:
 }
 
 #[test]
-fn the_netlink_listener_dumps_again_after_an_overrun_and_hands_over_the_difference() {
+fn the_netlink_listener_dumps_again_after_an_overrun_and_notes_the_difference() {
     use dataplane::lcp::listener::{KernelView, Listener};
     let Some(tag) = tap_test_tag() else { return };
     let ns = lcp_lab::Namespace(format!("vflnl{tag}"));
@@ -449,7 +449,8 @@ fn the_netlink_listener_dumps_again_after_an_overrun_and_hands_over_the_differen
     // queued notifications (addresses of a link that is gone, whose removals were dropped) are
     // older than the second dump and must not be replayed after it.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let listener = Listener::spawn(sockets, stop.clone()).unwrap();
+    let kernel = dataplane::lcp::pending::SharedKernel::new(dataplane::lcp::routes::MAIN_TABLE, []);
+    let listener = Listener::spawn(sockets, kernel.clone(), stop.clone()).unwrap();
     let c = &listener.counters;
     let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Acquire);
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -458,13 +459,16 @@ fn the_netlink_listener_dumps_again_after_an_overrun_and_hands_over_the_differen
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let mut view = KernelView::default();
-    for change in listener.changes.try_iter() {
+    for change in kernel.lock().take_taps() {
         view.change(change);
     }
     assert!(load(&c.overruns) >= 1, "the overrun is counted");
-    // What was handed over adds up to what the kernel has: lo, 127.0.0.1 and ::1.
+    // What was noted adds up to what the kernel has: lo, 127.0.0.1 and ::1; and so does the
+    // one view.
     assert_eq!(view.links.len(), 1, "{view:?}");
     assert!(view.addresses.iter().all(|(_, a)| a.addr.is_loopback()), "{view:?}");
+    let shared = &kernel.lock().view;
+    assert_eq!((&shared.links, &shared.addresses), (&view.links, &view.addresses));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     listener.join();
 }

@@ -211,7 +211,7 @@ impl Dataplane {
     }
 
     /// The kernel's routes vecflow mirrors (linux-cp) and those it does not.
-    pub fn kernel_routes(&self) -> &super::kernel_routes::KernelRoutes {
+    pub fn kernel_routes(&self) -> &crate::lcp::mirror::KernelRoutes {
         &self.routing.kernel
     }
 

@@ -6,12 +6,23 @@ use crate::config::{AdminState, Config};
 use crate::control::cli::settings;
 use crate::control::engine::Dataplane;
 use crate::interface::Interface;
+use crate::l3::objects::Target;
 use crate::l3::rib::{RouteChange, Source};
+use crate::lcp::mirror::RouteSink;
 use crate::lcp::neighbors::{KernelNeighbor, Trust};
 use crate::neighbor::punt::{Event, Learn, Probe};
+use crate::net::IpPrefix;
 use std::net::IpAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use wire::MacAddr;
+
+/// Routes taken from the kernel view per batch: one RIB batch, one FIB batch, one grace
+/// period.
+const ROUTE_BATCH: usize = 2048;
+
+/// How long the main thread mirrors routes before it answers API calls again (it goes on at
+/// once after them while routes wait).
+const SLICE: Duration = Duration::from_millis(5);
 
 impl Dataplane {
     /// `config` with the addresses Linux owns on each TAP added to its interface. An address
@@ -50,18 +61,42 @@ impl Dataplane {
     /// Takes in what Linux changed since the last call: routes, neighbor entries on the TAPs,
     /// and on the TAPs addresses (applied as kernel-owned), an MTU (the interface's MTU, when
     /// the configuration takes it) and, with `link-sync`, the admin state. A change the
-    /// interface cannot take is undone on the TAP. True when the neighbor table changed what
-    /// workers forward with. Call it often.
+    /// interface cannot take is undone on the TAP. Routes are taken in batches of
+    /// [`ROUTE_BATCH`] for at most [`SLICE`], so that API calls wait little behind a table
+    /// that loads; [`Dataplane::kernel_routes_waiting`] says when some are left. True when
+    /// the neighbor table changed what workers forward with. Call it often.
     pub(super) fn follow_kernel(&mut self) -> bool {
-        let Some(update) = self.lcp.as_mut().and_then(|l| l.take_kernel_changes()) else { return false };
-        self.mirror_routes(&update.routes);
-        let neighbors = self.mirror_neighbors(&update.neighbors);
-        if !update.taps {
-            return neighbors;
+        let started = Instant::now();
+        let mut neighbors = false;
+        while let Some(update) = self.lcp.as_ref().and_then(|l| l.take_kernel_changes(ROUTE_BATCH)) {
+            let full = update.routes.len() == ROUTE_BATCH;
+            let mut kernel = std::mem::take(&mut self.routing.kernel);
+            kernel.mirror(self, update.routes);
+            self.routing.kernel = kernel;
+            neighbors |= self.mirror_neighbors(&update.neighbors);
+            if update.taps {
+                self.follow_taps(&update.links);
+            }
+            if !full || started.elapsed() >= SLICE {
+                break;
+            }
         }
+        self.routing.kernel.note_slice(started.elapsed());
+        neighbors
+    }
+
+    /// True when routes the kernel changed wait to be mirrored (more than one slice of
+    /// [`Dataplane::follow_kernel`] took).
+    pub fn kernel_routes_waiting(&self) -> bool {
+        self.lcp.as_ref().is_some_and(|l| l.view_counts().waiting > 0)
+    }
+
+    /// Takes in what Linux changed on the TAPs: addresses (as kernel-owned), MTUs and, with
+    /// `link-sync`, admin states (`links`: those that differ from what vecflow last set).
+    fn follow_taps(&mut self, links: &[(u16, crate::lcp::listener::LinkFacts)]) {
         let link_sync = self.config.linux_cp.as_ref().is_some_and(|c| c.link_sync);
         let mut proposed = self.config.clone();
-        for &(index, facts) in &update.links {
+        for &(index, facts) in links {
             let Some(i) = self.interfaces.iter().find(|i| i.index == index) else { continue };
             // The TAP is taken as it is: where the interface does not follow it, the sync at
             // the end of the apply sets it back.
@@ -82,7 +117,6 @@ impl Dataplane {
                 tracing::warn!("linux-cp: {e}");
             }
         }
-        neighbors
     }
 
     /// Takes in the kernel's neighbor entries on the TAPs: a confirmed one as a confirmation,
@@ -140,67 +174,6 @@ impl Dataplane {
         }
     }
 
-    /// Mirrors the kernel's routes to `prefixes` (mirrored table, lowest metric) into the FIB
-    /// as source `kernel`, in one batch; when the batch is refused, route by route, leaving
-    /// out (and logging) the ones the FIB refuses. Those not mirrored are counted by why.
-    fn mirror_routes(&mut self, prefixes: &[crate::config::IpPrefix]) {
-        let Some(lcp) = &self.lcp else { return };
-        let mut batch = Vec::new();
-        for &p in prefixes {
-            let want = lcp.kernel_target(p).unwrap_or_else(|why| {
-                tracing::debug!("linux-cp: not mirroring the kernel's route to {p}: {why}");
-                self.routing.kernel.set_unmirrored(p, Some(why));
-                None
-            });
-            if want.is_some() {
-                self.routing.kernel.set_unmirrored(p, None);
-            }
-            if self.routing.kernel.get(p) != want.as_ref() {
-                batch.push(RouteChange { prefix: p.addr, len: p.len, source: Source::Kernel, target: want });
-            }
-        }
-        if batch.is_empty() {
-            return;
-        }
-        let done = match self.apply_routes(&batch) {
-            Ok(()) => batch,
-            Err(_) => batch
-                .into_iter()
-                .filter(|c| match self.apply_routes(std::slice::from_ref(c)) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        tracing::warn!("linux-cp: the kernel's route is not mirrored: {e}");
-                        let prefix = crate::config::IpPrefix { addr: c.prefix, len: c.len };
-                        self.routing.kernel.set_unmirrored(prefix, Some("refused by the FIB"));
-                        false
-                    }
-                })
-                .collect(),
-        };
-        self.resolve_next_hops(done.iter().filter_map(|c| c.target.as_ref()));
-        for c in done {
-            self.routing.kernel.set(crate::config::IpPrefix { addr: c.prefix, len: c.len }, c.target);
-        }
-    }
-
-    /// Has worker 0 ask for the MAC of each next hop of `targets` the neighbor table has no
-    /// entry for (an ARP request, a neighbor solicitation), so that a route learned from the
-    /// kernel is resolved before its first packet rather than by dropping that packet.
-    fn resolve_next_hops<'a>(&mut self, targets: impl Iterator<Item = &'a crate::l3::objects::Target>) {
-        let now = Instant::now();
-        let mut asked = std::collections::BTreeSet::new();
-        for t in targets {
-            let crate::l3::objects::Target::Paths { hops, .. } = t else { continue };
-            for h in hops {
-                if self.neighbors.table.knows(h.tx_if, h.via) || !asked.insert((h.tx_if, h.via)) {
-                    continue;
-                }
-                self.neighbors.table.on_event(Event::Resolving { interface: h.tx_if, address: h.via }, now);
-                self.send_probe(Probe { interface: h.tx_if, address: h.via, mac: None });
-            }
-        }
-    }
-
     /// Brings the TAPs in step with the interfaces: admin state, MTU, carrier.
     pub(super) fn sync_taps(&mut self) {
         let Some(mut lcp) = self.lcp.take() else { return };
@@ -217,5 +190,34 @@ impl Dataplane {
             let name = names.iter().find(|(i, _)| *i == index).map_or("", |(_, n)| n);
             self.config.addresses_of(name)
         });
+    }
+}
+
+impl RouteSink for Dataplane {
+    fn apply_routes(&mut self, batch: &[RouteChange]) -> Result<(), String> {
+        Dataplane::apply_routes(self, batch).map_err(|e| e.to_string())
+    }
+
+    fn kernel_route_kind(&self, prefix: IpPrefix) -> Option<usize> {
+        let value = self.routing.rib.value_of(prefix.addr, prefix.len, Source::Kernel)?;
+        Some(crate::lcp::mirror::kind_of_value(&self.routing.rib.objects, value))
+    }
+
+    /// Has worker 0 ask for the MAC of each next hop the neighbor table has no entry for (an
+    /// ARP request, a neighbor solicitation), so that a route learned from the kernel is
+    /// resolved before its first packet rather than by dropping that packet.
+    fn resolve_next_hops(&mut self, targets: &[&Target]) {
+        let now = Instant::now();
+        let mut asked = std::collections::BTreeSet::new();
+        for t in targets {
+            let Target::Paths { hops, .. } = t else { continue };
+            for h in hops {
+                if self.neighbors.table.knows(h.tx_if, h.via) || !asked.insert((h.tx_if, h.via)) {
+                    continue;
+                }
+                self.neighbors.table.on_event(Event::Resolving { interface: h.tx_if, address: h.via }, now);
+                self.send_probe(Probe { interface: h.tx_if, address: h.via, mac: None });
+            }
+        }
     }
 }

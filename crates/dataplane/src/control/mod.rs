@@ -9,7 +9,6 @@ mod apply;
 pub mod cli;
 pub mod counters;
 pub mod engine;
-pub mod kernel_routes;
 mod links;
 mod linux_cp;
 mod neighbors;

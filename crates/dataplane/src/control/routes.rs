@@ -3,7 +3,6 @@
 //! and the workers' table snapshots published when the objects routes point at change.
 
 use super::engine::{ApplyError, Dataplane, StartError};
-use super::kernel_routes::KernelRoutes;
 use crate::config::Config;
 use crate::datapath::Tables;
 use crate::flows::Flows;
@@ -13,6 +12,7 @@ use crate::l3::fib::{FibError, FibInsert, FibWriters, Fibs};
 use crate::l3::objects::{NextHop, Target};
 use crate::l3::rib::{Rib, RouteChange, Source};
 use crate::l3::{L3, LabelStack, Routes, configured};
+use crate::lcp::mirror::KernelRoutes;
 use crate::runtime::qsbr::Qsbr;
 use std::net::IpAddr;
 use std::sync::Arc;

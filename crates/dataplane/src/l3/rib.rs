@@ -173,6 +173,12 @@ impl Rib {
         self.routes.get(&(network(prefix, len), len)).and_then(best)
     }
 
+    /// The FIB value of the route `source` has for `prefix/len`, if it has one.
+    pub fn value_of(&self, prefix: IpAddr, len: u8, source: Source) -> Option<u32> {
+        let candidates = self.routes.get(&(network(prefix, len), len))?;
+        Some(candidates[source as usize]).filter(|&v| v != NONE)
+    }
+
     /// The routes `source` has, as (prefix, length, FIB value).
     pub fn routes_of(&self, source: Source) -> impl Iterator<Item = (IpAddr, u8, u32)> + '_ {
         self.routes

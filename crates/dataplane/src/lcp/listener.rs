@@ -1,14 +1,15 @@
 //! The netlink listener: a thread that follows the linux-cp namespace's links, addresses,
-//! next-hop objects and routes (a dump, then the notifications after it) and hands each change
-//! to the control plane.
+//! next-hop objects and routes (a dump, then the notifications after it) in the one kernel
+//! view ([`SharedKernel`]), where the main thread takes what changed.
 //! When the kernel drops notifications for want of room (`ENOBUFS`), it throws away what is
-//! still queued (older than what follows), dumps again on its second socket and hands over
-//! only the difference from what it knew.
+//! still queued (older than what follows), dumps again on its second socket and notes only
+//! the difference from what it knew.
 
 use super::neighbors::{KernelNeighbor, neighbor_of};
 pub use super::netlink::{EVENT_BUFFER, Netlink};
 use super::netlink::{Message, Received};
 use super::nexthops::{NextHopMessage, NextHopObject};
+use super::pending::SharedKernel;
 use super::routes::{Alternatives, KernelRoute, RouteKey, route_of};
 use crate::net::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
@@ -18,7 +19,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::Release};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
 /// A link's admin state, carrier and MTU, as the kernel has them.
@@ -53,7 +53,7 @@ pub struct KernelView {
     pub nexthops: BTreeMap<u32, NextHopObject>,
     /// Every unicast-table route (of every table): the one the kernel uses for its key.
     pub routes: BTreeMap<RouteKey, KernelRoute>,
-    /// The IPv4 routes of a key after the one used (the listener's view only keeps them).
+    /// The IPv4 routes of a key after the one used.
     pub alternatives: Alternatives,
 }
 
@@ -330,11 +330,9 @@ pub struct ListenerCounters {
 /// How often the listener looks at its stop flag while no notification comes.
 const POLL: Duration = Duration::from_millis(100);
 
-/// The running listener: its thread, its changes and counters.
+/// The running listener: its thread and counters.
 #[derive(Debug)]
 pub struct Listener {
-    /// Changes, in the order the kernel made them.
-    pub changes: Receiver<Change>,
     /// What it did.
     pub counters: Arc<ListenerCounters>,
     thread: std::thread::JoinHandle<()>,
@@ -348,16 +346,20 @@ impl Listener {
         Ok((Netlink::events(POLL, buffer)?, Netlink::requests()?))
     }
 
-    /// Starts the thread (`vecflow-netlink`) on `sockets`; it runs until `stop` is set.
-    pub fn spawn((events, dumps): (Netlink, Netlink), stop: Arc<AtomicBool>) -> std::io::Result<Listener> {
-        let (tx, changes) = channel();
+    /// Starts the thread (`vecflow-netlink`) on `sockets`, keeping `kernel`; it runs until
+    /// `stop` is set.
+    pub fn spawn(
+        (events, dumps): (Netlink, Netlink),
+        kernel: SharedKernel,
+        stop: Arc<AtomicBool>,
+    ) -> std::io::Result<Listener> {
         let counters = Arc::new(ListenerCounters::default());
         let c = counters.clone();
         let thread = std::thread::Builder::new().name("vecflow-netlink".into()).spawn(move || {
             crate::runtime::privileges::thread_start();
-            listen(events, dumps, &tx, &c, &stop)
+            listen(events, dumps, &kernel, &c, &stop)
         })?;
-        Ok(Listener { changes, counters, thread })
+        Ok(Listener { counters, thread })
     }
 
     /// Waits for the thread to end (after `stop` was set).
@@ -366,25 +368,44 @@ impl Listener {
     }
 }
 
-fn listen(mut events: Netlink, mut dumps: Netlink, tx: &Sender<Change>, c: &ListenerCounters, stop: &AtomicBool) {
-    let mut view = KernelView::default();
+/// Messages of a dump taken into the view under one hold of its lock.
+const LOCKED_MESSAGES: usize = 256;
+
+/// Makes the changes `messages` describe in the view, and notes them; empties `messages`.
+fn take_in(kernel: &SharedKernel, messages: &mut Vec<Message>) {
+    if messages.is_empty() {
+        return;
+    }
+    let mut k = kernel.lock();
+    for m in messages.drain(..) {
+        let changes = k.view.apply(&m);
+        k.note(changes);
+    }
+}
+
+fn listen(mut events: Netlink, mut dumps: Netlink, kernel: &SharedKernel, c: &ListenerCounters, stop: &AtomicBool) {
     let mut dump_due = true;
     while !stop.load(Relaxed) {
         if dump_due && c.dumps.load(Relaxed) == 0 {
-            // The first dump: each change goes out as it is read, so that the control thread
+            // The first dump: each change is noted as it is read, so that the main thread
             // mirrors a full table while the rest of it is still being read. An interrupted
-            // one is followed by a dump whose difference is handed over.
-            let mut closed = false;
+            // one is followed by a dump whose difference is noted.
+            let started = std::time::Instant::now();
+            let mut read = Vec::with_capacity(LOCKED_MESSAGES);
             let sent = dumps.dump_each(&mut |m| {
-                for change in view.apply(&m) {
-                    closed |= tx.send(change).is_err();
+                read.push(m);
+                if read.len() == LOCKED_MESSAGES {
+                    take_in(kernel, &mut read);
                 }
             });
-            if closed {
-                return;
-            }
+            take_in(kernel, &mut read);
             match sent {
                 Ok(consistent) => {
+                    let routes = kernel.lock().view.routes.len();
+                    tracing::info!(
+                        "linux-cp netlink: dumped {routes} routes in {:.3} s",
+                        started.elapsed().as_secs_f64()
+                    );
                     c.dumps.fetch_add(1, Release);
                     dump_due = !consistent;
                 }
@@ -399,13 +420,13 @@ fn listen(mut events: Netlink, mut dumps: Netlink, tx: &Sender<Change>, c: &List
             match dumps.dump_all() {
                 Ok(messages) => {
                     let newer = KernelView::from_dump(&messages);
-                    let diff = view.diff(&newer);
+                    drop(messages);
+                    let mut k = kernel.lock();
+                    let diff = k.view.diff(&newer);
                     let found = if c.dumps.load(Relaxed) > 0 { diff.len() as u64 } else { 0 };
-                    view = newer;
-                    if diff.into_iter().any(|d| tx.send(d).is_err()) {
-                        return;
-                    }
-                    // Counted once handed over: whoever sees the count finds the changes.
+                    k.view = newer;
+                    k.note(diff);
+                    // Counted once noted: whoever sees the count finds the changes.
                     c.resync_changes.fetch_add(found, Release);
                     c.dumps.fetch_add(1, Release);
                     dump_due = false;
@@ -418,13 +439,9 @@ fn listen(mut events: Netlink, mut dumps: Netlink, tx: &Sender<Change>, c: &List
             }
         }
         match events.recv() {
-            Ok(Received::Messages(messages)) => {
-                for m in &messages {
-                    c.messages.fetch_add(1, Relaxed);
-                    if view.apply(m).into_iter().any(|change| tx.send(change).is_err()) {
-                        return;
-                    }
-                }
+            Ok(Received::Messages(mut messages)) => {
+                c.messages.fetch_add(messages.len() as u64, Relaxed);
+                take_in(kernel, &mut messages);
             }
             Ok(Received::Idle) => {}
             Ok(Received::Overrun) => {

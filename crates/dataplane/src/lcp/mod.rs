@@ -22,19 +22,23 @@ pub mod drops;
 pub mod io;
 mod kernel;
 pub mod listener;
+pub mod mirror;
 pub mod neighbors;
 pub mod netlink;
 mod netns;
 pub mod nexthops;
 pub mod nodes;
+pub mod pending;
 pub mod routes;
 mod tap;
+mod targets;
 pub mod worker;
 
 pub use config::{LinuxCpConfig, MAX_PUNT_RATE, PuntRate};
-pub use kernel::KernelUpdate;
+pub use kernel::{KernelUpdate, ViewCounts};
 pub use netns::{NETNS_DIR, Netns};
 pub use tap::{MAX_NAME, Tap};
+pub use targets::Mirrored;
 pub use worker::LcpWorker;
 
 use crate::interface::Interface;
@@ -68,8 +72,8 @@ pub struct LinuxCp {
     /// Address changes on the TAPs, made in the namespace.
     requests: netlink::Netlink,
     listener: Option<listener::Listener>,
-    /// The kernel's links and addresses, as the listener last reported them.
-    view: listener::KernelView,
+    /// The one kernel view: the listener writes it, the main thread takes what changed.
+    kernel: pending::SharedKernel,
     /// The routing table mirrored (`linux-cp.table`).
     table: u32,
     /// The listener's receive buffer (`linux-cp.netlink-buffer`).
@@ -116,8 +120,18 @@ impl LinuxCp {
             pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default(), asserted: Vec::new() });
         }
         let requests = netns.run(netlink::Netlink::requests)?;
-        let (listener, view, table, netlink_buffer) = (None, Default::default(), config.table, config.netlink_buffer);
-        Ok(LinuxCp { netns, pairs, thread: None, requests, listener, view, table, netlink_buffer })
+        let kernel = pending::SharedKernel::new(config.table, pairs.iter().map(|p| (p.tap.ifindex, p.index)));
+        let (listener, table) = (None, config.table);
+        Ok(LinuxCp {
+            netns,
+            pairs,
+            thread: None,
+            requests,
+            listener,
+            kernel,
+            table,
+            netlink_buffer: config.netlink_buffer,
+        })
     }
 
     /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
@@ -185,7 +199,7 @@ impl LinuxCp {
         }
         let free = (0..worker::QUEUE).map(|_| Vec::with_capacity(worker::FRAME_BYTES)).collect();
         let sockets = self.netns.run(|| listener::Listener::sockets(self.netlink_buffer))?;
-        self.listener = Some(listener::Listener::spawn(sockets, stop.clone())?);
+        self.listener = Some(listener::Listener::spawn(sockets, self.kernel.clone(), stop.clone())?);
         self.thread = Some(io::spawn(io::Io { taps, workers: lines, used: used_rx, free, stop })?);
         Ok(ends)
     }

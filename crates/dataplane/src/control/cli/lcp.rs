@@ -64,7 +64,7 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         );
         json!({"messages": messages, "dumps": dumps, "overruns": overruns, "resync_changes": found})
     });
-    let routes = kernel_routes(dp, lcp.table(), &mut text);
+    let routes = kernel_routes(dp, lcp.table(), lcp.view_counts(), &mut text);
     Ok(Reply {
         text,
         json: json!({
@@ -76,8 +76,15 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
 
 /// The kernel's routes in the mirrored table: how many the FIB holds, by kind, and how many
 /// it does not, by why; as a line each and JSON.
-fn kernel_routes(dp: &Dataplane, table: u32, text: &mut String) -> serde_json::Value {
+fn kernel_routes(dp: &Dataplane, table: u32, view: crate::lcp::ViewCounts, text: &mut String) -> serde_json::Value {
     let k = dp.kernel_routes();
+    let (largest_batch, longest_slice) = k.largest();
+    let slice_ms = longest_slice.as_secs_f64() * 1e3;
+    let _ = writeln!(
+        text,
+        "kernel view: {} routes, {} waiting to be mirrored (at most {}), largest batch {largest_batch}, longest slice {slice_ms:.1} ms",
+        view.routes, view.waiting, view.most_waiting
+    );
     let mirrored: Vec<(&str, u64)> = k.by_kind().collect();
     let unmirrored = k.unmirrored();
     let list =
@@ -94,5 +101,14 @@ fn kernel_routes(dp: &Dataplane, table: u32, text: &mut String) -> serde_json::V
             format!(" ({})", list(&mut unmirrored.iter().map(|(w, n)| (*w, *n))))
         }
     );
-    json!({"table": table, "mirrored": mirrored.into_iter().collect::<std::collections::BTreeMap<_, _>>(), "unmirrored": unmirrored})
+    json!({
+        "table": table,
+        "mirrored": mirrored.into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+        "unmirrored": unmirrored,
+        "view_routes": view.routes,
+        "waiting": view.waiting,
+        "most_waiting": view.most_waiting,
+        "largest_batch": largest_batch,
+        "longest_slice_ms": slice_ms,
+    })
 }

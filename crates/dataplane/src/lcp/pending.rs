@@ -1,0 +1,173 @@
+//! The one kernel view, which the netlink listener writes and the main thread reads, and what
+//! changed in it that the main thread has not taken yet: the link, address and neighbor
+//! changes in order, and the prefixes of the mirrored table whose route changed (what vecflow
+//! makes of each is worked out when the main thread takes it: a change noted costs the
+//! listener one set insertion). A prefix that changes again before it is taken is taken
+//! once, as it is then, so what waits is bounded by the size of the table however slow the
+//! main thread is, and the listener never stops reading its socket for it (a slow reader is
+//! what makes the kernel drop notifications).
+
+use super::listener::{Change, KernelView};
+use super::targets::Mirrored;
+use crate::net::IpPrefix;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// The kernel view and what waits in it for the main thread.
+#[derive(Debug)]
+pub struct Kernel {
+    /// The namespace's links, addresses, neighbor entries, next-hop objects and routes.
+    pub view: KernelView,
+    /// The routing table mirrored (`linux-cp.table`).
+    table: u32,
+    /// The vecflow interface of each TAP, by Linux ifindex.
+    interfaces: BTreeMap<u32, u16>,
+    /// Link, address and neighbor changes not taken yet, in the order they came.
+    taps: Vec<Change>,
+    /// Prefixes of the mirrored table whose route changed since they were last taken.
+    routes: BTreeSet<IpPrefix>,
+    /// The most prefixes that ever waited at once.
+    most_waiting: usize,
+}
+
+/// The kernel view behind the lock the listener and the main thread share; each holds it
+/// for one batch of messages or one batch of routes.
+#[derive(Debug, Clone)]
+pub struct SharedKernel(Arc<Mutex<Kernel>>);
+
+impl SharedKernel {
+    /// An empty view, mirroring routing table `table` through the TAPs `interfaces` (Linux
+    /// ifindex, vecflow interface index).
+    pub fn new(table: u32, interfaces: impl IntoIterator<Item = (u32, u16)>) -> SharedKernel {
+        let interfaces = interfaces.into_iter().collect();
+        let (view, taps, routes) = (KernelView::default(), Vec::new(), BTreeSet::new());
+        SharedKernel(Arc::new(Mutex::new(Kernel { view, table, interfaces, taps, routes, most_waiting: 0 })))
+    }
+
+    /// The view, locked. A thread that panicked holding it left every map whole (each change
+    /// is one map operation), so a poisoned lock is taken as it is.
+    pub fn lock(&self) -> MutexGuard<'_, Kernel> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Kernel {
+    /// Takes note of `changes`, which the view has made: the mirrored table's routes they
+    /// change (next-hop objects: the routes through them) wait to be taken, and so do the
+    /// link, address and neighbor changes.
+    pub fn note(&mut self, changes: impl IntoIterator<Item = Change>) {
+        let mut objects = BTreeSet::new();
+        for change in changes {
+            match change {
+                Change::Route(key, _) if key.table == self.table => _ = self.routes.insert(key.prefix),
+                Change::Route(..) => {}
+                Change::NextHop(id, _) => _ = objects.insert(id),
+                Change::Link(..) | Change::Address(..) | Change::Neighbor(..) => self.taps.push(change),
+            }
+        }
+        let through = self.view.routes_through(self.table, &objects);
+        self.routes.extend(through);
+        self.most_waiting = self.most_waiting.max(self.routes.len());
+    }
+
+    /// The link, address and neighbor changes waiting, in order.
+    pub fn take_taps(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.taps)
+    }
+
+    /// Up to `max` of the prefixes waiting, each with what vecflow makes of its route now.
+    pub fn take_routes(&mut self, max: usize) -> Vec<(IpPrefix, Mirrored)> {
+        let mut out = Vec::with_capacity(max.min(self.routes.len()));
+        let interfaces = &self.interfaces;
+        let index = |ifindex| interfaces.get(&ifindex).copied();
+        while out.len() < max {
+            let Some(prefix) = self.routes.pop_first() else { break };
+            out.push((prefix, self.view.target(self.table, prefix, &index)));
+        }
+        out
+    }
+
+    /// Prefixes waiting now, and the most that ever waited at once.
+    pub fn waiting(&self) -> (usize, usize) {
+        (self.routes.len(), self.most_waiting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::l3::objects::{NextHop, Target};
+    use crate::lcp::routes::{KernelHop, KernelRoute, RouteKey};
+
+    fn p(s: &str) -> IpPrefix {
+        s.parse().unwrap()
+    }
+
+    fn via(gateway: &str, ifindex: u32) -> KernelRoute {
+        KernelRoute::Unicast {
+            hops: vec![KernelHop { gateway: Some(gateway.parse().unwrap()), ifindex, weight: 1 }],
+            protocol: 186,
+        }
+    }
+
+    /// Makes `change` in the view and takes note of it, as the listener does.
+    fn make(k: &mut Kernel, change: Change) {
+        let made = k.view.change(change.clone());
+        assert!(made, "{change:?} changes the view");
+        k.note([change]);
+    }
+
+    #[test]
+    fn a_prefix_changed_twice_waits_once_and_is_taken_as_it_is_then() {
+        let shared = SharedKernel::new(254, [(7, 3)]);
+        let mut k = shared.lock();
+        let key = |table| RouteKey { table, prefix: p("203.0.113.0/24"), metric: 0 };
+        make(&mut k, Change::Route(key(254), Some(via("192.0.2.9", 7))));
+        make(&mut k, Change::Route(key(254), Some(via("192.0.2.10", 7))));
+        make(&mut k, Change::Route(key(100), Some(via("192.0.2.11", 7))));
+        make(&mut k, Change::Address(7, p("192.0.2.1/24"), true));
+        assert_eq!(k.waiting(), (1, 1), "another table's route does not wait");
+        let taken = k.take_routes(10);
+        let hop = NextHop { via: "192.0.2.10".parse().unwrap(), tx_if: 3, weight: 1 };
+        assert_eq!(
+            taken,
+            [(p("203.0.113.0/24"), Ok(Some(Target::Paths { hops: vec![hop], push: Default::default() })))]
+        );
+        assert_eq!(k.take_taps(), [Change::Address(7, p("192.0.2.1/24"), true)]);
+        assert!(k.take_routes(10).is_empty() && k.take_taps().is_empty(), "taken once");
+        assert_eq!(k.waiting(), (0, 1));
+    }
+
+    #[test]
+    fn routes_are_taken_in_batches_of_at_most_the_size_asked() {
+        let shared = SharedKernel::new(254, []);
+        let mut k = shared.lock();
+        for i in 0..10u8 {
+            let prefix = IpPrefix { addr: std::net::Ipv4Addr::new(10, i, 0, 0).into(), len: 16 };
+            make(&mut k, Change::Route(RouteKey { table: 254, prefix, metric: 0 }, Some(via("192.0.2.9", 8))));
+        }
+        let first = k.take_routes(4);
+        assert_eq!(first.len(), 4);
+        assert!(first.iter().all(|(_, m)| *m == Err("through a device vecflow does not own")));
+        assert_eq!(k.take_routes(4).len(), 4);
+        assert_eq!(k.take_routes(4).len(), 2);
+        assert_eq!(k.waiting(), (0, 10));
+    }
+
+    #[test]
+    fn a_next_hop_object_that_changes_makes_its_routes_wait() {
+        use crate::lcp::nexthops::NextHopObject::{Group, Single};
+        let shared = SharedKernel::new(254, [(3, 1)]);
+        let mut k = shared.lock();
+        let gw = |a: &str| Some(a.parse().unwrap());
+        make(&mut k, Change::NextHop(1, Some(Single { gateway: gw("192.0.2.2"), ifindex: 3 })));
+        make(&mut k, Change::NextHop(10, Some(Group(vec![(1, 1)]))));
+        let object = |id| Some(KernelRoute::Object { id, protocol: 186 });
+        make(&mut k, Change::Route(RouteKey { table: 254, prefix: p("10.1.0.0/16"), metric: 0 }, object(10)));
+        make(&mut k, Change::Route(RouteKey { table: 254, prefix: p("10.2.0.0/16"), metric: 0 }, object(1)));
+        assert_eq!(k.take_routes(10).len(), 2);
+        make(&mut k, Change::NextHop(1, Some(Single { gateway: gw("192.0.2.3"), ifindex: 3 })));
+        let again: Vec<IpPrefix> = k.take_routes(10).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(again, [p("10.1.0.0/16"), p("10.2.0.0/16")], "directly and through the group");
+    }
+}
