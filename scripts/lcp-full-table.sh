@@ -4,7 +4,8 @@
 # with `ip -batch`, in chunks, while hosts A and B ping each other through vecflow. Checks and
 # prints, for each chunk, the kernel's own time and how long after it vecflow's FIB held every
 # route (vecflow's lag); then that vecflow holds exactly the kernel's routes within a second of
-# the last chunk, that the pings lost nothing, the rate at which a restarted vecflow mirrors the
+# the last chunk, that the pings lost nothing, vecflow's resident size, how long a persistent
+# API client asking every 10 ms waited, the rate at which a restarted vecflow mirrors the
 # table from its start-up dump (preloaded), and that an overrun (linux-cp.netlink-buffer 4096
 # while the IPv4 table is deleted) ends in a re-dump with exactly the kernel's routes again.
 #
@@ -25,9 +26,9 @@ done
 tag=$(printf '%04x' $(( (RANDOM ^ $$) & 0xffff )))
 A=ft-a-$tag B=ft-b-$tag R=ft-r-$tag L=ft-l-$tag
 work=$(mktemp -d /tmp/vecflow-table.XXXXXX)
-vecflow_pid= ping_pid=
+vecflow_pid= ping_pid= probe_pid=
 cleanup() {
-    for pid in $ping_pid $vecflow_pid; do kill "$pid" 2>/dev/null || true; done
+    for pid in $probe_pid $ping_pid $vecflow_pid; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     for ns in "$A" "$B" "$R" "$L"; do ip netns del "$ns" 2>/dev/null || true; done
     rm -rf "$work"
@@ -87,6 +88,36 @@ wait_mirrored() {  # wait_mirrored N LIMIT
         sleep 0.01
     done
 }
+# A persistent JSON-RPC client that asks the main thread (`show errors`) every 10 ms until it
+# gets SIGTERM, then writes how many answers came, their 99th percentile and the longest wait.
+api_probe_start() {
+    python3 - "$work/api.sock" "$work/latency.txt" <<'PY' &
+import json, signal, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+answers = s.makefile("rb")
+waits, stop = [], []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+while not stop:
+    t0 = time.monotonic()
+    request = {"jsonrpc": "2.0", "id": len(waits) + 1, "method": "cli", "params": {"command": "show errors"}}
+    s.sendall(json.dumps(request).encode() + b"\n")
+    answers.readline()
+    waits.append(time.monotonic() - t0)
+    time.sleep(max(0.0, 0.01 - (time.monotonic() - t0)))
+waits.sort()
+with open(sys.argv[2], "w") as out:
+    print(f"{len(waits)} requests, p99 {waits[len(waits) * 99 // 100] * 1e3:.1f} ms, longest {waits[-1] * 1e3:.1f} ms", file=out)
+PY
+    probe_pid=$!
+}
+# Stops the client (in this shell: only its parent can wait for it) and prints what it saw.
+api_probe_stop() {  # api_probe_stop WHILE
+    kill -TERM "$probe_pid"
+    wait "$probe_pid" || true
+    probe_pid=
+    echo "the API while $1: $(cat "$work/latency.txt")"
+}
 # vecflow's peak and current resident size, in MB.
 memory() { awk '/^VmHWM|^VmRSS/ {printf "%s %d MB ", $1, $2 / 1000}' "/proc/$vecflow_pid/status"; echo; }
 kernel_routes() { echo $(( $(ip -n "$L" -4 route show proto bgp | wc -l) + $(ip -n "$L" -6 route show proto bgp | wc -l) )); }
@@ -104,6 +135,7 @@ ip netns exec "$A" ping -q -i 0.002 -s 100 10.78.0.2 >"$work/ping.txt" 2>&1 &
 ping_pid=$!
 
 # --- The table, chunk by chunk ------------------------------------------------------------
+api_probe_start
 total=0 lag=0
 printf '%-10s %8s %10s %12s\n' chunk routes "kernel (s)" "vecflow lag (s)"
 for f in "$work"/chunk.4.* "$work"/chunk.6.*; do
@@ -122,6 +154,7 @@ done
 python3 -c "import sys; sys.exit(float(sys.argv[1]) > 1.0)" "$lag" || fail "vecflow's FIB matched the kernel ${lag} s after the last chunk (over 1 s)"
 [ "$(kernel_routes)" = "$total" ] || fail "the kernel has $(kernel_routes) routes, not $total"
 echo "vecflow mirrors all $total routes ${lag} s after the last chunk; memory: $(memory)"
+api_probe_stop "the table loaded"
 for prefix in $(shuf -n 5 --random-source="$work/v4" "$work/v4" | cut -d' ' -f3) $(shuf -n 5 --random-source="$work/v6" "$work/v6" | cut -d' ' -f3); do
     family=ip
     case $prefix in *:*) family=ip6 ;; esac
@@ -140,9 +173,11 @@ echo "the pair while the table loaded: $sent pings sent, $got answered"
 stop_vecflow
 t0=$(now)
 start_vecflow vecflow-preloaded.log
+api_probe_start
 wait_mirrored "$total" 60
 t1=$(now)
 took=$(secs "$t0" "$t1")
+api_probe_stop "the preloaded table was mirrored"
 echo "preloaded: vecflow started and mirrored $total routes in $took s ($(python3 -c "print(round($total / $took))") routes/s); memory: $(memory)"
 
 # --- An overrun: a 4 KiB receive buffer while the IPv4 table is deleted -------------------

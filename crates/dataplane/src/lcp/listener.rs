@@ -10,7 +10,8 @@ pub use super::netlink::{EVENT_BUFFER, Netlink};
 use super::netlink::{Message, Received};
 use super::nexthops::{NextHopMessage, NextHopObject};
 use super::pending::SharedKernel;
-use super::routes::{Alternatives, KernelRoute, RouteKey, route_of};
+use super::route_bytes::RouteUpdate;
+use super::routes::{Alternatives, KernelRoute, RouteKey};
 use crate::net::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
@@ -75,7 +76,7 @@ pub enum Change {
 
 impl KernelView {
     /// The view a dump's messages describe.
-    pub fn from_dump(messages: &[Message]) -> KernelView {
+    pub fn from_dump(messages: Vec<Message>) -> KernelView {
         let mut view = KernelView::default();
         for m in messages {
             view.apply(m);
@@ -85,7 +86,7 @@ impl KernelView {
 
     /// Takes in one message; the changes it made: the message's own and, before it, what
     /// the kernel removes silently with it ([`KernelView::silently_removed`]).
-    pub fn apply(&mut self, message: &Message) -> Vec<Change> {
+    pub fn apply(&mut self, message: Message) -> Vec<Change> {
         match self.change_of(message) {
             Some(change) => self.apply_all(change),
             None => Vec::new(),
@@ -263,18 +264,15 @@ impl KernelView {
 
 impl KernelView {
     /// The change a message describes, if it is one the view keeps.
-    fn change_of(&mut self, message: &Message) -> Option<Change> {
-        let (message, flags) = match message {
-            Message::NextHop(NextHopMessage { id, object }) => return Some(Change::NextHop(*id, object.clone())),
-            Message::Route { message, flags } => (message, *flags),
-        };
-        if let RouteNetlinkMessage::NewRoute(_) | RouteNetlinkMessage::DelRoute(_) = message {
-            let (key, route) = route_of(message)?;
-            let new = matches!(message, RouteNetlinkMessage::NewRoute(_));
-            let now = self.alternatives.route_message(key, route, new, flags, self.routes.get(&key))?;
-            return Some(Change::Route(key, now));
+    fn change_of(&mut self, message: Message) -> Option<Change> {
+        match message {
+            Message::NextHop(NextHopMessage { id, object }) => Some(Change::NextHop(id, object)),
+            Message::Route(RouteUpdate { key, route, new, flags }) => {
+                let now = self.alternatives.route_message(key, route, new, flags, self.routes.get(&key))?;
+                Some(Change::Route(key, now))
+            }
+            Message::Rtnetlink { message, .. } => change_of(&message),
         }
-        change_of(message)
     }
 }
 
@@ -378,7 +376,7 @@ fn take_in(kernel: &SharedKernel, messages: &mut Vec<Message>) {
     }
     let mut k = kernel.lock();
     for m in messages.drain(..) {
-        let changes = k.view.apply(&m);
+        let changes = k.view.apply(m);
         k.note(changes);
     }
 }
@@ -419,8 +417,7 @@ fn listen(mut events: Netlink, mut dumps: Netlink, kernel: &SharedKernel, c: &Li
         if dump_due {
             match dumps.dump_all() {
                 Ok(messages) => {
-                    let newer = KernelView::from_dump(&messages);
-                    drop(messages);
+                    let newer = KernelView::from_dump(messages);
                     let mut k = kernel.lock();
                     let diff = k.view.diff(&newer);
                     let found = if c.dumps.load(Relaxed) > 0 { diff.len() as u64 } else { 0 };

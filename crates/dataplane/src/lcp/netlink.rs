@@ -18,6 +18,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use super::nexthops::{self, NextHopMessage};
+use super::route_bytes::{self, RouteUpdate};
 use crate::net::IpPrefix;
 
 /// The event socket's receive buffer: room for a burst of notifications (a full routing
@@ -39,14 +40,16 @@ const GROUPS: [u32; 7] = [
 /// One rtnetlink message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
-    /// One `netlink-packet-route` reads (a link's, an address's, a route's), with its
-    /// header's flags (`NLM_F_APPEND`, `NLM_F_REPLACE`, `NLM_F_MULTIPART` in a dump's answer).
-    Route {
+    /// One `netlink-packet-route` reads (a link's, an address's, a neighbor's), with its
+    /// header's flags.
+    Rtnetlink {
         /// The message.
         message: RouteNetlinkMessage,
         /// The netlink header's flags.
         flags: u16,
     },
+    /// A route's, read from its bytes.
+    Route(RouteUpdate),
     /// A next-hop object's.
     NextHop(NextHopMessage),
 }
@@ -282,12 +285,16 @@ pub fn parse(buf: &[u8]) -> Vec<(NetlinkHeader, NetlinkPayload<Message>)> {
             break;
         }
         let kind = frame.message_type();
+        let mut header = NetlinkHeader::default();
+        (header.message_type, header.flags, header.sequence_number) = (kind, frame.flags(), frame.sequence_number());
+        let payload = &buf[at + 16..at + len];
         if matches!(kind, nexthops::RTM_NEWNEXTHOP | nexthops::RTM_DELNEXTHOP) {
-            let mut header = NetlinkHeader::default();
-            (header.message_type, header.flags, header.sequence_number) =
-                (kind, frame.flags(), frame.sequence_number());
-            if let Some(m) = nexthops::parse(kind, &buf[at + 16..at + len]) {
+            if let Some(m) = nexthops::parse(kind, payload) {
                 out.push((header, NetlinkPayload::InnerMessage(Message::NextHop(m))));
+            }
+        } else if matches!(kind, route_bytes::RTM_NEWROUTE | route_bytes::RTM_DELROUTE) {
+            if let Some(r) = route_bytes::parse(kind, frame.flags(), payload) {
+                out.push((header, NetlinkPayload::InnerMessage(Message::Route(r))));
             }
         } else {
             match NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[at..at + len]) {
@@ -323,7 +330,7 @@ const DUMP: u16 = NLM_F_REQUEST | NLM_F_DUMP;
 /// `payload` (of a message with header flags `flags`) with its inner message as a [`Message`].
 fn route_payload(payload: NetlinkPayload<RouteNetlinkMessage>, flags: u16) -> NetlinkPayload<Message> {
     match payload {
-        NetlinkPayload::InnerMessage(message) => NetlinkPayload::InnerMessage(Message::Route { message, flags }),
+        NetlinkPayload::InnerMessage(message) => NetlinkPayload::InnerMessage(Message::Rtnetlink { message, flags }),
         NetlinkPayload::Done(d) => NetlinkPayload::Done(d),
         NetlinkPayload::Error(e) => NetlinkPayload::Error(e),
         NetlinkPayload::Overrun(o) => NetlinkPayload::Overrun(o),

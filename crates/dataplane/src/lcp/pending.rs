@@ -105,7 +105,7 @@ mod tests {
 
     fn via(gateway: &str, ifindex: u32) -> KernelRoute {
         KernelRoute::Unicast {
-            hops: vec![KernelHop { gateway: Some(gateway.parse().unwrap()), ifindex, weight: 1 }],
+            hops: smallvec::smallvec![KernelHop { gateway: Some(gateway.parse().unwrap()), ifindex, weight: 1 }],
             protocol: 186,
         }
     }

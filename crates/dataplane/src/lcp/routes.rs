@@ -6,8 +6,6 @@
 use crate::l3::Reject;
 use crate::net::IpPrefix;
 use netlink_packet_core::{NLM_F_APPEND, NLM_F_MULTIPART, NLM_F_REPLACE};
-use netlink_packet_route::route::{RouteAddress, RouteAttribute, RouteMessage, RouteType};
-use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -36,6 +34,10 @@ pub struct KernelHop {
     pub weight: u16,
 }
 
+/// A route's next hops: one inline (most of a full table's routes have one), more on the
+/// heap.
+pub type Hops = smallvec::SmallVec<[KernelHop; 1]>;
+
 /// What a kernel route does.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KernelRoute {
@@ -43,7 +45,7 @@ pub enum KernelRoute {
     /// subnet routes, 12 zebra, 186 BGP, 188 OSPF, …).
     Unicast {
         /// The next hops.
-        hops: Vec<KernelHop>,
+        hops: Hops,
         /// Who made it.
         protocol: u8,
     },
@@ -60,56 +62,6 @@ pub enum KernelRoute {
     /// A route vecflow does not mirror, with why: a gateway of the other family (`RTA_VIA`),
     /// a `throw` route.
     Unmirrored(&'static str),
-}
-
-/// The route a route message describes, or `None` for one that is not a unicast-table route
-/// (local, broadcast, multicast) or not IPv4 or IPv6.
-pub fn route_of(message: &RouteNetlinkMessage) -> Option<(RouteKey, KernelRoute)> {
-    let (RouteNetlinkMessage::NewRoute(m) | RouteNetlinkMessage::DelRoute(m)) = message else { return None };
-    let key = key_of(m)?;
-    let reject = match m.header.kind {
-        RouteType::Unicast => None,
-        RouteType::BlackHole => Some(Reject::Blackhole),
-        RouteType::Unreachable => Some(Reject::Unreachable),
-        RouteType::Prohibit => Some(Reject::Prohibit),
-        RouteType::Throw => return Some((key, KernelRoute::Unmirrored("a throw route"))),
-        _ => return None,
-    };
-    if let Some(r) = reject {
-        return Some((key, KernelRoute::Reject(r)));
-    }
-    let protocol = u8::from(m.header.protocol);
-    if let Some(id) = m.attributes.iter().find_map(|a| if let RouteAttribute::NhId(id) = a { Some(*id) } else { None })
-    {
-        return Some((key, KernelRoute::Object { id, protocol }));
-    }
-    let mut hops = Vec::new();
-    let (mut gateway, mut ifindex) = (None, 0);
-    for a in &m.attributes {
-        match a {
-            RouteAttribute::Gateway(g) => gateway = ip(g),
-            RouteAttribute::Oif(i) => ifindex = *i,
-            RouteAttribute::MultiPath(list) => {
-                for h in list {
-                    let gateway = h.attributes.iter().find_map(|a| match a {
-                        RouteAttribute::Gateway(g) => ip(g),
-                        _ => None,
-                    });
-                    if h.attributes.iter().any(|a| matches!(a, RouteAttribute::Via(_))) {
-                        return Some((key, KernelRoute::Unmirrored("a gateway of the other family")));
-                    }
-                    hops.push(KernelHop { gateway, ifindex: h.interface_index, weight: u16::from(h.hops) + 1 });
-                }
-            }
-            RouteAttribute::Via(_) => return Some((key, KernelRoute::Unmirrored("a gateway of the other family"))),
-            _ => {}
-        }
-    }
-    if hops.is_empty() {
-        hops.push(KernelHop { gateway, ifindex, weight: 1 });
-    }
-    hops.sort();
-    Some((key, KernelRoute::Unicast { hops, protocol }))
 }
 
 /// The IPv4 routes of a key after the one the kernel uses (`ip route append` makes them; the
@@ -173,8 +125,7 @@ impl Alternatives {
         } else {
             match (current, named) {
                 (KernelRoute::Unicast { hops, protocol }, Some(gone)) => {
-                    let left: Vec<KernelHop> =
-                        hops.iter().filter(|h| !gone.iter().any(|g| same_hop(g, h))).copied().collect();
+                    let left: Hops = hops.iter().filter(|h| !gone.iter().any(|g| same_hop(g, h))).copied().collect();
                     let changed = left.len() != hops.len() && !left.is_empty();
                     Some(changed.then_some(KernelRoute::Unicast { hops: left, protocol: *protocol }))
                 }
@@ -206,45 +157,22 @@ fn same_hops(route: &KernelRoute, hops: &[KernelHop]) -> bool {
 /// The kernel's own routes for the subnets of its addresses (`proto kernel`).
 pub const PROTOCOL_KERNEL: u8 = 2;
 
-fn key_of(m: &RouteMessage) -> Option<RouteKey> {
-    let max = match m.header.address_family {
-        AddressFamily::Inet => 32,
-        AddressFamily::Inet6 => 128,
-        _ => return None,
-    };
-    let len = m.header.destination_prefix_length;
-    let mut table = u32::from(m.header.table);
-    let (mut dst, mut metric) = (None, 0);
-    for a in &m.attributes {
-        match a {
-            RouteAttribute::Destination(d) => dst = ip(d),
-            RouteAttribute::Table(t) => table = *t,
-            RouteAttribute::Priority(p) => metric = *p,
-            _ => {}
-        }
-    }
-    let unspecified: IpAddr =
-        if max == 32 { std::net::Ipv4Addr::UNSPECIFIED.into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
-    let addr = dst.unwrap_or(unspecified);
-    if len > max || addr.is_ipv4() != (max == 32) {
-        return None;
-    }
-    let prefix = IpPrefix { addr, len };
-    Some(RouteKey { table, prefix: IpPrefix { addr: prefix.masked(), len }, metric })
-}
-
-fn ip(a: &RouteAddress) -> Option<IpAddr> {
-    match a {
-        RouteAddress::Inet(v4) => Some((*v4).into()),
-        RouteAddress::Inet6(v6) => Some((*v6).into()),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_route::route::RouteNextHop;
+    use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload};
+    use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteNextHop, RouteType};
+    use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+
+    /// What the listener reads of `message`, written to bytes by `netlink-packet-route`.
+    fn route_of(message: &RouteNetlinkMessage) -> Option<(RouteKey, KernelRoute)> {
+        let mut packet = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::from(message.clone()));
+        packet.finalize();
+        let mut bytes = vec![0; packet.buffer_len()];
+        packet.serialize(&mut bytes);
+        let update = super::super::route_bytes::parse(packet.header.message_type, 0, &bytes[16..])?;
+        Some((update.key, update.route))
+    }
 
     fn message(dst: &str, len: u8, attributes: Vec<RouteAttribute>) -> RouteNetlinkMessage {
         let mut m = RouteMessage::default();
@@ -270,7 +198,7 @@ mod tests {
         let (key, route) = route_of(&m).unwrap();
         assert_eq!(key, RouteKey { table: 254, prefix: "198.51.100.0/24".parse().unwrap(), metric: 20 });
         let hop = KernelHop { gateway: Some(gw), ifindex: 3, weight: 1 };
-        assert_eq!(route, KernelRoute::Unicast { hops: vec![hop], protocol: 186 });
+        assert_eq!(route, KernelRoute::Unicast { hops: smallvec::smallvec![hop], protocol: 186 });
 
         let mut a = RouteNextHop::default();
         a.interface_index = 4;
@@ -297,7 +225,7 @@ mod tests {
     fn appends_prepends_and_deletes_of_one_next_hop_change_the_route_used_as_linux_does() {
         let key = |p: &str| RouteKey { table: 254, prefix: p.parse().unwrap(), metric: 0 };
         let via = |gw: &str| KernelRoute::Unicast {
-            hops: vec![KernelHop { gateway: Some(gw.parse().unwrap()), ifindex: 3, weight: 1 }],
+            hops: smallvec::smallvec![KernelHop { gateway: Some(gw.parse().unwrap()), ifindex: 3, weight: 1 }],
             protocol: 186,
         };
         let (k, mut alt) = (key("10.99.0.0/16"), Alternatives::default());
@@ -315,14 +243,17 @@ mod tests {
         let k6 = key("2001:db8:99::/48");
         let hop = |gw: &str| KernelHop { gateway: Some(gw.parse().unwrap()), ifindex: 3, weight: 1 };
         let three = KernelRoute::Unicast {
-            hops: vec![hop("2001:db8::2"), hop("2001:db8::3"), hop("2001:db8::4")],
+            hops: smallvec::smallvec![hop("2001:db8::2"), hop("2001:db8::3"), hop("2001:db8::4")],
             protocol: 3,
         };
-        let one = KernelRoute::Unicast { hops: vec![hop("2001:db8::3")], protocol: 3 };
-        let two = KernelRoute::Unicast { hops: vec![hop("2001:db8::2"), hop("2001:db8::4")], protocol: 3 };
+        let one = KernelRoute::Unicast { hops: smallvec::smallvec![hop("2001:db8::3")], protocol: 3 };
+        let two =
+            KernelRoute::Unicast { hops: smallvec::smallvec![hop("2001:db8::2"), hop("2001:db8::4")], protocol: 3 };
         assert_eq!(alt.route_message(k6, one, false, 0, Some(&three)), Some(Some(two.clone())));
-        let whole =
-            KernelRoute::Unicast { hops: vec![KernelHop { gateway: None, ifindex: 0, weight: 1 }], protocol: 3 };
+        let whole = KernelRoute::Unicast {
+            hops: smallvec::smallvec![KernelHop { gateway: None, ifindex: 0, weight: 1 }],
+            protocol: 3,
+        };
         assert_eq!(alt.route_message(k6, whole, false, 0, Some(&two)), Some(None), "a delete by prefix alone");
     }
 }

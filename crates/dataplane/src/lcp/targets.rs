@@ -4,7 +4,7 @@
 
 use super::listener::KernelView;
 use super::nexthops::NextHopObject;
-use super::routes::{KernelHop, KernelRoute, PROTOCOL_KERNEL, RouteKey};
+use super::routes::{Hops, KernelHop, KernelRoute, PROTOCOL_KERNEL, RouteKey};
 use crate::l3::LabelStack;
 use crate::l3::objects::{NextHop, Target};
 use crate::net::IpPrefix;
@@ -62,7 +62,7 @@ impl KernelView {
     /// The next hops of next-hop object `id` (a group's members that are single next hops,
     /// with the group's weights), `None` for a blackhole; `Err` for a kind vecflow does not
     /// forward through or an object it does not know.
-    fn object_hops(&self, id: u32) -> Result<Option<Vec<KernelHop>>, &'static str> {
+    fn object_hops(&self, id: u32) -> Result<Option<Hops>, &'static str> {
         let single = |object: Option<&NextHopObject>, weight: u32| match object {
             Some(&NextHopObject::Single { gateway, ifindex }) => {
                 Some(KernelHop { gateway, ifindex, weight: u16::try_from(weight).unwrap_or(u16::MAX) })
@@ -75,8 +75,7 @@ impl KernelView {
             Some(NextHopObject::Unusable(why)) => Err(why),
             Some(o @ NextHopObject::Single { .. }) => Ok(Some(single(Some(o), 1).into_iter().collect())),
             Some(NextHopObject::Group(members)) => {
-                let mut hops: Vec<KernelHop> =
-                    members.iter().filter_map(|&(m, w)| single(self.nexthops.get(&m), w)).collect();
+                let mut hops: Hops = members.iter().filter_map(|&(m, w)| single(self.nexthops.get(&m), w)).collect();
                 hops.sort();
                 Ok(Some(hops))
             }

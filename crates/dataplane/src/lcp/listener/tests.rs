@@ -36,8 +36,8 @@ fn a_view_diffs_into_the_changes_that_make_the_other() {
 }
 
 /// `message` as a notification (no flags).
-fn route(message: RouteNetlinkMessage) -> Message {
-    Message::Route { message, flags: 0 }
+fn notification(message: RouteNetlinkMessage) -> Message {
+    Message::Rtnetlink { message, flags: 0 }
 }
 
 #[test]
@@ -54,13 +54,13 @@ fn messages_give_links_and_own_addresses() {
     addr.attributes.push(AddressAttribute::Local("10.0.0.1".parse().unwrap()));
     let mut view = KernelView::default();
     let up = Some(LinkFacts { up: true, carrier: true, mtu: 1400 });
-    assert_eq!(view.apply(&route(RouteNetlinkMessage::NewLink(link.clone()))), [Change::Link(7, up)]);
-    assert_eq!(view.apply(&route(RouteNetlinkMessage::NewLink(link.clone()))), [], "nothing new");
-    let added = view.apply(&route(RouteNetlinkMessage::NewAddress(addr.clone())));
+    assert_eq!(view.apply(notification(RouteNetlinkMessage::NewLink(link.clone()))), [Change::Link(7, up)]);
+    assert_eq!(view.apply(notification(RouteNetlinkMessage::NewLink(link.clone()))), [], "nothing new");
+    let added = view.apply(notification(RouteNetlinkMessage::NewAddress(addr.clone())));
     assert_eq!(added, [Change::Address(7, p("10.0.0.1/24"), true)]);
     addr.header.prefix_len = 33;
-    assert_eq!(view.apply(&route(RouteNetlinkMessage::NewAddress(addr))), [], "a bad length is ignored");
-    assert_eq!(view.apply(&route(RouteNetlinkMessage::DelLink(link))), [Change::Link(7, None)]);
+    assert_eq!(view.apply(notification(RouteNetlinkMessage::NewAddress(addr))), [], "a bad length is ignored");
+    assert_eq!(view.apply(notification(RouteNetlinkMessage::DelLink(link))), [Change::Link(7, None)]);
     assert!(view.addresses.is_empty());
 }
 
@@ -72,7 +72,7 @@ fn ipv4_routes_the_kernel_drops_silently_are_withdrawn() {
     view.change(Change::Address(3, p("192.0.2.1/24"), true));
     view.change(Change::Address(3, p("198.51.100.1/24"), true));
     let route = |gw: &str, ifindex| KernelRoute::Unicast {
-        hops: vec![KernelHop { gateway: Some(gw.parse().unwrap()), ifindex, weight: 1 }],
+        hops: smallvec::smallvec![KernelHop { gateway: Some(gw.parse().unwrap()), ifindex, weight: 1 }],
         protocol: 186,
     };
     let key = |prefix: &str| RouteKey { table: 254, prefix: p(prefix), metric: 0 };
