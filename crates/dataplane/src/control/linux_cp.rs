@@ -7,7 +7,7 @@ use crate::control::cli::settings;
 use crate::control::engine::Dataplane;
 use crate::interface::Interface;
 use crate::l3::objects::Target;
-use crate::l3::rib::{RouteChange, Source};
+use crate::l3::rib::RouteChange;
 use crate::lcp::mirror::RouteSink;
 use crate::lcp::neighbors::{KernelNeighbor, Trust};
 use crate::neighbor::punt::{Event, Learn, Probe};
@@ -199,8 +199,7 @@ impl RouteSink for Dataplane {
     }
 
     fn kernel_route_kind(&self, prefix: IpPrefix) -> Option<usize> {
-        let value = self.routing.rib.value_of(prefix.addr, prefix.len, Source::Kernel)?;
-        Some(crate::lcp::mirror::kind_of_value(&self.routing.rib.objects, value))
+        crate::lcp::mirror::kernel_route_kind(&self.routing.rib, prefix)
     }
 
     /// Has worker 0 ask for the MAC of each next hop the neighbor table has no entry for (an

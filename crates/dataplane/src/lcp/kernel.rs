@@ -40,14 +40,13 @@ impl LinuxCp {
     /// nothing changed. Addresses are read with [`LinuxCp::kernel_owned`].
     pub fn take_kernel_changes(&self, max_routes: usize) -> Option<KernelUpdate> {
         self.listener.as_ref()?;
-        let index = |ifindex: u32| self.pairs.iter().find(|p| p.tap.ifindex == ifindex).map(|p| p.index);
         let mut k = self.kernel.lock();
         let (mut taps, mut neighbors) = (false, Vec::new());
         for change in k.take_taps() {
             match change {
-                Change::Link(ifindex, _) | Change::Address(ifindex, _, _) => taps |= index(ifindex).is_some(),
+                Change::Link(ifindex, _) | Change::Address(ifindex, _, _) => taps |= k.interface_of(ifindex).is_some(),
                 Change::Neighbor(ifindex, address, entry) => {
-                    if let Some(index) = index(ifindex) {
+                    if let Some(index) = k.interface_of(ifindex) {
                         neighbors.push((index, address, entry));
                     }
                 }
@@ -78,14 +77,10 @@ impl LinuxCp {
 
     /// The kernel's `PERMANENT` neighbor entries on the TAPs: interface index, address, MAC.
     pub fn permanent_neighbors(&self) -> Vec<(u16, std::net::IpAddr, wire::MacAddr)> {
-        let index = |ifindex: u32| self.pairs.iter().find(|p| p.tap.ifindex == ifindex).map(|p| p.index);
-        self.kernel
-            .lock()
-            .view
-            .neighbors
-            .iter()
-            .filter(|(_, n)| n.trust == Trust::Permanent)
-            .filter_map(|(&(ifindex, address), n)| Some((index(ifindex)?, address, wire::MacAddr(n.mac))))
+        let k = self.kernel.lock();
+        let permanent = k.view.neighbors.iter().filter(|(_, n)| n.trust == Trust::Permanent);
+        permanent
+            .filter_map(|(&(ifindex, address), n)| Some((k.interface_of(ifindex)?, address, wire::MacAddr(n.mac))))
             .collect()
     }
 

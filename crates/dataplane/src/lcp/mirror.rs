@@ -8,8 +8,8 @@
 use super::targets::Mirrored;
 use crate::l3::Adjacency;
 use crate::l3::multipath::LB;
-use crate::l3::objects::{Objects, Target};
-use crate::l3::rib::{RouteChange, Source};
+use crate::l3::objects::Target;
+use crate::l3::rib::{Rib, RouteChange, Source};
 use crate::net::IpPrefix;
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ pub trait RouteSink {
     /// Applies a batch of route changes, all or nothing; why not when refused.
     fn apply_routes(&mut self, batch: &[RouteChange]) -> Result<(), String>;
     /// The [`KINDS`] index of the route the RIB has from the kernel for `prefix`
-    /// ([`kind_of_value`]), if it has one.
+    /// ([`kernel_route_kind`]), if it has one.
     fn kernel_route_kind(&self, prefix: IpPrefix) -> Option<usize>;
     /// Has the next hops of `targets` resolved before their first packet: asks for the MAC
     /// of each one the neighbor table does not know.
@@ -52,17 +52,18 @@ fn kind(target: &Target) -> usize {
     }
 }
 
-/// The [`KINDS`] index of FIB value `value` (an adjacency, or a load-balance object) of
-/// `objects`.
-pub fn kind_of_value(objects: &Objects, value: u32) -> usize {
+/// The [`KINDS`] index of the route `rib` has from the kernel for `prefix`, read from its
+/// FIB value (a load-balance object, or an adjacency), if it has one.
+pub fn kernel_route_kind(rib: &Rib, prefix: IpPrefix) -> Option<usize> {
+    let value = rib.value_of(prefix.addr, prefix.len, Source::Kernel)?;
     if value & LB != 0 {
-        return 1;
+        return Some(1);
     }
-    match objects.adjs().get(value as usize) {
+    Some(match rib.objects.adjs().get(value as usize) {
         Some(Adjacency::Glean { .. }) => 2,
         Some(&Adjacency::Reject(r)) => 3 + r as usize,
         _ => 0,
-    }
+    })
 }
 
 impl KernelRoutes {

@@ -75,6 +75,11 @@ impl Kernel {
         std::mem::take(&mut self.taps)
     }
 
+    /// The vecflow interface of the TAP of Linux ifindex `ifindex`.
+    pub fn interface_of(&self, ifindex: u32) -> Option<u16> {
+        self.interfaces.get(&ifindex).copied()
+    }
+
     /// Up to `max` of the prefixes waiting, each with what vecflow makes of its route now.
     pub fn take_routes(&mut self, max: usize) -> Vec<(IpPrefix, Mirrored)> {
         let mut out = Vec::with_capacity(max.min(self.routes.len()));

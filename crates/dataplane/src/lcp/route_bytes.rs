@@ -7,6 +7,7 @@
 use super::routes::{Hops, KernelHop, KernelRoute, RouteKey};
 use crate::l3::Reject;
 use crate::net::IpPrefix;
+use netlink_packet_core::NlasIterator;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use libc::{RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PRIORITY, RTA_TABLE, RTA_VIA};
@@ -20,8 +21,8 @@ const RTA_NH_ID: u16 = 30;
 const RTMSG: usize = 12;
 /// `struct rtnexthop`'s size.
 const RTNEXTHOP: usize = 8;
-/// The bits of an attribute's type that are its kind (not `NLA_F_NESTED`, `NLA_F_NET_BYTEORDER`).
-const NLA_TYPE_MASK: u16 = 0x3fff;
+/// An attribute's header (length and type).
+const NLA_HEADER: usize = 4;
 
 /// One route message as the listener's view takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,15 +37,12 @@ pub struct RouteUpdate {
     pub flags: u16,
 }
 
-/// The attributes of `bytes` (netlink attributes, each 4-byte aligned) as (kind, value); a
-/// length that runs past the end ends them, and so does one shorter than its header.
-fn attributes(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    std::iter::from_fn(move || {
-        let len = usize::from(u16::from_ne_bytes(bytes.get(..2)?.try_into().ok()?));
-        let kind = u16::from_ne_bytes(bytes.get(2..4)?.try_into().ok()?) & NLA_TYPE_MASK;
-        let value = bytes.get(4..len)?;
-        bytes = bytes.get((len + 3) & !3..).unwrap_or_default();
-        Some((kind, value))
+/// The attributes of `bytes` as (kind, value), read by the crate's iterator (as
+/// [`super::nexthops`] reads them); a malformed one ends them.
+fn attributes(bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    NlasIterator::new(bytes).map_while(Result::ok).map(|nla| {
+        let (kind, end) = (nla.kind(), usize::from(nla.length()));
+        (kind, &nla.into_inner()[NLA_HEADER..end])
     })
 }
 

@@ -21,8 +21,7 @@ impl RouteSink for RibSink {
     }
 
     fn kernel_route_kind(&self, prefix: IpPrefix) -> Option<usize> {
-        let value = self.rib.value_of(prefix.addr, prefix.len, Source::Kernel)?;
-        Some(kind_of_value(&self.rib.objects, value))
+        kernel_route_kind(&self.rib, prefix)
     }
 
     fn resolve_next_hops(&mut self, targets: &[&Target]) {
