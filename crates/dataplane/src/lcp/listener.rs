@@ -11,6 +11,7 @@ use super::netlink::{Message, Received};
 use super::nexthops::{NextHopMessage, NextHopObject};
 use super::pending::SharedKernel;
 use super::route_bytes::RouteUpdate;
+use super::route_table::RouteTable;
 use super::routes::{Alternatives, KernelRoute, RouteKey};
 use crate::net::IpPrefix;
 use netlink_packet_route::RouteNetlinkMessage;
@@ -53,7 +54,7 @@ pub struct KernelView {
     /// Every next-hop object, by id.
     pub nexthops: BTreeMap<u32, NextHopObject>,
     /// Every unicast-table route (of every table): the one the kernel uses for its key.
-    pub routes: BTreeMap<RouteKey, KernelRoute>,
+    pub routes: RouteTable,
     /// The IPv4 routes of a key after the one used.
     pub alternatives: Alternatives,
 }
@@ -157,7 +158,7 @@ impl KernelView {
                 out.push(Change::NextHop(id, None));
             }
         }
-        for (&key, route) in &self.routes {
+        for (key, route) in self.routes.iter() {
             if matches!(route, KernelRoute::Object { id, .. } if gone.contains(id)) {
                 out.push(Change::Route(key, None));
             }
@@ -193,7 +194,7 @@ impl KernelView {
             .filter(|(key, route)| {
                 key.prefix.addr.is_ipv4() && matches!(route, KernelRoute::Unicast { hops, .. } if hops.iter().all(gone))
             })
-            .map(|(key, _)| *key)
+            .map(|(key, _)| key)
             .collect()
     }
 
@@ -212,8 +213,8 @@ impl KernelView {
             Change::Address(index, prefix, false) => self.addresses.remove(&(index, prefix)),
             Change::NextHop(id, Some(object)) => self.nexthops.insert(id, object.clone()) != Some(object),
             Change::NextHop(id, None) => self.nexthops.remove(&id).is_some(),
-            Change::Route(key, Some(route)) => self.routes.insert(key, route.clone()) != Some(route),
-            Change::Route(key, None) => self.routes.remove(&key).is_some(),
+            Change::Route(key, Some(route)) => self.routes.insert(key, route),
+            Change::Route(key, None) => self.routes.remove(&key),
         }
     }
 
@@ -234,7 +235,7 @@ impl KernelView {
         for &(index, prefix) in newer.addresses.difference(&self.addresses) {
             out.push(Change::Address(index, prefix, true));
         }
-        for &key in self.routes.keys().filter(|k| !newer.routes.contains_key(k)) {
+        for key in self.routes.keys().filter(|k| !newer.routes.contains(k)) {
             out.push(Change::Route(key, None));
         }
         for &(index, address) in self.neighbors.keys().filter(|k| !newer.neighbors.contains_key(k)) {
@@ -253,7 +254,7 @@ impl KernelView {
                 out.push(Change::NextHop(id, Some(object.clone())));
             }
         }
-        for (&key, route) in &newer.routes {
+        for (key, route) in newer.routes.iter() {
             if self.routes.get(&key) != Some(route) {
                 out.push(Change::Route(key, Some(route.clone())));
             }

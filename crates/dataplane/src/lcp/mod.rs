@@ -30,6 +30,7 @@ pub mod nexthops;
 pub mod nodes;
 pub mod pending;
 pub mod route_bytes;
+pub mod route_table;
 pub mod routes;
 mod tap;
 mod targets;

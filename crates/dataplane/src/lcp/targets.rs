@@ -4,7 +4,7 @@
 
 use super::listener::KernelView;
 use super::nexthops::NextHopObject;
-use super::routes::{Hops, KernelHop, KernelRoute, PROTOCOL_KERNEL, RouteKey};
+use super::routes::{Hops, KernelHop, KernelRoute, PROTOCOL_KERNEL};
 use crate::l3::LabelStack;
 use crate::l3::objects::{NextHop, Target};
 use crate::net::IpPrefix;
@@ -22,9 +22,7 @@ impl KernelView {
     /// a device it does not own, a gateway of the other family). `index` gives the vecflow
     /// interface of a TAP's Linux ifindex.
     pub fn target(&self, table: u32, prefix: IpPrefix, index: &impl Fn(u32) -> Option<u16>) -> Mirrored {
-        let low = RouteKey { table, prefix, metric: 0 };
-        let high = RouteKey { metric: u32::MAX, ..low };
-        let Some((_, route)) = self.routes.range(low..=high).next() else { return Ok(None) };
+        let Some(route) = self.routes.used(table, prefix) else { return Ok(None) };
         let object_hops;
         let hops = match route {
             KernelRoute::Unmirrored(why) => return Err(why),
