@@ -9,9 +9,9 @@
 use super::fib::FibInsert;
 use super::objects::{Liveness, Objects, Target};
 use crate::l3::config::MAX_PATHS;
-use rustc_hash::FxHashMap;
+use crate::net::PrefixMap;
 use serde::Serialize;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Where a route came from; at one prefix the FIB holds the first of these that has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -89,6 +89,47 @@ fn network(addr: IpAddr, len: u8) -> IpAddr {
     crate::net::IpPrefix { addr, len }.masked()
 }
 
+/// The candidates of every prefix, one [`PrefixMap`] per family.
+#[derive(Debug, Clone, Default)]
+struct Prefixes {
+    v4: PrefixMap<Ipv4Addr, Candidates>,
+    v6: PrefixMap<Ipv6Addr, Candidates>,
+}
+
+impl Prefixes {
+    fn get(&self, (addr, len): (IpAddr, u8)) -> Option<&Candidates> {
+        match addr {
+            IpAddr::V4(a) => self.v4.get(a, len),
+            IpAddr::V6(a) => self.v6.get(a, len),
+        }
+    }
+
+    /// The candidates of `key`, none yet when it has no entry.
+    fn slot(&mut self, (addr, len): (IpAddr, u8)) -> &mut Candidates {
+        match addr {
+            IpAddr::V4(a) => self.v4.get_or_insert(a, len, [NONE; 4]),
+            IpAddr::V6(a) => self.v6.get_or_insert(a, len, [NONE; 4]),
+        }
+    }
+
+    fn remove(&mut self, (addr, len): (IpAddr, u8)) {
+        match addr {
+            IpAddr::V4(a) => _ = self.v4.remove(a, len),
+            IpAddr::V6(a) => _ = self.v6.remove(a, len),
+        }
+    }
+
+    /// Every prefix, IPv4 first.
+    fn iter(&self) -> impl Iterator<Item = ((IpAddr, u8), &Candidates)> {
+        let v4 = self.v4.iter().map(|(a, l, c)| ((IpAddr::V4(a), l), c));
+        v4.chain(self.v6.iter().map(|(a, l, c)| ((IpAddr::V6(a), l), c)))
+    }
+
+    fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+}
+
 /// What a batch changed, to undo it if the FIB refuses it.
 #[derive(Debug, Default)]
 pub struct Applied {
@@ -101,9 +142,7 @@ pub struct Applied {
 /// The routes of every source, the objects they point at, and which route the FIB holds.
 #[derive(Debug, Clone, Default)]
 pub struct Rib {
-    /// Hashed with FxHash: a million routes go through it per full table, and its keys come
-    /// from the configuration, the kernel and the neighbor table, not from packets.
-    routes: FxHashMap<(IpAddr, u8), Candidates>,
+    routes: Prefixes,
     /// The adjacencies and load-balance objects routes point at.
     pub objects: Objects,
 }
@@ -118,7 +157,7 @@ impl Rib {
         for c in batch {
             let key = (network(c.prefix, c.len), c.len);
             let s = c.source as usize;
-            let slot = self.routes.entry(key).or_insert([NONE; 4]);
+            let slot = self.routes.slot(key);
             let before = best(slot);
             let old = slot[s];
             let new = match &c.target {
@@ -128,7 +167,7 @@ impl Rib {
             slot[s] = new;
             let after = best(slot);
             if after.is_none() {
-                self.routes.remove(&key);
+                self.routes.remove(key);
             }
             if before.map(|b| b.1) != after.map(|a| a.1) {
                 out.fib.push((key.0, key.1, after.map(|a| a.1)));
@@ -153,13 +192,14 @@ impl Rib {
     pub fn rollback(&mut self, applied: Applied) -> Vec<FibInsert> {
         let mut touched = Vec::new();
         for (key, s, old, new) in applied.undo.into_iter().rev() {
-            let slot = self.routes.entry(key).or_insert([NONE; 4]);
+            let slot = self.routes.slot(key);
             slot[s] = old;
+            let gone = best(slot).is_none();
             if new != NONE {
                 self.objects.release(new);
             }
-            if best(slot).is_none() {
-                self.routes.remove(&key);
+            if gone {
+                self.routes.remove(key);
             }
             touched.push(key);
         }
@@ -170,12 +210,12 @@ impl Rib {
 
     /// The route the FIB holds for `prefix/len`: its source and FIB value.
     pub fn installed(&self, prefix: IpAddr, len: u8) -> Option<(Source, u32)> {
-        self.routes.get(&(network(prefix, len), len)).and_then(best)
+        self.routes.get((network(prefix, len), len)).and_then(best)
     }
 
     /// The FIB value of the route `source` has for `prefix/len`, if it has one.
     pub fn value_of(&self, prefix: IpAddr, len: u8, source: Source) -> Option<u32> {
-        let candidates = self.routes.get(&(network(prefix, len), len))?;
+        let candidates = self.routes.get((network(prefix, len), len))?;
         Some(candidates[source as usize]).filter(|&v| v != NONE)
     }
 
@@ -184,7 +224,7 @@ impl Rib {
         self.routes
             .iter()
             .filter(move |(_, c)| c[source as usize] != NONE)
-            .map(move |(&(p, l), c)| (p, l, c[source as usize]))
+            .map(move |((p, l), c)| (p, l, c[source as usize]))
     }
 
     /// Number of prefixes with a route.
@@ -194,7 +234,7 @@ impl Rib {
 
     /// True when there is none.
     pub fn is_empty(&self) -> bool {
-        self.routes.is_empty()
+        self.routes.len() == 0
     }
 }
 

@@ -7,6 +7,7 @@ mod error;
 mod labels;
 mod modes;
 mod prefix;
+mod prefix_map;
 
 pub use addr::{AddrKey, key_mask, mask};
 pub use error::ConfigError;
@@ -14,6 +15,7 @@ pub(crate) use error::invalid;
 pub(crate) use labels::{MAX_LABEL, check_labels};
 pub use modes::{Payload, PollMode};
 pub use prefix::{IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Prefix, PrefixAddr, is_link_local};
+pub use prefix_map::PrefixMap;
 
 /// True when `x` is its type's default (for `skip_serializing_if`: a default value is left
 /// out of the YAML written back).

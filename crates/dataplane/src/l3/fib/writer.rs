@@ -2,9 +2,8 @@
 //! reclaimed after a quiescent period.
 
 use super::{EXT, Entries, Fib, Fib6Writer, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
-use crate::net::{AddrKey, key_mask};
+use crate::net::{AddrKey, PrefixMap, key_mask};
 use crate::runtime::qsbr::Qsbr;
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -53,9 +52,9 @@ pub enum FibError {
 pub struct FibWriter<A: AddrKey = Ipv4Addr> {
     fib: Arc<Fib<A>>,
     qsbr: Arc<Qsbr>,
-    /// Every route, hashed (a delete looks up each shorter length for the covering route:
-    /// a hash lookup each, where a tree of a million routes takes twenty comparisons).
-    routes: FxHashMap<(A, u8), u32>,
+    /// Every route (a delete looks up each shorter length for the covering route: a hash
+    /// probe each).
+    routes: PrefixMap<A, u32>,
     free: Vec<u32>,
     retired: Vec<u32>,
 }
@@ -64,7 +63,7 @@ impl<A: AddrKey> FibWriter<A> {
     /// A writer for `fib`, whose readers announce quiescent states through `qsbr`.
     pub fn new(fib: Arc<Fib<A>>, qsbr: Arc<Qsbr>) -> Self {
         let free = (0..fib.tbl8_groups()).rev().collect();
-        FibWriter { fib, qsbr, routes: FxHashMap::default(), free, retired: Vec::new() }
+        FibWriter { fib, qsbr, routes: PrefixMap::default(), free, retired: Vec::new() }
     }
 
     /// The table workers read.
@@ -74,8 +73,7 @@ impl<A: AddrKey> FibWriter<A> {
 
     /// Every route, ordered by prefix then length.
     pub fn routes(&self) -> impl Iterator<Item = Route<A>> + '_ {
-        let mut all: Vec<Route<A>> =
-            self.routes.iter().map(|(&(prefix, len), &adj)| Route { prefix, len, adj }).collect();
+        let mut all: Vec<Route<A>> = self.routes.iter().map(|(prefix, len, &adj)| Route { prefix, len, adj }).collect();
         all.sort_unstable();
         all.into_iter()
     }
@@ -134,7 +132,7 @@ impl<A: AddrKey> FibWriter<A> {
         if self.groups_needed(r.prefix.key(), r.len) > self.free.len() {
             return Err(FibError::Tbl8Exhausted(self.fib.tbl8_groups(), "IPv4", "tbl8-groups"));
         }
-        self.routes.insert((r.prefix, r.len), r.adj);
+        self.routes.insert(r.prefix, r.len, r.adj);
         let leaf = Leaf { adj: r.adj, prefix_len: r.len }.encode();
         self.fill(r.prefix.key(), r.len, leaf, |old| {
             old == 0 || Leaf::decode(old).is_some_and(|l| l.prefix_len <= r.len)
@@ -145,14 +143,15 @@ impl<A: AddrKey> FibWriter<A> {
     /// Removes a route; the addresses it covered fall back to the longest covering route.
     pub fn delete(&mut self, addr: A, len: u8) -> Result<(), FibError> {
         let key = addr.key() & key_mask(len);
-        if self.routes.remove(&(A::from_key(key), len)).is_none() {
+        if self.routes.remove(A::from_key(key), len).is_none() {
             return Err(FibError::NoSuchRoute(addr.into(), len));
         }
         let cover = (0..len)
             .rev()
+            .filter(|&l| self.routes.has_length(l))
             .find_map(|l| {
                 let covering = A::from_key(key & key_mask(l));
-                self.routes.get(&(covering, l)).map(|&adj| Leaf { adj, prefix_len: l }.encode())
+                self.routes.get(covering, l).map(|&adj| Leaf { adj, prefix_len: l }.encode())
             })
             .unwrap_or(0);
         self.fill(key, len, cover, |old| Leaf::decode(old).is_some_and(|l| l.prefix_len == len));
