@@ -2,11 +2,9 @@
 //! whether the kernel would also act on its traffic (addresses, IPv6, forwarding), which
 //! `vecflow run` warns about because the kernel still owns the interface.
 
-use std::fs::File;
+use super::carrier::Carrier;
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::unix::fs::FileExt;
-use std::sync::Arc;
 
 /// A port on a host interface (`af-packet` or `af-xdp`): which interface it is, what the
 /// kernel says of its link, and the kernel drop counters of its rx queues.
@@ -34,9 +32,8 @@ pub struct HostLink {
     pub oper_up: bool,
     /// Link speed in bits per second, 0 when the kernel does not know it.
     pub speed: u64,
-    /// Its sysfs `carrier` file, kept open: each read at offset 0 asks the kernel again, for
-    /// one system call (opening it by path costs several times that).
-    carrier: Option<Arc<File>>,
+    /// Its sysfs `carrier`, read by the carrier thread (the file takes the RTNL lock).
+    carrier: Option<Carrier>,
 }
 
 /// One line of a sysfs or procfs file, trimmed.
@@ -63,21 +60,17 @@ impl HostLink {
             mtu: mtu.min(u64::from(u32::MAX)) as u32,
             oper_up: false,
             speed: 0,
-            carrier: File::open(format!("{dir}/carrier")).ok().map(Arc::new),
+            carrier: Carrier::watch(&format!("{dir}/carrier")),
         };
         link.refresh_carrier();
         link.refresh_speed();
         Ok(link)
     }
 
-    /// Re-reads the link state (cheap enough for every tick of the main loop); true when it
-    /// changed.
+    /// Takes the link state the carrier thread last read (one load: every tick of the main
+    /// loop); true when it changed.
     pub fn refresh_carrier(&mut self) -> bool {
-        // "1" with carrier; "0" without; EINVAL while the interface is administratively down,
-        // an error once it is gone. Links that do not report a carrier (tun, some virtual
-        // ones) read "1" while up.
-        let mut buf = [0u8; 4];
-        let up = self.carrier.as_ref().is_some_and(|f| f.read_at(&mut buf, 0).is_ok_and(|n| n > 0 && buf[0] == b'1'));
+        let up = self.carrier.as_ref().is_some_and(Carrier::up);
         std::mem::replace(&mut self.oper_up, up) != up
     }
 

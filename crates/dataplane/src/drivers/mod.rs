@@ -14,6 +14,7 @@
 
 pub mod af_packet;
 pub mod af_xdp;
+pub mod carrier;
 pub mod drops;
 pub mod generator;
 pub mod host;
