@@ -5,7 +5,8 @@
 # prints, for each chunk, the kernel's own time and how long after it vecflow's FIB held every
 # route (vecflow's lag); then that vecflow holds exactly the kernel's routes within a second of
 # the last chunk, that the pings lost nothing, vecflow's resident size, how long a persistent
-# API client asking every 10 ms waited, the rate at which a restarted vecflow mirrors the
+# API client asking every 10 ms waited, the floor (the kernel's dump of the table read and
+# thrown away), the rate at which a restarted vecflow mirrors the
 # table from its start-up dump (preloaded), and that an overrun (linux-cp.netlink-buffer 4096
 # while the IPv4 table is deleted) ends in a re-dump with exactly the kernel's routes again.
 #
@@ -169,8 +170,34 @@ got=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' "$work/ping.txt")
 echo "the pair while the table loaded: $sent pings sent, $got answered"
 [ -n "$sent" ] && [ "$sent" -gt 100 ] && [ $((sent - got)) -le 1 ] || fail "the pair lost pings: $(cat "$work/ping.txt")"
 
-# --- The same table, preloaded: mirrored from the start-up dump ---------------------------
+# --- The floor: the kernel's own dump of the table, into readers that throw it away -------
+# A bare RTM_GETROUTE dump of both families read by a netlink socket of Python's that only
+# walks the message headers, and `ip route show` of both families into /dev/null.
 stop_vecflow
+bare_dump() {
+    ip netns exec "$L" python3 - <<'PY'
+import socket, struct, time
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+t0, routes = time.monotonic(), 0
+for family in (socket.AF_INET, socket.AF_INET6):
+    # nlmsghdr: RTM_GETROUTE (26), NLM_F_REQUEST | NLM_F_DUMP; an rtmsg of the family.
+    s.send(struct.pack("=IHHII", 28, 26, 0x301, 1, 0) + struct.pack("=8BI", family, 0, 0, 0, 0, 0, 0, 0, 0))
+    done = False
+    while not done:
+        data, at = s.recv(1 << 20), 0
+        while at < len(data):
+            length, kind = struct.unpack_from("=IH", data, at)
+            done |= kind == 3  # NLMSG_DONE
+            routes += kind == 24  # RTM_NEWROUTE
+            at += (length + 3) & ~3
+print(f"{time.monotonic() - t0:.3f} s for {routes} routes")
+PY
+}
+echo "the floor: a bare dump $(bare_dump); ip route show of both families $(
+    t0=$(now); ip -n "$L" -4 route show table all >/dev/null; ip -n "$L" -6 route show table all >/dev/null; secs "$t0" "$(now)") s"
+
+# --- The same table, preloaded: mirrored from the start-up dump ---------------------------
 t0=$(now)
 start_vecflow vecflow-preloaded.log
 api_probe_start
