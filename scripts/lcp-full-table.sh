@@ -4,7 +4,8 @@
 # with `ip -batch`, in chunks, while hosts A and B ping each other through vecflow. Checks and
 # prints, for each chunk, the kernel's own time and how long after it vecflow's FIB held every
 # route (vecflow's lag); then that vecflow holds exactly the kernel's routes within a second of
-# the last chunk, that the pings lost nothing, vecflow's resident size, how long a persistent
+# the last chunk, that the pings lost nothing, vecflow's resident size and its tables' bytes
+# (`show memory`, before the table and with it), how long a persistent
 # API client asking every 10 ms waited, the floor (the kernel's dump of the table read and
 # thrown away), the rate at which a restarted vecflow mirrors the
 # table from its start-up dump (preloaded), and that an overrun (linux-cp.netlink-buffer 4096
@@ -136,6 +137,8 @@ ip netns exec "$A" ping -q -i 0.002 -s 100 10.78.0.2 >"$work/ping.txt" 2>&1 &
 ping_pid=$!
 
 # --- The table, chunk by chunk ------------------------------------------------------------
+echo "vecflow's tables before the table (show memory):"
+ctl show memory
 api_probe_start
 total=0 lag=0
 printf '%-10s %8s %10s %12s\n' chunk routes "kernel (s)" "vecflow lag (s)"
@@ -155,6 +158,8 @@ done
 python3 -c "import sys; sys.exit(float(sys.argv[1]) > 1.0)" "$lag" || fail "vecflow's FIB matched the kernel ${lag} s after the last chunk (over 1 s)"
 [ "$(kernel_routes)" = "$total" ] || fail "the kernel has $(kernel_routes) routes, not $total"
 echo "vecflow mirrors all $total routes ${lag} s after the last chunk; memory: $(memory)"
+echo "vecflow's tables with the table (show memory):"
+ctl show memory
 api_probe_stop "the table loaded"
 for prefix in $(shuf -n 5 --random-source="$work/v4" "$work/v4" | cut -d' ' -f3) $(shuf -n 5 --random-source="$work/v6" "$work/v6" | cut -d' ' -f3); do
     family=ip

@@ -112,6 +112,16 @@ fn show_commands_answer_in_text_and_json() {
     assert!(one.json["interfaces"][0]["counters"]["rx_packets"].as_u64().unwrap() > 0, "{}", one.json);
     assert!(r.execute(&mut dp, "show interface nope").unwrap_err().contains("no interface named 'nope'"));
     assert!(r.execute(&mut dp, "show bogus").unwrap_err().contains("unknown command"));
+    let memory = r.execute(&mut dp, "show memory").unwrap();
+    let tables = memory.json["structures"].as_array().unwrap();
+    let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ip4-fib", "ip6-fib", "rib", "adjacencies"], "no linux-cp here:\n{}", memory.text);
+    let rib = &tables[2];
+    assert_eq!(rib["entries"], 16, "the FIB's 16 prefixes:\n{}", memory.text);
+    assert!(tables[0]["bytes"].as_u64().unwrap() >= 64 << 20, "tbl24 alone is 64 MiB:\n{}", memory.text);
+    let counted = tables.iter().map(|t| t["bytes"].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(memory.json["counted_bytes"], counted);
+    assert!(memory.json["rss_bytes"].as_u64().unwrap() > 0 && memory.text.contains("resident (VmRSS)"));
 }
 
 /// A stream with `count` sends exactly that many packets, then stops; with fewer buffers

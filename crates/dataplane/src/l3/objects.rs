@@ -121,6 +121,23 @@ impl Objects {
         &self.lbs
     }
 
+    /// The bytes the adjacencies and load-balance objects take, with their indexes.
+    pub fn bytes(&self) -> usize {
+        use crate::net::hash_table_bytes;
+        use std::mem::size_of;
+        let paths = |p: &Vec<Path>| p.capacity() * size_of::<Path>();
+        let lbs: usize =
+            self.lbs.iter().map(|lb| size_of::<LoadBalance>() + 16 + paths(&lb.paths) + lb.live.capacity()).sum();
+        self.adjs.capacity() * size_of::<Adjacency>()
+            + (self.adj_refs.capacity() + self.free_adjs.capacity() + self.dying_adjs.capacity()) * 4
+            + hash_table_bytes::<AdjKey, u32>(self.adj_index.capacity())
+            + lbs
+            + self.lbs.capacity() * size_of::<Arc<LoadBalance>>()
+            + (self.lb_refs.capacity() + self.free_lbs.capacity() + self.dying_lbs.capacity()) * 4
+            + hash_table_bytes::<Vec<Path>, u32>(self.lb_index.capacity())
+            + self.lb_index.keys().map(paths).sum::<usize>()
+    }
+
     /// True (once) when an object was made or changed since the last call: the workers'
     /// tables need them before the FIB may name them.
     pub fn take_changed(&mut self) -> bool {

@@ -128,6 +128,10 @@ impl Prefixes {
     fn len(&self) -> usize {
         self.v4.len() + self.v6.len()
     }
+
+    fn bytes(&self) -> usize {
+        self.v4.bytes() + self.v6.bytes()
+    }
 }
 
 /// What a batch changed, to undo it if the FIB refuses it.
@@ -230,6 +234,11 @@ impl Rib {
     /// Number of prefixes with a route.
     pub fn len(&self) -> usize {
         self.routes.len()
+    }
+
+    /// The bytes its prefixes take (the objects not included: [`Objects::bytes`]).
+    pub fn bytes(&self) -> usize {
+        self.routes.bytes()
     }
 
     /// True when there is none.

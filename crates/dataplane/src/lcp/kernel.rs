@@ -32,6 +32,8 @@ pub struct ViewCounts {
     pub waiting: usize,
     /// The most that ever waited at once.
     pub most_waiting: usize,
+    /// About the bytes of the view's routes and of the prefixes waiting.
+    pub bytes: usize,
 }
 
 impl LinuxCp {
@@ -72,7 +74,7 @@ impl LinuxCp {
     pub fn view_counts(&self) -> ViewCounts {
         let k = self.kernel.lock();
         let (waiting, most_waiting) = k.waiting();
-        ViewCounts { routes: k.view.routes.len(), waiting, most_waiting }
+        ViewCounts { routes: k.view.routes.len(), waiting, most_waiting, bytes: k.bytes() }
     }
 
     /// The kernel's `PERMANENT` neighbor entries on the TAPs: interface index, address, MAC.

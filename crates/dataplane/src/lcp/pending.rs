@@ -92,6 +92,11 @@ impl Kernel {
         out
     }
 
+    /// About the bytes of the view's routes and of the set of prefixes waiting.
+    pub fn bytes(&self) -> usize {
+        self.view.routes.bytes() + crate::net::tree_bytes::<IpPrefix, ()>(self.routes.len())
+    }
+
     /// Prefixes waiting now, and the most that ever waited at once.
     pub fn waiting(&self) -> (usize, usize) {
         (self.routes.len(), self.most_waiting)

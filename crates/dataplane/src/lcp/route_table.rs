@@ -47,6 +47,10 @@ impl<A> Key<A> {
     }
 }
 
+/// The bit of a route's entry that marks it named by the re-dump in progress (the rest is the
+/// index of its [`KernelRoute`]).
+const MARK: u32 = 1 << 31;
+
 /// Each distinct [`KernelRoute`] once, with the number of routes that have it.
 #[derive(Debug, Clone, Default)]
 struct Interned {
@@ -72,7 +76,8 @@ impl Interned {
             }
             None => {
                 self.slots.push((route.clone(), 1));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 distinct routes")
+                let i = u32::try_from(self.slots.len() - 1).ok().filter(|&i| i < MARK);
+                i.expect("fewer than 2^31 distinct routes")
             }
         };
         self.index.insert(route, i);
@@ -81,6 +86,7 @@ impl Interned {
 
     /// Drops a reference on route `i`; the last one frees its slot.
     fn release(&mut self, i: u32) {
+        let i = i & !MARK;
         let slot = &mut self.slots[i as usize];
         slot.1 -= 1;
         if slot.1 == 0 {
@@ -91,7 +97,7 @@ impl Interned {
     }
 
     fn get(&self, i: u32) -> &KernelRoute {
-        &self.slots[i as usize].0
+        &self.slots[(i & !MARK) as usize].0
     }
 }
 
@@ -180,6 +186,44 @@ impl RouteTable {
         self.iter().map(|(k, _)| k)
     }
 
+    /// Marks the route of `key` (if it has one) as named by the re-dump in progress.
+    pub fn mark(&mut self, key: &RouteKey) {
+        let i = match key.prefix.addr {
+            IpAddr::V4(a) => self.v4.get_mut(&key4(key, a)),
+            IpAddr::V6(a) => self.v6.get_mut(&key6(key, a)),
+        };
+        if let Some(i) = i {
+            *i |= MARK;
+        }
+    }
+
+    /// True when the route of `key` is marked (a route set since is not).
+    pub fn marked(&self, key: &RouteKey) -> bool {
+        let i = match key.prefix.addr {
+            IpAddr::V4(a) => self.v4.get(&key4(key, a)),
+            IpAddr::V6(a) => self.v6.get(&key6(key, a)),
+        };
+        i.is_some_and(|i| i & MARK != 0)
+    }
+
+    /// Clears every mark; the keys of the routes that had none.
+    pub fn unmark(&mut self) -> Vec<RouteKey> {
+        let mut unmarked = Vec::new();
+        for (k, i) in &mut self.v4 {
+            if *i & MARK == 0 {
+                unmarked.push(k.route_key(Ipv4Addr::from_bits(k.addr).into()));
+            }
+            *i &= !MARK;
+        }
+        for (k, i) in &mut self.v6 {
+            if *i & MARK == 0 {
+                unmarked.push(k.route_key(ip6(k.addr).into()));
+            }
+            *i &= !MARK;
+        }
+        unmarked
+    }
+
     /// The number of routes.
     pub fn len(&self) -> usize {
         self.v4.len() + self.v6.len()
@@ -188,6 +232,18 @@ impl RouteTable {
     /// True when there is none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// About the bytes it takes: its two trees (estimated from their lengths) and the
+    /// distinct routes with their index.
+    pub fn bytes(&self) -> usize {
+        use crate::net::{hash_table_bytes, tree_bytes};
+        let interned = &self.routes;
+        tree_bytes::<Key<u32>, u32>(self.v4.len())
+            + tree_bytes::<Key<Halves>, u32>(self.v6.len())
+            + interned.slots.capacity() * std::mem::size_of::<(KernelRoute, u32)>()
+            + hash_table_bytes::<KernelRoute, u32>(interned.index.capacity())
+            + interned.free.capacity() * 4
     }
 
     /// The number of distinct routes (next hops and kind) the routes share.
@@ -226,6 +282,27 @@ mod tests {
         assert_eq!((t.len(), t.distinct()), (0, 0));
         assert!(t.insert(key("10.3.0.0/16", 0), via(5)));
         assert_eq!(t.routes.slots.len(), 2, "a freed slot is used again");
+    }
+
+    #[test]
+    fn marks_are_kept_apart_from_the_route_and_cleared_listing_the_unmarked() {
+        let mut t = RouteTable::default();
+        let (a, b, c) = (key("10.1.0.0/16", 0), key("2001:db8::/32", 0), key("10.2.0.0/16", 0));
+        for k in [a, b, c] {
+            t.insert(k, via(3));
+        }
+        t.mark(&a);
+        t.mark(&b);
+        t.mark(&key("10.9.0.0/16", 0));
+        assert!(t.marked(&a) && t.marked(&b) && !t.marked(&c));
+        assert_eq!((t.get(&a), t.used(254, b.prefix)), (Some(&via(3)), Some(&via(3))), "a mark is not the route");
+        assert!(t.insert(a, via(4)) && !t.marked(&a), "a route set anew is not marked");
+        t.mark(&a);
+        assert_eq!(t.unmark(), [c]);
+        assert!(!t.marked(&a) && !t.marked(&b));
+        assert_eq!(t.unmark(), [a, c, b], "nothing marked: every key");
+        assert!(t.remove(&a) && t.remove(&b) && t.remove(&c));
+        assert_eq!(t.distinct(), 0, "marked routes were released like the others");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod addr;
 mod error;
+mod footprint;
 mod labels;
 mod modes;
 mod prefix;
@@ -12,6 +13,7 @@ mod prefix_map;
 pub use addr::{AddrKey, key_mask, mask};
 pub use error::ConfigError;
 pub(crate) use error::invalid;
+pub use footprint::{hash_table_bytes, tree_bytes};
 pub(crate) use labels::{MAX_LABEL, check_labels};
 pub use modes::{Payload, PollMode};
 pub use prefix::{IpPrefix, Ipv4Prefix, Ipv6Prefix, Mac, Prefix, PrefixAddr, is_link_local};

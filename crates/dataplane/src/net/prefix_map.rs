@@ -1,33 +1,50 @@
-//! A map keyed by prefix for the control plane's tables of a full Internet table: one hash
-//! table per prefix length. A lookup is one hash probe (where a tree of a million prefixes
-//! takes twenty comparisons), and a search for the covering prefix probes only the lengths
-//! that have some. Split by length, no table holds more than about half of a full table, so
-//! the all-at-once doubling of a hash table moves half as much at its largest (one table of
-//! a million entries stalled the main thread 20–100 ms when it doubled).
+//! A map keyed by prefix for the control plane's tables of a full Internet table: hash tables
+//! by prefix length, each split in [`SHARDS`] by the address's hash. A lookup is one hash
+//! probe (where a tree of a million prefixes takes twenty comparisons), and a search for the
+//! covering prefix probes only the lengths that have some. A hash table doubles all at once,
+//! allocating and moving every entry: one table of a full table stalled the main thread
+//! 20–100 ms when it did, and one per length (the /24s are half of an IPv4 table) still
+//! 30–80 ms. Split this way, no table holds more than about a thirtieth of a full table.
 
 use super::AddrKey;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 use std::collections::hash_map::Entry;
+use std::hash::{Hash, Hasher};
+
+/// Tables per prefix length.
+pub const SHARDS: usize = 16;
 
 /// Values by prefix (a masked address and its length) of one address family.
 #[derive(Debug, Clone)]
 pub struct PrefixMap<A, V> {
-    /// One table per length, indexed by length.
-    by_len: Vec<FxHashMap<A, V>>,
+    /// [`SHARDS`] tables per length, those of length `len` at `len * SHARDS`.
+    tables: Vec<FxHashMap<A, V>>,
+    /// The number of prefixes of each length.
+    by_len: Vec<usize>,
     /// The number of prefixes, over every length.
     count: usize,
 }
 
 impl<A: AddrKey, V> Default for PrefixMap<A, V> {
     fn default() -> Self {
-        PrefixMap { by_len: (0..=A::BITS).map(|_| FxHashMap::default()).collect(), count: 0 }
+        let lengths = usize::from(A::BITS) + 1;
+        let tables = (0..lengths * SHARDS).map(|_| FxHashMap::default()).collect();
+        PrefixMap { tables, by_len: vec![0; lengths], count: 0 }
     }
+}
+
+/// The index of the table of `addr/len`: bits 40–43 of the address's hash (a hash table
+/// uses the low bits for its bucket and the top seven for its control bytes).
+fn table_of<A: Hash>(addr: &A, len: u8) -> usize {
+    let mut h = FxHasher::default();
+    addr.hash(&mut h);
+    usize::from(len) * SHARDS + (h.finish() >> 40) as usize % SHARDS
 }
 
 impl<A: AddrKey, V> PrefixMap<A, V> {
     /// The value of `addr/len`. Out-of-range lengths have none.
     pub fn get(&self, addr: A, len: u8) -> Option<&V> {
-        self.by_len.get(usize::from(len))?.get(&addr)
+        self.tables.get(table_of(&addr, len))?.get(&addr)
     }
 
     /// The value of `addr/len`, made from `default` when it has none.
@@ -35,10 +52,11 @@ impl<A: AddrKey, V> PrefixMap<A, V> {
     /// # Panics
     /// On a length beyond the family's (the caller checks lengths first).
     pub fn get_or_insert(&mut self, addr: A, len: u8, default: V) -> &mut V {
-        match self.by_len[usize::from(len)].entry(addr) {
+        match self.tables[table_of(&addr, len)].entry(addr) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
                 self.count += 1;
+                self.by_len[usize::from(len)] += 1;
                 e.insert(default)
             }
         }
@@ -49,26 +67,31 @@ impl<A: AddrKey, V> PrefixMap<A, V> {
     /// # Panics
     /// On a length beyond the family's (the caller checks lengths first).
     pub fn insert(&mut self, addr: A, len: u8, value: V) -> Option<V> {
-        let old = self.by_len[usize::from(len)].insert(addr, value);
+        let old = self.tables[table_of(&addr, len)].insert(addr, value);
         self.count += usize::from(old.is_none());
+        self.by_len[usize::from(len)] += usize::from(old.is_none());
         old
     }
 
     /// Removes `addr/len`; its value, if it had one.
     pub fn remove(&mut self, addr: A, len: u8) -> Option<V> {
-        let old = self.by_len.get_mut(usize::from(len))?.remove(&addr);
+        let old = self.tables.get_mut(table_of(&addr, len))?.remove(&addr);
         self.count -= usize::from(old.is_some());
+        self.by_len[usize::from(len)] -= usize::from(old.is_some());
         old
     }
 
     /// True when some prefix of length `len` has a value.
     pub fn has_length(&self, len: u8) -> bool {
-        self.by_len.get(usize::from(len)).is_some_and(|m| !m.is_empty())
+        self.by_len.get(usize::from(len)).is_some_and(|&n| n > 0)
     }
 
     /// Every prefix with its value: by length, shortest first, then in no order.
     pub fn iter(&self) -> impl Iterator<Item = (A, u8, &V)> {
-        (0..=A::BITS).flat_map(move |len| self.by_len[usize::from(len)].iter().map(move |(&a, v)| (a, len, v)))
+        self.tables.iter().enumerate().flat_map(|(i, m)| {
+            let len = (i / SHARDS) as u8;
+            m.iter().map(move |(&a, v)| (a, len, v))
+        })
     }
 
     /// The number of prefixes.
@@ -79,6 +102,13 @@ impl<A: AddrKey, V> PrefixMap<A, V> {
     /// True when there is none.
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+
+    /// The bytes its tables take.
+    pub fn bytes(&self) -> usize {
+        self.tables.iter().map(|m| super::hash_table_bytes::<A, V>(m.capacity())).sum::<usize>()
+            + self.tables.capacity() * std::mem::size_of::<FxHashMap<A, V>>()
+            + self.by_len.capacity() * std::mem::size_of::<usize>()
     }
 }
 

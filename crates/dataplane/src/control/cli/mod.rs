@@ -18,6 +18,7 @@ mod flows;
 mod interface;
 mod ip;
 mod lcp;
+mod memory;
 mod mpls;
 mod neighbor;
 mod sflow;
@@ -63,6 +64,7 @@ impl Registry {
         flows::register(&mut r);
         sflow::register(&mut r);
         lcp::register(&mut r);
+        memory::register(&mut r);
         r
     }
 

@@ -88,6 +88,12 @@ impl<A: AddrKey> FibWriter<A> {
         self.routes.is_empty()
     }
 
+    /// Bytes allocated for the table (tbl24 and every tbl8 group, touched or not) and its
+    /// writer's map of routes.
+    pub fn bytes(&self) -> usize {
+        ((1 << 24) + self.fib.tbl8_groups() as usize * 256) * 4 + self.routes.bytes()
+    }
+
     /// tbl8 groups in use.
     pub fn tbl8_in_use(&self) -> u32 {
         self.fib.tbl8_groups() - self.free.len() as u32 - self.retired.len() as u32
