@@ -223,6 +223,6 @@ wait_mirrored "$v6" 60
 read -r left overruns dumps <<<"$(lcp_counts)"
 [ "$(kernel_routes)" = "$v6" ] || fail "the kernel has $(kernel_routes) routes, not $v6"
 [ "$overruns" -ge 1 ] && [ "$dumps" -ge 2 ] || fail "no overrun and re-dump: $overruns overruns, $dumps dumps"
-echo "overrun: $overruns overruns, $dumps dumps; vecflow mirrors exactly the kernel's $left routes"
+echo "overrun: $overruns overruns, $dumps dumps; vecflow mirrors exactly the kernel's $left routes; memory: $(memory)"
 stop_vecflow
 echo "lcp-full-table: OK"

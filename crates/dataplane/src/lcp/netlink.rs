@@ -54,9 +54,6 @@ pub enum Message {
     NextHop(NextHopMessage),
 }
 
-/// How many times a dump the kernel marked inconsistent (`NLM_F_DUMP_INTR`) is repeated.
-const DUMP_TRIES: usize = 5;
-
 /// One rtnetlink socket of the namespace it was opened in.
 #[derive(Debug)]
 pub struct Netlink {
@@ -102,32 +99,6 @@ impl Netlink {
         let tv = libc::timeval { tv_sec: timeout.as_secs() as _, tv_usec: timeout.subsec_micros() as _ };
         setsockopt(fd, libc::SO_RCVTIMEO, &tv)?;
         Ok(n)
-    }
-
-    /// Every link, address, neighbor, next-hop object and IPv4 and IPv6 route of the namespace, each
-    /// from a dump repeated while the kernel marks it interrupted by a change
-    /// (`NLM_F_DUMP_INTR`). A kernel without next-hop objects has none.
-    pub fn dump_all(&mut self) -> io::Result<Vec<Message>> {
-        let mut all = Vec::new();
-        for kind in Dump::ALL {
-            let mut tries = 0;
-            loop {
-                let mut out = Vec::new();
-                match self.dump(kind, &mut |m| out.push(m)) {
-                    Ok(true) => {
-                        all.extend(out);
-                        break;
-                    }
-                    Ok(false) if tries + 1 < DUMP_TRIES => tries += 1,
-                    Ok(false) => {
-                        return Err(io::Error::other(format!("the kernel interrupted {DUMP_TRIES} dumps in a row")));
-                    }
-                    Err(e) if kind == Dump::NextHops && e.raw_os_error() == Some(libc::EOPNOTSUPP) => break,
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(all)
     }
 
     /// Every link, address, neighbor, next-hop object and route of the namespace, handed to

@@ -71,6 +71,11 @@ pub enum KernelRoute {
 pub struct Alternatives(BTreeMap<RouteKey, Vec<KernelRoute>>);
 
 impl Alternatives {
+    /// Forgets the alternatives of `key` (a re-dump lists them again).
+    pub fn forget(&mut self, key: &RouteKey) {
+        self.0.remove(key);
+    }
+
     /// What route message `route` of `key` (added when `new`, with header flags `flags`)
     /// makes of the route the kernel uses, `current`: `Some(Some(route))` a new one,
     /// `Some(None)` none, `None` no change (an alternative came or went). IPv4: an append

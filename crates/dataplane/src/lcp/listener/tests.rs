@@ -127,3 +127,41 @@ fn next_hop_objects_on_a_link_losing_its_carrier_go_with_their_groups_and_routes
     assert_eq!(removed, [Change::NextHop(10, None), Change::Route(key("10.2.0.0/16"), None)]);
     assert!(view.silently_removed(&Change::Link(3, facts(true))).is_empty(), "carrier back: nothing");
 }
+
+#[test]
+fn a_redump_makes_the_view_what_it_names_and_drops_the_rest_only_when_whole() {
+    use crate::lcp::routes::{KernelHop, RouteKey};
+    use netlink_packet_core::{NLM_F_APPEND, NLM_F_MULTIPART};
+    let key = |s: &str| RouteKey { table: 254, prefix: p(s), metric: 0 };
+    let via = |ifindex| KernelRoute::Unicast {
+        hops: smallvec::smallvec![KernelHop { gateway: Some("192.0.2.1".parse().unwrap()), ifindex, weight: 1 }],
+        protocol: 186,
+    };
+    let dumped = |s: &str, ifindex| RouteUpdate { key: key(s), route: via(ifindex), new: true, flags: NLM_F_MULTIPART };
+    let mut view = KernelView::default();
+    for (s, ifindex) in [("10.1.0.0/16", 2), ("10.2.0.0/16", 2), ("2001:db8::/32", 2)] {
+        view.change(Change::Route(key(s), Some(via(ifindex))));
+    }
+    // An alternative of 10.1/16 (`ip route append`) the kernel no longer has: a re-dump
+    // lists its key's routes afresh.
+    let append = RouteUpdate { key: key("10.1.0.0/16"), route: via(5), new: true, flags: NLM_F_APPEND };
+    assert_eq!(view.apply(Message::Route(append)), [], "an alternative");
+    let before = view.clone();
+
+    // Interrupted: what it names is made, nothing it did not name goes.
+    assert_eq!(view.apply_redumped(dumped("10.1.0.0/16", 3)), Some(Change::Route(key("10.1.0.0/16"), Some(via(3)))));
+    assert_eq!(view.apply_redumped(dumped("10.3.0.0/16", 2)), Some(Change::Route(key("10.3.0.0/16"), Some(via(2)))));
+    assert_eq!(view.end_redump(false), []);
+    assert_eq!(view.routes.len(), 4);
+
+    // Whole: 10.1/16 as the dump has it (its stale alternative forgotten: deleting it leaves
+    // no route), the same route again changes nothing, and what it did not name goes.
+    let mut view = before;
+    assert_eq!(view.apply_redumped(dumped("10.1.0.0/16", 3)), Some(Change::Route(key("10.1.0.0/16"), Some(via(3)))));
+    assert_eq!(view.apply_redumped(dumped("2001:db8::/32", 2)), None, "unchanged");
+    assert_eq!(view.end_redump(true), [Change::Route(key("10.2.0.0/16"), None)]);
+    let delete = RouteUpdate { key: key("10.1.0.0/16"), route: via(3), new: false, flags: 0 };
+    assert_eq!(view.apply(Message::Route(delete)), [Change::Route(key("10.1.0.0/16"), None)]);
+    assert_eq!(view.routes.keys().collect::<Vec<_>>(), [key("2001:db8::/32")]);
+    assert_eq!(view.end_redump(true), [key("2001:db8::/32")].map(|k| Change::Route(k, None)), "marks were cleared");
+}
