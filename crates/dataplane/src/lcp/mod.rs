@@ -29,6 +29,7 @@ mod netns;
 pub mod nexthops;
 pub mod nodes;
 pub mod pending;
+pub mod redump;
 pub mod route_bytes;
 pub mod route_table;
 pub mod routes;
