@@ -2,7 +2,7 @@
 //! whether the kernel would also act on its traffic (addresses, IPv6, forwarding), which
 //! `vecflow run` warns about because the kernel still owns the interface.
 
-use super::carrier::Carrier;
+use super::link_watch::WatchedLink;
 use std::io;
 use std::net::Ipv4Addr;
 
@@ -32,8 +32,9 @@ pub struct HostLink {
     pub oper_up: bool,
     /// Link speed in bits per second, 0 when the kernel does not know it.
     pub speed: u64,
-    /// Its sysfs `carrier`, read by the carrier thread (the file takes the RTNL lock).
-    carrier: Option<Carrier>,
+    /// Its sysfs `carrier` and `speed`, read by the links thread (the files take the RTNL
+    /// lock).
+    watched: Option<WatchedLink>,
 }
 
 /// One line of a sysfs or procfs file, trimmed.
@@ -60,29 +61,23 @@ impl HostLink {
             mtu: mtu.min(u64::from(u32::MAX)) as u32,
             oper_up: false,
             speed: 0,
-            carrier: Carrier::watch(&format!("{dir}/carrier")),
+            watched: WatchedLink::watch(&dir),
         };
         link.refresh_carrier();
         link.refresh_speed();
         Ok(link)
     }
 
-    /// Takes the link state the carrier thread last read (one load: every tick of the main
+    /// Takes the link state the links thread last read (one load: every tick of the main
     /// loop); true when it changed.
     pub fn refresh_carrier(&mut self) -> bool {
-        let up = self.carrier.as_ref().is_some_and(Carrier::up);
+        let up = self.watched.as_ref().is_some_and(WatchedLink::up);
         std::mem::replace(&mut self.oper_up, up) != up
     }
 
-    /// Re-reads the link speed (it changes while we run).
+    /// Takes the link speed the links thread last read (it reads it every second).
     pub fn refresh_speed(&mut self) {
-        let dir = format!("/sys/class/net/{}", self.name);
-        // Mbit/s; -1 or an error (EINVAL on links that are down) when unknown.
-        self.speed = read_line(&format!("{dir}/speed"))
-            .ok()
-            .and_then(|s| s.parse::<i64>().ok())
-            .filter(|&s| s > 0)
-            .map_or(0, |mbps| mbps as u64 * 1_000_000);
+        self.speed = self.watched.as_ref().map_or(0, WatchedLink::speed);
     }
 
     /// What the kernel does with this interface that it should not while vecflow owns it,

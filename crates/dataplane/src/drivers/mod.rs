@@ -14,10 +14,10 @@
 
 pub mod af_packet;
 pub mod af_xdp;
-pub mod carrier;
 pub mod drops;
 pub mod generator;
 pub mod host;
+pub mod link_watch;
 pub mod netdev;
 pub mod nodes;
 pub mod offload;
