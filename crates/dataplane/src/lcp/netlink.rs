@@ -105,8 +105,23 @@ impl Netlink {
     /// `sink` as they are read (each kind dumped once); true when the kernel marked none of
     /// the dumps interrupted by a change (`NLM_F_DUMP_INTR`).
     pub fn dump_each(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        self.dump_kinds(&Dump::ALL, sink)
+    }
+
+    /// Every link, address, neighbor and next-hop object, as [`Netlink::dump_each`] gives them.
+    pub fn dump_objects(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        self.dump_kinds(&Dump::ALL[..4], sink)
+    }
+
+    /// Every IPv4 and IPv6 route, as [`Netlink::dump_each`] gives them.
+    pub fn dump_routes(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        self.dump_kinds(&Dump::ALL[4..], sink)
+    }
+
+    /// Dumps `kinds` in order; true when the kernel marked none interrupted.
+    fn dump_kinds(&mut self, kinds: &[Dump], sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
         let mut consistent = true;
-        for kind in Dump::ALL {
+        for &kind in kinds {
             match self.dump(kind, sink) {
                 Ok(whole) => consistent &= whole,
                 Err(e) if kind == Dump::NextHops && e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}

@@ -42,8 +42,10 @@ impl KernelView {
         made.then_some(change)
     }
 
-    /// Ends a re-dump: when it was `whole`, the routes it did not name go (the changes made);
-    /// the marks are cleared either way (an interrupted dump is done again).
+    /// Ends a re-dump: when it was `whole`, the routes it did not name go (the changes made),
+    /// and so do the alternatives of keys left without a route (a route the kernel removed
+    /// silently left its own); the marks are cleared either way (an interrupted dump is done
+    /// again).
     pub fn end_redump(&mut self, whole: bool) -> Vec<Change> {
         let unnamed = self.routes.unmark();
         if !whole {
@@ -51,8 +53,9 @@ impl KernelView {
         }
         for key in &unnamed {
             self.routes.remove(key);
-            self.alternatives.forget(key);
         }
+        let routes = &self.routes;
+        self.alternatives.keep(|key| routes.contains(key));
         unnamed.into_iter().map(|key| Change::Route(key, None)).collect()
     }
 
@@ -94,20 +97,21 @@ impl KernelView {
     }
 }
 
-/// A dump after an overrun, into the one view as it is read, without a second copy of it:
-/// the links, addresses, neighbor entries and next-hop objects (few) are gathered and their
-/// difference made before the first route; each route message is taken in as the dump has it
+/// A dump after an overrun, into the one view as it is read, without a second copy of it.
+/// The links, addresses, neighbor entries and next-hop objects (few) are dumped first, and
+/// their difference made only when that dump was whole (else the re-dump ends there, to be
+/// done again). Then each route message is taken in as the dump has it
 /// ([`KernelView::apply_redumped`], [`LOCKED_MESSAGES`] under one hold of the lock), and at
-/// the end the routes the dump did not name go ([`KernelView::end_redump`]). True when the
-/// kernel marked no part of it interrupted, with the number of changes it found.
+/// the end of a whole dump the routes it did not name go ([`KernelView::end_redump`]). True
+/// when the kernel marked no part of it interrupted, with the number of changes it found.
 pub(super) fn redump(dumps: &mut Netlink, kernel: &SharedKernel) -> std::io::Result<(bool, u64)> {
-    let mut others = Some(KernelView::default());
-    let mut routes = Vec::with_capacity(LOCKED_MESSAGES);
-    let mut found = 0;
-    let take_others = |others: &mut Option<KernelView>| {
-        let Some(newer) = others.take() else { return 0 };
+    let mut objects = KernelView::default();
+    if !dumps.dump_objects(&mut |m| _ = objects.apply(m))? {
+        return Ok((false, 0));
+    }
+    let mut found = {
         let mut k = kernel.lock();
-        let diff = k.view.diff_but_routes(&newer);
+        let diff = k.view.diff_but_routes(&objects);
         for change in &diff {
             k.view.change(change.clone());
         }
@@ -115,6 +119,7 @@ pub(super) fn redump(dumps: &mut Netlink, kernel: &SharedKernel) -> std::io::Res
         k.note(diff);
         n
     };
+    let mut routes = Vec::with_capacity(LOCKED_MESSAGES);
     let take_routes = |routes: &mut Vec<RouteUpdate>| {
         let mut k = kernel.lock();
         let made: Vec<Change> = routes.drain(..).filter_map(|r| k.view.apply_redumped(r)).collect();
@@ -122,18 +127,16 @@ pub(super) fn redump(dumps: &mut Netlink, kernel: &SharedKernel) -> std::io::Res
         k.note(made);
         n
     };
-    let sent = dumps.dump_each(&mut |m| match (m, others.as_mut()) {
-        (Message::Route(update), _) => {
-            found += take_others(&mut others);
+    let sent = dumps.dump_routes(&mut |m| match m {
+        Message::Route(update) => {
             routes.push(update);
             if routes.len() == LOCKED_MESSAGES {
                 found += take_routes(&mut routes);
             }
         }
-        (other, Some(view)) => _ = view.apply(other),
-        (other, None) => tracing::debug!("linux-cp netlink: a re-dump's {other:?} after its routes is left out"),
+        other => tracing::debug!("linux-cp netlink: a route dump gave {other:?}"),
     });
-    found += take_others(&mut others) + take_routes(&mut routes);
+    found += take_routes(&mut routes);
     let mut k = kernel.lock();
     let whole = sent.as_ref().is_ok_and(|&whole| whole);
     let gone = k.view.end_redump(whole);

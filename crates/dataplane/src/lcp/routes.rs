@@ -76,6 +76,11 @@ impl Alternatives {
         self.0.remove(key);
     }
 
+    /// Keeps only the alternatives of the keys `keep` holds.
+    pub fn keep(&mut self, keep: impl Fn(&RouteKey) -> bool) {
+        self.0.retain(|key, _| keep(key));
+    }
+
     /// What route message `route` of `key` (added when `new`, with header flags `flags`)
     /// makes of the route the kernel uses, `current`: `Some(Some(route))` a new one,
     /// `Some(None)` none, `None` no change (an alternative came or went). IPv4: an append

@@ -164,4 +164,17 @@ fn a_redump_makes_the_view_what_it_names_and_drops_the_rest_only_when_whole() {
     assert_eq!(view.apply(Message::Route(delete)), [Change::Route(key("10.1.0.0/16"), None)]);
     assert_eq!(view.routes.keys().collect::<Vec<_>>(), [key("2001:db8::/32")]);
     assert_eq!(view.end_redump(true), [key("2001:db8::/32")].map(|k| Change::Route(k, None)), "marks were cleared");
+
+    // A route removed without its alternatives (as a silent removal does): a whole re-dump
+    // drops them, so a later add and delete of the key leaves no route.
+    let mut view = KernelView::default();
+    view.change(Change::Route(key("10.4.0.0/16"), Some(via(2))));
+    let append = RouteUpdate { key: key("10.4.0.0/16"), route: via(5), new: true, flags: NLM_F_APPEND };
+    assert_eq!(view.apply(Message::Route(append)), []);
+    view.change(Change::Route(key("10.4.0.0/16"), None));
+    assert_eq!(view.end_redump(true), []);
+    let add = RouteUpdate { key: key("10.4.0.0/16"), route: via(3), new: true, flags: 0 };
+    view.apply(Message::Route(add));
+    let delete = RouteUpdate { key: key("10.4.0.0/16"), route: via(3), new: false, flags: 0 };
+    assert_eq!(view.apply(Message::Route(delete)), [Change::Route(key("10.4.0.0/16"), None)], "no stale alternative");
 }
