@@ -87,8 +87,10 @@ fn read_speed(file: &File) -> u64 {
     text.trim().parse::<i64>().ok().filter(|&s| s > 0).map_or(0, |mbps| mbps as u64 * 1_000_000)
 }
 
-/// The thread: reads every watched carrier, and every second every speed, forever.
+/// The thread: reads every watched carrier, and every second every speed, forever (with no
+/// capability: reading sysfs needs none).
 fn watch_all() {
+    crate::runtime::privileges::thread_start();
     for round in 1u32.. {
         let live: Vec<Arc<Watched>> = {
             let mut watched = WATCHED.lock().unwrap_or_else(PoisonError::into_inner);
