@@ -6,7 +6,7 @@ mod common;
 use pcap_file::pcap::{PcapPacket, PcapWriter};
 use sflow::*;
 use std::borrow::Cow;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -245,17 +245,24 @@ fn summary_reads_ipv6_five_tuples_through_extension_headers() {
 
 #[test]
 fn listens_on_ipv4_and_ipv6_loopback() {
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // Port 0: the collector binds a port the kernel picks and names it on its first line (a port
+    // probed here and freed could be taken by a parallel test before the collector binds it).
     let mut collector = common::Daemon::spawn(
         vecflow()
-            .args(["collect", "--port", &port.to_string(), "--json", "--count", "2", "--duration", "20"])
+            .args(["collect", "--port", "0", "--json", "--count", "2", "--duration", "20"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     );
     let mut err = BufReader::new(collector.child().stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
-    assert!(line.contains("listening on"), "{line}");
+    let port: u16 = line
+        .trim()
+        .strip_prefix("vecflow collect: listening on ")
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .unwrap_or_else(|| panic!("not a listening line: {line}"))
+        .port();
+    assert_ne!(port, 0, "{line}");
     let v4 = UdpSocket::bind("127.0.0.1:0").unwrap();
     v4.send_to(&datagram(7, 1), ("127.0.0.1", port)).unwrap();
     let sent_v6 = UdpSocket::bind("[::1]:0").and_then(|s| s.send_to(&datagram(8, 1), ("::1", port)).map(|_| s));
@@ -264,7 +271,9 @@ fn listens_on_ipv4_and_ipv6_loopback() {
         v4.send_to(&datagram(8, 1), ("127.0.0.1", port)).unwrap();
     }
     let out = collector.wait_with_output();
-    assert!(out.status.success());
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(out.status.success(), "{rest}");
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 2);

@@ -29,8 +29,9 @@ use summary::Summary;
 /// Options of `vecflow collect`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// UDP port to listen on (default 6343); with --pcap, the destination port that selects
-    /// datagrams (default: any UDP datagram that starts like sFlow v5).
+    /// UDP port to listen on (default 6343; 0 lets the kernel pick a free one, printed on
+    /// standard error); with --pcap, the destination port that selects datagrams (default: any
+    /// UDP datagram that starts like sFlow v5).
     #[arg(long)]
     port: Option<u16>,
     /// Address to listen on. Default: [::] (IPv6 and IPv4), or 0.0.0.0 where IPv6 is off.
