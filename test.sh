@@ -269,14 +269,18 @@ test_status=${PIPESTATUS[0]}
 set -e
 skip_lines=$(grep -c '^SKIP ' "$VECFLOW_SKIP_LOG" || true)
 ignored_tests=$(grep -E '^test result:' target/test.log | awk '{i+=$8} END {print i+0}')
+# Listed now, while the test binaries are fresh (at the end of the full tier cargo took 30 s
+# to list them again).
+ignored_list=
+if [ "$ignored_tests" -gt 0 ]; then
+    ignored_list=$(cargo test "${test_args[@]}" --quiet -- --ignored --list 2>/dev/null | sed -n 's/: test$//p' | sed 's/^/IGNORED /')
+fi
 summary=$(grep -E '^test result:' target/test.log | awk -v s="$skip_lines" -v i="$ignored_tests" \
     '{p+=$4; f+=$6} END {p-=s; if (p<0) p=0; printf "%d passed, %d failed, %d skipped\n", p, f, s+i}')
 print_summary() {
     echo "$summary"
     grep '^SKIP ' "$VECFLOW_SKIP_LOG" || true
-    if [ "$ignored_tests" -gt 0 ]; then
-        cargo test "${test_args[@]}" --quiet -- --ignored --list 2>/dev/null | sed -n 's/: test$//p' | sed 's/^/IGNORED /'
-    fi
+    [ -z "$ignored_list" ] || echo "$ignored_list"
     grep -E '^---- .* stdout ----$' target/test.log | sed -E 's/^---- (.*) stdout ----$/FAILED \1/' || true
 }
 if [ "$test_status" != 0 ]; then
@@ -359,11 +363,16 @@ scripts/bench-punt.sh 1 >target/bench-punt-smoke.txt 2>&1 || { tail -30 target/b
 grep -E '^punted [1-9][0-9]*/s to the TAP' target/bench-punt-smoke.txt ||
     { echo "bench-punt.sh punted nothing:"; tail -30 target/bench-punt-smoke.txt; exit 1; }
 # Not only a smoke run: the full-table test of linux-cp (1.2 M routes through the kernel,
-# the pair, the preload, the overrun), with the release build it needs.
-step "linux-cp full table (scripts/lcp-full-table.sh)"
-PATH="$PWD/target/release:$PATH" scripts/lcp-full-table.sh >target/lcp-full-table.txt 2>&1 ||
+# the pair, the churn, the preload, the overrun), with the release build it needs.
+step "linux-cp full table (scripts/lcp-full-table.sh; scripts/lcp-bgp-full-table.sh on 25 000 routes)"
+# (10 s of its route churn here; 60 s by default.)
+CHURN_SECONDS=10 PATH="$PWD/target/release:$PATH" scripts/lcp-full-table.sh >target/lcp-full-table.txt 2>&1 ||
     { tail -60 target/lcp-full-table.txt; exit 1; }
 cat target/lcp-full-table.txt
+# BGP end to end, a smoke run on a slice of the table (the whole table is a long check).
+PATH="$PWD/target/release:$PATH" scripts/lcp-bgp-full-table.sh --ipv4 20000 --ipv6 5000 >target/lcp-bgp-smoke.txt 2>&1 ||
+    { tail -40 target/lcp-bgp-smoke.txt; exit 1; }
+grep -E '^bird: 25000 routes|lag|OK$' target/lcp-bgp-smoke.txt
 
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built above)"
 loom_test --quiet loom

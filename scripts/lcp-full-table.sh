@@ -4,21 +4,25 @@
 # with `ip -batch`, in chunks, while hosts A and B ping each other through vecflow. Checks and
 # prints, for each chunk, the kernel's own time and how long after it vecflow's FIB held every
 # route (vecflow's lag); then that vecflow holds exactly the kernel's routes within a second of
-# the last chunk, that the pings lost nothing, vecflow's resident size and its tables' bytes
+# the last chunk, that the listener never overran, that 100 000 route replaces a second for
+# CHURN_SECONDS (scripts/route-churn.py) leave it without overruns, with bounded memory and
+# with exactly the kernel's next hops, that the pings lost nothing, vecflow's resident size
+# and its tables' bytes
 # (`show memory`, before the table and with it), how long a persistent
 # API client asking every 10 ms waited, the floor (the kernel's dump of the table read and
 # thrown away), the rate at which a restarted vecflow mirrors the
 # table from its start-up dump (preloaded), and that an overrun (linux-cp.netlink-buffer 4096
 # while the IPv4 table is deleted) ends in a re-dump with exactly the kernel's routes again.
 #
-#     sudo env "PATH=$PATH" scripts/lcp-full-table.sh      # CHUNK=100000 by default
+#     sudo env "PATH=$PATH" scripts/lcp-full-table.sh   # CHUNK=100000 CHURN_SECONDS=60 by default
 #
 # Needs root, vecflow on the PATH (a release build: a debug one is far slower), iproute2,
 # ping and python3. Everything it makes (namespaces with a random tag, files under a
 # temporary directory) is removed when it ends.
 set -euo pipefail
 
-CHUNK=${CHUNK:-100000}
+CHUNK=${CHUNK:-100000} CHURN_SECONDS=${CHURN_SECONDS:-60}
+here=$(cd "$(dirname "$0")" && pwd)
 vecflow=$(command -v vecflow) || { echo "vecflow is not on the PATH" >&2; exit 1; }
 for tool in ip ping python3 split; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
@@ -28,9 +32,9 @@ done
 tag=$(printf '%04x' $(( (RANDOM ^ $$) & 0xffff )))
 A=ft-a-$tag B=ft-b-$tag R=ft-r-$tag L=ft-l-$tag
 work=$(mktemp -d /tmp/vecflow-table.XXXXXX)
-vecflow_pid= ping_pid= probe_pid=
+vecflow_pid= ping_pid= probe_pid= rss_pid=
 cleanup() {
-    for pid in $probe_pid $ping_pid $vecflow_pid; do kill "$pid" 2>/dev/null || true; done
+    for pid in $rss_pid $probe_pid $ping_pid $vecflow_pid; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     for ns in "$A" "$B" "$R" "$L"; do ip netns del "$ns" 2>/dev/null || true; done
     rm -rf "$work"
@@ -81,14 +85,25 @@ d = json.load(sys.stdin)
 print(sum(d["kernel_routes"]["mirrored"].values()), d["listener"]["overruns"], d["listener"]["dumps"])'
 }
 mirrored() { lcp_counts | cut -d' ' -f1; }
-# Polls every 10 ms until vecflow mirrors N routes, for up to LIMIT seconds.
+# Asks `show lcp` every 5 ms over one API connection until vecflow mirrors N routes, for up to
+# LIMIT seconds, and prints the time (seconds since the epoch) of the answer that first said so.
 wait_mirrored() {  # wait_mirrored N LIMIT
-    local deadline
-    deadline=$(python3 -c "import time; print(time.time() + $2)")
-    until [ "$(mirrored)" = "$1" ]; do
-        python3 -c "import sys, time; sys.exit(time.time() > $deadline)" || fail "vecflow mirrors $(mirrored) routes after $2 s, not $1"
-        sleep 0.01
-    done
+    python3 - "$work/api.sock" "$1" "$2" <<'PY' || fail "vecflow mirrors $(mirrored) routes after $2 s, not $1"
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+answers = s.makefile("rb")
+want, deadline = int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+request = b'{"jsonrpc": "2.0", "id": 1, "method": "cli", "params": {"command": "show lcp"}}\n'
+while time.monotonic() < deadline:
+    s.sendall(request)
+    answer = json.loads(answers.readline())
+    if sum(answer["result"]["json"]["kernel_routes"]["mirrored"].values()) == want:
+        print(f"{time.time():.6f}")
+        sys.exit(0)
+    time.sleep(0.005)
+sys.exit(1)
+PY
 }
 # A persistent JSON-RPC client that asks the main thread (`show errors`) every 10 ms until it
 # gets SIGTERM, then writes how many answers came, their 99th percentile and the longest wait.
@@ -147,12 +162,15 @@ for f in "$work"/chunk.4.* "$work"/chunk.6.*; do
     total=$((total + n))
     family=-4
     case $f in *chunk.6.*) family=-6 ;; esac
+    # The poller starts first (a Python start takes longer than vecflow's lag), and notes
+    # when vecflow first holds every route; the lag counts from the end of `ip -batch`.
+    wait_mirrored "$total" 60 >"$work/mirrored-at" &
+    poller=$!
     t0=$(now)
     ip -n "$L" "$family" -batch "$f"
     t1=$(now)
-    wait_mirrored "$total" 60
-    t2=$(now)
-    lag=$(secs "$t1" "$t2")
+    wait "$poller" || fail "vecflow mirrors $(mirrored) routes 60 s after chunk ${f##*/chunk.} began, not $total"
+    lag=$(python3 -c "import sys; print(f'{max(0.0, float(sys.argv[2]) - float(sys.argv[1])):.3f}')" "$t1" "$(cat "$work/mirrored-at")")
     printf '%-10s %8d %10s %12s\n' "${f##*/chunk.}" "$n" "$(secs "$t0" "$t1")" "$lag"
 done
 python3 -c "import sys; sys.exit(float(sys.argv[1]) > 1.0)" "$lag" || fail "vecflow's FIB matched the kernel ${lag} s after the last chunk (over 1 s)"
@@ -167,12 +185,49 @@ for prefix in $(shuf -n 5 --random-source="$work/v4" "$work/v4" | cut -d' ' -f3)
     ctl show "$family" fib "$prefix" | grep -q "^$prefix .*kernel .*out wa" || fail "$prefix is not in vecflow's FIB as the kernel's"
 done
 
+# --- Churn: 100 000 route replaces a second, the pair still pinging ----------------------
+# scripts/route-churn.py points 100 000 of the IPv4 prefixes at 10.77.0.3 and back at
+# 10.77.0.2, round after round, for CHURN_SECONDS. The listener must never overrun (the
+# default buffer), vecflow's memory must stay bounded, and its FIB must end as the kernel's.
+read -r _ overruns dumps <<<"$(lcp_counts)"
+[ "$overruns" = 0 ] || fail "the listener overran $overruns times while the table loaded (the default buffer)"
+rss() { awk '/^VmRSS/ {print int($2 / 1000)}' "/proc/$vecflow_pid/status"; }
+rss_before=$(rss)
+( while sleep 1; do rss; done ) >"$work/churn-rss.txt" &
+rss_pid=$!
+api_probe_start
+ip netns exec "$L" "$here/route-churn.py" --routes "$work/v4" --dev wa --via 10.77.0.2 --via 10.77.0.3 \
+    --rate 100000 --seconds "$CHURN_SECONDS" >"$work/churn.txt" || fail "the churn: $(cat "$work/churn.txt")"
+kill "$rss_pid"
+wait "$rss_pid" 2>/dev/null || true
+rss_pid=
+churned=$(now)
+deadline=$(python3 -c "import time; print(time.time() + 10)")
+until [ "$(ctl show lcp --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["kernel_routes"]["waiting"])')" = 0 ]; do
+    python3 -c "import sys, time; sys.exit(time.time() > $deadline)" || fail "routes still wait to be mirrored 10 s after the churn"
+    sleep 0.01
+done
+echo "churn: $(cat "$work/churn.txt"); vecflow had mirrored every change $(secs "$churned" "$(now)") s after the last"
+api_probe_stop "routes churned"
+read -r left overruns_now dumps_now <<<"$(lcp_counts)"
+[ "$overruns_now" = 0 ] && [ "$dumps_now" = "$dumps" ] ||
+    fail "the churn made the listener overrun ($overruns_now overruns, $dumps_now dumps, $dumps before)"
+[ "$left" = "$total" ] || fail "vecflow mirrors $left routes after the churn, not $total"
+rss_most=$(sort -n "$work/churn-rss.txt" | tail -1)
+echo "memory during the churn: VmRSS ${rss_before} MB before, at most ${rss_most:-$rss_before} MB, $(rss) MB after"
+[ "${rss_most:-0}" -le $((rss_before + 64)) ] || fail "vecflow grew by more than 64 MB during the churn"
+for prefix in $(head -n 100000 "$work/v4" | shuf -n 10 --random-source="$work/v4" | cut -d' ' -f3); do
+    via=$(ip -n "$L" route show "$prefix" | sed -n 's/.* via \([0-9.]*\) .*/\1/p')
+    ctl show ip fib "$prefix" | grep -q "^$prefix .*kernel .*via $via out wa" ||
+        fail "$prefix: vecflow's FIB is not the kernel's (via $via): $(ctl show ip fib "$prefix")"
+done
+
 kill -INT "$ping_pid"
 wait "$ping_pid" || true
 ping_pid=
 sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' "$work/ping.txt")
 got=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' "$work/ping.txt")
-echo "the pair while the table loaded: $sent pings sent, $got answered"
+echo "the pair while the table loaded and churned: $sent pings sent, $got answered"
 [ -n "$sent" ] && [ "$sent" -gt 100 ] && [ $((sent - got)) -le 1 ] || fail "the pair lost pings: $(cat "$work/ping.txt")"
 
 # --- The floor: the kernel's own dump of the table, into readers that throw it away -------
@@ -206,8 +261,7 @@ echo "the floor: a bare dump $(bare_dump); ip route show of both families $(
 t0=$(now)
 start_vecflow vecflow-preloaded.log
 api_probe_start
-wait_mirrored "$total" 60
-t1=$(now)
+t1=$(wait_mirrored "$total" 60)
 took=$(secs "$t0" "$t1")
 api_probe_stop "the preloaded table was mirrored"
 echo "preloaded: vecflow started and mirrored $total routes in $took s ($(python3 -c "print(round($total / $took))") routes/s); memory: $(memory)"
@@ -215,11 +269,11 @@ echo "preloaded: vecflow started and mirrored $total routes in $took s ($(python
 # --- An overrun: a 4 KiB receive buffer while the IPv4 table is deleted -------------------
 stop_vecflow
 start_vecflow vecflow-overrun.log "netlink-buffer: 4096"
-wait_mirrored "$total" 60
+wait_mirrored "$total" 60 >/dev/null
 sed 's/^route add \([^ ]*\) .*/route del \1/' "$work/v4" >"$work/del4"
 ip -n "$L" -4 -batch "$work/del4"
 v6=$(wc -l <"$work/v6")
-wait_mirrored "$v6" 60
+wait_mirrored "$v6" 60 >/dev/null
 read -r left overruns dumps <<<"$(lcp_counts)"
 [ "$(kernel_routes)" = "$v6" ] || fail "the kernel has $(kernel_routes) routes, not $v6"
 [ "$overruns" -ge 1 ] && [ "$dumps" -ge 2 ] || fail "no overrun and re-dump: $overruns overruns, $dumps dumps"

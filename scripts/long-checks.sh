@@ -2,23 +2,25 @@
 # The checks that belong to a release rather than to every change (docs/testing.md, "The long
 # checks"): each runs at its full length, and the results go into one dated report.
 #
-#   sudo scripts/long-checks.sh [--only soak,overload,bench,fuzz] [--soak-min N] [--fuzz-cap-min C]
+#   sudo scripts/long-checks.sh [--only soak,overload,bench,table,fuzz] [--soak-min N] [--fuzz-cap-min C]
 #                               [--dir DIR]
 #
 #   soak      scripts/soak.sh for N minutes (default 10; root)
 #   overload  scripts/overload.sh for 60 s a run, the paired ratios judged
 #   bench     vecflow bench, every scenario, 3 runs each (the median reported)
+#   table     linux-cp at full-table scale: scripts/lcp-full-table.sh with its 60 s churn, then
+#             scripts/lcp-bgp-full-table.sh with BIRD and with FRR (root; BIRD 2 and FRR)
 #   fuzz      a fuzzing round of every target, C minutes each (default 20: scripts/fuzz-campaign.sh,
 #             on a worktree of HEAD, corpora kept in ~/.cache/vecflow-fuzz), two targets at a time
 #
 # The report is DIR/long-checks-DATE-COMMIT.md (default DIR: target/long-checks), beside each
 # check's raw output; the last line printed names it. The checks run one after another (the
-# fuzz round on both cores), so a run of them all takes about 1 h 40 min on two cores. Exits 1
+# fuzz round on both cores), so a run of them all takes about 1 h 45 min on two cores. Exits 1
 # when a check failed (every check still runs), 2 when one cannot run here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-only=soak,overload,bench,fuzz soak_min=10 fuzz_cap=20 dir=target/long-checks
+only=soak,overload,bench,table,fuzz soak_min=10 fuzz_cap=20 dir=target/long-checks
 while [ $# -gt 0 ]; do
     case $1 in
         --only) only=$2; shift ;;
@@ -31,11 +33,11 @@ while [ $# -gt 0 ]; do
     shift
 done
 for c in ${only//,/ }; do
-    case $c in soak|overload|bench|fuzz) ;; *) echo "--only: no check $c (soak, overload, bench, fuzz)" >&2; exit 2 ;; esac
+    case $c in soak|overload|bench|table|fuzz) ;; *) echo "--only: no check $c (soak, overload, bench, table, fuzz)" >&2; exit 2 ;; esac
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
-if wants soak && [ "$(id -u)" != 0 ]; then
-    echo "the soak needs root (network namespaces); run as root or leave it out with --only" >&2
+if { wants soak || wants table; } && [ "$(id -u)" != 0 ]; then
+    echo "the soak and the table checks need root (network namespaces); run as root or leave them out with --only" >&2
     exit 2
 fi
 
@@ -84,6 +86,15 @@ fi
 if wants bench; then
     check "bench of every scenario, 3 runs (vecflow bench)" '^[a-z0-9-]+ +[0-9]+ +[0-9.]+ +[0-9.]+|paired with|paths:' \
         "$vecflow" bench --runs 3
+fi
+if wants table; then
+    table_checks() {
+        PATH="$PWD/target/release:$PATH" scripts/lcp-full-table.sh &&
+            PATH="$PWD/target/release:$PATH" scripts/lcp-bgp-full-table.sh &&
+            PATH="$PWD/target/release:$PATH" scripts/lcp-bgp-full-table.sh --frr
+    }
+    check "linux-cp at full-table scale (scripts/lcp-full-table.sh, lcp-bgp-full-table.sh with BIRD and FRR)" \
+        '^[46]\.0|after the last|the API|churn|memory|preloaded|overrun|floor|bird:|frr:|lag|OK|FAIL' table_checks
 fi
 if wants fuzz; then
     # Two campaigns side by side, one core each, each with its own report: every other target

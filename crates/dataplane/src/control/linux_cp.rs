@@ -18,11 +18,11 @@ use wire::MacAddr;
 
 /// Routes taken from the kernel view per batch: one RIB batch, one FIB batch, one grace
 /// period.
-const ROUTE_BATCH: usize = 2048;
+const ROUTE_BATCH: usize = 1024;
 
 /// How long the main thread mirrors routes before it answers API calls again (it goes on at
 /// once after them while routes wait).
-const SLICE: Duration = Duration::from_millis(5);
+const SLICE: Duration = Duration::from_millis(2);
 
 impl Dataplane {
     /// `config` with the addresses Linux owns on each TAP added to its interface. An address

@@ -59,7 +59,9 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     );
     batch.extend(crate::l3::changes(&Routes::new(), &configured(&config.routes, &interfaces), Source::Config));
     let applied = rib.apply(&batch, &up)?;
-    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups)?, qsbr);
+    // With linux-cp a full table may come: the IPv4 table's pages are made resident now,
+    // before the API answers, not on the first routes.
+    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups, config.linux_cp.is_some())?, qsbr);
     fib.apply(&applied.fib)?;
     rib.commit(applied);
     rib.objects.take_changed();

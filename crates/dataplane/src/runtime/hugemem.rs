@@ -77,6 +77,24 @@ impl HugeRegion {
         self.len == 0
     }
 
+    /// Makes every page of the region resident now, huge pages where the kernel has them, so
+    /// that no later first write waits for the kernel to find and zero one: with huge pages
+    /// advised, a first write can wait for the kernel to compact memory (the IPv4 FIB's first
+    /// routes waited 180–270 ms for pages of its 64 MiB table). `MADV_POPULATE_WRITE`
+    /// (Linux 5.14); on older kernels, a write to each 4 KiB page.
+    pub fn populate(&mut self) {
+        #[cfg(not(miri))]
+        // SAFETY: `ptr..ptr+len` is the mapping made in `new`.
+        if unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_POPULATE_WRITE) } == 0 {
+            return;
+        }
+        for page in self.as_mut_slice().chunks_mut(4096) {
+            // SAFETY: a byte of the region, which `&mut self` holds alone; volatile, so that the
+            // store of the zero it already holds is made.
+            unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 0) };
+        }
+    }
+
     /// The whole region, writable.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: the mapping is `len` initialised (zero-filled) bytes, alive as long as
@@ -111,6 +129,14 @@ impl Drop for HugeRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn populated_stays_zeroed() {
+        let mut r = HugeRegion::new(3 << 20).unwrap();
+        r.populate();
+        assert_eq!(r.len(), 4 << 20);
+        assert!(r.as_mut_slice().iter().all(|&b| b == 0));
+    }
 
     #[test]
     fn zeroed_aligned_and_rounded_to_huge_pages() {

@@ -140,6 +140,16 @@ impl<A: AddrKey> Fib<A> {
         })
     }
 
+    /// As [`Fib::new`], with its tables resident from the start ([`HugeRegion::populate`]):
+    /// for a table that takes full Internet tables, whose first routes would otherwise wait
+    /// for the kernel to find pages for them.
+    pub fn resident(tbl8_groups: u32) -> std::io::Result<Self> {
+        let mut fib = Self::new(tbl8_groups)?;
+        fib.tbl24.mem.populate();
+        fib.tbl8.mem.populate();
+        Ok(fib)
+    }
+
     /// Number of tbl8 groups.
     pub fn tbl8_groups(&self) -> u32 {
         self.groups
@@ -225,9 +235,11 @@ pub struct Fibs {
 }
 
 impl Fibs {
-    /// Two empty tables, the IPv4 one with room for `ip4_groups` tbl8 groups.
-    pub fn new(ip4_groups: u32) -> std::io::Result<Self> {
-        Ok(Fibs { ip4: Arc::new(Fib::new(ip4_groups)?), ip6: Arc::new(Fib6::new()?) })
+    /// Two empty tables, the IPv4 one with room for `ip4_groups` tbl8 groups and, when
+    /// `resident`, its memory resident from the start ([`Fib::resident`]).
+    pub fn new(ip4_groups: u32, resident: bool) -> std::io::Result<Self> {
+        let ip4 = if resident { Fib::resident(ip4_groups)? } else { Fib::new(ip4_groups)? };
+        Ok(Fibs { ip4: Arc::new(ip4), ip6: Arc::new(Fib6::new()?) })
     }
 }
 

@@ -18,7 +18,7 @@ fn flow_samples_carry_the_received_priority_and_the_next_hop() {
         (100, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24);
     (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
     let src = Source { pool: 1234, drops: 5, ..Source::default() };
-    let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1).unwrap(), &Default::default()) else {
+    let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1, false).unwrap(), &Default::default()) else {
         panic!("a flow sample")
     };
     assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
@@ -44,7 +44,8 @@ fn label_switched_samples_carry_extended_mpls() {
     (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
     (slot.next_hop, slot.routed) = (Ipv4Addr::new(100, 64, 0, 0).into(), false);
     (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
-    let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1).unwrap(), &Default::default()) else {
+    let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1, false).unwrap(), &Default::default())
+    else {
         panic!()
     };
     let mpls = FlowRecord::Mpls(ExtendedMpls {
