@@ -70,7 +70,7 @@ rm -rf target/builds target/checks
 trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 # Installs a Debian package when its command is missing (one `apt-get update` per run).
 apt_updated=
