@@ -25,12 +25,13 @@
 set -euo pipefail
 
 daemon=bird ipv4=all ipv6=all
+usage() { echo "usage: $0 [--frr] [--ipv4 N] [--ipv6 N]" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
         --frr) daemon=frr ;;
-        --ipv4) ipv4=$2; shift ;;
-        --ipv6) ipv6=$2; shift ;;
-        *) echo "usage: $0 [--frr] [--ipv4 N] [--ipv6 N]" >&2; exit 2 ;;
+        --ipv4) [ $# -ge 2 ] || usage; ipv4=$2; shift ;;
+        --ipv6) [ $# -ge 2 ] || usage; ipv6=$2; shift ;;
+        *) usage ;;
     esac
     shift
 done
@@ -43,7 +44,8 @@ vecflow=$(command -v vecflow) || { echo "vecflow is not on the PATH" >&2; exit 1
 for tool in ip python3 bird birdc; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed (apt-get install iproute2 python3 bird2)" >&2; exit 1; }
 done
-[ "$daemon" = bird ] || [ -x /usr/lib/frr/zebra ] || { echo "FRR is not installed (apt-get install frr)" >&2; exit 1; }
+[ "$daemon" = bird ] || { [ -x /usr/lib/frr/zebra ] && command -v vtysh >/dev/null; } ||
+    { echo "FRR is not installed (apt-get install frr)" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -62,7 +64,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 fail() {
     echo "FAIL: $*" >&2
-    tail -n 20 "$work"/*.log >&2 || true
+    tail -n 20 "$work"/*.log "$work"/frr/*.log >&2 2>/dev/null || true
     exit 1
 }
 ctl() { "$vecflow" ctl --socket "$work/api.sock" "$@"; }
@@ -179,18 +181,22 @@ established || fail "the IPv4 session is not Established after 60 s"
 up=$(date +%s.%N)
 
 wait "$watch_pid" || fail "the watch failed"
-read -r kernel_routes vecflow_routes first kernel_all vecflow_all samples lag overruns < <(python3 -c '
+read -r kernel_routes vecflow_routes first kernel_all vecflow_all samples lag overruns unread < <(python3 -c '
 import json, sys
 w = json.load(open(sys.argv[1]))
-print(*(w[k] for k in ("kernel_routes", "vecflow_routes", "first_route", "kernel_all", "vecflow_all", "samples", "max_lag", "monitor_overruns")))' "$work/watch.json")
+keys = ("kernel_routes", "vecflow_routes", "first_route", "kernel_all", "vecflow_all", "samples", "max_lag",
+        "monitor_overruns", "monitor_unread_bytes")
+print(*(w[k] for k in keys))' "$work/watch.json")
 [ "$overruns" = 0 ] || fail "the watch's own netlink socket overran $overruns times: the lag is unknown"
+# About 1 KiB a notification: 8 MiB unread is about 0.1 s of routes at this rate, stamped late.
+[ "$unread" -le $((8 << 20)) ] || fail "the watch fell $unread bytes behind the kernel: its stamps, and the lag, are late"
 [ "$kernel_all" != None ] || fail "the kernel got $kernel_routes of $total routes from $daemon"
 [ "$vecflow_all" != None ] || fail "vecflow mirrored $vecflow_routes of $total routes"
 # From the first route in the kernel: a busy daemon answers the poll for Established late.
 since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$first" "$1"; }
 echo "$daemon: $total routes; the session was seen Established $(since "$up") s after the kernel's first route; from that route, the kernel held every route after $(since "$kernel_all") s, vecflow's FIB after $(since "$vecflow_all") s"
 lag=$(printf '%.3f' "$lag")
-echo "vecflow's lag behind the kernel, sampled every 50 ms ($samples samples): at most $lag s"
+echo "vecflow's lag behind the kernel, sampled every 50 ms ($samples samples): at most $lag s (the watch's socket held at most $((unread >> 10)) KiB unread at a sample)"
 echo "memory: vecflow $(awk '/^VmHWM/ {printf "VmHWM %d MB", $2 / 1000}' "/proc/$vecflow_pid/status")"
 python3 -c "import sys; sys.exit(float(sys.argv[1]) > 1.0)" "$lag" || fail "vecflow lagged ${lag} s behind the kernel (over 1 s)"
 for prefix in $(grep '^  route' "$work/static4.conf" | shuf -n 5 --random-source="$work/static4.conf" | awk '{print $2}') \

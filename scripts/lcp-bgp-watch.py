@@ -5,10 +5,11 @@ Run it in the linux-cp namespace (ip netns exec NS): a netlink socket of its own
 kernel's route notifications (RTM_NEWROUTE in the main table from BIRD or FRR, by protocol) as
 they come, timestamped; one connection to vecflow's API asks `show lcp` every 50 ms for the
 routes vecflow mirrors. It stops when both hold WANT routes more than they held when it
-started, or after LIMIT seconds, and prints one JSON object: when the kernel and vecflow first
-held them all (seconds since the epoch), and vecflow's lag behind the kernel: at each sample,
-how long before it the kernel had held as many routes as vecflow then held (an upper bound: a
-sample comes up to 50 ms after vecflow got there).
+started, or after LIMIT seconds, and prints one JSON object: when the kernel got the first and
+held them all, when vecflow held them all (seconds since the epoch), and vecflow's lag behind
+the kernel: at each sample, the age of the oldest route the kernel had and vecflow did not (an
+upper bound: a sample comes up to 50 ms after vecflow got there), and the most
+notification bytes its socket held unread at a sample (the stamps are as late as those are).
 
     lcp-bgp-watch.py API-SOCKET WANT LIMIT
 """
@@ -40,9 +41,11 @@ class Kernel:
         self.overruns, self.stop = 0, False
 
     def run(self):
+        buf = bytearray(1 << 16)
+        view = memoryview(buf)
         while not self.stop:
             try:
-                data = self.sock.recv(1 << 20)
+                size = self.sock.recv_into(buf)
             except socket.timeout:
                 continue
             except OSError as e:
@@ -51,14 +54,26 @@ class Kernel:
                     continue
                 raise
             now, at = time.time(), 0
-            while at + 28 <= len(data):
-                length, kind = struct.unpack_from("=IH", data, at)
+            while at + 28 <= size:
+                length, kind = struct.unpack_from("=IH", view, at)
                 # rtmsg after the 16-byte header: family, dst_len, src_len, tos, table, protocol.
-                if kind == RTM_NEWROUTE and data[at + 20] == RT_TABLE_MAIN and data[at + 21] in ROUTING_DAEMONS:
+                if kind == RTM_NEWROUTE and buf[at + 20] == RT_TABLE_MAIN and buf[at + 21] in ROUTING_DAEMONS:
                     self.count += 1
                 at += max(16, (length + 3) & ~3)
             self.times.append(now)
             self.counts.append(self.count)
+
+    def unread(self):
+        """Bytes the kernel queued on this socket that the thread has not read yet (the Rmem
+        column of /proc/net/netlink): a thread that falls behind stamps notifications late,
+        which would make vecflow's lag look shorter than it was."""
+        port = self.sock.getsockname()[0]
+        with open("/proc/net/netlink") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[1]) == socket.NETLINK_ROUTE and int(fields[2]) == port:
+                    return int(fields[4])
+        return 0
 
     def when(self, n):
         """When the kernel first held `n` routes (None: not yet)."""
@@ -74,40 +89,43 @@ def mirrored(api, answers):
 def main():
     path, want, limit = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     kernel = Kernel()
-    watcher = threading.Thread(target=kernel.run)
+    watcher = threading.Thread(target=kernel.run, daemon=True)
     watcher.start()
-    api = socket.socket(socket.AF_UNIX)
-    api.connect(path)
-    answers = api.makefile("rb")
-    base = mirrored(api, answers)
-    samples, deadline = [], time.monotonic() + limit
+    samples, unread, deadline = [], 0, time.monotonic() + limit
     try:
+        api = socket.socket(socket.AF_UNIX)
+        api.connect(path)
+        answers = api.makefile("rb")
+        base = mirrored(api, answers)
         while time.monotonic() < deadline:
             n = mirrored(api, answers) - base
             samples.append((time.time(), n))
+            unread = max(unread, kernel.unread())
             if n >= want and kernel.count >= want:
                 break
             time.sleep(0.05)
     finally:
         kernel.stop = True
         watcher.join()
+    # The lag at a sample: the age of the oldest route the kernel had and vecflow had not (0
+    # when vecflow held all the kernel had then).
     lags = []
     for t, n in samples:
-        held = kernel.when(n) if n > 0 else None
-        if held is not None:
-            lags.append(max(0.0, t - held))
+        missing_since = kernel.when(n + 1)
+        lags.append(t - missing_since if missing_since is not None and missing_since <= t else 0.0)
     vecflow_all = next((t for t, n in samples if n >= want), None)
     print(
         json.dumps(
             {
                 "kernel_routes": kernel.count,
                 "vecflow_routes": samples[-1][1] if samples else 0,
-                "first_route": kernel.times[0] if kernel.times else None,
+                "first_route": kernel.when(1),
                 "kernel_all": kernel.when(want),
                 "vecflow_all": vecflow_all,
                 "samples": len(samples),
                 "max_lag": max(lags, default=None),
                 "monitor_overruns": kernel.overruns,
+                "monitor_unread_bytes": unread,
             }
         )
     )

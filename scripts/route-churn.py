@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Replaces kernel routes at a steady rate, as a busy BGP daemon would.
 
-Each round changes the gateway of every prefix in a list, alternating between two gateways,
+Each round changes the gateway of every prefix in a list, alternating between two gateways
+(the first round sets the second: the routes are expected through the first),
 through a netlink socket of its own: RTM_NEWROUTE with NLM_F_CREATE | NLM_F_REPLACE, sent in
 one message every 10 ms (no acknowledgements asked; the errors the kernel sends back are read
 and counted). Run it in the namespace whose table it changes:
@@ -17,6 +18,7 @@ less than 90 % of the rate (the kernel, or this machine, too slow for it).
 """
 
 import argparse
+import errno
 import ipaddress
 import socket
 import struct
@@ -27,7 +29,8 @@ RTM_NEWROUTE, NLMSG_ERROR = 24, 2
 NLM_F_REQUEST, NLM_F_REPLACE, NLM_F_CREATE = 0x1, 0x100, 0x400
 RTA_DST, RTA_OIF, RTA_GATEWAY = 1, 4, 5
 RT_TABLE_MAIN, RTPROT_BGP, RTN_UNICAST = 254, 186, 1
-TICK = 0.01
+# Messages in one send: the kernel takes at most about 416 KiB in one (its default wmem).
+SEND_MAX = 4096
 
 
 def attribute(kind, value):
@@ -44,14 +47,26 @@ def replace(prefix, gateway, oif):
     return struct.pack("=IHHII", 16 + len(body), RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_REPLACE | NLM_F_CREATE, 0, 0) + body
 
 
+def gateway_of(round_):
+    """The gateway (0 or 1) round `round_` points every prefix at; round -1 is the routes
+    as they were, through the first."""
+    return (round_ + 1) % 2
+
+
 def refusals(sock):
-    """Reads what the kernel sent back without waiting: the errors (negative errno) in it."""
+    """Reads what the kernel sent back without waiting: the errors (negative errno) in it; a
+    lost answer (ENOBUFS: this socket's buffer overran) counts as one."""
     errors = []
     while True:
         try:
             data = sock.recv(1 << 20, socket.MSG_DONTWAIT)
         except BlockingIOError:
             return errors
+        except OSError as e:
+            if e.errno != errno.ENOBUFS:
+                raise
+            errors.append(-e.errno)
+            continue
         at = 0
         while at + 20 <= len(data):
             length, kind = struct.unpack_from("=IH", data, at)
@@ -73,8 +88,8 @@ def main():
     args = ap.parse_args()
     if len(args.via) != 2:
         sys.exit("route-churn.py: --via: give exactly two gateways")
-    if not 100 <= args.rate <= 10_000_000:
-        sys.exit("route-churn.py: --rate: from 100 to 10000000 replaces per second")
+    if not 100 <= args.rate <= 1_000_000:
+        sys.exit("route-churn.py: --rate: from 100 to 1000000 replaces per second")
     gateways = [ipaddress.ip_address(v) for v in args.via]
     with open(args.routes) as f:
         prefixes = [ipaddress.ip_network(line.split()[2]) for _, line in zip(range(args.count), f)]
@@ -88,15 +103,14 @@ def main():
     per_tick, n = max(1, args.rate // 100), len(prefixes)
     sent, errors, start = 0, [], time.monotonic()
     while time.monotonic() - start < args.seconds:
-        # The messages from `sent` on: prefix sent % n, gateway of round sent // n.
-        batch, at = [], sent
+        # The messages from `sent` on: prefix sent % n, in round sent // n; the kernel handles
+        # every message of a send before it returns.
+        at = sent
         while at < sent + per_tick:
             i, round_ = at % n, at // n
-            take = min(n - i, sent + per_tick - at)
-            batch.append(b"".join(messages[round_ % 2][i : i + take]))
+            take = min(n - i, sent + per_tick - at, SEND_MAX)
+            sock.send(b"".join(messages[gateway_of(round_)][i : i + take]))
             at += take
-        # The kernel handles every message of a send before it returns.
-        sock.send(b"".join(batch))
         sent = at
         errors += refusals(sock)
         ahead = start + sent / args.rate - time.monotonic()
@@ -109,8 +123,7 @@ def main():
     ends = {str(g): 0 for g in gateways}
     for i in range(n):
         round_ = last_round if i <= (sent - 1) % n else last_round - 1
-        if round_ >= 0:
-            ends[str(gateways[round_ % 2])] += 1
+        ends[str(gateways[gateway_of(round_)])] += 1
     rate = sent / took
     print(
         f"{sent} replaces in {took:.1f} s ({rate:.0f}/s) over {n} prefixes, {len(errors)} refused"
