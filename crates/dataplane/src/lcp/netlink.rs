@@ -105,17 +105,18 @@ impl Netlink {
     /// `sink` as they are read (each kind dumped once); true when the kernel marked none of
     /// the dumps interrupted by a change (`NLM_F_DUMP_INTR`).
     pub fn dump_each(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
-        self.dump_kinds(&Dump::ALL, sink)
+        let objects = self.dump_objects(sink)?;
+        Ok(self.dump_routes(sink)? && objects)
     }
 
     /// Every link, address, neighbor and next-hop object, as [`Netlink::dump_each`] gives them.
     pub fn dump_objects(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
-        self.dump_kinds(&Dump::ALL[..4], sink)
+        self.dump_kinds(&Dump::OBJECTS, sink)
     }
 
     /// Every IPv4 and IPv6 route, as [`Netlink::dump_each`] gives them.
     pub fn dump_routes(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
-        self.dump_kinds(&Dump::ALL[4..], sink)
+        self.dump_kinds(&Dump::ROUTES, sink)
     }
 
     /// Dumps `kinds` in order; true when the kernel marked none interrupted.
@@ -306,8 +307,10 @@ enum Dump {
 }
 
 impl Dump {
-    const ALL: [Dump; 6] =
-        [Dump::Links, Dump::Addresses, Dump::Neighbors, Dump::NextHops, Dump::Routes4, Dump::Routes6];
+    /// Everything but the routes, dumped first.
+    const OBJECTS: [Dump; 4] = [Dump::Links, Dump::Addresses, Dump::Neighbors, Dump::NextHops];
+    /// The routes, dumped after the objects they name.
+    const ROUTES: [Dump; 2] = [Dump::Routes4, Dump::Routes6];
 }
 
 /// The dump request flags.
