@@ -1,6 +1,8 @@
-//! The running dataplane and its Linux control plane in step: what Linux changes on a TAP
-//! (addresses, MTU, with `linux-cp.link-sync` its admin state) reaches the interface, and
-//! the interfaces' state and configured addresses reach the TAPs.
+//! The running dataplane and its Linux control plane in step: the dataplane's side of
+//! linux-cp's controller ([`crate::lcp::follow`]: the [`KernelFollower`] and [`RouteSink`] it
+//! drives), through which the kernel's routes and neighbor entries and what Linux changes on
+//! a TAP (addresses, MTU, with `linux-cp.link-sync` its admin state) reach the interfaces;
+//! and the interfaces' state and configured addresses set on the TAPs.
 
 use crate::config::{AdminState, Config};
 use crate::control::cli::settings;
@@ -8,21 +10,15 @@ use crate::control::engine::Dataplane;
 use crate::interface::Interface;
 use crate::l3::objects::Target;
 use crate::l3::rib::RouteChange;
-use crate::lcp::mirror::RouteSink;
-use crate::lcp::neighbors::{KernelNeighbor, Trust};
-use crate::neighbor::punt::{Event, Learn, Probe};
+use crate::lcp::LinuxCp;
+use crate::lcp::follow::KernelFollower;
+use crate::lcp::listener::LinkFacts;
+use crate::lcp::mirror::{KernelRoutes, RouteSink};
+use crate::neighbor::punt::{Event, Probe};
 use crate::net::IpPrefix;
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use wire::MacAddr;
-
-/// Routes taken from the kernel view per batch: one RIB batch, one FIB batch, one grace
-/// period.
-const ROUTE_BATCH: usize = 1024;
-
-/// How long the main thread mirrors routes before it answers API calls again (it goes on at
-/// once after them while routes wait).
-const SLICE: Duration = Duration::from_millis(2);
 
 impl Dataplane {
     /// `config` with the addresses Linux owns on each TAP added to its interface. An address
@@ -58,93 +54,10 @@ impl Dataplane {
         })
     }
 
-    /// Takes in what Linux changed since the last call: routes, neighbor entries on the TAPs,
-    /// and on the TAPs addresses (applied as kernel-owned), an MTU (the interface's MTU, when
-    /// the configuration takes it) and, with `link-sync`, the admin state. A change the
-    /// interface cannot take is undone on the TAP. Routes are taken in batches of
-    /// [`ROUTE_BATCH`] for at most [`SLICE`], so that API calls wait little behind a table
-    /// that loads; [`Dataplane::kernel_routes_waiting`] says when some are left. True when
-    /// the neighbor table changed what workers forward with. Call it often.
-    pub(super) fn follow_kernel(&mut self) -> bool {
-        let started = Instant::now();
-        let mut neighbors = false;
-        while let Some(update) = self.lcp.as_ref().and_then(|l| l.take_kernel_changes(ROUTE_BATCH)) {
-            let full = update.routes.len() == ROUTE_BATCH;
-            let mut kernel = std::mem::take(&mut self.routing.kernel);
-            kernel.mirror(self, update.routes);
-            self.routing.kernel = kernel;
-            neighbors |= self.mirror_neighbors(&update.neighbors);
-            if update.taps {
-                self.follow_taps(&update.links);
-            }
-            if !full || started.elapsed() >= SLICE {
-                break;
-            }
-        }
-        self.routing.kernel.note_slice(started.elapsed());
-        neighbors
-    }
-
     /// True when routes the kernel changed wait to be mirrored (more than one slice of
-    /// [`Dataplane::follow_kernel`] took).
+    /// [`follow_kernel`](crate::lcp::follow::follow_kernel) took).
     pub fn kernel_routes_waiting(&self) -> bool {
         self.lcp.as_ref().is_some_and(|l| l.view_counts().waiting > 0)
-    }
-
-    /// Takes in what Linux changed on the TAPs: addresses (as kernel-owned), MTUs and, with
-    /// `link-sync`, admin states (`links`: those that differ from what vecflow last set).
-    fn follow_taps(&mut self, links: &[(u16, crate::lcp::listener::LinkFacts)]) {
-        let link_sync = self.config.linux_cp.as_ref().is_some_and(|c| c.link_sync);
-        let mut proposed = self.config.clone();
-        for &(index, facts) in links {
-            let Some(i) = self.interfaces.iter().find(|i| i.index == index) else { continue };
-            // The TAP is taken as it is: where the interface does not follow it, the sync at
-            // the end of the apply sets it back.
-            if let Some(lcp) = &mut self.lcp {
-                lcp.put_back(index, facts);
-            }
-            let Ok(s) = settings(&mut proposed, &i.name) else { continue };
-            if facts.mtu != u32::from(i.mtu) {
-                *s.mtu = Some(u16::try_from(facts.mtu).unwrap_or(u16::MAX));
-            }
-            if link_sync && facts.up != i.admin_up {
-                *s.state = if facts.up { AdminState::Up } else { AdminState::Down };
-            }
-        }
-        if let Err(e) = self.apply_running(&proposed) {
-            tracing::warn!("linux-cp: a TAP's MTU or state was refused and is set back: {e}");
-            if let Err(e) = self.apply_running(&self.config.clone()) {
-                tracing::warn!("linux-cp: {e}");
-            }
-        }
-    }
-
-    /// Takes in the kernel's neighbor entries on the TAPs: a confirmed one as a confirmation,
-    /// a stale one as overheard (it updates an entry vecflow has), a permanent one as a static
-    /// entry (the configuration's win). True when what workers forward with changed.
-    fn mirror_neighbors(&mut self, entries: &[(u16, IpAddr, Option<KernelNeighbor>)]) -> bool {
-        let now = Instant::now();
-        let mut changed = false;
-        let mut statics = false;
-        for &(interface, address, entry) in entries {
-            let how = match entry.map(|n| n.trust) {
-                Some(Trust::Confirmed) => Learn::Confirmed,
-                Some(Trust::Stale) => Learn::Overheard,
-                // A permanent entry that came or went (or changed to another state).
-                Some(Trust::Permanent) | None => {
-                    statics = true;
-                    continue;
-                }
-            };
-            let mac = wire::MacAddr(entry.map_or([0; 6], |n| n.mac));
-            changed |= self.neighbors.table.on_event(Event::Learned { interface, address, mac, how }, now);
-        }
-        if statics {
-            let all = self.static_neighbors(&self.config, &self.interfaces);
-            self.neighbors.table.set_statics(all, now);
-            changed = true;
-        }
-        changed
     }
 
     /// The static neighbor entries: the configuration's (`config`, on `interfaces`) and the
@@ -190,6 +103,52 @@ impl Dataplane {
             let name = names.iter().find(|(i, _)| *i == index).map_or("", |(_, n)| n);
             self.config.addresses_of(name)
         });
+    }
+}
+
+impl KernelFollower for Dataplane {
+    fn linux_cp(&self) -> Option<&LinuxCp> {
+        self.lcp.as_ref()
+    }
+
+    fn kernel_routes_mut(&mut self) -> &mut KernelRoutes {
+        &mut self.routing.kernel
+    }
+
+    fn neighbor_event(&mut self, event: Event) -> bool {
+        self.neighbors.table.on_event(event, Instant::now())
+    }
+
+    fn refresh_static_neighbors(&mut self) {
+        let all = self.static_neighbors(&self.config, &self.interfaces);
+        self.neighbors.table.set_statics(all, Instant::now());
+    }
+
+    /// A change the interface cannot take is undone on the TAP.
+    fn follow_taps(&mut self, links: &[(u16, LinkFacts)]) {
+        let link_sync = self.config.linux_cp.as_ref().is_some_and(|c| c.link_sync);
+        let mut proposed = self.config.clone();
+        for &(index, facts) in links {
+            let Some(i) = self.interfaces.iter().find(|i| i.index == index) else { continue };
+            // The TAP is taken as it is: where the interface does not follow it, the sync at
+            // the end of the apply sets it back.
+            if let Some(lcp) = &mut self.lcp {
+                lcp.put_back(index, facts);
+            }
+            let Ok(s) = settings(&mut proposed, &i.name) else { continue };
+            if facts.mtu != u32::from(i.mtu) {
+                *s.mtu = Some(u16::try_from(facts.mtu).unwrap_or(u16::MAX));
+            }
+            if link_sync && facts.up != i.admin_up {
+                *s.state = if facts.up { AdminState::Up } else { AdminState::Down };
+            }
+        }
+        if let Err(e) = self.apply_running(&proposed) {
+            tracing::warn!("linux-cp: a TAP's MTU or state was refused and is set back: {e}");
+            if let Err(e) = self.apply_running(&self.config.clone()) {
+                tracing::warn!("linux-cp: {e}");
+            }
+        }
     }
 }
 

@@ -48,7 +48,7 @@ impl Dataplane {
     /// wait in a bounded queue.
     pub fn service(&mut self) {
         self.follow_carriers();
-        let mut changed = self.follow_kernel();
+        let mut changed = crate::lcp::follow::follow_kernel(self);
         let now = Instant::now();
         while let Ok(event) = self.neighbors.events.try_recv() {
             changed |= self.neighbors.table.on_event(event, now);

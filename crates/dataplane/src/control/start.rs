@@ -19,7 +19,7 @@ use crate::drivers::pcap::PcapSinks;
 use crate::drivers::{RxPort, WorkerPorts};
 use crate::interface::LinkState;
 use crate::l3::Routes;
-use crate::lcp::LcpWorker;
+use crate::lcp::{LcpWorker, LinuxCp};
 use crate::neighbor::Neighbors;
 use crate::neighbor::punt::Punt;
 use crate::runtime::qsbr::Qsbr;
@@ -91,6 +91,11 @@ impl Dataplane {
         let config = &with_kernel_mtus(config, packet_hosts.iter().chain(&xdp_hosts));
         config.validate()?;
         log_buffers(config);
+        let stop = Arc::new(AtomicBool::new(false));
+        // linux-cp's listener first: its dump of the kernel's table goes on while the rest
+        // starts (at a full table it takes longer than all the rest).
+        let lcp = config.linux_cp.as_ref().map(|c| LinuxCp::open(c, stop.clone()));
+        let lcp = lcp.transpose().map_err(StartError::LinuxCp)?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(usize::from(config.workers.count) + 1));
         let Forwarding { interfaces, tables, fib, rib, label_refs } = build_forwarding(config, qsbr.clone())?;
@@ -104,12 +109,12 @@ impl Dataplane {
             publisher: TablePublisher::new(tables.clone(), qsbr.clone()),
             tables,
             workers: Vec::new(),
-            stop: Arc::new(AtomicBool::new(false)),
+            stop,
             ports,
             routing: Routing { rib, fib, label_refs, host_routes: Routes::new(), kernel: Default::default() },
             neighbors,
             sflow: None,
-            lcp: None,
+            lcp,
             cleared: Cleared::default(),
             rate_samples: RateSamples::default(),
         };
@@ -129,18 +134,19 @@ impl Dataplane {
         Ok(dp)
     }
 
-    /// Starts linux-cp's TAPs and their threads, when the configuration has `linux-cp`;
-    /// returns each worker's end of them, in worker order (none when linux-cp is off).
+    /// Opens linux-cp's TAPs and starts its control thread, when the configuration has
+    /// `linux-cp` (its listener runs already); returns each worker's end of them, in worker
+    /// order (none when linux-cp is off).
     fn start_linux_cp(&mut self) -> Result<Vec<LcpWorker>, StartError> {
-        let Some(lcp) = &self.config.linux_cp else { return Ok(Vec::new()) };
+        let Some(config) = &self.config.linux_cp else { return Ok(Vec::new()) };
         let names = self.config.linux_names()?;
+        let Some(mut lcp) = self.lcp.take() else { return Ok(Vec::new()) };
         let up = |i| self.link(i).oper_up.get() != 0;
-        let mut started = crate::lcp::LinuxCp::start(lcp, &names, &self.interfaces, up).map_err(StartError::LinuxCp)?;
-        let ends = started
-            .start_io(&self.interfaces, self.config.workers.count, lcp.punt_rate, self.stop.clone())
-            .map_err(StartError::LinuxCp)?;
-        self.lcp = Some(started);
-        Ok(ends)
+        let started = lcp
+            .open_taps(&names, &self.interfaces, up)
+            .and_then(|()| lcp.start_io(&self.interfaces, self.config.workers.count, config.punt_rate));
+        self.lcp = Some(lcp);
+        started.map_err(StartError::LinuxCp)
     }
 
     /// Spawns the workers in order, each with its ports, its sampler and its ends of the

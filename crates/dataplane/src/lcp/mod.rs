@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod drops;
+pub mod follow;
 pub mod io;
 mod kernel;
 pub mod listener;
@@ -46,6 +47,8 @@ pub use worker::LcpWorker;
 
 use crate::interface::Interface;
 use std::io as stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// What a TAP was last set to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,28 +82,39 @@ pub struct LinuxCp {
     kernel: pending::SharedKernel,
     /// The routing table mirrored (`linux-cp.table`).
     table: u32,
-    /// The listener's receive buffer (`linux-cp.netlink-buffer`).
-    netlink_buffer: usize,
+    /// Set, the control thread and the listener end.
+    stop: Arc<AtomicBool>,
 }
 
 impl LinuxCp {
-    /// Opens (or makes) the namespace and a TAP for each of `interfaces` (`names` gives each
-    /// one's TAP name, by interface name), set to its MAC, MTU, admin state and carrier
-    /// (`link_up` by interface index).
-    pub fn start(
-        config: &LinuxCpConfig,
+    /// Opens (or makes) the namespace and starts the netlink listener in it (`stop` ends it),
+    /// before anything else of the dataplane: its first dump of the namespace's links,
+    /// addresses and routes (seconds at a full table) goes on while the rest starts. The TAPs
+    /// come with [`LinuxCp::open_taps`], the control thread with [`LinuxCp::start_io`].
+    pub fn open(config: &LinuxCpConfig, stop: Arc<AtomicBool>) -> stdio::Result<LinuxCp> {
+        let netns = Netns::open_or_create(&config.netns)?;
+        let requests = netns.run(netlink::Netlink::requests)?;
+        let kernel = pending::SharedKernel::new(config.table, []);
+        let sockets = netns.run(|| listener::Listener::sockets(config.netlink_buffer))?;
+        let listener = Some(listener::Listener::spawn(sockets, kernel.clone(), stop.clone())?);
+        Ok(LinuxCp { netns, pairs: Vec::new(), thread: None, requests, listener, kernel, table: config.table, stop })
+    }
+
+    /// Opens a TAP for each of `interfaces` (`names` gives each one's TAP name, by interface
+    /// name), set to its MAC, MTU, admin state and carrier (`link_up` by interface index),
+    /// and has the kernel view take each TAP for its interface.
+    pub fn open_taps(
+        &mut self,
         names: &[(String, String)],
         interfaces: &[Interface],
         link_up: impl Fn(u16) -> bool,
-    ) -> stdio::Result<LinuxCp> {
-        let netns = Netns::open_or_create(&config.netns)?;
-        let mut pairs = Vec::new();
+    ) -> stdio::Result<()> {
         for i in interfaces {
             let Some((_, linux)) = names.iter().find(|(n, _)| *n == i.name) else { continue };
             let state = TapState { up: i.admin_up, carrier: link_up(i.index), mtu: i.mtu };
             // An adopted TAP (a restart) keeps its state where it is right: a down and up
             // would end the sessions of the daemons on it.
-            let tap = netns.run(|| {
+            let tap = self.netns.run(|| {
                 let tap = Tap::open(linux)?;
                 if tap.mac()? != i.mac {
                     tap.set_mac(i.mac)?;
@@ -118,23 +132,18 @@ impl LinuxCp {
                 i.name,
                 tap.name,
                 tap.ifindex,
-                netns.name
+                self.netns.name
             );
-            pairs.push(Pair { index: i.index, tap, set: state, counters: Default::default(), asserted: Vec::new() });
+            self.pairs.push(Pair {
+                index: i.index,
+                tap,
+                set: state,
+                counters: Default::default(),
+                asserted: Vec::new(),
+            });
         }
-        let requests = netns.run(netlink::Netlink::requests)?;
-        let kernel = pending::SharedKernel::new(config.table, pairs.iter().map(|p| (p.tap.ifindex, p.index)));
-        let (listener, table) = (None, config.table);
-        Ok(LinuxCp {
-            netns,
-            pairs,
-            thread: None,
-            requests,
-            listener,
-            kernel,
-            table,
-            netlink_buffer: config.netlink_buffer,
-        })
+        self.kernel.lock().set_interfaces(self.pairs.iter().map(|p| (p.tap.ifindex, p.index)));
+        Ok(())
     }
 
     /// Brings each TAP in step with its interface: admin state, MTU (`interfaces`) and carrier
@@ -168,15 +177,14 @@ impl LinuxCp {
         }
     }
 
-    /// Starts the control thread, which runs until `stop` is set, and returns each of
-    /// `workers` workers' ends of its channels. Frames Linux writes on a TAP go to the worker
+    /// Starts the control thread, which runs until the stop flag [`LinuxCp::open`] took is
+    /// set, and returns each of `workers` workers' ends of its channels. Frames Linux writes on a TAP go to the worker
     /// that polls its interface's (first) rx queue.
     pub fn start_io(
         &mut self,
         interfaces: &[Interface],
         workers: u16,
         rates: PuntRate,
-        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> stdio::Result<Vec<LcpWorker>> {
         use std::sync::mpsc::sync_channel;
         let workers = usize::from(workers.max(1));
@@ -201,13 +209,13 @@ impl LinuxCp {
             taps.push(io::TapIo { index: p.index, file: p.tap.file()?, worker, counters: p.counters.clone() });
         }
         let free = (0..worker::QUEUE).map(|_| Vec::with_capacity(worker::FRAME_BYTES)).collect();
-        let sockets = self.netns.run(|| listener::Listener::sockets(self.netlink_buffer))?;
-        self.listener = Some(listener::Listener::spawn(sockets, self.kernel.clone(), stop.clone())?);
+        let stop = self.stop.clone();
         self.thread = Some(io::spawn(io::Io { taps, workers: lines, used: used_rx, free, stop })?);
         Ok(ends)
     }
 
-    /// Waits for the control thread and the netlink listener to end (after `stop` was set).
+    /// Waits for the control thread and the netlink listener to end (after the stop flag was
+    /// set).
     pub fn join(&mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -217,7 +225,7 @@ impl LinuxCp {
         }
     }
 
-    /// The netlink listener's counters, once it runs.
+    /// The netlink listener's counters (none once it has ended).
     pub fn listener_counters(&self) -> Option<&listener::ListenerCounters> {
         self.listener.as_ref().map(|l| &*l.counters)
     }
@@ -235,5 +243,16 @@ impl LinuxCp {
     /// The namespace's name.
     pub fn netns(&self) -> &str {
         &self.netns.name
+    }
+}
+
+impl Drop for LinuxCp {
+    /// Ends the threads still running: a start that fails after [`LinuxCp::open`] leaves
+    /// none behind.
+    fn drop(&mut self) {
+        if self.listener.is_some() || self.thread.is_some() {
+            self.stop.store(true, Relaxed);
+            self.join();
+        }
     }
 }

@@ -75,6 +75,12 @@ impl Kernel {
         std::mem::take(&mut self.taps)
     }
 
+    /// Takes the TAPs `interfaces` (Linux ifindex, vecflow interface index) for the view's
+    /// interfaces, in place of those it had.
+    pub fn set_interfaces(&mut self, interfaces: impl IntoIterator<Item = (u32, u16)>) {
+        self.interfaces = interfaces.into_iter().collect();
+    }
+
     /// The vecflow interface of the TAP of Linux ifindex `ifindex`.
     pub fn interface_of(&self, ifindex: u32) -> Option<u16> {
         self.interfaces.get(&ifindex).copied()
