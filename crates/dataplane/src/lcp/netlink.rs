@@ -249,7 +249,8 @@ impl Netlink {
     /// are skipped, not an error: the kernel gains attributes faster than any parser.
     fn read(&mut self) -> io::Result<Vec<(NetlinkHeader, NetlinkPayload<Message>)>> {
         let n = loop {
-            let n = self.socket.recv(&mut &mut self.buf[..], libc::MSG_PEEK | libc::MSG_TRUNC)?;
+            // A peek into no room copies nothing and says how long the datagram is.
+            let n = self.socket.recv(&mut &mut self.buf[..0], libc::MSG_PEEK | libc::MSG_TRUNC)?;
             if n <= self.buf.len() {
                 break self.socket.recv(&mut &mut self.buf[..], 0)?;
             }

@@ -11,6 +11,7 @@ use super::routes::{KernelRoute, RouteKey};
 use crate::net::IpPrefix;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A route's key within one family: ordered as [`RouteKey`] is (table, prefix, metric).
@@ -38,6 +39,13 @@ fn key6(key: &RouteKey, addr: Ipv6Addr) -> Key<Halves> {
 /// The address of an IPv6 key.
 fn ip6(halves: Halves) -> Ipv6Addr {
     Ipv6Addr::from_bits((u128::from(halves[0]) << 64) | u128::from(halves[1]))
+}
+
+impl<A: PartialEq> Key<A> {
+    /// True when `other` is a key of the same table and prefix (of any metric).
+    fn same_prefix(&self, other: &Key<A>) -> bool {
+        (self.table, self.len) == (other.table, other.len) && self.addr == other.addr
+    }
 }
 
 impl<A> Key<A> {
@@ -118,6 +126,20 @@ impl PartialEq for RouteTable {
 
 impl Eq for RouteTable {}
 
+/// Sets `key`'s route in `map` to `route` (interned in `routes`); true when that changed it.
+fn set<A: Ord>(map: &mut BTreeMap<Key<A>, u32>, key: Key<A>, route: KernelRoute, routes: &mut Interned) -> bool {
+    match map.entry(key) {
+        Entry::Vacant(e) => _ = e.insert(routes.acquire(route)),
+        Entry::Occupied(e) if *routes.get(*e.get()) == route => return false,
+        Entry::Occupied(mut e) => {
+            // Taken before the old one goes: were they one slot, it would be freed between.
+            let old = e.insert(routes.acquire(route));
+            routes.release(old);
+        }
+    }
+    true
+}
+
 impl RouteTable {
     /// The route of `key`.
     pub fn get(&self, key: &RouteKey) -> Option<&KernelRoute> {
@@ -133,20 +155,13 @@ impl RouteTable {
         self.get(key).is_some()
     }
 
-    /// Sets the route of `key`; true when that changed it.
+    /// Sets the route of `key`; true when that changed it. One search of the map (a dump
+    /// sets a million routes in a row).
     pub fn insert(&mut self, key: RouteKey, route: KernelRoute) -> bool {
-        if self.get(&key) == Some(&route) {
-            return false;
+        match key.prefix.addr {
+            IpAddr::V4(a) => set(&mut self.v4, key4(&key, a), route, &mut self.routes),
+            IpAddr::V6(a) => set(&mut self.v6, key6(&key, a), route, &mut self.routes),
         }
-        let i = self.routes.acquire(route);
-        let old = match key.prefix.addr {
-            IpAddr::V4(a) => self.v4.insert(key4(&key, a), i),
-            IpAddr::V6(a) => self.v6.insert(key6(&key, a), i),
-        };
-        if let Some(old) = old {
-            self.routes.release(old);
-        }
-        true
     }
 
     /// Removes the route of `key`; true when there was one.
@@ -161,14 +176,16 @@ impl RouteTable {
     /// The route to `prefix` in `table` of the lowest metric (the one the kernel uses).
     pub fn used(&self, table: u32, prefix: IpPrefix) -> Option<&KernelRoute> {
         let key = RouteKey { table, prefix, metric: 0 };
+        // The first key from metric 0 on, if it is `prefix`'s: one search of the map, where
+        // a range closed at the highest metric costs two.
         let i = match prefix.addr {
             IpAddr::V4(a) => {
                 let low = key4(&key, a);
-                self.v4.range(low..=Key { metric: u32::MAX, ..low }).next().map(|(_, &i)| i)
+                self.v4.range(low..).next().filter(|(k, _)| k.same_prefix(&low)).map(|(_, &i)| i)
             }
             IpAddr::V6(a) => {
                 let low = key6(&key, a);
-                self.v6.range(low..=Key { metric: u32::MAX, ..low }).next().map(|(_, &i)| i)
+                self.v6.range(low..).next().filter(|(k, _)| k.same_prefix(&low)).map(|(_, &i)| i)
             }
         };
         i.map(|i| self.routes.get(i))
@@ -317,6 +334,13 @@ mod tests {
         t.insert(key("10.0.0.0/8", 7), via(5));
         assert_eq!(t.used(254, "10.0.0.0/8".parse().unwrap()), Some(&via(5)));
         assert_eq!(t.used(254, "10.0.0.0/9".parse().unwrap()), None);
+        // The key after the one asked for is another prefix's or another table's.
+        assert_eq!(t.used(254, "2001:db8::/31".parse().unwrap()), None, "a longer prefix follows");
+        assert_eq!(t.used(100, "2001:db7::/32".parse().unwrap()), None, "another address follows");
+        assert_eq!(t.used(100, "2001:db8::/32".parse().unwrap()), Some(&via(4)));
+        assert!(!t.insert(key("10.0.0.0/8", 7), via(5)), "the same route again changes nothing");
+        assert!(t.insert(key("10.0.0.0/8", 7), via(6)));
+        assert_eq!(t.used(254, "10.0.0.0/8".parse().unwrap()), Some(&via(6)));
     }
 
     #[test]
