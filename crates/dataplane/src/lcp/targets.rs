@@ -41,7 +41,7 @@ impl KernelView {
         if hops.is_empty() {
             return Ok(None);
         }
-        let mut next = Vec::new();
+        let mut next = Vec::with_capacity(hops.len());
         for h in hops {
             let tx_if = index(h.ifindex).ok_or("through a device vecflow does not own")?;
             match h.gateway {
