@@ -112,7 +112,25 @@ fn taps_follow_their_interfaces_and_survive_a_restart() {
     drop(dp);
     let left = link(&ns.0, &a).expect("the TAP persists");
     assert_eq!(left["ifindex"], la["ifindex"]);
+    // With a table behind the TAPs, so that the listener's first dump (which starts before
+    // the TAPs are opened, and has port/0's TAP as the last run left it: 1300, down) is still
+    // being read while the dataplane runs: the interface keeps the configuration's MTU, not
+    // the TAP's old one.
+    let table: String = (0..100_000u32)
+        .map(|i| format!("route add blackhole {}.{}.{}.0/24\n", 10 + (i >> 16), (i >> 8) & 255, i & 255))
+        .collect();
+    let mut batch =
+        Command::new("ip").args(["-n", &ns.0, "-batch", "-"]).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut batch.stdin.take().unwrap(), table.as_bytes()).unwrap();
+    assert!(batch.wait().unwrap().success(), "the table is loaded");
     let mut dp = Dataplane::start(&config(&ns.0, &a, &b, 1400, "up")).unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(600);
+    while std::time::Instant::now() < until {
+        dp.service();
+        let port0 = dp.interfaces().iter().find(|i| i.name == "port/0").unwrap();
+        assert_eq!(port0.mtu, 1400, "port/0 followed its TAP's state from before the restart");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let again = link(&ns.0, &a).unwrap();
     assert_eq!(again["ifindex"], la["ifindex"], "adopted, not made anew");
     assert!(has_flag(&again, "UP") && !has_flag(&again, "NO-CARRIER"), "{again}");

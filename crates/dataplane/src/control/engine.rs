@@ -44,7 +44,7 @@ pub enum StartError {
     /// A route cannot be one.
     #[error(transparent)]
     Route(#[from] RouteError),
-    /// The Linux control plane's namespace or a TAP could not be set up.
+    /// The Linux control plane's namespace, its netlink listener or a TAP could not be set up.
     #[error("linux-cp: {0}")]
     LinuxCp(std::io::Error),
 }

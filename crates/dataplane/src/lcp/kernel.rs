@@ -14,7 +14,7 @@ pub struct KernelUpdate {
     /// A TAP's link or addresses changed.
     pub taps: bool,
     /// TAPs whose admin state or MTU is not what vecflow last set: interface index and what
-    /// the TAP has now.
+    /// the TAP has now (none before the view has shown the TAP as vecflow set it up).
     pub links: Vec<(u16, LinkFacts)>,
     /// Neighbor entries that changed on the TAPs: interface index, address, the entry.
     pub neighbors: Vec<(u16, std::net::IpAddr, Option<KernelNeighbor>)>,
@@ -64,7 +64,9 @@ impl LinuxCp {
             .iter()
             .filter_map(|p| {
                 let facts = *k.view.links.get(&p.tap.ifindex)?;
-                (facts.up != p.set.up || facts.mtu != u32::from(p.set.mtu)).then_some((p.index, facts))
+                let as_set = facts.up == p.set.up && facts.mtu == u32::from(p.set.mtu);
+                p.settled.set(p.settled.get() || as_set);
+                (p.settled.get() && !as_set).then_some((p.index, facts))
             })
             .collect();
         Some(KernelUpdate { taps, links, neighbors, routes })

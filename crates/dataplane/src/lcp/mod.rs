@@ -12,10 +12,12 @@
 //! ([`worker::punt`], within two policers per interface), ARP and neighbor discovery are
 //! copied up, and what Linux writes on a TAP leaves its interface ([`worker::inject`]),
 //! through a control thread (`vecflow-lcp`, [`io`]). Never up: transit traffic, frames for
-//! other MACs, LACP, STP. A netlink listener ([`listener`], thread `vecflow-netlink`) follows
-//! the TAPs' addresses, MTUs and admin states for the control plane (`kernel`), which sets the
-//! configured addresses on the TAPs. Still to come (issues 34, 35): routes and neighbors from
-//! the kernel, Prometheus, sFlow's ifIndex.
+//! other MACs, LACP, STP. A netlink listener ([`listener`], thread `vecflow-netlink`, started
+//! before the rest of the dataplane so that its first dump overlaps the start) keeps the one
+//! kernel view of the namespace's links, addresses, neighbor entries, next-hop objects and
+//! routes ([`pending`]); the controller ([`follow`]) takes what changed in it into the
+//! dataplane (routes to the FIB, [`mirror`]; neighbor entries; the TAPs' addresses, MTUs and
+//! admin states), and the configured addresses are set on the TAPs (`kernel.rs`).
 
 pub mod config;
 pub mod drops;
@@ -67,9 +69,15 @@ struct Pair {
     counters: std::sync::Arc<io::TapCounters>,
     /// The configuration's addresses vecflow last set on the TAP.
     asserted: Vec<crate::net::IpPrefix>,
+    /// The kernel view has shown the TAP as vecflow set it up, at least once. Until then its
+    /// state in the view is older than vecflow's set-up (the listener's first dump begins
+    /// before the TAPs are opened: an adopted TAP as the last run left it, then each step of
+    /// the set-up in turn) and is not followed.
+    settled: std::cell::Cell<bool>,
 }
 
-/// The running Linux control plane: the namespace, a TAP per interface, the control thread.
+/// The running Linux control plane: the namespace, a TAP per interface, the control thread,
+/// the netlink listener and its kernel view.
 #[derive(Debug)]
 pub struct LinuxCp {
     netns: Netns,
@@ -140,6 +148,7 @@ impl LinuxCp {
                 set: state,
                 counters: Default::default(),
                 asserted: Vec::new(),
+                settled: Default::default(),
             });
         }
         self.kernel.lock().set_interfaces(self.pairs.iter().map(|p| (p.tap.ifindex, p.index)));
@@ -178,8 +187,8 @@ impl LinuxCp {
     }
 
     /// Starts the control thread, which runs until the stop flag [`LinuxCp::open`] took is
-    /// set, and returns each of `workers` workers' ends of its channels. Frames Linux writes on a TAP go to the worker
-    /// that polls its interface's (first) rx queue.
+    /// set, and returns each of `workers` workers' ends of its channels. Frames Linux writes
+    /// on a TAP go to the worker that polls its interface's (first) rx queue.
     pub fn start_io(
         &mut self,
         interfaces: &[Interface],
