@@ -347,7 +347,11 @@ fn listen(mut events: Netlink, mut dumps: Netlink, kernel: &SharedKernel, c: &Li
             take_in(kernel, &mut read);
             match sent {
                 Ok(consistent) => {
-                    let routes = kernel.lock().view.routes.len();
+                    let routes = {
+                        let mut k = kernel.lock();
+                        k.first_dump_read();
+                        k.view.routes.len()
+                    };
                     tracing::info!(
                         "linux-cp netlink: dumped {routes} routes in {:.3} s",
                         started.elapsed().as_secs_f64()

@@ -6,6 +6,12 @@
 //! once, as it is then, so what waits is bounded by the size of the table however slow the
 //! main thread is, and the listener never stops reading its socket for it (a slow reader is
 //! what makes the kernel drop notifications).
+//!
+//! The first dump is taken by a sweep instead: the main thread walks the mirrored table's
+//! prefixes in order in the view itself, from the last one it took, and the listener notes
+//! only the changes behind that point (a prefix ahead of it has never been taken, and is
+//! read as it is when the sweep reaches it). A full table's dump then costs the listener no
+//! set insertion and the main thread no search per route.
 
 use super::listener::{Change, KernelView};
 use super::targets::Mirrored;
@@ -26,8 +32,21 @@ pub struct Kernel {
     taps: Vec<Change>,
     /// Prefixes of the mirrored table whose route changed since they were last taken.
     routes: BTreeSet<IpPrefix>,
-    /// The most prefixes that ever waited at once.
+    /// The most prefixes that ever waited at once (seen when noted and when taken).
     most_waiting: usize,
+    /// The first dump's sweep, until it has passed the last route of a dump read whole.
+    sweep: Option<Sweep>,
+}
+
+/// How far the main thread has walked the mirrored table in the view since it was empty.
+#[derive(Debug, Default)]
+struct Sweep {
+    /// The last prefix taken (none yet: the sweep is before the first).
+    after: Option<IpPrefix>,
+    /// Prefixes taken.
+    taken: usize,
+    /// The listener has read the first dump to its end.
+    dumped: bool,
 }
 
 /// The kernel view behind the lock the listener and the main thread share; each holds it
@@ -41,7 +60,8 @@ impl SharedKernel {
     pub fn new(table: u32, interfaces: impl IntoIterator<Item = (u32, u16)>) -> SharedKernel {
         let interfaces = interfaces.into_iter().collect();
         let (view, taps, routes) = (KernelView::default(), Vec::new(), BTreeSet::new());
-        SharedKernel(Arc::new(Mutex::new(Kernel { view, table, interfaces, taps, routes, most_waiting: 0 })))
+        let sweep = Some(Sweep::default());
+        SharedKernel(Arc::new(Mutex::new(Kernel { view, table, interfaces, taps, routes, most_waiting: 0, sweep })))
     }
 
     /// The view, locked. A thread that panicked holding it left every map whole (each change
@@ -54,20 +74,36 @@ impl SharedKernel {
 impl Kernel {
     /// Takes note of `changes`, which the view has made: the mirrored table's routes they
     /// change (next-hop objects: the routes through them) wait to be taken, and so do the
-    /// link, address and neighbor changes.
+    /// link, address and neighbor changes. A prefix ahead of the sweep does not wait: the
+    /// sweep takes it.
     pub fn note(&mut self, changes: impl IntoIterator<Item = Change>) {
         let mut objects = BTreeSet::new();
         for change in changes {
             match change {
-                Change::Route(key, _) if key.table == self.table => _ = self.routes.insert(key.prefix),
+                Change::Route(key, _) if key.table == self.table && !self.ahead(key.prefix) => {
+                    _ = self.routes.insert(key.prefix)
+                }
                 Change::Route(..) => {}
                 Change::NextHop(id, _) => _ = objects.insert(id),
                 Change::Link(..) | Change::Address(..) | Change::Neighbor(..) => self.taps.push(change),
             }
         }
         let through = self.view.routes_through(self.table, &objects);
-        self.routes.extend(through);
+        let behind: Vec<IpPrefix> = through.into_iter().filter(|&p| !self.ahead(p)).collect();
+        self.routes.extend(behind);
         self.most_waiting = self.most_waiting.max(self.routes.len());
+    }
+
+    /// True when the sweep has yet to reach `prefix`.
+    fn ahead(&self, prefix: IpPrefix) -> bool {
+        self.sweep.as_ref().is_some_and(|s| s.after.is_none_or(|after| prefix > after))
+    }
+
+    /// Has the sweep end once it passes the last route: the first dump has been read.
+    pub fn first_dump_read(&mut self) {
+        if let Some(sweep) = &mut self.sweep {
+            sweep.dumped = true;
+        }
     }
 
     /// The link, address and neighbor changes waiting, in order.
@@ -86,14 +122,28 @@ impl Kernel {
         self.interfaces.get(&ifindex).copied()
     }
 
-    /// Up to `max` of the prefixes waiting, each with what vecflow makes of its route now.
+    /// Up to `max` of the prefixes waiting, then of those the sweep reaches, each with what
+    /// vecflow makes of its route now.
     pub fn take_routes(&mut self, max: usize) -> Vec<(IpPrefix, Mirrored)> {
-        let mut out = Vec::with_capacity(max.min(self.routes.len()));
+        self.most_waiting = self.waiting().1;
+        let mut out = Vec::with_capacity(max.min(self.routes.len() + self.sweep.as_ref().map_or(0, |_| max)));
         let interfaces = &self.interfaces;
         let index = |ifindex| interfaces.get(&ifindex).copied();
         while out.len() < max {
             let Some(prefix) = self.routes.pop_first() else { break };
             out.push((prefix, self.view.target(self.table, prefix, &index)));
+        }
+        let Some(sweep) = &mut self.sweep else { return out };
+        let left = max - out.len();
+        let mut walked = 0;
+        for (prefix, route) in self.view.routes.used_after(self.table, sweep.after).take(left) {
+            out.push((prefix, self.view.target_of(prefix, Some(route), &index)));
+            sweep.after = Some(prefix);
+            walked += 1;
+        }
+        sweep.taken += walked;
+        if walked < left && sweep.dumped {
+            self.sweep = None;
         }
         out
     }
@@ -103,9 +153,17 @@ impl Kernel {
         self.view.routes.bytes() + crate::net::tree_bytes::<IpPrefix, ()>(self.routes.len())
     }
 
-    /// Prefixes waiting now, and the most that ever waited at once.
+    /// Prefixes waiting now, and the most that ever waited at once. While the sweep has
+    /// routes ahead, they count as waiting, about: the view's routes of every table and
+    /// metric less the prefixes taken, and at least one.
     pub fn waiting(&self) -> (usize, usize) {
-        (self.routes.len(), self.most_waiting)
+        let ahead = match &self.sweep {
+            Some(s) if self.view.routes.used_after(self.table, s.after).next().is_some() => {
+                self.view.routes.len().saturating_sub(s.taken).max(1)
+            }
+            _ => 0,
+        };
+        (self.routes.len() + ahead, self.most_waiting.max(self.routes.len() + ahead))
     }
 }
 
@@ -133,10 +191,17 @@ mod tests {
         k.note([change]);
     }
 
+    /// Ends the sweep of an empty view: what changes from then on waits in the set.
+    fn past_first_dump(k: &mut Kernel) {
+        k.first_dump_read();
+        assert!(k.take_routes(10).is_empty() && k.sweep.is_none());
+    }
+
     #[test]
     fn a_prefix_changed_twice_waits_once_and_is_taken_as_it_is_then() {
         let shared = SharedKernel::new(254, [(7, 3)]);
         let mut k = shared.lock();
+        past_first_dump(&mut k);
         let key = |table| RouteKey { table, prefix: p("203.0.113.0/24"), metric: 0 };
         make(&mut k, Change::Route(key(254), Some(via("192.0.2.9", 7))));
         make(&mut k, Change::Route(key(254), Some(via("192.0.2.10", 7))));
@@ -158,6 +223,7 @@ mod tests {
     fn routes_are_taken_in_batches_of_at_most_the_size_asked() {
         let shared = SharedKernel::new(254, []);
         let mut k = shared.lock();
+        past_first_dump(&mut k);
         for i in 0..10u8 {
             let prefix = IpPrefix { addr: std::net::Ipv4Addr::new(10, i, 0, 0).into(), len: 16 };
             make(&mut k, Change::Route(RouteKey { table: 254, prefix, metric: 0 }, Some(via("192.0.2.9", 8))));
@@ -175,6 +241,7 @@ mod tests {
         use crate::lcp::nexthops::NextHopObject::{Group, Single};
         let shared = SharedKernel::new(254, [(3, 1)]);
         let mut k = shared.lock();
+        past_first_dump(&mut k);
         let gw = |a: &str| Some(a.parse().unwrap());
         make(&mut k, Change::NextHop(1, Some(Single { gateway: gw("192.0.2.2"), ifindex: 3 })));
         make(&mut k, Change::NextHop(10, Some(Group(vec![(1, 1)]))));
@@ -185,5 +252,42 @@ mod tests {
         make(&mut k, Change::NextHop(1, Some(Single { gateway: gw("192.0.2.3"), ifindex: 3 })));
         let again: Vec<IpPrefix> = k.take_routes(10).into_iter().map(|(p, _)| p).collect();
         assert_eq!(again, [p("10.1.0.0/16"), p("10.2.0.0/16")], "directly and through the group");
+    }
+
+    #[test]
+    fn the_first_dump_is_swept_in_order_and_changes_behind_the_sweep_wait() {
+        let shared = SharedKernel::new(254, [(7, 3)]);
+        let mut k = shared.lock();
+        let key = |prefix: &str, metric| RouteKey { table: 254, prefix: p(prefix), metric };
+        for prefix in ["10.3.0.0/16", "2001:db8::/32", "10.1.0.0/16", "10.2.0.0/16"] {
+            make(&mut k, Change::Route(key(prefix, 0), Some(via("192.0.2.9", 7))));
+        }
+        make(&mut k, Change::Route(key("10.1.0.0/16", 5), Some(via("192.0.2.8", 7))));
+        make(&mut k, Change::Route(RouteKey { table: 100, ..key("10.0.0.0/8", 0) }, Some(via("192.0.2.9", 7))));
+        assert_eq!(k.routes.len(), 0, "ahead of the sweep, nothing waits in the set");
+        assert_eq!(k.waiting().0, 6, "the view's routes count as waiting, about");
+        let taken: Vec<IpPrefix> = k.take_routes(2).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(taken, [p("10.1.0.0/16"), p("10.2.0.0/16")], "in order, each prefix once");
+        // Behind the sweep: waits. Ahead of it: read when the sweep gets there.
+        make(&mut k, Change::Route(key("10.1.0.0/16", 0), None));
+        make(&mut k, Change::Route(key("10.2.0.0/24", 0), Some(via("192.0.2.10", 7))));
+        make(&mut k, Change::Route(key("10.3.0.0/16", 0), Some(via("192.0.2.10", 7))));
+        assert_eq!(k.routes.len(), 1);
+        let hop = |via: &str| NextHop { via: via.parse().unwrap(), tx_if: 3, weight: 1 };
+        let paths = |via| Ok(Some(Target::Paths { hops: vec![hop(via)], push: Default::default() }));
+        let taken = k.take_routes(3);
+        let expected = [
+            (p("10.1.0.0/16"), paths("192.0.2.8")),
+            (p("10.2.0.0/24"), paths("192.0.2.10")),
+            (p("10.3.0.0/16"), paths("192.0.2.10")),
+        ];
+        assert_eq!(taken, expected, "the waiting prefix first, as the view has it now (metric 5)");
+        assert_eq!(k.take_routes(3).len(), 1, "the IPv6 route");
+        assert!(k.sweep.is_some() && k.waiting().0 == 0, "the dump may have more");
+        k.first_dump_read();
+        assert_eq!(k.take_routes(3).len(), 0);
+        assert!(k.sweep.is_none(), "past the end of a dump read whole");
+        make(&mut k, Change::Route(key("10.9.0.0/16", 0), Some(via("192.0.2.9", 7))));
+        assert_eq!(k.waiting().0, 1, "past the sweep, every change waits in the set");
     }
 }

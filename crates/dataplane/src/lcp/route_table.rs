@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
 
 /// A route's key within one family: ordered as [`RouteKey`] is (table, prefix, metric).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -140,6 +141,22 @@ fn set<A: Ord>(map: &mut BTreeMap<Key<A>, u32>, key: Key<A>, route: KernelRoute,
     true
 }
 
+/// The first key of each prefix of `table` in `map` from `from` on (its route of lowest
+/// metric), with its route's index.
+fn firsts<A: Ord + Copy>(
+    map: &BTreeMap<Key<A>, u32>,
+    table: u32,
+    from: Bound<Key<A>>,
+) -> impl Iterator<Item = (Key<A>, u32)> + '_ {
+    let mut last: Option<Key<A>> = None;
+    let of_table = map.range((from, Unbounded)).take_while(move |(k, _)| k.table == table);
+    of_table.filter_map(move |(&k, &i)| {
+        let first = !last.is_some_and(|l| l.same_prefix(&k));
+        last = Some(k);
+        first.then_some((k, i))
+    })
+}
+
 impl RouteTable {
     /// The route of `key`.
     pub fn get(&self, key: &RouteKey) -> Option<&KernelRoute> {
@@ -189,6 +206,22 @@ impl RouteTable {
             }
         };
         i.map(|i| self.routes.get(i))
+    }
+
+    /// Each prefix of `table` after `after` (from the first when `None`) with the route it
+    /// uses (of lowest metric), in [`IpPrefix`] order (IPv4 first, as [`RouteTable::iter`]):
+    /// one search of the map, then a walk.
+    pub fn used_after(&self, table: u32, after: Option<IpPrefix>) -> impl Iterator<Item = (IpPrefix, &KernelRoute)> {
+        let start6 = Included(Key { table, addr: [0, 0], len: 0, metric: 0 });
+        let (from4, from6) = match after.map(|prefix| (RouteKey { table, prefix, metric: u32::MAX }, prefix.addr)) {
+            None => (Some(Included(Key { table, addr: 0, len: 0, metric: 0 })), start6),
+            Some((past, IpAddr::V4(a))) => (Some(Excluded(key4(&past, a))), start6),
+            Some((past, IpAddr::V6(a))) => (None, Excluded(key6(&past, a))),
+        };
+        let v4 = from4.into_iter().flat_map(move |from| firsts(&self.v4, table, from));
+        let v4 = v4.map(|(k, i)| (IpPrefix { addr: Ipv4Addr::from_bits(k.addr).into(), len: k.len }, i));
+        let v6 = firsts(&self.v6, table, from6).map(|(k, i)| (IpPrefix { addr: ip6(k.addr).into(), len: k.len }, i));
+        v4.chain(v6).map(|(p, i)| (p, self.routes.get(i)))
     }
 
     /// Every route: IPv4 first, then IPv6.
@@ -359,5 +392,31 @@ mod tests {
         assert_eq!(a, b, "the same routes, numbered differently inside");
         b.remove(&keys[2]);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn prefixes_after_one_are_walked_in_order_with_the_route_each_uses() {
+        let mut t = RouteTable::default();
+        t.insert(key("10.2.0.0/16", 9), via(2));
+        t.insert(key("10.2.0.0/16", 1), via(1));
+        t.insert(key("10.1.0.0/16", 0), via(3));
+        t.insert(key("2001:db8::/32", 0), via(4));
+        t.insert(key("2001:db8::/48", 0), via(5));
+        t.insert(RouteKey { table: 100, ..key("10.0.0.0/8", 0) }, via(6));
+        t.insert(RouteKey { table: 255, ..key("10.9.0.0/16", 0) }, via(7));
+        let walk = |after: Option<&str>| -> Vec<(String, KernelRoute)> {
+            let after = after.map(|a| a.parse().unwrap());
+            t.used_after(254, after).map(|(p, r)| (p.to_string(), r.clone())).collect()
+        };
+        let all = walk(None);
+        let names: Vec<&str> = all.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(names, ["10.1.0.0/16", "10.2.0.0/16", "2001:db8::/32", "2001:db8::/48"]);
+        assert_eq!(all[1].1, via(1), "the route of lowest metric");
+        assert_eq!(walk(Some("10.1.0.0/16")), all[1..], "after a prefix: every metric of it passed");
+        assert_eq!(walk(Some("10.2.0.0/16")), all[2..], "from IPv4 on into IPv6");
+        assert_eq!(walk(Some("10.1.5.0/24")), all[1..], "after a prefix the table lacks");
+        assert_eq!(walk(Some("2001:db8::/32")), all[3..]);
+        assert!(walk(Some("2001:db8::/48")).is_empty());
+        assert_eq!(t.used_after(100, None).count(), 1, "another table's own");
     }
 }

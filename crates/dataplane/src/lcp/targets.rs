@@ -22,7 +22,18 @@ impl KernelView {
     /// a device it does not own, a gateway of the other family). `index` gives the vecflow
     /// interface of a TAP's Linux ifindex.
     pub fn target(&self, table: u32, prefix: IpPrefix, index: &impl Fn(u32) -> Option<u16>) -> Mirrored {
-        let Some(route) = self.routes.used(table, prefix) else { return Ok(None) };
+        self.target_of(prefix, self.routes.used(table, prefix), index)
+    }
+
+    /// What vecflow makes of `route`, the kernel's route to `prefix` (none: no route), as
+    /// [`KernelView::target`] does.
+    pub fn target_of(
+        &self,
+        prefix: IpPrefix,
+        route: Option<&KernelRoute>,
+        index: &impl Fn(u32) -> Option<u16>,
+    ) -> Mirrored {
+        let Some(route) = route else { return Ok(None) };
         let object_hops;
         let hops = match route {
             KernelRoute::Unmirrored(why) => return Err(why),
