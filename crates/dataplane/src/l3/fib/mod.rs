@@ -1,15 +1,19 @@
 //! The forwarding tables: longest-prefix match for IPv4 (DIR-24-8) and IPv6 (B+-trees of
 //! intervals under a direct first level).
 //!
-//! IPv4 uses DIR-24-8: `tbl24` holds one 32-bit entry per value of the address's first 24
-//! bits (64 MiB of address space on transparent huge pages, touched only where routes are),
+//! IPv4 uses DIR-24-8: `tbl24` (the first level) holds one 32-bit entry per value of the
+//! address's first 24 bits (64 MiB of address space on transparent huge pages, touched only
+//! where routes are),
 //! and `tbl8` holds groups of 256 entries, one group below each /24 that holds longer
 //! prefixes. A lookup is one load, or two for /24s holding longer prefixes. Leaves are pushed
 //! down (every entry holds its best match), so a walk never backtracks. Entries change in place
 //! with atomic stores, a new group is filled before the store that publishes it, and a group
 //! that is no longer needed is reused only after every worker has passed a vector boundary
 //! ([`crate::runtime::qsbr`]). The `Fib<A>` and `FibWriter<A>` types stay generic over the
-//! address family (their keys are left-aligned `u128`s), but only IPv4 uses them.
+//! address family (their keys are left-aligned `u128`s), but only IPv4 uses them. They are
+//! generic over the first level's width too (`FIRST`, 24 by default): at 16 the same code is
+//! a 16-8-8 trie (a 256 KiB first level, up to two groups deep), the shape for the many small
+//! tables of VRFs, where 64 MiB of tbl24 each would be written whole by a default route.
 //!
 //! IPv6 uses [`Fib6`] (module `ip6`): an 18-bit direct first level over one static B+-tree of
 //! elementary intervals per slot, rebuilt copy-on-write per batch, about 110 bytes per route of
@@ -119,21 +123,29 @@ impl Entries {
     }
 }
 
-/// The table workers look up in, for addresses `A`. Shared (`Arc`) between the workers and
-/// the [`FibWriter`].
-pub struct Fib<A: AddrKey = Ipv4Addr> {
-    tbl24: Entries,
+/// The table workers look up in, for addresses `A`, whose first level is indexed by the
+/// address's first `FIRST` bits (24: DIR-24-8, the default table's; 16: a 16-8-8 trie, whose
+/// 256 KiB first level suits many small tables, as VPP's non-default tables). Shared (`Arc`)
+/// between the workers and the [`FibWriter`].
+pub struct Fib<A: AddrKey = Ipv4Addr, const FIRST: u8 = 24> {
+    first_level: Entries,
     tbl8: Entries,
     groups: u32,
     family: PhantomData<A>,
 }
 
-impl<A: AddrKey> Fib<A> {
+impl<A: AddrKey, const FIRST: u8> Fib<A, FIRST> {
+    /// The first level's bits, checked when a table is made: a multiple of 8 from 8 to 24.
+    const FIRST_CHECKED: u8 = {
+        assert!(FIRST >= 8 && FIRST <= 24 && FIRST.is_multiple_of(8), "a first level of 8, 16 or 24 bits");
+        FIRST
+    };
+
     /// An empty table with room for `tbl8_groups` groups of 256 entries.
     pub fn new(tbl8_groups: u32) -> std::io::Result<Self> {
         assert!(tbl8_groups <= MAX_INDEX);
         Ok(Fib {
-            tbl24: Entries::new(1 << 24)?,
+            first_level: Entries::new(1 << Self::FIRST_CHECKED)?,
             tbl8: Entries::new(tbl8_groups as usize * 256)?,
             groups: tbl8_groups,
             family: PhantomData,
@@ -145,7 +157,7 @@ impl<A: AddrKey> Fib<A> {
     /// for the kernel to find pages for them.
     pub fn resident(tbl8_groups: u32) -> std::io::Result<Self> {
         let mut fib = Self::new(tbl8_groups)?;
-        fib.tbl24.mem.populate();
+        fib.first_level.mem.populate();
         fib.tbl8.mem.populate();
         Ok(fib)
     }
@@ -155,10 +167,10 @@ impl<A: AddrKey> Fib<A> {
         self.groups
     }
 
-    /// The tbl24 entry of `key`.
+    /// The first level's entry of `key`.
     #[inline(always)]
     fn first(&self, key: u128) -> &AtomicU32 {
-        self.tbl24.get((key >> 104) as usize)
+        self.first_level.get((key >> (128 - u32::from(FIRST))) as usize)
     }
 
     /// The entry of group `e` (an `EXT` entry) for the 8 bits of `key` after its first `depth`.
@@ -171,7 +183,7 @@ impl<A: AddrKey> Fib<A> {
     pub fn lookup_addr(&self, addr: A) -> Option<Leaf> {
         let key = addr.key();
         let mut e = self.first(key).load(Acquire);
-        let mut depth = 24;
+        let mut depth = FIRST;
         while is_ext(e) && depth < A::BITS {
             e = self.below(e, key, depth).load(Acquire);
             depth += 8;
@@ -180,47 +192,60 @@ impl<A: AddrKey> Fib<A> {
     }
 }
 
-impl Fib<Ipv4Addr> {
+impl<const FIRST: u8> Fib<Ipv4Addr, FIRST> {
+    /// The entry of group `e` (an `EXT` entry) for the 8 bits of `addr` after its first
+    /// `depth`.
+    #[inline(always)]
+    fn at(e: u32, addr: u32, depth: u8) -> usize {
+        ((e & GROUP) as usize) << 8 | ((addr >> (24 - depth)) & 0xff) as usize
+    }
+
     /// Longest-prefix match of `addr` (host order).
     #[inline(always)]
     pub fn lookup(&self, addr: u32) -> Option<Leaf> {
-        let mut e = self.tbl24.get((addr >> 8) as usize).load(Acquire);
-        if is_ext(e) {
-            e = self.tbl8.get(((e & GROUP) as usize) << 8 | (addr & 0xff) as usize).load(Acquire);
+        let mut e = self.first_level.get((addr >> (32 - FIRST)) as usize).load(Acquire);
+        let mut depth = FIRST;
+        while is_ext(e) && depth < 32 {
+            e = self.tbl8.get(Self::at(e, addr, depth)).load(Acquire);
+            depth += 8;
         }
         Leaf::decode(e)
     }
 
-    /// Starts loading the tbl24 entry of `addr` into the cache.
+    /// Starts loading the first level's entry of `addr` into the cache.
     #[inline(always)]
     pub fn prefetch(&self, addr: u32) {
-        self.tbl24.prefetch((addr >> 8) as usize);
+        self.first_level.prefetch((addr >> (32 - FIRST)) as usize);
     }
 
     /// The final entry of each address of `dst` (at most a vector's worth, host order) into
-    /// `out` (decode it with [`Leaf::decode`]), for a batch whose tbl24 entries
-    /// [`Fib::prefetch`] asked for: every tbl24 entry first, then, when some point to tbl8
-    /// groups, every tbl8 entry is prefetched before any is read, so their misses overlap.
+    /// `out` (decode it with [`Leaf::decode`]), for a batch whose first-level entries
+    /// [`Fib::prefetch`] asked for: every first-level entry first, then, level by level while
+    /// some point to tbl8 groups, every tbl8 entry is prefetched before any is read, so their
+    /// misses overlap (DIR-24-8 has one such level, 16-8-8 two).
     #[inline(always)]
     pub fn lookup_batch(&self, dst: &[u32], out: &mut [u32]) {
         assert!(dst.len() <= crate::runtime::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
         let mut going = false;
         for (e, &d) in out.iter_mut().zip(dst) {
-            *e = self.tbl24.get((d >> 8) as usize).load(Acquire);
+            *e = self.first_level.get((d >> (32 - FIRST)) as usize).load(Acquire);
             going |= is_ext(*e);
         }
-        if going {
-            let at = |e: u32, d: u32| ((e & GROUP) as usize) << 8 | (d & 0xff) as usize;
+        let mut depth = FIRST;
+        while going && depth < 32 {
             for (&e, &d) in out.iter().zip(dst) {
                 if is_ext(e) {
-                    self.tbl8.prefetch(at(e, d));
+                    self.tbl8.prefetch(Self::at(e, d, depth));
                 }
             }
+            going = false;
             for (e, &d) in out.iter_mut().zip(dst) {
                 if is_ext(*e) {
-                    *e = self.tbl8.get(at(*e, d)).load(Acquire);
+                    *e = self.tbl8.get(Self::at(*e, d, depth)).load(Acquire);
+                    going |= is_ext(*e);
                 }
             }
+            depth += 8;
         }
     }
 }

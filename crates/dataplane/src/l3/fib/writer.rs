@@ -49,8 +49,8 @@ pub enum FibError {
 
 /// The main thread's handle for changing a [`Fib`]. It keeps every route (for deletes, which
 /// must fall back to the covering route, and for `show ip fib`).
-pub struct FibWriter<A: AddrKey = Ipv4Addr> {
-    fib: Arc<Fib<A>>,
+pub struct FibWriter<A: AddrKey = Ipv4Addr, const FIRST: u8 = 24> {
+    fib: Arc<Fib<A, FIRST>>,
     qsbr: Arc<Qsbr>,
     /// Every route (a delete looks up each shorter length for the covering route: a hash
     /// probe each).
@@ -59,15 +59,15 @@ pub struct FibWriter<A: AddrKey = Ipv4Addr> {
     retired: Vec<u32>,
 }
 
-impl<A: AddrKey> FibWriter<A> {
+impl<A: AddrKey, const FIRST: u8> FibWriter<A, FIRST> {
     /// A writer for `fib`, whose readers announce quiescent states through `qsbr`.
-    pub fn new(fib: Arc<Fib<A>>, qsbr: Arc<Qsbr>) -> Self {
+    pub fn new(fib: Arc<Fib<A, FIRST>>, qsbr: Arc<Qsbr>) -> Self {
         let free = (0..fib.tbl8_groups()).rev().collect();
         FibWriter { fib, qsbr, routes: PrefixMap::default(), free, retired: Vec::new() }
     }
 
     /// The table workers read.
-    pub fn fib(&self) -> &Arc<Fib<A>> {
+    pub fn fib(&self) -> &Arc<Fib<A, FIRST>> {
         &self.fib
     }
 
@@ -88,10 +88,10 @@ impl<A: AddrKey> FibWriter<A> {
         self.routes.is_empty()
     }
 
-    /// Bytes allocated for the table (tbl24 and every tbl8 group, touched or not) and its
-    /// writer's map of routes.
+    /// Bytes allocated for the table (its first level and every tbl8 group, touched or not)
+    /// and its writer's map of routes.
     pub fn bytes(&self) -> usize {
-        ((1 << 24) + self.fib.tbl8_groups() as usize * 256) * 4 + self.routes.bytes()
+        ((1 << FIRST) + self.fib.tbl8_groups() as usize * 256) * 4 + self.routes.bytes()
     }
 
     /// tbl8 groups in use.
@@ -168,7 +168,7 @@ impl<A: AddrKey> FibWriter<A> {
     /// already on its path.
     fn groups_needed(&self, key: u128, len: u8) -> usize {
         let mut e = self.fib.first(key).load(Acquire);
-        let mut depth = 24;
+        let mut depth = FIRST;
         while len > depth {
             if !is_ext(e) {
                 return usize::from(len - depth).div_ceil(8);
@@ -184,7 +184,7 @@ impl<A: AddrKey> FibWriter<A> {
     /// hold anything longer than their parent entry.
     fn fill(&mut self, key: u128, len: u8, leaf: u32, replace: impl Fn(u32) -> bool) {
         let fib = self.fib.clone();
-        self.fill_level(&fib, &fib.tbl24, 0, 24, key, len, leaf, &replace);
+        self.fill_level(&fib, &fib.first_level, 0, FIRST, key, len, leaf, &replace);
     }
 
     /// [`FibWriter::fill`] in table `t` from entry `base`, a level of `width` bits that ends
@@ -192,7 +192,7 @@ impl<A: AddrKey> FibWriter<A> {
     #[allow(clippy::too_many_arguments)] // one recursive step of `fill`, its state spelled out
     fn fill_level(
         &mut self,
-        fib: &Fib<A>,
+        fib: &Fib<A, FIRST>,
         t: &Entries,
         base: usize,
         end: u8,
@@ -201,7 +201,7 @@ impl<A: AddrKey> FibWriter<A> {
         leaf: u32,
         replace: &impl Fn(u32) -> bool,
     ) {
-        let width = if end == 24 { 24 } else { 8 };
+        let width = if end == FIRST { FIRST } else { 8 };
         let idx = ((key << (end - width)) >> (128 - u32::from(width))) as usize;
         if len <= end {
             // The prefix covers 2^(end - len) aligned entries of this level.
@@ -230,7 +230,7 @@ impl<A: AddrKey> FibWriter<A> {
     #[allow(clippy::too_many_arguments)] // as fill_level
     fn fill_range(
         &mut self,
-        fib: &Fib<A>,
+        fib: &Fib<A, FIRST>,
         t: &Entries,
         start: usize,
         n: usize,
@@ -253,7 +253,7 @@ impl<A: AddrKey> FibWriter<A> {
     /// Folds group `g`, below entry `slot` of `t` (`depth` bits into the address), back into
     /// the entry when its entries are all the same leaf, none longer than `depth`; the group
     /// is retired until the next quiescent period.
-    fn try_fold(&mut self, fib: &Fib<A>, t: &Entries, slot: usize, g: usize, depth: u8) {
+    fn try_fold(&mut self, fib: &Fib<A, FIRST>, t: &Entries, slot: usize, g: usize, depth: u8) {
         let first = fib.tbl8.get(g << 8).load(Acquire);
         let uniform = (1..256).all(|j| fib.tbl8.get(g << 8 | j).load(Acquire) == first);
         if uniform && !is_ext(first) && Leaf::decode(first).is_none_or(|l| l.prefix_len <= depth) {
@@ -326,7 +326,10 @@ mod tests {
     /// Applies random inserts, replaces and deletes to `w`, one batch each, and returns the
     /// routes that should be left. `((key, len, adj), delete)` inserts `key/len` or, with
     /// `delete`, removes a route already there (the one `adj` picks).
-    fn apply_ops<A: AddrKey>(w: &mut FibWriter<A>, ops: Vec<((u128, u8, u32), bool)>) -> BTreeMap<(u128, u8), u32> {
+    fn apply_ops<A: AddrKey, const FIRST: u8>(
+        w: &mut FibWriter<A, FIRST>,
+        ops: Vec<((u128, u8, u32), bool)>,
+    ) -> BTreeMap<(u128, u8), u32> {
         let mut model = BTreeMap::new();
         for ((key, len, adj), delete) in ops {
             let victim = model.keys().nth(adj as usize % model.len().max(1)).copied();
@@ -390,31 +393,73 @@ mod tests {
             .prop_map(|(top, rest, len, adj)| (((10 + top) << 24 | rest >> 8) & mask(len), len, adj))
     }
 
+    /// Random inserts, replaces and deletes in a table of a `FIRST`-bit first level, then
+    /// lookups (random and at every prefix's edges, one by one and by batch) against the
+    /// naive oracle, and no tbl8 group leaked.
+    fn matches_a_naive_lpm<const FIRST: u8>(
+        ops: Vec<((u32, u8, u32), bool)>,
+        probes: Vec<u32>,
+    ) -> Result<(), TestCaseError> {
+        let mut w = FibWriter::<Ipv4Addr, FIRST>::new(Arc::new(Fib::new(512).unwrap()), Arc::new(Qsbr::new(1)));
+        let ops = ops.into_iter().map(|((p, l, adj), d)| ((Ipv4Addr::from(p).key(), l, adj), d)).collect();
+        let model = apply_ops(&mut w, ops);
+        let fib = w.fib().clone();
+        let edges = model
+            .keys()
+            .map(|&(k, l)| ((k >> 96) as u32, l))
+            .flat_map(|(p, l)| [p, p | !mask(l), p.wrapping_sub(1), (p | !mask(l)).wrapping_add(1)]);
+        let addrs: Vec<u32> = probes.into_iter().map(|x| (10 + x % 4) << 24 | x >> 8).chain(edges).collect();
+        for chunk in addrs.chunks(crate::runtime::vector::VECTOR_SIZE) {
+            let mut batch = vec![0u32; chunk.len()];
+            fib.lookup_batch(chunk, &mut batch);
+            for (&addr, &e) in chunk.iter().zip(&batch) {
+                let want = oracle(&model, Ipv4Addr::from(addr).key());
+                prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv4Addr::from(addr));
+                prop_assert_eq!(Leaf::decode(e), want, "batch, addr {}", Ipv4Addr::from(addr));
+                prop_assert_eq!(fib.lookup_addr(Ipv4Addr::from(addr)), want, "walk, addr {}", Ipv4Addr::from(addr));
+            }
+        }
+        // A group below each distinct prefix of every level a longer route reaches into.
+        let levels = (FIRST..32).step_by(8);
+        let below =
+            |depth: u8| model.keys().filter(move |(_, l)| *l > depth).map(move |(k, _)| k >> (128 - u32::from(depth)));
+        let groups_needed: usize = levels.map(|d| below(d).collect::<std::collections::BTreeSet<_>>().len()).sum();
+        prop_assert_eq!(w.tbl8_in_use() as usize, groups_needed, "no tbl8 group leaks");
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, rng_seed: proptest::test_runner::RngSeed::Fixed(248), ..ProptestConfig::default() })]
 
-        /// Random inserts, replaces and deletes, then lookups (random and at every prefix's
-        /// edges, one by one and by batch) against the naive oracle.
+        /// DIR-24-8, the default table's.
         #[test]
-        fn matches_a_naive_lpm(ops in proptest::collection::vec((arb_route(), any::<bool>()), 1..120), probes in proptest::collection::vec(any::<u32>(), 64)) {
-            let mut w = writer(256);
-            let ops = ops.into_iter().map(|((p, l, adj), d)| ((Ipv4Addr::from(p).key(), l, adj), d)).collect();
-            let model = apply_ops(&mut w, ops);
-            let fib = w.fib().clone();
-            let edges = model.keys().map(|&(k, l)| ((k >> 96) as u32, l)).flat_map(|(p, l)| [p, p | !mask(l), p.wrapping_sub(1), (p | !mask(l)).wrapping_add(1)]);
-            let addrs: Vec<u32> = probes.into_iter().map(|x| (10 + x % 4) << 24 | x >> 8).chain(edges).collect();
-            for chunk in addrs.chunks(crate::runtime::vector::VECTOR_SIZE) {
-                let mut batch = vec![0u32; chunk.len()];
-                fib.lookup_batch(chunk, &mut batch);
-                for (&addr, &e) in chunk.iter().zip(&batch) {
-                    let want = oracle(&model, Ipv4Addr::from(addr).key());
-                    prop_assert_eq!(fib.lookup(addr), want, "addr {}", Ipv4Addr::from(addr));
-                    prop_assert_eq!(Leaf::decode(e), want, "batch, addr {}", Ipv4Addr::from(addr));
-                }
-            }
-            let groups_needed = model.keys().filter(|(_, l)| *l > 24).map(|(k, _)| k >> 104).collect::<std::collections::BTreeSet<_>>().len() as u32;
-            prop_assert_eq!(w.tbl8_in_use(), groups_needed, "no tbl8 group leaks");
+        fn dir_24_8_matches_a_naive_lpm(ops in proptest::collection::vec((arb_route(), any::<bool>()), 1..120), probes in proptest::collection::vec(any::<u32>(), 64)) {
+            matches_a_naive_lpm::<24>(ops, probes)?;
         }
+
+        /// 16-8-8, two levels of groups below the first.
+        #[test]
+        fn trie_16_8_8_matches_a_naive_lpm(ops in proptest::collection::vec((arb_route(), any::<bool>()), 1..120), probes in proptest::collection::vec(any::<u32>(), 64)) {
+            matches_a_naive_lpm::<16>(ops, probes)?;
+        }
+    }
+
+    #[test]
+    fn a_16_8_8_table_takes_a_default_route_and_hosts_in_two_levels_of_groups() {
+        let mut w = FibWriter::<Ipv4Addr, 16>::new(Arc::new(Fib::new(8).unwrap()), Arc::new(Qsbr::new(1)));
+        let a = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        w.apply(&[(a("0.0.0.0"), 0, Some(1)), (a("48.1.0.0"), 20, Some(2)), (a("48.1.2.3"), 32, Some(3))]).unwrap();
+        let f = w.fib().clone();
+        let look = |s: &str| f.lookup(u32::from(a(s)));
+        assert_eq!(look("9.9.9.9"), Some(Leaf { adj: 1, prefix_len: 0 }));
+        assert_eq!(look("48.1.2.4"), Some(Leaf { adj: 2, prefix_len: 20 }));
+        assert_eq!(look("48.1.2.3"), Some(Leaf { adj: 3, prefix_len: 32 }));
+        assert_eq!(look("48.1.16.0"), Some(Leaf { adj: 1, prefix_len: 0 }));
+        assert_eq!(w.tbl8_in_use(), 2, "one group for the /16's last 16 bits, one for the /24's last 8");
+        w.apply(&[(a("48.1.2.3"), 32, None), (a("48.1.0.0"), 20, None)]).unwrap();
+        assert_eq!(look("48.1.2.3"), Some(Leaf { adj: 1, prefix_len: 0 }));
+        assert_eq!(w.tbl8_in_use(), 0, "both groups folded back and were reclaimed");
+        assert_eq!(w.bytes() - w.routes.bytes(), (65_536 + 8 * 256) * 4, "a 256 KiB first level");
     }
 
     /// A reclaimed group is reused only after an online reader has been quiescent: the
