@@ -96,11 +96,13 @@ struct Entries {
 }
 
 impl Entries {
-    fn new(len: usize) -> std::io::Result<Self> {
+    /// `len` entries (rounded up to a power of two), on huge pages when `huge`.
+    fn new(len: usize, huge: bool) -> std::io::Result<Self> {
         let len =
             len.max(1).checked_next_power_of_two().ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
         let bytes = len.checked_mul(4).ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
-        Ok(Entries { mem: HugeRegion::new(bytes)?, mask: len - 1 })
+        let mem = if huge { HugeRegion::new(bytes)? } else { HugeRegion::small_pages(bytes)? };
+        Ok(Entries { mem, mask: len - 1 })
     }
 
     /// Entry `i` (masked to the table's power-of-two length).
@@ -141,12 +143,17 @@ impl<A: AddrKey, const FIRST: u8> Fib<A, FIRST> {
         FIRST
     };
 
+    /// Huge pages for the default table's 64 MiB tbl24 and its groups; small pages for a
+    /// narrower first level, a small table of which there may be a thousand (a huge page
+    /// would grow each by 2 MiB at its first route).
+    const HUGE: bool = FIRST == 24;
+
     /// An empty table with room for `tbl8_groups` groups of 256 entries.
     pub fn new(tbl8_groups: u32) -> std::io::Result<Self> {
         assert!(tbl8_groups <= MAX_INDEX);
         Ok(Fib {
-            first_level: Entries::new(1 << Self::FIRST_CHECKED)?,
-            tbl8: Entries::new(tbl8_groups as usize * 256)?,
+            first_level: Entries::new(1 << Self::FIRST_CHECKED, Self::HUGE)?,
+            tbl8: Entries::new(tbl8_groups as usize * 256, Self::HUGE)?,
             groups: tbl8_groups,
             family: PhantomData,
         })
