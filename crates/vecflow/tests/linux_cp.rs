@@ -468,7 +468,7 @@ fn the_netlink_listener_dumps_again_after_an_overrun_and_notes_the_difference() 
     // queued notifications (addresses of a link that is gone, whose removals were dropped) are
     // older than the second dump and must not be replayed after it.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let kernel = dataplane::lcp::pending::SharedKernel::new(dataplane::lcp::routes::MAIN_TABLE, []);
+    let kernel = dataplane::lcp::pending::SharedKernel::new(dataplane::lcp::routes::MAIN_TABLE);
     let listener = Listener::spawn(sockets, kernel.clone(), stop.clone()).unwrap();
     let c = &listener.counters;
     let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Acquire);

@@ -338,7 +338,7 @@ fn listen(mut events: Netlink, mut dumps: Netlink, kernel: &SharedKernel, c: &Li
             // one is followed by a dump whose difference is noted.
             let started = std::time::Instant::now();
             let mut read = Vec::with_capacity(LOCKED_MESSAGES);
-            let sent = dumps.dump_each(&mut |m| {
+            let sent = dumps.dump_each(stop, &mut |m| {
                 read.push(m);
                 if read.len() == LOCKED_MESSAGES {
                     take_in(kernel, &mut read);
@@ -359,21 +359,24 @@ fn listen(mut events: Netlink, mut dumps: Netlink, kernel: &SharedKernel, c: &Li
                     c.dumps.fetch_add(1, Release);
                     dump_due = !consistent;
                 }
+                Err(e) if stop.load(Relaxed) => tracing::debug!("linux-cp netlink: dump: {e}"),
                 Err(e) => {
                     tracing::warn!("linux-cp netlink: dump: {e}");
                     std::thread::sleep(POLL);
                     continue;
                 }
             }
+            continue;
         }
         if dump_due {
-            match super::redump::redump(&mut dumps, kernel) {
+            match super::redump::redump(&mut dumps, kernel, stop) {
                 Ok((whole, found)) => {
                     // Counted once noted: whoever sees the count finds the changes.
                     c.resync_changes.fetch_add(found, Release);
                     c.dumps.fetch_add(1, Release);
                     dump_due = !whole;
                 }
+                Err(e) if stop.load(Relaxed) => tracing::debug!("linux-cp netlink: dump: {e}"),
                 Err(e) => {
                     tracing::warn!("linux-cp netlink: dump: {e}");
                     std::thread::sleep(POLL);

@@ -102,7 +102,7 @@ impl LinuxCp {
     pub fn open(config: &LinuxCpConfig, stop: Arc<AtomicBool>) -> stdio::Result<LinuxCp> {
         let netns = Netns::open_or_create(&config.netns)?;
         let requests = netns.run(netlink::Netlink::requests)?;
-        let kernel = pending::SharedKernel::new(config.table, []);
+        let kernel = pending::SharedKernel::new(config.table);
         let sockets = netns.run(|| listener::Listener::sockets(config.netlink_buffer))?;
         let listener = Some(listener::Listener::spawn(sockets, kernel.clone(), stop.clone())?);
         Ok(LinuxCp { netns, pairs: Vec::new(), thread: None, requests, listener, kernel, table: config.table, stop })

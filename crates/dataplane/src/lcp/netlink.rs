@@ -16,6 +16,7 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use super::nexthops::{self, NextHopMessage};
 use super::route_bytes::{self, RouteUpdate};
@@ -103,27 +104,29 @@ impl Netlink {
 
     /// Every link, address, neighbor, next-hop object and route of the namespace, handed to
     /// `sink` as they are read (each kind dumped once); true when the kernel marked none of
-    /// the dumps interrupted by a change (`NLM_F_DUMP_INTR`).
-    pub fn dump_each(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
-        let objects = self.dump_objects(sink)?;
-        Ok(self.dump_routes(sink)? && objects)
+    /// the dumps interrupted by a change (`NLM_F_DUMP_INTR`). Once `stop` is set it ends
+    /// between two reads with [`io::ErrorKind::Interrupted`] (a full table's dump takes
+    /// seconds), leaving the socket for nothing but closing.
+    pub fn dump_each(&mut self, stop: &AtomicBool, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        let objects = self.dump_objects(stop, sink)?;
+        Ok(self.dump_routes(stop, sink)? && objects)
     }
 
     /// Every link, address, neighbor and next-hop object, as [`Netlink::dump_each`] gives them.
-    pub fn dump_objects(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
-        self.dump_kinds(&Dump::OBJECTS, sink)
+    pub fn dump_objects(&mut self, stop: &AtomicBool, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        self.dump_kinds(&Dump::OBJECTS, stop, sink)
     }
 
     /// Every IPv4 and IPv6 route, as [`Netlink::dump_each`] gives them.
-    pub fn dump_routes(&mut self, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
-        self.dump_kinds(&Dump::ROUTES, sink)
+    pub fn dump_routes(&mut self, stop: &AtomicBool, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        self.dump_kinds(&Dump::ROUTES, stop, sink)
     }
 
     /// Dumps `kinds` in order; true when the kernel marked none interrupted.
-    fn dump_kinds(&mut self, kinds: &[Dump], sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+    fn dump_kinds(&mut self, kinds: &[Dump], stop: &AtomicBool, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
         let mut consistent = true;
         for &kind in kinds {
-            match self.dump(kind, sink) {
+            match self.dump(kind, stop, sink) {
                 Ok(whole) => consistent &= whole,
                 Err(e) if kind == Dump::NextHops && e.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
                 Err(e) => return Err(e),
@@ -134,7 +137,11 @@ impl Netlink {
 
     /// Dumps `kind` once, handing each message to `sink`; false when the kernel marked the
     /// dump interrupted by a change.
-    fn dump(&mut self, kind: Dump, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+    fn dump(&mut self, kind: Dump, stop: &AtomicBool, sink: &mut dyn FnMut(Message)) -> io::Result<bool> {
+        let stopping = || io::Error::new(io::ErrorKind::Interrupted, "stopping");
+        if stop.load(Relaxed) {
+            return Err(stopping());
+        }
         let route = |family| {
             let mut m = RouteMessage::default();
             m.header.address_family = family;
@@ -150,6 +157,10 @@ impl Netlink {
         };
         let mut interrupted = false;
         loop {
+            if stop.load(Relaxed) {
+                // The rest of the dump is left unread: the socket takes no other request.
+                return Err(stopping());
+            }
             for (header, payload) in self.read()? {
                 if header.sequence_number != seq {
                     continue;
@@ -346,4 +357,24 @@ fn setsockopt<T>(fd: libc::c_int, option: libc::c_int, value: &T) -> io::Result<
         libc::setsockopt(fd, libc::SOL_SOCKET, option, (value as *const T).cast(), size_of::<T>() as libc::socklen_t)
     };
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dump_ends_early_once_asked_to_stop() {
+        let mut whole = 0;
+        let read = Netlink::requests().unwrap().dump_each(&AtomicBool::new(false), &mut |_| whole += 1);
+        assert!(read.is_ok() && whole > 0, "{read:?}: the namespace has a link at least (lo)");
+        let stop = AtomicBool::new(false);
+        let mut seen = 0;
+        let stopped = Netlink::requests().unwrap().dump_each(&stop, &mut |_| {
+            seen += 1;
+            stop.store(true, Relaxed);
+        });
+        assert_eq!(stopped.map_err(|e| e.kind()), Err(io::ErrorKind::Interrupted));
+        assert!(seen < whole, "{seen} of {whole} messages");
+    }
 }

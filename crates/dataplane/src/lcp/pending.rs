@@ -55,11 +55,10 @@ struct Sweep {
 pub struct SharedKernel(Arc<Mutex<Kernel>>);
 
 impl SharedKernel {
-    /// An empty view, mirroring routing table `table` through the TAPs `interfaces` (Linux
-    /// ifindex, vecflow interface index).
-    pub fn new(table: u32, interfaces: impl IntoIterator<Item = (u32, u16)>) -> SharedKernel {
-        let interfaces = interfaces.into_iter().collect();
-        let (view, taps, routes) = (KernelView::default(), Vec::new(), BTreeSet::new());
+    /// An empty view, mirroring routing table `table` (through no TAP until
+    /// [`Kernel::set_interfaces`]).
+    pub fn new(table: u32) -> SharedKernel {
+        let (view, interfaces, taps, routes) = (KernelView::default(), BTreeMap::new(), Vec::new(), BTreeSet::new());
         let sweep = Some(Sweep::default());
         SharedKernel(Arc::new(Mutex::new(Kernel { view, table, interfaces, taps, routes, most_waiting: 0, sweep })))
     }
@@ -199,8 +198,9 @@ mod tests {
 
     #[test]
     fn a_prefix_changed_twice_waits_once_and_is_taken_as_it_is_then() {
-        let shared = SharedKernel::new(254, [(7, 3)]);
+        let shared = SharedKernel::new(254);
         let mut k = shared.lock();
+        k.set_interfaces([(7, 3)]);
         past_first_dump(&mut k);
         let key = |table| RouteKey { table, prefix: p("203.0.113.0/24"), metric: 0 };
         make(&mut k, Change::Route(key(254), Some(via("192.0.2.9", 7))));
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn routes_are_taken_in_batches_of_at_most_the_size_asked() {
-        let shared = SharedKernel::new(254, []);
+        let shared = SharedKernel::new(254);
         let mut k = shared.lock();
         past_first_dump(&mut k);
         for i in 0..10u8 {
@@ -239,8 +239,9 @@ mod tests {
     #[test]
     fn a_next_hop_object_that_changes_makes_its_routes_wait() {
         use crate::lcp::nexthops::NextHopObject::{Group, Single};
-        let shared = SharedKernel::new(254, [(3, 1)]);
+        let shared = SharedKernel::new(254);
         let mut k = shared.lock();
+        k.set_interfaces([(3, 1)]);
         past_first_dump(&mut k);
         let gw = |a: &str| Some(a.parse().unwrap());
         make(&mut k, Change::NextHop(1, Some(Single { gateway: gw("192.0.2.2"), ifindex: 3 })));
@@ -256,8 +257,9 @@ mod tests {
 
     #[test]
     fn the_first_dump_is_swept_in_order_and_changes_behind_the_sweep_wait() {
-        let shared = SharedKernel::new(254, [(7, 3)]);
+        let shared = SharedKernel::new(254);
         let mut k = shared.lock();
+        k.set_interfaces([(7, 3)]);
         let key = |prefix: &str, metric| RouteKey { table: 254, prefix: p(prefix), metric };
         for prefix in ["10.3.0.0/16", "2001:db8::/32", "10.1.0.0/16", "10.2.0.0/16"] {
             make(&mut k, Change::Route(key(prefix, 0), Some(via("192.0.2.9", 7))));

@@ -6,6 +6,7 @@ use super::listener::{Change, KernelView, LOCKED_MESSAGES};
 use super::netlink::{Message, Netlink};
 use super::pending::SharedKernel;
 use super::route_bytes::RouteUpdate;
+use std::sync::atomic::AtomicBool;
 
 impl KernelView {
     /// The changes that turn this view into `newer`.
@@ -104,9 +105,10 @@ impl KernelView {
 /// ([`KernelView::apply_redumped`], [`LOCKED_MESSAGES`] under one hold of the lock), and at
 /// the end of a whole dump the routes it did not name go ([`KernelView::end_redump`]). True
 /// when the kernel marked no part of it interrupted, with the number of changes it found.
-pub(super) fn redump(dumps: &mut Netlink, kernel: &SharedKernel) -> std::io::Result<(bool, u64)> {
+/// Once `stop` is set it ends between two reads ([`Netlink::dump_each`]).
+pub(super) fn redump(dumps: &mut Netlink, kernel: &SharedKernel, stop: &AtomicBool) -> std::io::Result<(bool, u64)> {
     let mut objects = KernelView::default();
-    if !dumps.dump_objects(&mut |m| _ = objects.apply(m))? {
+    if !dumps.dump_objects(stop, &mut |m| _ = objects.apply(m))? {
         return Ok((false, 0));
     }
     let mut found = {
@@ -127,7 +129,7 @@ pub(super) fn redump(dumps: &mut Netlink, kernel: &SharedKernel) -> std::io::Res
         k.note(made);
         n
     };
-    let sent = dumps.dump_routes(&mut |m| match m {
+    let sent = dumps.dump_routes(stop, &mut |m| match m {
         Message::Route(update) => {
             routes.push(update);
             if routes.len() == LOCKED_MESSAGES {
