@@ -14,7 +14,7 @@
 //!   the answer where no longer route covers.
 //! - **Tree** (module `build`): the slot's routes flattened into elementary intervals of a
 //!   32-bit key, the address bits `d..d + 32`, each with its longest match; `d` is where the
-//!   slot's routes stop sharing bits (at most [`MAX_REGION`]), so the /48s and /64s of one site
+//!   slot's routes stop sharing bits (at most [`max_region`]), so the /48s and /64s of one site
 //!   fit one window. Internal nodes hold 15 keys (the last key of each child but the last) and
 //!   the offset of their first child, leaves 7 keys and 8 results; every walk in a tree takes
 //!   exactly its height steps. An address outside the slot's region walks the empty leaf.
@@ -62,15 +62,18 @@ use hosts::Hosts;
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
 
-/// Bits of the address the first level indexes.
+/// Bits of the address the default table's first level indexes (a table's `FIRST`).
 pub const FIRST_BITS: u32 = 18;
-/// Number of first-level slots.
-const SLOTS: usize = 1 << FIRST_BITS;
-/// The longest a slot's region may be: its tree's window starts at most there, and the
-/// region's bits past the first level (23) fit the first-level entry.
-const MAX_REGION: u32 = 41;
-/// Bits of a region past the first level.
-const REGION_BITS: u32 = MAX_REGION - FIRST_BITS;
+/// Bits of a region past the first level: the longest a slot's region may be is
+/// [`max_region`].
+const REGION_BITS: u32 = 23;
+
+/// The longest a slot's region may be, in a table of a `first`-bit first level: its tree's
+/// window starts at most there, and the region's bits past the first level fit the
+/// first-level entry.
+const fn max_region(first: u32) -> u32 {
+    first + REGION_BITS
+}
 /// A result with this bit (and not `EXT`): a host route may match; without the bit, the
 /// result where none does. Leaves in trees are at most /127, so their length never sets it.
 const HOSTS: u32 = 1 << 29;
@@ -92,10 +95,10 @@ const EMPTY: Line = Line([PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD, 0, 0, 0, 0, 0,
 /// first level.
 const REGION_MASK: u64 = u64::MAX << (64 - REGION_BITS);
 
-/// The first-level slot of a key.
+/// The first-level slot of a key, in a table of a `FIRST`-bit first level.
 #[inline(always)]
-fn slot_of(key: u128) -> usize {
-    (key >> (128 - FIRST_BITS)) as usize
+fn slot_of<const FIRST: u32>(key: u128) -> usize {
+    (key >> (128 - FIRST)) as usize
 }
 
 /// The number of key lanes 0–14 of internal node `node` below `x` (biased): the child that
@@ -192,27 +195,29 @@ fn biased(k: u32) -> i32 {
 /// (based at `arena`) tagged with the tree's height (the empty leaf, height 0, when the entry is
 /// 0 or `key` is outside the slot's region), and the key's window. Branch-free.
 #[inline(always)]
-fn start(e: u64, key: u128, arena: usize) -> (usize, i32) {
-    let shift = ((e >> 32) & 63) as u32; // d - FIRST_BITS
+fn start<const FIRST: u32>(e: u64, key: u128, arena: usize) -> (usize, i32) {
+    let shift = ((e >> 32) & 63) as u32; // d - FIRST
     // The key's 64 bits after the first level, with the region xored out: inside the region,
     // its first `shift` bits are 0.
-    let y = (((key >> 64) as u64) << FIRST_BITS | (key as u64) >> (64 - FIRST_BITS)) ^ (e & REGION_MASK);
+    let y = (((key >> 64) as u64) << FIRST | (key as u64) >> (64 - FIRST)) ^ (e & REGION_MASK);
     let keep = usize::from(y.leading_zeros() >= shift).wrapping_neg();
     (arena + (e as u32 as usize & keep), biased(((y << shift) >> 32) as u32))
 }
 
 /// Where the window of slot entry `e` starts: `d`.
 #[inline(always)]
-fn window_of(e: u64) -> u32 {
-    FIRST_BITS + ((e >> 32) & 63) as u32
+fn window_of<const FIRST: u32>(e: u64) -> u32 {
+    FIRST + ((e >> 32) & 63) as u32
 }
 
-/// The table workers look up IPv6 destinations in. Shared (`Arc`) between the workers and the
+/// The table workers look up IPv6 destinations in, whose first level indexes the address's
+/// first `FIRST` bits ([`FIRST_BITS`] for the default table, on huge pages; fewer for the
+/// many small tables of VRFs, on small pages). Shared (`Arc`) between the workers and the
 /// [`Fib6Writer`].
-pub struct Fib6 {
+pub struct Fib6<const FIRST: u32 = 18> {
     /// `SLOTS` first-level entries (`AtomicU64`), zeroed: no tree.
     first: HugeRegion,
-    /// The longest route of length ≤ `FIRST_BITS` covering each slot.
+    /// The longest route of length ≤ `FIRST` covering each slot.
     defaults: Box<[AtomicU32]>,
     /// The host routes (/128s), or null when there are none; owned by the table.
     hosts: AtomicPtr<Hosts>,
@@ -250,14 +255,24 @@ impl Cpu {
     }
 }
 
-impl Fib6 {
+impl<const FIRST: u32> Fib6<FIRST> {
+    /// First-level slots, checked when a table is made: 8 to 18 bits.
+    const SLOTS: usize = {
+        assert!(FIRST >= 8 && FIRST <= FIRST_BITS, "a first level of 8 to 18 bits");
+        1 << FIRST
+    };
+    /// Huge pages for the default table; small pages for a narrower first level, a small
+    /// table of which there may be a thousand.
+    const HUGE: bool = FIRST == FIRST_BITS;
+
     /// An empty table.
     pub fn new() -> std::io::Result<Self> {
+        let bytes = Self::SLOTS * std::mem::size_of::<AtomicU64>();
         Ok(Fib6 {
-            first: HugeRegion::new(SLOTS * std::mem::size_of::<AtomicU64>())?,
-            defaults: (0..SLOTS).map(|_| AtomicU32::new(0)).collect(),
+            first: if Self::HUGE { HugeRegion::new(bytes)? } else { HugeRegion::small_pages(bytes)? },
+            defaults: (0..Self::SLOTS).map(|_| AtomicU32::new(0)).collect(),
             hosts: AtomicPtr::new(std::ptr::null_mut()),
-            arena: arena::Lines::new()?,
+            arena: arena::Lines::new(Self::HUGE)?,
             cpu: Cpu::detect(),
         })
     }
@@ -276,13 +291,13 @@ impl Fib6 {
         // mapping, alive as long as `self`, and the index is masked to them. The pointer comes
         // from the mapping itself, so atomic stores through it are allowed; every access to
         // this memory goes through these atomics.
-        move |slot| unsafe { &*base.add(slot & (SLOTS - 1)) }
+        move |slot| unsafe { &*base.add(slot & (Self::SLOTS - 1)) }
     }
 
     /// The default leaf of `slot`.
     #[inline(always)]
     fn default_of(&self, slot: usize) -> u32 {
-        self.defaults[slot & (SLOTS - 1)].load(Relaxed)
+        self.defaults[slot & (Self::SLOTS - 1)].load(Relaxed)
     }
 
     /// The host table, if any.
@@ -295,15 +310,15 @@ impl Fib6 {
 
     /// Longest-prefix match of `addr` (the address as a big-endian `u128`).
     pub fn lookup(&self, addr: u128) -> Option<Leaf> {
-        let slot = slot_of(addr);
+        let slot = slot_of::<FIRST>(addr);
         let e = self.first(slot).load(Acquire);
-        let (walk, mut x) = start(e, addr, self.arena.base() as usize);
+        let (walk, mut x) = start::<FIRST>(e, addr, self.arena.base() as usize);
         let mut height = (walk & 63) as u32;
         if height == 0 {
             return Leaf::decode(self.default_of(slot));
         }
         let mut node = self.arena.at(walk & !63);
-        let mut depth = window_of(e);
+        let mut depth = window_of::<FIRST>(e);
         loop {
             for _ in 1..height {
                 // SAFETY: a node of the tree just loaded (acquire: its lines are visible),
@@ -338,7 +353,7 @@ impl Fib6 {
     #[inline(always)]
     pub fn prefetch(&self, addr: &[u8; 16]) {
         let top = u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]]);
-        crate::runtime::prefetch(self.first((top >> (32 - FIRST_BITS)) as usize));
+        crate::runtime::prefetch(self.first((top >> (32 - FIRST)) as usize));
     }
 
     /// The leaf (decode it with [`Leaf::decode`]) of each address of `dst` (at most a vector's
@@ -390,7 +405,7 @@ impl Fib6 {
         let out = &mut out[..n];
         let arena = self.arena.base() as usize;
         // Each walk's node (its address tagged with the tree's height), key window and
-        // `d - FIRST_BITS` of its tree (escapes go on from there: the first level may have
+        // `d - FIRST` of its tree (escapes go on from there: the first level may have
         // changed since).
         let mut node = [0usize; VECTOR_SIZE];
         let mut x = [0i32; VECTOR_SIZE];
@@ -402,8 +417,8 @@ impl Fib6 {
         let first = self.first_level();
         for (k, d) in dst.iter().enumerate() {
             let key = u128::from_be_bytes(*d);
-            let e = first(slot_of(key)).load(Acquire);
-            let (walk, window) = start(e, key, arena);
+            let e = first(slot_of::<FIRST>(key)).load(Acquire);
+            let (walk, window) = start::<FIRST>(e, key, arena);
             crate::runtime::prefetch(self.arena.at(walk));
             node[k & (VECTOR_SIZE - 1)] = walk;
             x[k & (VECTOR_SIZE - 1)] = window;
@@ -431,7 +446,7 @@ impl Fib6 {
         }
         for (o, d) in out.iter_mut().zip(dst) {
             if *o == 0 {
-                *o = self.default_of(slot_of(u128::from_be_bytes(*d)));
+                *o = self.default_of(slot_of::<FIRST>(u128::from_be_bytes(*d)));
             }
         }
     }
@@ -483,7 +498,7 @@ impl Fib6 {
         let mut depth = [0u32; VECTOR_SIZE];
         let mut x = [0i32; VECTOR_SIZE];
         for &k in esc.list() {
-            depth[usize::from(k)] = FIRST_BITS + u32::from(shift[usize::from(k)]);
+            depth[usize::from(k)] = FIRST + u32::from(shift[usize::from(k)]);
         }
         while esc.n > 0 {
             let round = std::mem::take(&mut esc);
@@ -571,7 +586,7 @@ fn triage(out: &[u32], from: &[u8], esc: &mut Walks, hst: &mut Walks) {
 // Walks are listed by `u8` indices.
 const _: () = assert!(VECTOR_SIZE <= 256);
 
-impl Drop for Fib6 {
+impl<const FIRST: u32> Drop for Fib6<FIRST> {
     fn drop(&mut self) {
         let hosts = *self.hosts.get_mut();
         if !hosts.is_null() {

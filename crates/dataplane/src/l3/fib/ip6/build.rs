@@ -1,7 +1,7 @@
 //! Building a slot's tree: the routes of a region flattened into elementary intervals of a
 //! 32-bit key window, laid out as a static B+-tree of 64-byte nodes.
 
-use super::{BIAS, FIRST_BITS, HOSTS, Line, MAX_REGION, OFFSET, PAD, REGION_BITS};
+use super::{BIAS, HOSTS, Line, OFFSET, PAD, REGION_BITS, max_region};
 use crate::l3::fib::{EXT, key_mask};
 
 /// Most heights a tree may have (3 bits in an escape result and a first-level entry): 7 hold
@@ -38,7 +38,7 @@ pub(super) fn window_key(addr: u128, d: u32) -> u32 {
 }
 
 /// A slot's tree, where its window starts (the region's length `d`) and the region (bits
-/// `FIRST_BITS..d` of its first address, left-aligned in [`REGION_BITS`] bits).
+/// `first..d` of its first address, left-aligned in [`REGION_BITS`] bits).
 pub(super) struct SlotTree {
     /// The tree.
     pub(super) tree: Tree,
@@ -48,17 +48,18 @@ pub(super) struct SlotTree {
     pub(super) region: u32,
 }
 
-/// The tree of a first-level slot's routes longer than the first level (`routes`, sorted by
-/// prefix then length, at least one). Its window starts where the routes stop sharing bits
-/// (at most [`MAX_REGION`]); /128s are hosts: only the keys holding them are marked.
-pub(super) fn build_slot(routes: &[Entry]) -> SlotTree {
+/// The tree of a first-level slot's routes longer than the first level of `first` bits
+/// (`routes`, sorted by prefix then length, at least one). Its window starts where the routes
+/// stop sharing bits (at most [`max_region`]); /128s are hosts: only the keys holding them
+/// are marked.
+pub(super) fn build_slot(first: u32, routes: &[Entry]) -> SlotTree {
     let hosts: Vec<u128> = routes.iter().filter(|r| r.1 == 128).map(|r| r.0).collect();
     let nets: Vec<Entry> = routes.iter().filter(|r| r.1 < 128).copied().collect();
     let lo = nets.first().map(|r| r.0).into_iter().chain(hosts.first().copied()).min().expect("a route");
     let hi = nets.iter().map(|r| r.0 | !key_mask(r.1)).chain(hosts.last().copied()).max().expect("a route");
-    let d = (lo ^ hi).leading_zeros().clamp(FIRST_BITS, MAX_REGION);
+    let d = (lo ^ hi).leading_zeros().clamp(first, max_region(first));
     let tree = build_region(d, &nets, &hosts, 0);
-    let region = ((lo << FIRST_BITS) >> (128 - REGION_BITS)) as u32 & !((1u32 << (MAX_REGION - d)) - 1);
+    let region = ((lo << first) >> (128 - REGION_BITS)) as u32 & !((1u32 << (max_region(first) - d)) - 1);
     SlotTree { tree, d, region }
 }
 

@@ -9,13 +9,19 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod concurrent;
+
 fn writer() -> Fib6Writer {
-    Fib6Writer::new(Arc::new(Fib6::new().unwrap()), Arc::new(Qsbr::new(1)))
+    Fib6Writer::new(Arc::new(Fib6::<FIRST_BITS>::new().unwrap()), Arc::new(Qsbr::new(1)))
 }
 
 /// Checks every address of `addrs`, one by one and by batch (with each instruction set this
 /// CPU has), against `want`.
-fn check(fib: &Fib6, addrs: &[u128], want: impl Fn(u128) -> Option<Leaf>) -> Result<(), TestCaseError> {
+fn check<const FIRST: u32>(
+    fib: &Fib6<FIRST>,
+    addrs: &[u128],
+    want: impl Fn(u128) -> Option<Leaf>,
+) -> Result<(), TestCaseError> {
     for chunk in addrs.chunks(VECTOR_SIZE) {
         let dst: Vec<[u8; 16]> = chunk.iter().map(|a| a.to_be_bytes()).collect();
         let mut batch = vec![0u32; chunk.len()];
@@ -69,7 +75,7 @@ fn arb_route6() -> impl Strategy<Value = (u128, u8, u32)> {
 /// A change the tests draw: a route, and whether it is a delete instead.
 type Op = ((u128, u8, u32), bool);
 
-fn apply_batches(w: &mut Fib6Writer, batches: Vec<Vec<Op>>) -> BTreeMap<(u128, u8), u32> {
+fn apply_batches<const FIRST: u32>(w: &mut Fib6Writer<FIRST>, batches: Vec<Vec<Op>>) -> BTreeMap<(u128, u8), u32> {
     let mut model = BTreeMap::new();
     for ops in batches {
         let mut batch = Vec::new();
@@ -91,40 +97,65 @@ fn apply_batches(w: &mut Fib6Writer, batches: Vec<Vec<Op>>) -> BTreeMap<(u128, u
     model
 }
 
+/// Random batches of inserts, replaces and deletes in a table of a `FIRST`-bit first level,
+/// then lookups at random addresses near the prefixes and at every prefix's edges, scalar and
+/// by batch, against the naive oracle; deleting everything leaves no subtree behind.
+fn matches_a_naive_lpm<const FIRST: u32>(
+    batches: Vec<Vec<Op>>,
+    probes: Vec<(usize, u128, u32)>,
+) -> Result<(), TestCaseError> {
+    let mut w = Fib6Writer::<FIRST>::new(Arc::new(Fib6::new().unwrap()), Arc::new(Qsbr::new(1)));
+    let empty = w.bytes();
+    let model = apply_batches(&mut w, batches);
+    let fib = w.fib().clone();
+    let keys: Vec<(u128, u8)> = model.keys().copied().collect();
+    // A probe shares a random number of leading bits with one of the prefixes.
+    let near = probes.into_iter().map(|(k, r, shared)| match keys.get(k % keys.len().max(1)) {
+        Some(&(p, _)) => p & key_mask(shared as u8) | r & !key_mask(shared as u8),
+        None => r,
+    });
+    let addrs: Vec<u128> = near.chain(edges(&keys)).collect();
+    check(&fib, &addrs, |a| oracle(&model, a))?;
+    let slots = keys
+        .iter()
+        .filter(|(_, l)| u32::from(*l) > FIRST)
+        .map(|(k, _)| slot_of::<FIRST>(*k))
+        .collect::<std::collections::BTreeSet<_>>();
+    prop_assert_eq!(w.subtrees(), slots.len(), "one subtree per slot with a long route");
+    prop_assert_eq!(
+        w.routes().map(|r| (u128::from(r.prefix), r.len, r.adj)).collect::<Vec<_>>(),
+        model.iter().map(|(&(k, l), &a)| (k, l, a)).collect::<Vec<_>>()
+    );
+    // Deleting everything (in one batch) leaves nothing.
+    let all: Vec<_> = keys.iter().map(|&(p, l)| (Ipv6Addr::from(p), l, None)).collect();
+    w.apply(&all).unwrap();
+    prop_assert_eq!(w.subtrees(), 0, "no subtree leaks");
+    prop_assert!(w.is_empty());
+    check(&fib, &addrs, |_| None)?;
+    prop_assert_eq!(w.lines_used(), 0, "every line given back");
+    prop_assert!(w.bytes() >= empty);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 96 }, rng_seed: proptest::test_runner::RngSeed::Fixed(6), ..ProptestConfig::default() })]
 
-    /// Random batches of inserts, replaces and deletes, then lookups at random addresses near
-    /// the prefixes and at every prefix's edges, scalar and by batch, against the naive
-    /// oracle; deleting everything leaves no subtree behind.
+    /// The default table's 18-bit first level.
     #[test]
-    fn matches_a_naive_lpm(
+    fn the_default_table_matches_a_naive_lpm(
         batches in proptest::collection::vec(proptest::collection::vec((arb_route6(), any::<bool>()), 1..12), 1..if cfg!(miri) { 4 } else { 24 }),
         probes in proptest::collection::vec((0usize..1000, any::<u128>(), 0u32..=128), if cfg!(miri) { 16 } else { 64 }),
     ) {
-        let mut w = writer();
-        let empty = w.bytes();
-        let model = apply_batches(&mut w, batches);
-        let fib = w.fib().clone();
-        let keys: Vec<(u128, u8)> = model.keys().copied().collect();
-        // A probe shares a random number of leading bits with one of the prefixes.
-        let near = probes.into_iter().map(|(k, r, shared)| match keys.get(k % keys.len().max(1)) {
-            Some(&(p, _)) => p & key_mask(shared as u8) | r & !key_mask(shared as u8),
-            None => r,
-        });
-        let addrs: Vec<u128> = near.chain(edges(&keys)).collect();
-        check(&fib, &addrs, |a| oracle(&model, a))?;
-        let slots = keys.iter().filter(|(_, l)| u32::from(*l) > FIRST_BITS).map(|(k, _)| slot_of(*k)).collect::<std::collections::BTreeSet<_>>();
-        prop_assert_eq!(w.subtrees(), slots.len(), "one subtree per slot with a long route");
-        prop_assert_eq!(w.routes().map(|r| (u128::from(r.prefix), r.len, r.adj)).collect::<Vec<_>>(), model.iter().map(|(&(k, l), &a)| (k, l, a)).collect::<Vec<_>>());
-        // Deleting everything (in one batch) leaves nothing.
-        let all: Vec<_> = keys.iter().map(|&(p, l)| (Ipv6Addr::from(p), l, None)).collect();
-        w.apply(&all).unwrap();
-        prop_assert_eq!(w.subtrees(), 0, "no subtree leaks");
-        prop_assert!(w.is_empty());
-        check(&fib, &addrs, |_| None)?;
-        prop_assert_eq!(w.lines_used(), 0, "every line given back");
-        prop_assert!(w.bytes() >= empty);
+        matches_a_naive_lpm::<FIRST_BITS>(batches, probes)?;
+    }
+
+    /// A small table's 12-bit first level: regions and windows start earlier.
+    #[test]
+    fn a_small_table_matches_a_naive_lpm(
+        batches in proptest::collection::vec(proptest::collection::vec((arb_route6(), any::<bool>()), 1..12), 1..if cfg!(miri) { 4 } else { 24 }),
+        probes in proptest::collection::vec((0usize..1000, any::<u128>(), 0u32..=128), if cfg!(miri) { 16 } else { 64 }),
+    ) {
+        matches_a_naive_lpm::<12>(batches, probes)?;
     }
 }
 
@@ -290,123 +321,6 @@ fn a_table_with_the_real_lengths_matches_the_oracle() {
     check(w.fib(), &addrs, |a| hash_oracle(&routes, &lens, a)).unwrap();
 }
 
-/// A subtree replaced is freed only after an online reader has been quiescent: the batch
-/// that retires it does not return while the reader sits between two quiescent states.
-#[test]
-fn reclaim_waits_for_an_online_reader() {
-    let q = Arc::new(Qsbr::new(1));
-    let mut w = Fib6Writer::new(Arc::new(Fib6::new().unwrap()), q.clone());
-    let host: Ipv6Addr = "2001:db8::1".parse().unwrap();
-    w.apply(&[(host, 128, Some(2))]).unwrap();
-    let mut reader = q.register(0);
-    reader.quiescent(); // online, holding (as far as QSBR knows) the subtree of 2001:db8::/18
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    let writer = std::thread::spawn(move || {
-        w.apply(&[(host, 128, None)]).unwrap(); // unpublishes the subtree and frees it
-        d.store(true, Ordering::Release);
-        w
-    });
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    assert!(!done.load(Ordering::Acquire), "freed while a reader could still hold it");
-    while !done.load(Ordering::Acquire) {
-        reader.quiescent();
-        std::thread::yield_now();
-    }
-    let w = writer.join().unwrap();
-    assert_eq!(w.subtrees(), 0);
-}
-
-/// A reader looking up continuously while the writer rebuilds the same slot's subtree again
-/// and again sees each address's old or new answer, never garbage.
-#[test]
-fn readers_see_old_or_new_never_garbage_during_updates() {
-    let q = Arc::new(Qsbr::new(1));
-    let mut w = Fib6Writer::new(Arc::new(Fib6::new().unwrap()), q.clone());
-    let base = u128::from("2001:db8::".parse::<Ipv6Addr>().unwrap());
-    w.apply(&[(Ipv6Addr::from(base), 32, Some(1))]).unwrap();
-    let fib = w.fib().clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let mut qr = q.register(0);
-    qr.quiescent();
-    // Host x of 2001:db8:0:x::/64 has adjacency 2 + x % 2 when present.
-    let host = move |x: u128| base | x << 64 | 1;
-    let reader = std::thread::spawn(move || {
-        let mut seen = 0u64;
-        let addrs: Vec<[u8; 16]> = (0..64).map(|x| host(x).to_be_bytes()).collect();
-        let mut out = [0u32; 64];
-        loop {
-            fib.lookup_batch(Isa::best(), &addrs, &mut out);
-            for (x, &e) in out.iter().enumerate() {
-                let l = Leaf::decode(e).expect("2001:db8::/32 covers it");
-                let scalar = fib.lookup(host(x as u128)).expect("covered");
-                for l in [l, scalar] {
-                    let ok = (l.adj, l.prefix_len) == (1, 32) || (l.adj, l.prefix_len) == (2 + x as u32 % 2, 64);
-                    assert!(ok, "garbage for host {x}: {l:?}");
-                }
-                seen += 1;
-            }
-            qr.quiescent();
-            if s.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        seen
-    });
-    for round in 0..if cfg!(miri) { 8 } else { 2000u32 } {
-        let x = u128::from(round % 64);
-        let net = Ipv6Addr::from(host(x) & key_mask(64));
-        w.apply(&[(net, 64, Some(2 + round % 2))]).unwrap();
-        w.apply(&[(net, 64, None)]).unwrap();
-    }
-    stop.store(true, Ordering::Relaxed);
-    assert!(reader.join().unwrap() > 0);
-    assert_eq!(w.subtrees(), 1, "the /32's subtree");
-}
-
-/// A reader whose walks take escapes while the writer moves the slot's window (a /19 added
-/// and deleted beside a /32: the window starts at bit 19, then 32) finishes each escape at the
-/// depth of the tree it started in: it sees the /120 and the /32, never garbage.
-#[test]
-fn escapes_finish_in_their_own_tree_while_the_window_moves() {
-    let q = Arc::new(Qsbr::new(1));
-    let mut w = Fib6Writer::new(Arc::new(Fib6::new().unwrap()), q.clone());
-    let a = |s: &str| s.parse::<Ipv6Addr>().unwrap();
-    let host = u128::from(a("2001:db8:1:2:3:4:5:600"));
-    w.apply(&[(a("2001:db8::"), 32, Some(1)), (Ipv6Addr::from(host), 120, Some(5))]).unwrap();
-    let fib = w.fib().clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let mut qr = q.register(0);
-    qr.quiescent();
-    let reader = std::thread::spawn(move || {
-        // Inside the /120 (first, last), and just past it (the /32's).
-        let probes = [(host, 5, 120), (host | 0xff, 5, 120), (host + 0x100, 1, 32), (host - 1, 1, 32)];
-        let addrs: Vec<[u8; 16]> = probes.iter().map(|p| p.0.to_be_bytes()).collect();
-        let mut out = [0u32; 4];
-        let mut seen = 0u64;
-        while !s.load(Ordering::Relaxed) {
-            for isa in Isa::available() {
-                fib.lookup_batch(isa, &addrs, &mut out);
-                for (&(addr, adj, len), &e) in probes.iter().zip(&out) {
-                    let l = Leaf::decode(e);
-                    assert_eq!(l, Some(Leaf { adj, prefix_len: len }), "{} ({})", Ipv6Addr::from(addr), isa.name());
-                    seen += 1;
-                }
-            }
-            qr.quiescent();
-        }
-        seen
-    });
-    for _ in 0..if cfg!(miri) { 4 } else { 2000 } {
-        w.apply(&[(a("2001::"), 19, Some(9))]).unwrap();
-        w.apply(&[(a("2001::"), 19, None)]).unwrap();
-    }
-    stop.store(true, Ordering::Relaxed);
-    assert!(reader.join().unwrap() > 0);
-}
-
 /// Build and delete rates at the scale of `ip6-bgp` (run in release:
 /// `cargo test --release -p dataplane --lib ip6::tests::build_rate -- --ignored --nocapture`).
 #[test]
@@ -485,7 +399,11 @@ fn lookup_rate() {
     let mut hist = [0usize; 8];
     for d in &dst {
         let key = u128::from_be_bytes(*d);
-        let (walk, _) = start(fib.first(slot_of(key)).load(Ordering::Acquire), key, fib.arena.base() as usize);
+        let (walk, _) = start::<FIRST_BITS>(
+            fib.first(slot_of::<FIRST_BITS>(key)).load(Ordering::Acquire),
+            key,
+            fib.arena.base() as usize,
+        );
         hist[walk & 63] += 1;
     }
     println!("walks by tree height: {hist:?}");

@@ -4,7 +4,7 @@
 use super::arena::Alloc;
 use super::build::{Entry, build_slot};
 use super::hosts::Hosts;
-use super::{FIRST_BITS, Fib6, REGION_BITS, SLOTS, slot_of};
+use super::{Fib6, REGION_BITS, slot_of};
 use crate::l3::fib::{FibError, Leaf, MAX_INDEX, Route, key_mask};
 use crate::runtime::qsbr::Qsbr;
 use std::collections::{BTreeMap, HashMap};
@@ -32,8 +32,8 @@ unsafe impl Send for RetiredHosts {}
 
 /// The main thread's handle for changing a [`Fib6`]. It keeps every route (for rebuilding
 /// trees and deletes, which fall back to the covering route, and for `show ip6 fib`).
-pub struct Fib6Writer {
-    fib: Arc<Fib6>,
+pub struct Fib6Writer<const FIRST: u32 = 18> {
+    fib: Arc<Fib6<FIRST>>,
     qsbr: Arc<Qsbr>,
     routes: BTreeMap<(u128, u8), u32>,
     /// The /128s of `routes` (the host table is built from them).
@@ -46,9 +46,9 @@ pub struct Fib6Writer {
     retired_hosts: Vec<RetiredHosts>,
 }
 
-impl Fib6Writer {
+impl<const FIRST: u32> Fib6Writer<FIRST> {
     /// A writer for `fib` (empty), whose readers announce quiescent states through `qsbr`.
-    pub fn new(fib: Arc<Fib6>, qsbr: Arc<Qsbr>) -> Self {
+    pub fn new(fib: Arc<Fib6<FIRST>>, qsbr: Arc<Qsbr>) -> Self {
         Fib6Writer {
             fib,
             qsbr,
@@ -62,7 +62,7 @@ impl Fib6Writer {
     }
 
     /// The table workers read.
-    pub fn fib(&self) -> &Arc<Fib6> {
+    pub fn fib(&self) -> &Arc<Fib6<FIRST>> {
         &self.fib
     }
 
@@ -119,8 +119,8 @@ impl Fib6Writer {
                 self.set_host(key, adj);
                 hosts = true;
             }
-            if u32::from(len) > FIRST_BITS {
-                dirty.push(slot_of(key));
+            if u32::from(len) > FIRST {
+                dirty.push(slot_of::<FIRST>(key));
             } else {
                 short.push((key, len, adj));
             }
@@ -184,17 +184,17 @@ impl Fib6Writer {
         let mut built = Vec::with_capacity(dirty.len());
         let mut routes: Vec<Entry> = Vec::new();
         for &slot in dirty {
-            let lo = (slot as u128) << (128 - FIRST_BITS);
-            let hi = lo | u128::MAX >> FIRST_BITS;
+            let lo = (slot as u128) << (128 - FIRST);
+            let hi = lo | u128::MAX >> FIRST;
             routes.clear();
             routes.extend(
-                self.routes.range((lo, FIRST_BITS as u8 + 1)..=(hi, 128)).map(|(&(k, l), &adj)| (k, l, leaf(adj, l))),
+                self.routes.range((lo, FIRST as u8 + 1)..=(hi, 128)).map(|(&(k, l), &adj)| (k, l, leaf(adj, l))),
             );
             if routes.is_empty() {
                 built.push((slot, 0, 0));
                 continue;
             }
-            let t = build_slot(&routes);
+            let t = build_slot(FIRST, &routes);
             let n = u32::try_from(t.tree.lines.len()).unwrap_or(u32::MAX);
             let Some(at) = self.lines.take(n) else {
                 for &(_, e, lines) in &built {
@@ -207,7 +207,7 @@ impl Fib6Writer {
             // SAFETY: lines just taken from the free ones: no reader can reach them.
             unsafe { self.fib.arena.write(at, &t.tree.lines) };
             let e = u64::from(t.region) << (64 - REGION_BITS)
-                | u64::from(t.d - FIRST_BITS) << 32
+                | u64::from(t.d - FIRST) << 32
                 | u64::from(at) << 6
                 | u64::from(t.tree.height);
             built.push((slot, e, n));
@@ -218,7 +218,7 @@ impl Fib6Writer {
     /// Publishes `entry` (a tree of `lines` lines, or 0) in `slot`'s first-level entry and
     /// retires the tree it replaces.
     fn publish(&mut self, slot: usize, entry: u64, lines: u32) {
-        debug_assert!(slot < SLOTS);
+        debug_assert!(slot < 1 << FIRST);
         // A reader that loads the entry sees the tree's lines (written before).
         self.fib.first(slot).store(entry, Release);
         if let Some(old) = self.trees.remove(&slot) {
@@ -270,8 +270,8 @@ impl Fib6Writer {
             (Some(_), old) => old.is_none_or(|l| l.prefix_len <= len),
             (None, old) => old.is_some_and(|l| l.prefix_len == len),
         };
-        let start = slot_of(key);
-        for slot in start..start + (1 << (FIRST_BITS - u32::from(len))) {
+        let start = slot_of::<FIRST>(key);
+        for slot in start..start + (1 << (FIRST - u32::from(len))) {
             if replace(self.fib.defaults[slot].load(Relaxed)) {
                 self.fib.defaults[slot].store(leaf, Relaxed);
             }
@@ -314,7 +314,7 @@ impl Fib6Writer {
     }
 }
 
-impl Drop for Fib6Writer {
+impl<const FIRST: u32> Drop for Fib6Writer<FIRST> {
     fn drop(&mut self) {
         self.reclaim();
     }
