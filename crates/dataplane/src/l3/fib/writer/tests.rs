@@ -4,6 +4,7 @@
 use super::*;
 use crate::l3::fib::oracle;
 use crate::net::mask;
+use crate::runtime::vector::VECTOR_SIZE;
 use proptest::prelude::*;
 
 fn writer(groups: u32) -> FibWriter<Ipv4Addr> {
@@ -96,7 +97,7 @@ fn matches_a_naive_lpm<const FIRST: u8>(
         .map(|&(k, l)| ((k >> 96) as u32, l))
         .flat_map(|(p, l)| [p, p | !mask(l), p.wrapping_sub(1), (p | !mask(l)).wrapping_add(1)]);
     let addrs: Vec<u32> = probes.into_iter().map(|x| (10 + x % 4) << 24 | x >> 8).chain(edges).collect();
-    for chunk in addrs.chunks(crate::runtime::vector::VECTOR_SIZE) {
+    for chunk in addrs.chunks(VECTOR_SIZE) {
         let mut batch = vec![0u32; chunk.len()];
         fib.lookup_batch(chunk, &mut batch);
         for (&addr, &e) in chunk.iter().zip(&batch) {
@@ -226,4 +227,81 @@ fn readers_see_old_or_new_never_garbage_during_updates() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(reader.join().unwrap() > 0);
     assert_eq!(w.tbl8_in_use(), 0);
+}
+
+/// Lookup speed of 64 small 16-8-8 tables of 1 000 routes each against one DIR-24-8 table of
+/// the same 64 000 routes, each vector of 256 addresses looked up in one table (a VRF's
+/// vector comes from one interface), the two alternated five times (run in release:
+/// `cargo test --release -p dataplane --lib fib::writer::tests::vrf_lookup_rate -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn vrf_lookup_rate() {
+    const VRFS: usize = 64;
+    const ROUTES: usize = 1000;
+    let mut rng = 0x5eed_u64;
+    let mut next = move || {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (rng >> 32) as u32
+    };
+    // Routes of lengths /16 to /28, most /24, each VRF's apart from the others' (a VRF's
+    // own first octet), with an address inside each.
+    let routes: Vec<Vec<(u32, u8)>> = (0..VRFS)
+        .map(|v| {
+            (0..ROUTES)
+                .map(|_| {
+                    let len = [16, 20, 22, 24, 24, 24, 24, 24, 26, 28][next() as usize % 10];
+                    (((v as u32 + 1) << 24 | next() >> 8) & mask(len), len)
+                })
+                .collect()
+        })
+        .collect();
+    let qsbr = Arc::new(Qsbr::new(1));
+    let mut one = FibWriter::<Ipv4Addr, 24>::new(Arc::new(Fib::new(16_384).unwrap()), qsbr.clone());
+    let mut small: Vec<FibWriter<Ipv4Addr, 16>> = Vec::new();
+    for (v, table) in routes.iter().enumerate() {
+        let changes: Vec<_> = table.iter().map(|&(p, l)| (Ipv4Addr::from(p), l, Some(v as u32 + 2))).collect();
+        one.apply(&changes).unwrap();
+        let mut w = FibWriter::new(Arc::new(Fib::new(4096).unwrap()), qsbr.clone());
+        w.apply(&changes).unwrap();
+        small.push(w);
+    }
+    // Vectors of 256 addresses inside one VRF's routes, VRFs in random order.
+    let vectors: Vec<(usize, Vec<u32>)> = (0..4096)
+        .map(|_| {
+            let v = next() as usize % VRFS;
+            let dst = (0..VECTOR_SIZE)
+                .map(|_| {
+                    let (p, l) = routes[v][next() as usize % ROUTES];
+                    p | next() & !mask(l)
+                })
+                .collect();
+            (v, dst)
+        })
+        .collect();
+    let mut out = [0u32; VECTOR_SIZE];
+    let mut sum = 0u64;
+    let per_lookup = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e9 / (vectors.len() * VECTOR_SIZE) as f64;
+    for round in 0..5 {
+        let t = std::time::Instant::now();
+        for (_, dst) in &vectors {
+            let fib = one.fib();
+            dst.iter().for_each(|&d| fib.prefetch(d));
+            fib.lookup_batch(dst, &mut out);
+            sum += u64::from(out[0]);
+        }
+        let a = per_lookup(t);
+        let t = std::time::Instant::now();
+        for (v, dst) in &vectors {
+            let fib = small[*v].fib();
+            dst.iter().for_each(|&d| fib.prefetch(d));
+            fib.lookup_batch(dst, &mut out);
+            sum += u64::from(out[0]);
+        }
+        let b = per_lookup(t);
+        println!(
+            "round {round}: one DIR-24-8 table {a:.2} ns/lookup, 64 16-8-8 tables {b:.2} ns/lookup: {:.2}x",
+            b / a
+        );
+    }
+    assert!(sum > 0);
 }
