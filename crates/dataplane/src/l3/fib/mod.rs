@@ -3,17 +3,17 @@
 //!
 //! IPv4 uses DIR-24-8: `tbl24` (the first level) holds one 32-bit entry per value of the
 //! address's first 24 bits (64 MiB of address space on transparent huge pages, touched only
-//! where routes are),
-//! and `tbl8` holds groups of 256 entries, one group below each /24 that holds longer
-//! prefixes. A lookup is one load, or two for /24s holding longer prefixes. Leaves are pushed
-//! down (every entry holds its best match), so a walk never backtracks. Entries change in place
-//! with atomic stores, a new group is filled before the store that publishes it, and a group
-//! that is no longer needed is reused only after every worker has passed a vector boundary
-//! ([`crate::runtime::qsbr`]). The `Fib<A>` and `FibWriter<A>` types stay generic over the
-//! address family (their keys are left-aligned `u128`s), but only IPv4 uses them. They are
-//! generic over the first level's width too (`FIRST`, 24 by default): at 16 the same code is
-//! a 16-8-8 trie (a 256 KiB first level, up to two groups deep), the shape for the many small
-//! tables of VRFs, where 64 MiB of tbl24 each would be written whole by a default route.
+//! where routes are), and `tbl8` holds groups of 256 entries, one group below each /24 that
+//! holds longer prefixes. A lookup is one load, or two for /24s holding longer prefixes.
+//! Leaves are pushed down (every entry holds its best match), so a walk never backtracks.
+//! Entries change in place with atomic stores, a new group is filled before the store that
+//! publishes it, and a group that is no longer needed is reused only after every worker has
+//! passed a vector boundary ([`crate::runtime::qsbr`]). The `Fib<A>` and `FibWriter<A>`
+//! types stay generic over the address family (their keys are left-aligned `u128`s), but only
+//! IPv4 uses them. They are generic over the first level's width too (`FIRST`, 24 by default):
+//! at 16 the same code is a 16-8-8 trie (a 256 KiB first level, up to two groups deep), the
+//! shape for the many small tables of VRFs, where 64 MiB of tbl24 each would be written whole
+//! by a default route.
 //!
 //! IPv6 uses [`Fib6`] (module `ip6`): an 18-bit direct first level over one static B+-tree of
 //! elementary intervals per slot, rebuilt copy-on-write per batch, about 110 bytes per route of
