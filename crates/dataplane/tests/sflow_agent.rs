@@ -81,12 +81,20 @@ fn run_until(make: impl Fn(u16) -> Config, enough: impl Fn(&Dataplane) -> bool) 
     let listener = UdpSocket::bind("127.0.0.1:0").unwrap();
     listener.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     let port = listener.local_addr().unwrap().port();
-    // Read while the dataplane runs, so the socket buffer never overflows.
+    // Read while the dataplane runs, so the socket buffer never overflows, and until nothing
+    // more comes once it has stopped (a slow start must not end the reading before the first
+    // datagram).
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let still = running.clone();
     let reader = std::thread::spawn(move || {
         let mut got = vec![];
         let mut buf = [0u8; 65536];
-        while let Ok(n) = listener.recv(&mut buf) {
-            got.push(buf[..n].to_vec());
+        loop {
+            match listener.recv(&mut buf) {
+                Ok(n) => got.push(buf[..n].to_vec()),
+                Err(_) if still.load(std::sync::atomic::Ordering::Acquire) => {}
+                Err(_) => break,
+            }
         }
         got
     });
@@ -98,6 +106,7 @@ fn run_until(make: impl Fn(u16) -> Config, enough: impl Fn(&Dataplane) -> bool) 
         std::thread::sleep(Duration::from_millis(20));
     }
     dp.stop().unwrap();
+    running.store(false, std::sync::atomic::Ordering::Release);
     let datagrams = reader.join().unwrap();
     let mut by_source: BySource = BTreeMap::new();
     let mut polls: Polls = BTreeMap::new();
