@@ -24,18 +24,14 @@ unsafe impl Sync for HugeRegion {}
 impl HugeRegion {
     /// Maps `len` bytes (rounded up to 2 MiB) of zeroed memory, advised to use huge pages.
     pub fn new(len: usize) -> std::io::Result<Self> {
-        Self::map(len, true)
+        Self::with_pages(len, true)
     }
 
-    /// Maps `len` bytes (rounded up to 4 KiB) of zeroed memory on small pages only: for the
-    /// many small tables (a VRF's FIB), each of which a huge page would grow by 2 MiB at its
-    /// first write (1 000 16-8-8 tables of 100 routes: 4 GiB resident on huge pages, 370 MiB
-    /// on small ones).
-    pub fn small_pages(len: usize) -> std::io::Result<Self> {
-        Self::map(len, false)
-    }
-
-    fn map(len: usize, huge: bool) -> std::io::Result<Self> {
+    /// Maps `len` bytes of zeroed memory on huge pages when `huge` (rounded up to 2 MiB), else
+    /// on small pages only (rounded up to 4 KiB): for the many small tables (a VRF's FIB),
+    /// each of which a huge page would grow by 2 MiB at its first write (1 000 16-8-8 tables
+    /// of 100 routes: 4 GiB resident on huge pages, 370 MiB on small ones).
+    pub fn with_pages(len: usize, huge: bool) -> std::io::Result<Self> {
         let page: usize = if huge { 2 << 20 } else { 4096 };
         let len = len
             .max(1)
@@ -82,7 +78,7 @@ impl HugeRegion {
         self.ptr.as_ptr()
     }
 
-    /// Its length in bytes (a multiple of 2 MiB, or of 4 KiB for [`HugeRegion::small_pages`]).
+    /// Its length in bytes (a multiple of 2 MiB, or of 4 KiB on small pages: [`HugeRegion::with_pages`]).
     pub fn len(&self) -> usize {
         self.len
     }

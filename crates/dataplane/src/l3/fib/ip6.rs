@@ -269,7 +269,7 @@ impl<const FIRST: u32> Fib6<FIRST> {
     pub fn new() -> std::io::Result<Self> {
         let bytes = Self::SLOTS * std::mem::size_of::<AtomicU64>();
         Ok(Fib6 {
-            first: if Self::HUGE { HugeRegion::new(bytes)? } else { HugeRegion::small_pages(bytes)? },
+            first: HugeRegion::with_pages(bytes, Self::HUGE)?,
             defaults: (0..Self::SLOTS).map(|_| AtomicU32::new(0)).collect(),
             hosts: AtomicPtr::new(std::ptr::null_mut()),
             arena: arena::Lines::new(Self::HUGE)?,

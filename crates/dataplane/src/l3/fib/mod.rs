@@ -104,8 +104,7 @@ impl Entries {
         let len =
             len.max(1).checked_next_power_of_two().ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
         let bytes = len.checked_mul(4).ok_or_else(|| std::io::Error::other(format!("{len} entries")))?;
-        let mem = if huge { HugeRegion::new(bytes)? } else { HugeRegion::small_pages(bytes)? };
-        Ok(Entries { mem, mask: len - 1 })
+        Ok(Entries { mem: HugeRegion::with_pages(bytes, huge)?, mask: len - 1 })
     }
 
     /// Entry `i` (masked to the table's power-of-two length).

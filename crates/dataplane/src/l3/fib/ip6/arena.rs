@@ -25,7 +25,7 @@ impl Lines {
     /// A mapping whose line 0 is the empty leaf, on huge pages when `huge` (else small ones:
     /// a small table's few lines).
     pub(super) fn new(huge: bool) -> std::io::Result<Self> {
-        let lines = Lines { mem: if huge { HugeRegion::new(BYTES)? } else { HugeRegion::small_pages(BYTES)? } };
+        let lines = Lines { mem: HugeRegion::with_pages(BYTES, huge)? };
         // SAFETY: line 0 of a fresh mapping, not shared yet.
         unsafe { lines.write(0, &[EMPTY]) };
         Ok(lines)
