@@ -125,7 +125,7 @@ impl Kernel {
     /// vecflow makes of its route now.
     pub fn take_routes(&mut self, max: usize) -> Vec<(IpPrefix, Mirrored)> {
         self.most_waiting = self.waiting().1;
-        let mut out = Vec::with_capacity(max.min(self.routes.len() + self.sweep.as_ref().map_or(0, |_| max)));
+        let mut out = Vec::with_capacity(if self.sweep.is_some() { max } else { max.min(self.routes.len()) });
         let interfaces = &self.interfaces;
         let index = |ifindex| interfaces.get(&ifindex).copied();
         while out.len() < max {
