@@ -128,7 +128,7 @@ const FIELD_ERRORS: &[(&str, &str)] = &[
     ),
     (
         "interfaces: {p0: {addresses: [10.0.0.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.1.1}]",
-        "routes[0].via: 10.0.1.1 is not allowed; allowed: an address inside a configured interface's subnet, or name the interface in routes[0].interface",
+        "routes[0].via: 10.0.1.1 is not allowed; allowed: an address inside the subnet of an interface in the default table, or name the interface in routes[0].interface",
     ),
     ("fib: {tbl8-groups: 0}", "fib.tbl8-groups: 0 is not allowed; allowed: 1 to 1048576"),
     (
@@ -161,11 +161,11 @@ const FIELD_ERRORS: &[(&str, &str)] = &[
     ),
     (
         "interfaces: {p0: {addresses: [10.0.0.1/24]}, p1: {sub-interfaces: {7: {encapsulation: {dot1q: 7}, addresses: [10.0.0.1/30]}}}}",
-        "interfaces.p1.7.addresses: 10.0.0.1/30 is not allowed; allowed: an address configured once (p0 already has 10.0.0.1)",
+        "interfaces.p1.7.addresses: 10.0.0.1/30 is not allowed; allowed: an address configured once in the default table (p0 already has 10.0.0.1)",
     ),
     (
         "interfaces: {p0: {addresses: [10.0.0.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.0.2}, {prefix: 1.2.0.0/8, via: 10.0.0.3}]",
-        "routes[1].prefix: 1.2.0.0/8 is not allowed; allowed: a prefix no other route has (routes[0] has it)",
+        "routes[1].prefix: 1.2.0.0/8 is not allowed; allowed: a prefix no other route in the default table has (routes[0] has it)",
     ),
     (
         "interfaces: {p0: {}}\nneighbors: [{interface: p0, address: 1.1.1.1, mac: 00:00:00:00:00:01}, {interface: p0, address: 1.1.1.1, mac: 00:00:00:00:00:02}]",
@@ -179,6 +179,42 @@ const FIELD_ERRORS: &[(&str, &str)] = &[
     (
         "interfaces: {p0: {driver: pcap, pcap: {}}}",
         "interfaces.p0.pcap: {} is not allowed; allowed: read, write or both",
+    ),
+    (
+        "vrfs: {blue: {table: 10}}\ninterfaces: {p0: {vrf: red}}",
+        "interfaces.p0.vrf: red is not allowed; allowed: the name of a VRF of vrfs (blue)",
+    ),
+    (
+        "interfaces: {p0: {sub-interfaces: {7: {encapsulation: {dot1q: 7}, vrf: red}}}}",
+        "interfaces.p0.sub-interfaces.7.vrf: red is not allowed; allowed: the name of a VRF of vrfs (none: vrfs is empty)",
+    ),
+    (
+        "vrfs: {blue: {table: 10}, red: {table: 10}}",
+        "vrfs.red.table: 10 is not allowed; allowed: a table no other VRF has (VRF blue has it)",
+    ),
+    (
+        "vrfs: {blue: {table: 254}}",
+        "vrfs.blue.table: 254 is not allowed; allowed: 1 to 4294967295 but 253, 254 and 255 (the kernel's default, main and local tables)",
+    ),
+    (
+        "vrfs: {default: {table: 10}}",
+        "vrfs.default: name \"default\" is not allowed; allowed: 1 to 15 letters, digits, '-' or '_', not 'default' (the default table's name)",
+    ),
+    (
+        "vrfs: {blue: {table: 10}}\ninterfaces: {p0: {vrf: blue, addresses: [10.0.0.1/24]}, p1: {vrf: blue, addresses: [10.0.0.1/30]}}",
+        "interfaces.p1.addresses: 10.0.0.1/30 is not allowed; allowed: an address configured once in VRF blue (p0 already has 10.0.0.1)",
+    ),
+    (
+        "vrfs: {blue: {table: 10}}\ninterfaces: {p0: {vrf: blue, addresses: [10.0.0.1/24]}, p1: {addresses: [10.0.1.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.0.2}]",
+        "routes[0].via: 10.0.0.2 is not allowed; allowed: an address inside the subnet of an interface in the default table, or name the interface in routes[0].interface",
+    ),
+    (
+        "vrfs: {blue: {table: 10}}\ninterfaces: {p0: {vrf: blue, addresses: [10.0.0.1/24]}, p1: {addresses: [10.0.1.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.1.2, interface: p1, vrf: blue}]",
+        "routes[0].interface: p1 is not allowed; allowed: an interface in VRF blue (p1 is in the default table)",
+    ),
+    (
+        "vrfs: {blue: {table: 10}}\ninterfaces: {p0: {vrf: blue, addresses: [10.0.0.1/24]}}\nroutes: [{prefix: 1.0.0.0/8, via: 10.0.0.2, vrf: blue}, {prefix: 1.0.0.0/8, via: 10.0.0.3, vrf: blue}]",
+        "routes[1].prefix: 1.0.0.0/8 is not allowed; allowed: a prefix no other route in VRF blue has (routes[0] has it)",
     ),
     (
         "interfaces: {p0: {pcap: {read: a.pcap}}}",
@@ -285,7 +321,7 @@ fn ipv6_errors_name_the_field_the_value_and_what_is_allowed() {
         ),
         (
             "interfaces: {p0: {addresses: ['2001:db8::1/64']}, p1: {addresses: ['2001:db8::1/48']}}".to_string(),
-            "interfaces.p1.addresses: 2001:db8::1/48 is not allowed; allowed: an address configured once (p0 already has 2001:db8::1)",
+            "interfaces.p1.addresses: 2001:db8::1/48 is not allowed; allowed: an address configured once in the default table (p0 already has 2001:db8::1)",
         ),
         (
             format!("{p0}routes: [{{prefix: '2001:db8:1::/48', via: 100.64.0.0}}]"),
@@ -301,13 +337,13 @@ fn ipv6_errors_name_the_field_the_value_and_what_is_allowed() {
         ),
         (
             format!("{p0}routes: [{{prefix: '2001:db8:1::/48', via: '2001:db9::1'}}]"),
-            "routes[0].via: 2001:db9::1 is not allowed; allowed: an address inside a configured interface's subnet",
+            "routes[0].via: 2001:db9::1 is not allowed; allowed: an address inside the subnet of an interface in the default table",
         ),
         (
             format!(
                 "{p0}routes: [{{prefix: '2001:db8:1::/48', via: '2001:db8::2'}}, {{prefix: '2001:db8:1:0:1::/48', via: '2001:db8::3'}}]"
             ),
-            "routes[1].prefix: 2001:db8:1:0:1::/48 is not allowed; allowed: a prefix no other route has (routes[0] has it)",
+            "routes[1].prefix: 2001:db8:1:0:1::/48 is not allowed; allowed: a prefix no other route in the default table has (routes[0] has it)",
         ),
         (
             format!(
@@ -384,7 +420,7 @@ fn interfaces_and_sub_interfaces_share_the_index_and_name_space() {
     // Just under the limit: starts and gets distinct indices.
     let subs: String = (1..=1022).map(|k| format!("      {k}: {{encapsulation: {{dot1q: {k}}}}}\n")).collect();
     let full = Config::load(&format!("interfaces:\n  p0:\n    sub-interfaces:\n{subs}")).unwrap();
-    let ifs = dataplane::interface::build::build_interfaces(&full.interfaces, full.workers.count);
+    let ifs = dataplane::interface::build::build_interfaces(&full.interfaces, full.workers.count, |_| 0);
     let mut idx: Vec<u16> = ifs.iter().map(|i| i.index).collect();
     idx.dedup();
     assert_eq!(idx.len(), 1023);
@@ -403,9 +439,9 @@ routes:
   - {prefix: 70.0.0.0/8, via: 10.100.0.2}
 ";
     let c = Config::load(yaml).unwrap();
-    let ifs = dataplane::interface::build::build_interfaces(&c.interfaces, c.workers.count);
+    let ifs = dataplane::interface::build::build_interfaces(&c.interfaces, c.workers.count, |_| 0);
     let sub = ifs.iter().find(|i| i.name == "p0.100").unwrap().index;
-    assert_eq!(dataplane::l3::connected_interface(&ifs, "10.100.0.2".parse().unwrap()), Some(sub));
+    assert_eq!(dataplane::l3::connected_interface(&ifs, 0, "10.100.0.2".parse().unwrap()), Some(sub));
     let e = err(
         "interfaces:\n  p0:\n    sub-interfaces:\n      100: {encapsulation: {dot1q: 100}, addresses: [10.100.0.1/24]}\nroutes:\n  - {prefix: 70.0.0.0/8, via: 10.101.0.2}\n",
     );

@@ -1,10 +1,11 @@
 //! Live apply equals a fresh start: for random sequences of valid configurations A → B → C
 //! that differ only in what can change live (interfaces' state, MTU, addresses, MPLS, L2
-//! cross-connects, descriptions and sFlow; routes with one or several paths; static
-//! neighbors; MPLS labels; sFlow's settings), applied in turn to a running dataplane, what
-//! an operator can see after the last apply is what a dataplane started on C shows: the JSON
-//! of `show ip fib`, `show ip6 fib`, `show mpls fib`, `show ip neighbors`, `show sflow`,
-//! `show flows`, `show interface` and `show interface address`, without counters, ages,
+//! cross-connects, descriptions and sFlow; VRFs, interfaces moved between them with the same
+//! address in two; routes with one or several paths, in a VRF or not; static neighbors; MPLS
+//! labels; sFlow's settings), applied in turn to a running dataplane, what an operator can
+//! see after the last apply is what a dataplane started on C shows: the JSON of `show ip
+//! fib` (of each VRF too), `show ip6 fib`, `show mpls fib`, `show ip neighbors`, `show
+//! sflow`, `show flows`, `show vrf`, `show interface` and `show interface address`, without counters, ages,
 //! rates, memory figures and internal indices (adjacency and load-balance numbers, flow ids),
 //! and without paths' up/down (liveness is a matter of time: a next hop nobody answers is
 //! marked down 3 s after its first probe). And an apply that is refused (a change only a
@@ -19,23 +20,28 @@ use serde_json::Value;
 /// What an operator sees, without what differs between two runs of one configuration.
 fn observable(dp: &mut Dataplane) -> Vec<(String, Value)> {
     let registry = Registry::with_builtins();
-    [
+    let mut commands: Vec<String> = [
         "show ip fib",
         "show ip6 fib",
         "show mpls fib",
         "show ip neighbors",
         "show sflow",
         "show flows",
+        "show vrf",
         "show interface",
         "show interface address",
     ]
-    .iter()
-    .map(|c| {
-        let mut json = registry.execute(dp, c).unwrap_or_else(|e| panic!("{c}: {e}")).json;
-        strip(&mut json);
-        (c.to_string(), json)
-    })
-    .collect()
+    .map(String::from)
+    .to_vec();
+    commands.extend(dp.vrfs().iter().map(|(name, _, _)| format!("show ip fib vrf {name}")));
+    commands
+        .iter()
+        .map(|c| {
+            let mut json = registry.execute(dp, c).unwrap_or_else(|e| panic!("{c}: {e}")).json;
+            strip(&mut json);
+            (c.to_string(), json)
+        })
+        .collect()
 }
 
 /// Keys whose values are counters, ages, rates, memory figures, internal indices or liveness.
@@ -80,8 +86,10 @@ struct Live {
     /// IPv6 on p1; addresses on p2 and p3 instead of cross-connecting them.
     p1_v6: bool,
     p2_p3_l3: bool,
+    /// The VRFs of p2 and p3 when they are L3: none, red or blue.
+    vrfs: [u8; 2],
     /// Which of the route, neighbor and label pools are in.
-    routes: [bool; 5],
+    routes: [bool; 6],
     neighbors: [bool; 4],
     labels: [bool; 3],
     /// A neighbor's MAC variant.
@@ -101,7 +109,8 @@ fn live() -> impl Strategy<Value = Live> {
         [port.clone(), port.clone(), port.clone(), port],
         any::<bool>(),
         any::<bool>(),
-        any::<[bool; 5]>(),
+        [0u8..3, 0u8..3],
+        any::<[bool; 6]>(),
         any::<[bool; 4]>(),
         any::<[bool; 3]>(),
         0u8..3,
@@ -111,10 +120,11 @@ fn live() -> impl Strategy<Value = Live> {
             prop::sample::select(vec![64u32, 128]),
         ),
     )
-        .prop_map(|(ports, p1_v6, p2_p3_l3, routes, neighbors, labels, mac, sflow)| Live {
+        .prop_map(|(ports, p1_v6, p2_p3_l3, vrfs, routes, neighbors, labels, mac, sflow)| Live {
             ports,
             p1_v6,
             p2_p3_l3,
+            vrfs,
             routes,
             neighbors,
             labels,
@@ -125,7 +135,15 @@ fn live() -> impl Strategy<Value = Live> {
 
 /// The YAML of `l`, with `workers` workers (a restart-only setting).
 fn yaml(l: &Live, workers: u16) -> String {
-    let mut out = format!("workers: {{count: {workers}, buffers: 2048}}\nmetrics: {{enabled: false}}\ninterfaces:\n");
+    let mut out = format!("workers: {{count: {workers}, buffers: 2048}}\nmetrics: {{enabled: false}}\n");
+    let vrf = |k: usize| [None, Some("red"), Some("blue")][usize::from(l.vrfs[k])].filter(|_| l.p2_p3_l3);
+    let used: Vec<(&str, u32)> =
+        [("red", 10), ("blue", 20)].into_iter().filter(|(n, _)| vrf(0) == Some(n) || vrf(1) == Some(n)).collect();
+    if !used.is_empty() {
+        let list: Vec<String> = used.iter().map(|(n, t)| format!("{n}: {{table: {t}}}")).collect();
+        out += &format!("vrfs: {{{}}}\n", list.join(", "));
+    }
+    out += "interfaces:\n";
     for (i, &(up, mtu, mpls, described, sflow)) in l.ports.iter().enumerate() {
         let mut fields = vec![format!("index: {}", i + 1), format!("mtu: {mtu}")];
         if !up {
@@ -151,6 +169,8 @@ fn yaml(l: &Live, workers: u16) -> String {
                 }
                 a
             }
+            // p3 has p2's address when they are in different tables.
+            3 if l.p2_p3_l3 && vrf(0) != vrf(1) => vec!["10.0.2.1/24".to_string()],
             _ if l.p2_p3_l3 => vec![format!("10.0.{i}.1/24")],
             _ => {
                 fields.push(format!("l2xc: p{}", 5 - i));
@@ -160,6 +180,9 @@ fn yaml(l: &Live, workers: u16) -> String {
         if !addresses.is_empty() {
             fields.push(format!("addresses: [{}]", addresses.join(", ")));
         }
+        if let Some(v) = (i >= 2).then(|| vrf(i - 2)).flatten() {
+            fields.push(format!("vrf: {v}"));
+        }
         out += &format!("  p{i}: {{{}}}\n", fields.join(", "));
     }
     let routes = [
@@ -168,8 +191,15 @@ fn yaml(l: &Live, workers: u16) -> String {
         "{prefix: 50.0.0.0/24, via: 10.0.0.2, out-labels: [100, 101]}",
         "{prefix: '2001:db8:48::/48', via: '2001:db8::2'}",
         "{prefix: 48.1.0.0/16, paths: [{via: 10.0.0.2}, {via: 10.0.1.2}]}",
-    ];
-    let chosen: Vec<&str> = routes.iter().zip(l.routes).filter(|(_, on)| *on).map(|(r, _)| *r).collect();
+    ]
+    .map(String::from);
+    // A route on p2's subnet, in p2's table.
+    let p2 = (l.p2_p3_l3 && l.routes[5]).then(|| match vrf(0) {
+        Some(v) => format!("{{prefix: 48.0.0.0/8, via: 10.0.2.2, vrf: {v}}}"),
+        None => "{prefix: 60.0.0.0/8, via: 10.0.2.2}".to_string(),
+    });
+    let chosen: Vec<&str> =
+        routes.iter().zip(l.routes).filter(|(_, on)| *on).map(|(r, _)| r.as_str()).chain(p2.as_deref()).collect();
     if !chosen.is_empty() {
         out += &format!("routes: [{}]\n", chosen.join(", "));
     }

@@ -48,6 +48,24 @@ struct DropLabels {
     interface: String,
 }
 
+/// The labels of a route count: the VRF (`default` for the default table) and the family.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VrfLabels {
+    vrf: String,
+    family: &'static str,
+}
+
+/// The routes in each table's FIBs, by VRF and family.
+fn fib_routes(r: &mut Registry, dp: &Dataplane) {
+    let routes = Family::<VrfLabels, Gauge>::default();
+    for v in dp.vrf_summaries() {
+        for (family, n) in [("ipv4", v.ipv4_routes), ("ipv6", v.ipv6_routes)] {
+            routes.get_or_create(&VrfLabels { vrf: v.name.clone(), family }).set(n as i64);
+        }
+    }
+    r.register("fib_routes", "Routes in the FIB of each VRF (default: the default table), by family", routes);
+}
+
 /// The label of a kernel route count: its kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
@@ -115,6 +133,7 @@ pub fn encode(dp: &Dataplane) -> String {
         up.get_or_create(&InterfaceLabel { interface: i.name.clone() }).set(i64::from(oper));
     }
     r.register("interface_up", "1 when the interface is administratively up and its link is up", up);
+    fib_routes(&mut r, dp);
 
     // Graph nodes, per worker.
     let runtime = dp.runtime();

@@ -329,6 +329,16 @@ fn metrics_are_served_and_move() {
     let (a, b) = (p1_sample(&first, name), p1_sample(&second, name));
     assert!(b > a, "{name} moves: {a} then {b}");
     assert_eq!(p1_sample(&second, "vecflow_interface_up"), 1.0);
+    let scrape = prometheus_parse::Scrape::parse(second.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let routes = scrape.samples.iter().find(|s| {
+        s.metric == "vecflow_fib_routes"
+            && s.labels.get("vrf") == Some("default")
+            && s.labels.get("family") == Some("ipv4")
+    });
+    assert!(
+        matches!(routes.map(|s| &s.value), Some(prometheus_parse::Value::Gauge(n)) if *n >= 2.0),
+        "the default table's IPv4 routes (the lab's addresses give some): {routes:?}"
+    );
     assert!(http_get(d.metrics_port, "/other").0.contains("404"));
     // Another daemon cannot take a busy metrics port: the error names the field.
     let dir = tempfile::tempdir().unwrap();

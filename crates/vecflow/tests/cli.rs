@@ -373,7 +373,9 @@ fn run_names_the_field_of_a_missing_host_interface_and_exits_non_zero() {
 #[test]
 fn check_validates_a_configuration_without_a_daemon() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    for example in ["examples/lab.yaml", "examples/router.yaml", "examples/ip6.yaml", "contrib/vecflow.yaml"] {
+    for example in
+        ["examples/lab.yaml", "examples/router.yaml", "examples/ip6.yaml", "examples/vrf.yaml", "contrib/vecflow.yaml"]
+    {
         let path = format!("{root}/{example}");
         let (ok, out, err) = vecflow(&["check", "-c", &path]);
         assert!(ok, "{example}: {err}");

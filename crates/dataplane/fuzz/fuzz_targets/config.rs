@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     match Config::load(text) {
         Ok(c) => {
-            let ifs = dataplane::interface::build::build_interfaces(&c.interfaces, c.workers.count);
+            let ifs = dataplane::interface::build::build_interfaces(&c.interfaces, c.workers.count, |_| 0);
             let mut names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
             let mut idx: Vec<u16> = ifs.iter().map(|i| i.index).collect();
             names.sort_unstable();

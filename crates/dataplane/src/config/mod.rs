@@ -32,7 +32,7 @@ pub use crate::interface::driver_config::{
     AfPacketConfig, AfXdpConfig, BusyPollConfig, MAX_PCAP_RATE, PcapConfig, XdpModeConfig, ZeroCopyConfig,
 };
 pub use crate::interface::stream_config::{AddrRange, GeneratorConfig, RangeMode, StreamConfig, Template};
-pub use crate::l3::config::{FibConfig, MAX_PATHS, Route, RoutePath};
+pub use crate::l3::config::{FibConfig, MAX_PATHS, MAX_VRFS, Route, RoutePath, VrfConfig};
 pub use crate::mpls::config::{LocalLabel, Mpls};
 pub use crate::neighbor::config::Neighbor;
 pub use crate::net::{
@@ -71,6 +71,10 @@ pub struct Config {
     /// Interfaces by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interfaces: BTreeMap<String, InterfaceConfig>,
+    /// VRFs by name: routing tables apart from the default one (1 to 15 characters: letters,
+    /// digits, '-' and '_'; not `default`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vrfs: BTreeMap<String, VrfConfig>,
     /// Static routes, IPv4 and IPv6.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
@@ -368,13 +372,14 @@ impl Config {
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply
     /// (`vecflow apply` refuses it: restart to change it), or `None`. What can change live:
-    /// routes, neighbors, MPLS local labels, flow rules and the flow cache's settings, of each interface and sub-interface its state,
-    /// MTU, addresses, MPLS flag, cross-connect and description, each interface's sFlow
+    /// VRFs, routes, neighbors, MPLS local labels, flow rules and the flow cache's settings,
+    /// of each interface and sub-interface its state, MTU, addresses, VRF, MPLS flag,
+    /// cross-connect and description, each interface's sFlow
     /// settings, and the sFlow agent's sampling rate, direction, header bytes and polling
     /// interval (turning the agent on or off, collectors and the rest need a restart).
     pub fn needs_restart(&self, new: &Config) -> Option<String> {
         let live = |mut v: serde_json::Value| {
-            for key in ["routes", "neighbors", "mpls", "flows", "flow-cache"] {
+            for key in ["routes", "neighbors", "mpls", "flows", "flow-cache", "vrfs"] {
                 v.as_object_mut().map(|o| o.remove(key));
             }
             if let Some(sf) = v.get_mut("sflow").and_then(|s| s.as_object_mut()) {
@@ -386,11 +391,11 @@ impl Config {
             for i in interfaces.into_iter().flat_map(|i| i.values_mut()) {
                 let subs = i.get_mut("sub-interfaces").and_then(|s| s.as_object_mut());
                 for s in subs.into_iter().flat_map(|s| s.values_mut()) {
-                    for key in ["state", "mtu", "addresses", "mpls", "l2xc"] {
+                    for key in ["state", "mtu", "addresses", "mpls", "l2xc", "vrf"] {
                         s.as_object_mut().map(|o| o.remove(key));
                     }
                 }
-                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "description", "sflow", "rx-mode"] {
+                for key in ["state", "mtu", "addresses", "mpls", "l2xc", "vrf", "description", "sflow", "rx-mode"] {
                     i.as_object_mut().map(|o| o.remove(key));
                 }
             }
@@ -404,11 +409,11 @@ impl Config {
     /// sub-interfaces', in name order.
     fn addresses(&self) -> impl Iterator<Item = (Owner<'_>, &IpPrefix)> {
         self.interfaces.iter().flat_map(|(name, i)| {
-            let own = i.addresses.iter().map(move |a| (Owner { name, sub: None }, a));
-            let subs = i
-                .sub_interfaces
-                .iter()
-                .flat_map(move |(&sub, s)| s.addresses.iter().map(move |a| (Owner { name, sub: Some(sub) }, a)));
+            let vrf = i.vrf.as_deref();
+            let own = i.addresses.iter().map(move |a| (Owner { name, sub: None, vrf }, a));
+            let subs = i.sub_interfaces.iter().flat_map(move |(&sub, s)| {
+                s.addresses.iter().map(move |a| (Owner { name, sub: Some(sub), vrf: s.vrf.as_deref() }, a))
+            });
             own.chain(subs)
         })
     }
@@ -434,6 +439,8 @@ impl Config {
 struct Owner<'a> {
     name: &'a str,
     sub: Option<u32>,
+    /// The VRF it is in (`None`: the default table).
+    vrf: Option<&'a str>,
 }
 
 impl fmt::Display for Owner<'_> {

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::interface::build::build_interfaces;
 use crate::l3::configured;
 use crate::l3::rib::Source;
+use crate::l3::vrf::VrfIds;
 use std::time::Instant;
 
 impl Dataplane {
@@ -26,17 +27,24 @@ impl Dataplane {
     /// (a change that comes from Linux leaves Linux's addresses as they are).
     pub(super) fn apply_running(&mut self, new: &Config) -> Result<(), ApplyError> {
         let new = self.admissible(new)?;
-        let interfaces = build_interfaces(&self.with_kernel_addresses(&new).interfaces, new.workers.count);
+        let vrfs = self.routing.vrfs.assign(&new.vrfs);
+        let interfaces =
+            build_interfaces(&self.with_kernel_addresses(&new).interfaces, new.workers.count, |v| vrfs.index(v));
         let mut batch = crate::l3::changes(
             &crate::l3::connected(&self.interfaces, self.config.linux_cp.is_some()),
             &crate::l3::connected(&interfaces, new.linux_cp.is_some()),
             Source::Connected,
         );
         batch.extend(crate::l3::changes(
-            &configured(&self.config.routes, &self.interfaces),
-            &configured(&new.routes, &interfaces),
+            &configured(&self.config.routes, &self.interfaces, &self.routing.vrfs),
+            &configured(&new.routes, &interfaces, &vrfs),
             Source::Config,
         ));
+        // The tables of the VRFs of both configurations while routes move between them; those
+        // of removed VRFs go once their routes have.
+        let indices = |ids: &VrfIds| ids.iter().map(|(_, i, _)| i).collect::<Vec<u16>>();
+        let (old_vrfs, new_vrfs) = (indices(&self.routing.vrfs), indices(&vrfs));
+        self.routing.fib.set_vrfs(&[&old_vrfs[..], &new_vrfs[..]].concat()).map_err(ApplyError::Tables)?;
         let now = Instant::now();
         let old_statics = self.static_neighbors(&self.config, &self.interfaces);
         let live = self.liveness();
@@ -46,6 +54,7 @@ impl Dataplane {
             Ok(a) => a,
             Err(e) => {
                 label_refs.into_iter().for_each(|r| self.routing.rib.objects.release(r));
+                self.routing.fib.set_vrfs(&old_vrfs).expect("only tables are dropped");
                 return Err(e.into());
             }
         };
@@ -60,6 +69,7 @@ impl Dataplane {
             self.neighbors.table.set_statics(old_statics, now);
             self.publisher.publish((*old_tables).clone());
             self.tables = self.publisher.current();
+            self.routing.fib.set_vrfs(&old_vrfs).expect("only tables are dropped");
             return Err(e.into());
         }
         self.routing.rib.commit(applied);
@@ -79,6 +89,7 @@ impl Dataplane {
             sf.live.set(settings);
         }
         self.interfaces = interfaces;
+        self.routing.vrfs = vrfs;
         if new.flows != self.config.flows {
             self.cleared.flows = self.flow_hits_total();
         }
@@ -89,6 +100,11 @@ impl Dataplane {
         self.follow_liveness();
         self.routing.fib.synchronize();
         self.routing.rib.objects.settle();
+        if old_vrfs.iter().any(|i| !new_vrfs.contains(i)) {
+            // Removed VRFs: no interface and no route is in them any more.
+            self.routing.fib.set_vrfs(&new_vrfs).expect("only tables are dropped");
+            self.republish();
+        }
         self.sync_taps();
         Ok(())
     }

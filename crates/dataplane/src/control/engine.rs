@@ -57,11 +57,14 @@ pub enum ApplyError {
     Config(#[from] crate::config::ConfigError),
     /// It changes something only a restart can.
     #[error(
-        "{0}: changing it needs a restart of vecflow (live changes: routes, neighbors, mpls, interfaces' state, mtu, \
-         addresses, mpls, l2xc, description, sflow and rx-mode, and sflow's sampling-rate, direction, header-bytes and \
-         polling-interval)"
+        "{0}: changing it needs a restart of vecflow (live changes: vrfs, routes, neighbors, mpls, interfaces' state, \
+         mtu, addresses, vrf, mpls, l2xc, description, sflow and rx-mode, and sflow's sampling-rate, direction, \
+         header-bytes and polling-interval)"
     )]
     NeedsRestart(String),
+    /// A new VRF's tables could not be made (nothing was changed).
+    #[error("the tables of a new VRF: {0}")]
+    Tables(std::io::Error),
     /// The FIB refused the new routes (the old ones were put back).
     #[error(transparent)]
     Fib(#[from] FibError),
@@ -208,6 +211,11 @@ impl Dataplane {
     /// Every source's routes and the adjacencies and load-balance objects they point at.
     pub fn rib(&self) -> &Rib {
         &self.routing.rib
+    }
+
+    /// Each VRF's name, index and table id.
+    pub fn vrfs(&self) -> &crate::l3::vrf::VrfIds {
+        &self.routing.vrfs
     }
 
     /// The kernel's routes vecflow mirrors (linux-cp) and those it does not.

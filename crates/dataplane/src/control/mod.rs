@@ -20,3 +20,4 @@ mod sflow;
 mod start;
 mod summary;
 pub mod tables;
+pub mod vrfs;

@@ -11,6 +11,7 @@ use crate::interface::build::build_interfaces;
 use crate::l3::fib::{FibError, FibInsert, FibWriters, Fibs};
 use crate::l3::objects::{NextHop, Target};
 use crate::l3::rib::{Rib, RouteChange, Source};
+use crate::l3::vrf::{VrfIds, VrfTables};
 use crate::l3::{L3, LabelStack, Routes, configured};
 use crate::lcp::mirror::KernelRoutes;
 use crate::runtime::qsbr::Qsbr;
@@ -29,6 +30,8 @@ pub(super) struct Routing {
     pub(super) host_routes: Routes,
     /// The kernel's routes mirrored into the FIB (source kernel), and those not mirrored.
     pub(super) kernel: KernelRoutes,
+    /// Each VRF's index.
+    pub(super) vrfs: VrfIds,
 }
 
 /// What workers forward with, built from a validated configuration.
@@ -43,12 +46,15 @@ pub struct Forwarding {
     pub rib: Rib,
     /// The adjacencies the label table's swaps hold.
     pub label_refs: Vec<u32>,
+    /// Each VRF's index.
+    pub vrfs: VrfIds,
 }
 
 /// Builds interfaces, tables and the FIB of a validated `config`; the FIB's readers announce
 /// quiescent states through `qsbr`.
 pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, StartError> {
-    let interfaces = build_interfaces(&config.interfaces, config.workers.count);
+    let vrfs = VrfIds::default().assign(&config.vrfs);
+    let interfaces = build_interfaces(&config.interfaces, config.workers.count, |v| vrfs.index(v));
     let mut rib = Rib::default();
     let up = |_: u16, _: IpAddr| true;
     let (base, label_refs) = super::tables::build_l3(config, &interfaces, &mut rib.objects, &up);
@@ -57,17 +63,20 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
         &crate::l3::connected(&interfaces, config.linux_cp.is_some()),
         Source::Connected,
     );
-    batch.extend(crate::l3::changes(&Routes::new(), &configured(&config.routes, &interfaces), Source::Config));
+    batch.extend(crate::l3::changes(&Routes::new(), &configured(&config.routes, &interfaces, &vrfs), Source::Config));
     let applied = rib.apply(&batch, &up)?;
     // With linux-cp a full table may come: the IPv4 table's pages are made resident now,
     // before the API answers, not on the first routes.
-    let mut fib = FibWriters::new(&Fibs::new(config.fib.tbl8_groups, config.linux_cp.is_some())?, qsbr);
+    let fibs = Fibs::new(config.fib.tbl8_groups, config.linux_cp.is_some())?;
+    let mut fib = FibWriters::new(&fibs, config.fib.vrf_tbl8_groups, qsbr);
+    fib.set_vrfs(&vrfs.iter().map(|(_, i, _)| i).collect::<Vec<_>>())?;
     fib.apply(&applied.fib)?;
     rib.commit(applied);
     rib.objects.take_changed();
     let flows = super::tables::build_flows(config, &interfaces);
-    let tables = Arc::new(Tables::new(&interfaces, base.with_objects(&rib.objects, &interfaces), flows));
-    Ok(Forwarding { interfaces, tables, fib, rib, label_refs })
+    let l3 = L3 { vrfs: VrfTables::new(&interfaces, fib.vrf_fibs()), ..base.with_objects(&rib.objects, &interfaces) };
+    let tables = Arc::new(Tables::new(&interfaces, l3, flows));
+    Ok(Forwarding { interfaces, tables, fib, rib, label_refs, vrfs })
 }
 
 impl Dataplane {
@@ -93,15 +102,19 @@ impl Dataplane {
         Ok(())
     }
 
-    /// Sets (`Some`) or removes (`None`) the configured route to `prefix`: the configuration
-    /// changes and is validated whole, the FIB by one change; nothing else is rebuilt.
+    /// Sets (`Some`) or removes (`None`) the configured route to `prefix` in VRF `vrf_name`
+    /// (`None`: the default table): the configuration changes and is validated whole, the FIB
+    /// by one change; nothing else is rebuilt.
     pub fn set_config_route(
         &mut self,
+        vrf_name: Option<&str>,
         prefix: crate::config::IpPrefix,
         route: Option<crate::config::Route>,
     ) -> Result<(), ApplyError> {
         let mut new = self.config.clone();
-        let at = new.routes.iter().position(|r| (r.prefix.masked(), r.prefix.len) == (prefix.masked(), prefix.len));
+        let at = new.routes.iter().position(|r| {
+            r.vrf.as_deref() == vrf_name && (r.prefix.masked(), r.prefix.len) == (prefix.masked(), prefix.len)
+        });
         match (at, route) {
             (Some(k), Some(r)) => new.routes[k] = r,
             (None, Some(r)) => new.routes.push(r),
@@ -112,12 +125,13 @@ impl Dataplane {
         }
         new.validate()?;
         let (prefix, len) = (prefix.masked(), prefix.len);
+        let vrf = self.routing.vrfs.index(vrf_name);
         let target = new
             .routes
             .iter()
-            .find(|r| (r.prefix.masked(), r.prefix.len) == (prefix, len))
-            .map(|r| crate::l3::configured_route(r, &self.interfaces));
-        self.apply_routes(&[RouteChange { prefix, len, source: Source::Config, target }])?;
+            .find(|r| r.vrf.as_deref() == vrf_name && (r.prefix.masked(), r.prefix.len) == (prefix, len))
+            .map(|r| crate::l3::configured_route(r, vrf, &self.interfaces));
+        self.apply_routes(&[RouteChange { vrf, prefix, len, source: Source::Config, target }])?;
         self.config.routes = new.routes;
         Ok(())
     }
@@ -140,6 +154,7 @@ impl Dataplane {
             self.neighbors.table.macs(),
             self.neighbors.table.failed(),
         );
+        let l3 = L3 { vrfs: VrfTables::new(interfaces, self.routing.fib.vrf_fibs()), ..l3 };
         let mut tables = Tables::new(interfaces, l3, flows);
         self.ports.hosts.iter().filter(|h| !h.link.oper_up).for_each(|h| tables.interfaces.link_down(h.index));
         self.publisher.publish(tables);
@@ -166,26 +181,26 @@ impl Dataplane {
     }
 
     /// Keeps a host route (source neighbor) to every neighbor with a MAC inside a connected
-    /// subnet of its interface, so traffic to connected hosts takes the next-hop path.
+    /// subnet of its interface, in the interface's VRF, so traffic to connected hosts takes
+    /// the next-hop path.
     pub(super) fn sync_host_routes(&mut self) {
-        let on_subnet = |i: u16, a: IpAddr| {
-            self.interfaces
-                .iter()
-                .find(|x| x.index == i)
-                .is_some_and(|x| x.addresses.iter().any(|p| p.contains(a) && p.addr != a))
+        let vrf_on_subnet = |i: u16, a: IpAddr| {
+            let x = self.interfaces.iter().find(|x| x.index == i)?;
+            x.addresses.iter().any(|p| p.contains(a) && p.addr != a).then_some(x.vrf)
         };
         let want: Routes = self
             .neighbors
             .table
             .macs()
             .into_keys()
-            .filter(|&(i, a)| !crate::net::is_link_local(a) && on_subnet(i, a))
-            .map(|(tx_if, via)| {
+            .filter(|&(_, a)| !crate::net::is_link_local(a))
+            .filter_map(|(tx_if, via)| {
+                let vrf = vrf_on_subnet(tx_if, via)?;
                 let hop = NextHop { via, tx_if, weight: 1 };
-                (
-                    (via, if via.is_ipv4() { 32 } else { 128 }),
+                Some((
+                    (vrf, via, if via.is_ipv4() { 32 } else { 128 }),
                     Target::Paths { hops: vec![hop], push: LabelStack::EMPTY },
-                )
+                ))
             })
             .collect();
         let batch = crate::l3::changes(&self.routing.host_routes, &want, Source::Neighbor);

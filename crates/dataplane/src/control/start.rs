@@ -98,7 +98,7 @@ impl Dataplane {
         let lcp = lcp.transpose().map_err(StartError::LinuxCp)?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(usize::from(config.workers.count) + 1));
-        let Forwarding { interfaces, tables, fib, rib, label_refs } = build_forwarding(config, qsbr.clone())?;
+        let Forwarding { interfaces, tables, fib, rib, label_refs, vrfs } = build_forwarding(config, qsbr.clone())?;
         let (ports, mut ends) = open_ports(config, &interfaces, packet_hosts, xdp_hosts)?;
         let (neighbors, neighbor_ends) = NeighborState::new(Neighbors::new(tables.l3.all_neighbors(), Instant::now()));
         let mut dp = Dataplane {
@@ -111,7 +111,7 @@ impl Dataplane {
             workers: Vec::new(),
             stop,
             ports,
-            routing: Routing { rib, fib, label_refs, host_routes: Routes::new(), kernel: Default::default() },
+            routing: Routing { rib, fib, label_refs, host_routes: Routes::new(), kernel: Default::default(), vrfs },
             neighbors,
             sflow: None,
             lcp,

@@ -33,8 +33,13 @@ fn assign_indices(interfaces: &BTreeMap<String, InterfaceConfig>) -> BTreeMap<St
 
 /// Builds the interface list of a validated configuration's `interfaces` (with `workers`
 /// worker threads, for rx placement): physical interfaces, then their 802.1Q sub-interfaces
-/// (named `parent.sub-id`, polled with their parent).
-pub fn build_interfaces(interfaces: &BTreeMap<String, InterfaceConfig>, workers: u16) -> Vec<Interface> {
+/// (named `parent.sub-id`, polled with their parent), each in the VRF whose index `vrf` gives
+/// for its `vrf` key (0, the default table, for none).
+pub fn build_interfaces(
+    interfaces: &BTreeMap<String, InterfaceConfig>,
+    workers: u16,
+    vrf: impl Fn(Option<&str>) -> u16,
+) -> Vec<Interface> {
     let idx = assign_indices(interfaces);
     let mode = |l2xc: &Option<String>| l2xc.as_ref().map_or(RxMode::L3, |p| RxMode::L2Xconnect { peer: idx[p] });
     let mut rr = 0u16;
@@ -63,6 +68,7 @@ pub fn build_interfaces(interfaces: &BTreeMap<String, InterfaceConfig>, workers:
             rx_mode: i.rx_mode,
             mpls: i.mpls,
             addresses: i.addresses.clone(),
+            vrf: vrf(i.vrf.as_deref()),
             parent: None,
             vlan: None,
         };
@@ -76,6 +82,7 @@ pub fn build_interfaces(interfaces: &BTreeMap<String, InterfaceConfig>, workers:
                 mode: mode(&s.l2xc),
                 mpls: s.mpls,
                 addresses: s.addresses.clone(),
+                vrf: vrf(s.vrf.as_deref()),
                 parent: Some(index),
                 vlan: Some(s.encapsulation.dot1q),
                 ..parent.clone()

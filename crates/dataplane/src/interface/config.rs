@@ -103,6 +103,10 @@ pub struct InterfaceConfig {
     /// IPv4 one, IPv6 forwarding when there is an IPv6 one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<IpPrefix>,
+    /// The VRF (a name from `vrfs`) whose table routes what it receives and holds its
+    /// addresses' routes; default: the default table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
     /// Accept MPLS frames.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mpls: bool,
@@ -180,6 +184,9 @@ pub struct SubInterfaceConfig {
     /// IPv4 and IPv6 addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<IpPrefix>,
+    /// Its VRF (a name from `vrfs`), independent of the parent's; default: the default table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
     /// Accept MPLS frames.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mpls: bool,

@@ -86,6 +86,11 @@ pub struct Interface {
     /// an interface with IPv6 addresses has a link-local one (fe80::/10).
     #[serde(serialize_with = "ser_display_list")]
     pub addresses: Vec<crate::net::IpPrefix>,
+    /// The index of the VRF whose tables route what it receives and hold its addresses'
+    /// routes (0: the default table). Not shown: an index, which depends on the order VRFs
+    /// were made in (`show interface` names the VRF).
+    #[serde(skip)]
+    pub vrf: u16,
     /// For a sub-interface, the index of the physical interface it belongs to.
     pub parent: Option<u16>,
     /// For a sub-interface, the 802.1Q VLAN id it matches and tags with.

@@ -114,5 +114,7 @@ fn build<F: L3Worker>(g: &mut Graph<F>, i: u32, kind: u8, code: u8, mtu: u32) ->
     rest[2..4].copy_from_slice(&csum.to_be_bytes());
     let e = g.alloc_buffer()?;
     g.pool.write_frame(e, &out[..14 + len]);
+    let vrf = g.features.l3().vrfs.of_packet(&m);
+    g.pool.meta_mut(e).set_lookup_vrf(vrf);
     Some(e)
 }

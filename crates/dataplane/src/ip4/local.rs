@@ -9,7 +9,7 @@
 //! are, for the kernel to reassemble.
 
 use crate::ip4::{drops, nodes};
-use crate::l3::L3Worker;
+use crate::l3::{L3Worker, RouteMeta};
 use crate::neighbor::punt::PuntCounting;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
@@ -67,7 +67,9 @@ fn echo_reply<F: L3Worker>(g: &mut Graph<F>, i: u32) {
     h.set_dst(src);
     h.set_ttl(64);
     h.fill_checksum();
+    let vrf = g.features.l3().vrfs.of_packet(g.pool.meta(i));
     let m = g.pool.meta_mut(i);
+    m.set_lookup_vrf(vrf);
     m.rx_if = 0;
     m.tx_if = 0;
 }

@@ -2,7 +2,10 @@
 //!
 //! The whole vector is looked up in passes: the first reads every destination and prefetches
 //! its tbl24 entry, the next reads the tbl24 entries, and when some /24s are split into tbl8
-//! groups their entries are prefetched and then read ([`crate::l3::fib::Fib::lookup_batch`]). The adjacency and the matched prefix length go into the metadata.
+//! groups their entries are prefetched and then read ([`crate::l3::fib::Fib::lookup_batch`]).
+//! With VRFs, each packet is looked up in the table of its input interface's VRF
+//! ([`crate::l3::vrf::VrfTables::lookup4`]); without, that costs one test per vector. The
+//! adjacency and the matched prefix length go into the metadata.
 //! A multipath route's value names a load-balance object: its packets take the adjacency of
 //! their flow's bucket ([`crate::l3::shared::choose_paths`]) before they go on.
 //! Adjacency 0 (no route) drops as `no-route` through `icmp4-error`, adjacency 1 (our own
@@ -28,15 +31,22 @@ const REJECTS: [DropReason; 3] = [drops::BLACKHOLE, drops::ROUTE_UNREACHABLE, dr
 pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     let n = g.vectors[v].len();
     let mut dst = [0u32; VECTOR_SIZE];
-    for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
-        let l3 = usize::from(g.pool.meta(i).l3_offset);
-        // ip4-input guaranteed 20 header bytes at l3.
-        let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
-        *d = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        g.features.fibs().ip4.prefetch(*d);
-    }
     let mut entry = [0u32; VECTOR_SIZE];
-    g.features.fibs().ip4.lookup_batch(&dst[..n], &mut entry[..n]);
+    if g.features.l3().vrfs.is_empty() {
+        for (d, &i) in dst.iter_mut().zip(g.vectors[v].indices()) {
+            *d = destination(g, i);
+            g.features.fibs().ip4.prefetch(*d);
+        }
+        g.features.fibs().ip4.lookup_batch(&dst[..n], &mut entry[..n]);
+    } else {
+        let mut vrf = [0u16; VECTOR_SIZE];
+        let vrfs = &g.features.l3().vrfs;
+        for ((d, w), &i) in dst.iter_mut().zip(&mut vrf).zip(g.vectors[v].indices()) {
+            *d = destination(g, i);
+            *w = vrfs.of_packet(g.pool.meta(i));
+        }
+        vrfs.lookup4(&g.features.fibs().ip4, &vrf[..n], &dst[..n], &mut entry[..n]);
+    }
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = true;
     for (&e, &i) in entry[..n].iter().zip(g.vectors[v].indices()) {
@@ -52,6 +62,15 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     } else {
         not_plain(g, v);
     }
+}
+
+/// The destination address of buffer `i` (host order), to which `ip4-input` guaranteed 20
+/// header bytes at its `l3_offset`.
+#[inline(always)]
+fn destination<F: L3Worker>(g: &Graph<F>, i: u32) -> u32 {
+    let l3 = usize::from(g.pool.meta(i).l3_offset);
+    let b = &g.pool.frame(i)[l3 + 16..l3 + 20];
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// A vector with a multipath route, no route, a reject route or our own address: multipath packets take

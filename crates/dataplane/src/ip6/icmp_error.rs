@@ -106,5 +106,8 @@ fn build<F: L3Worker>(g: &mut Graph<F>, i: u32, kind: u8, code: u8, param: u32) 
     rest[icmpv6::HEADER_LEN..].copy_from_slice(quote);
     icmpv6::fill_checksum(from, to, rest);
     ipv6::write_header(h, (len - HEADER_LEN) as u16, icmpv6::PROTOCOL, 64, from, to);
-    crate::l3::shared::originate(g, 0, MacAddr::default(), EtherType::IPV6, &out[..len])
+    let e = crate::l3::shared::originate(g, 0, MacAddr::default(), EtherType::IPV6, &out[..len])?;
+    let vrf = g.features.l3().vrfs.of_packet(&m);
+    g.pool.meta_mut(e).set_lookup_vrf(vrf);
+    Some(e)
 }

@@ -27,7 +27,7 @@
 //! kernel to reassemble.
 
 use crate::ip6::{drops, nodes};
-use crate::l3::L3Worker;
+use crate::l3::{L3Worker, RouteMeta};
 use crate::neighbor::punt::PuntCounting;
 use crate::neighbor::punt::{Event, Learn};
 use crate::runtime::drops::DropReason;
@@ -53,7 +53,9 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         match answer(g, i, now) {
             Ok(next) => {
                 crate::interface::consumed(g, i);
+                let vrf = g.features.l3().vrfs.of_packet(g.pool.meta(i));
                 let m = g.pool.meta_mut(i);
+                m.set_lookup_vrf(vrf);
                 // Straight back out of the input interface, or routed; either way a packet
                 // this router originates.
                 m.tx_if = if next == crate::interface::nodes::INTERFACE_OUTPUT { m.rx_if } else { 0 };

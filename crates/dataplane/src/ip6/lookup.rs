@@ -3,7 +3,8 @@
 //! A walk is one dependent load per level (the first level, then a fixed number of 64-byte
 //! nodes of its slot's tree, usually a root and a leaf), so the walks of the whole
 //! vector go level by level ([`crate::l3::fib::Fib6::lookup_batch`]): the cache misses of 256
-//! walks overlap instead of adding up. The adjacency and the matched
+//! walks overlap instead of adding up. With VRFs, the packets of each VRF are looked up as
+//! one batch in its table ([`crate::l3::vrf::VrfTables::lookup6`]). The adjacency and the matched
 //! prefix length go into the metadata; a multipath route's packets then take the adjacency of
 //! their flow's bucket ([`crate::l3::shared::choose_paths`]). Adjacency 0 drops as `no-route` through `icmp6-error`,
 //! adjacency 1 (our own address) goes to `ip6-local`; packets to forward are checked for what
@@ -109,7 +110,16 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     }
     let odd = first.maybe_never_forwarded();
     let mut e = [0u32; VECTOR_SIZE];
-    fib.lookup_batch(g.isa, &dst[..n], &mut e[..n]);
+    let vrfs = &g.features.l3().vrfs;
+    if vrfs.is_empty() {
+        fib.lookup_batch(g.isa, &dst[..n], &mut e[..n]);
+    } else {
+        let mut vrf = [0u16; VECTOR_SIZE];
+        for (w, &i) in vrf.iter_mut().zip(g.vectors[v].indices()) {
+            *w = vrfs.of_packet(g.pool.meta(i));
+        }
+        vrfs.lookup6(g.isa, &fib, &vrf[..n], &dst[..n], &mut e[..n]);
+    }
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = !odd;
     for (&e, &i) in e[..n].iter().zip(g.vectors[v].indices()) {

@@ -1,4 +1,4 @@
-//! The `fib` section (FIB sizing) and `routes`.
+//! The `fib` section (FIB sizing), `vrfs` and `routes`.
 
 use crate::net::IpPrefix;
 use schemars::JsonSchema;
@@ -12,6 +12,10 @@ pub struct FibConfig {
     /// IPv4: groups of 256 entries for /24s holding longer prefixes (1 KiB each), 1–1048576.
     #[serde(default = "default_tbl8_groups")]
     pub tbl8_groups: u32,
+    /// Each VRF's IPv4 table (a 16-8-8 trie): groups of 256 entries for /16s and /24s holding
+    /// longer prefixes (1 KiB each, resident only once used), 1–1048576.
+    #[serde(default = "default_tbl8_groups")]
+    pub vrf_tbl8_groups: u32,
 }
 
 fn default_tbl8_groups() -> u32 {
@@ -20,9 +24,25 @@ fn default_tbl8_groups() -> u32 {
 
 impl Default for FibConfig {
     fn default() -> Self {
-        FibConfig { tbl8_groups: default_tbl8_groups() }
+        FibConfig { tbl8_groups: default_tbl8_groups(), vrf_tbl8_groups: default_tbl8_groups() }
     }
 }
+
+/// A VRF: a routing table of its own, IPv4 and IPv6, beside the default one. Interfaces and
+/// sub-interfaces join it with `vrf: NAME`, routes with the same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct VrfConfig {
+    /// Its table id, as Linux and the routing daemons number tables: 1 to 4294967295, not
+    /// 253, 254 or 255 (the kernel's default, main and local tables), one per VRF.
+    pub table: u32,
+}
+
+/// Most VRFs beside the default table.
+pub const MAX_VRFS: usize = 4095;
+
+/// The kernel's own tables, which no VRF may take: default, main and local.
+pub const RESERVED_TABLES: [u32; 3] = [253, 254, 255];
 
 /// A static route: one next hop (`via`, with `interface`) or up to [`MAX_PATHS`] of them
 /// (`paths`), among which flows are spread by a hash of their addresses and ports.
@@ -44,6 +64,10 @@ pub struct Route {
     /// MPLS labels to push, outermost first (on every path).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_labels: Vec<u32>,
+    /// The VRF (a name from `vrfs`) the route is in; its next hops are on that VRF's
+    /// interfaces. Default: the default table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
 }
 
 /// Most paths a route can have.
@@ -71,7 +95,7 @@ fn default_weight() -> u8 {
 impl Route {
     /// A one-path route to `via`.
     pub fn via(prefix: IpPrefix, via: IpAddr) -> Self {
-        Route { prefix, via: Some(via), interface: None, paths: Vec::new(), out_labels: Vec::new() }
+        Route { prefix, via: Some(via), interface: None, paths: Vec::new(), out_labels: Vec::new(), vrf: None }
     }
 
     /// Its paths: `via` (weight 1) or `paths`.

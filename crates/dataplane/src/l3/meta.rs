@@ -18,6 +18,11 @@ pub trait RouteMeta {
     fn label_entry(&self) -> u16;
     /// Sets [`RouteMeta::label_entry`].
     fn set_label_entry(&mut self, entry: u16);
+    /// The VRF to look the packet up in when it is not its input interface's: a packet this
+    /// router originates (input interface 0) about one received in a VRF; 0 when none.
+    fn lookup_vrf(&self) -> u16;
+    /// Sets [`RouteMeta::lookup_vrf`].
+    fn set_lookup_vrf(&mut self, vrf: u16);
 }
 
 impl RouteMeta for BufferMeta {
@@ -49,5 +54,15 @@ impl RouteMeta for BufferMeta {
     #[inline(always)]
     fn set_label_entry(&mut self, entry: u16) {
         self.scratch.half = entry;
+    }
+
+    #[inline(always)]
+    fn lookup_vrf(&self) -> u16 {
+        self.scratch.half2
+    }
+
+    #[inline(always)]
+    fn set_lookup_vrf(&mut self, vrf: u16) {
+        self.scratch.half2 = vrf;
     }
 }

@@ -4,7 +4,8 @@
 //! longest-prefix-match tables and their writer), [`rib`] (every source's routes, and which
 //! the FIB holds), [`objects`] (the adjacencies and load-balance objects routes share),
 //! [`multipath`] (load-balance objects and the flow hash), [`shared`] (what the IPv4, IPv6 and
-//! MPLS nodes share) and [`config`] (the `fib` and `routes` sections).
+//! MPLS nodes share), [`vrf`] (the VRFs' indices) and [`config`] (the `fib`, `vrfs` and
+//! `routes` sections).
 
 pub mod config;
 pub mod fib;
@@ -14,6 +15,7 @@ pub mod multipath;
 pub mod objects;
 pub mod rib;
 pub mod shared;
+pub mod vrf;
 mod worker;
 
 use crate::interface::Interface;
@@ -266,6 +268,8 @@ pub struct L3 {
     pub label_entries: Vec<LabelEntry>,
     /// The incoming label of each of `label_entries`.
     pub entry_labels: Vec<u32>,
+    /// Each interface's VRF and each VRF's tables (empty without VRFs).
+    pub vrfs: vrf::VrfTables,
 }
 
 impl L3 {
@@ -350,39 +354,47 @@ impl L3 {
     }
 }
 
-/// A source's routes: (network, length) → where they go.
-pub type Routes = BTreeMap<(IpAddr, u8), Target>;
+/// A source's routes: (VRF index, network, length) → where they go.
+pub type Routes = BTreeMap<(u16, IpAddr, u8), Target>;
 
-/// The routes interface addresses give: each subnet to its interface (glean), each address
-/// to this router (local). Link-local addresses are the same prefix on every link: never in
-/// the FIB (`ip6-lookup` finds its own ones per input interface).
+/// The routes interface addresses give, each in its interface's VRF: each subnet to its
+/// interface (glean), each address to this router (local). Link-local addresses are the same
+/// prefix on every link: never in the FIB (`ip6-lookup` finds its own ones per input
+/// interface).
 pub fn connected(interfaces: &[Interface], linux_cp: bool) -> Routes {
     let mut out = Routes::new();
     if linux_cp {
         // Link-local multicast (OSPF, VRRP, RIP, …) is for the router: up the TAP.
-        out.insert((IpAddr::V4(std::net::Ipv4Addr::new(224, 0, 0, 0)), 24), Target::Local);
+        out.insert((vrf::DEFAULT_VRF, IpAddr::V4(std::net::Ipv4Addr::new(224, 0, 0, 0)), 24), Target::Local);
     }
     for i in interfaces {
         for a in i.addresses.iter().filter(|a| !crate::net::is_link_local(a.addr)) {
-            out.insert((a.masked(), a.len), Target::Glean { tx_if: i.index });
+            out.insert((i.vrf, a.masked(), a.len), Target::Glean { tx_if: i.index });
         }
     }
     for i in interfaces {
         for a in i.addresses.iter().filter(|a| !crate::net::is_link_local(a.addr)) {
-            out.insert((a.addr, if a.addr.is_ipv4() { 32 } else { 128 }), Target::Local);
+            out.insert((i.vrf, a.addr, if a.addr.is_ipv4() { 32 } else { 128 }), Target::Local);
         }
     }
     out
 }
 
-/// The routes of a validated configuration's `routes`, their next hops resolved to
-/// interfaces.
-pub fn configured(routes: &[Route], interfaces: &[Interface]) -> Routes {
-    routes.iter().map(|r| ((r.prefix.masked(), r.prefix.len), configured_route(r, interfaces))).collect()
+/// The routes of a validated configuration's `routes`, each in its VRF (`vrfs` numbers them),
+/// their next hops resolved to interfaces.
+pub fn configured(routes: &[Route], interfaces: &[Interface], vrfs: &vrf::VrfIds) -> Routes {
+    routes
+        .iter()
+        .map(|r| {
+            let vrf = vrfs.index(r.vrf.as_deref());
+            ((vrf, r.prefix.masked(), r.prefix.len), configured_route(r, vrf, interfaces))
+        })
+        .collect()
 }
 
-/// Where a validated configuration's route `r` goes: its next hops resolved to interfaces.
-pub fn configured_route(r: &Route, interfaces: &[Interface]) -> Target {
+/// Where a validated configuration's route `r`, in VRF `vrf`, goes: its next hops resolved to
+/// interfaces.
+pub fn configured_route(r: &Route, vrf: u16, interfaces: &[Interface]) -> Target {
     let hops = r
         .next_hops()
         .into_iter()
@@ -390,7 +402,7 @@ pub fn configured_route(r: &Route, interfaces: &[Interface]) -> Target {
             via: p.via,
             tx_if: match &p.interface {
                 Some(n) => interfaces.iter().find(|i| &i.name == n).expect("validated: a configured interface").index,
-                None => connected_interface(interfaces, p.via).expect("validated: via is on a connected subnet"),
+                None => connected_interface(interfaces, vrf, p.via).expect("validated: via is on a connected subnet"),
             },
             weight: p.weight,
         })
@@ -400,13 +412,15 @@ pub fn configured_route(r: &Route, interfaces: &[Interface]) -> Target {
 
 /// The changes of `source` that turn its routes `old` into `new`: removals first.
 pub fn changes(old: &Routes, new: &Routes, source: Source) -> Vec<RouteChange> {
-    let gone = old.keys().filter(|k| !new.contains_key(k)).map(|&(prefix, len)| RouteChange {
+    let gone = old.keys().filter(|k| !new.contains_key(k)).map(|&(vrf, prefix, len)| RouteChange {
+        vrf,
         prefix,
         len,
         source,
         target: None,
     });
-    let set = new.iter().filter(|(k, t)| old.get(k) != Some(t)).map(|(&(prefix, len), t)| RouteChange {
+    let set = new.iter().filter(|(k, t)| old.get(k) != Some(t)).map(|(&(vrf, prefix, len), t)| RouteChange {
+        vrf,
         prefix,
         len,
         source,
@@ -415,10 +429,11 @@ pub fn changes(old: &Routes, new: &Routes, source: Source) -> Vec<RouteChange> {
     gone.chain(set).collect()
 }
 
-/// The interface whose address covers `addr`, the longest prefix first.
-pub fn connected_interface(interfaces: &[Interface], addr: IpAddr) -> Option<u16> {
+/// The interface of VRF `vrf` whose address covers `addr`, the longest prefix first.
+pub fn connected_interface(interfaces: &[Interface], vrf: u16, addr: IpAddr) -> Option<u16> {
     interfaces
         .iter()
+        .filter(|i| i.vrf == vrf)
         .flat_map(|i| i.addresses.iter().map(move |a| (i.index, a)))
         .filter(|(_, a)| a.contains(addr))
         .max_by_key(|(_, a)| a.len)

@@ -42,10 +42,12 @@ impl Source {
     }
 }
 
-/// One change of a batch: the route of `source` to `prefix/len` becomes `target`, or goes
-/// (`None`).
+/// One change of a batch: the route of `source` to `prefix/len` in VRF `vrf` becomes
+/// `target`, or goes (`None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteChange {
+    /// The VRF's index (0: the default table, [`crate::l3::vrf::DEFAULT_VRF`]).
+    pub vrf: u16,
     /// The prefix (host bits are ignored).
     pub prefix: IpAddr,
     /// Its length.
@@ -134,19 +136,33 @@ impl Prefixes {
     }
 }
 
+/// A prefix of a VRF: (VRF index, network, length).
+type Key = (u16, IpAddr, u8);
+
+/// The prefixes of VRF `vrf` among `vrfs`, made when it has none yet.
+fn table(vrfs: &mut Vec<Prefixes>, vrf: u16) -> &mut Prefixes {
+    let at = usize::from(vrf);
+    if vrfs.len() <= at {
+        vrfs.resize_with(at + 1, Prefixes::default);
+    }
+    &mut vrfs[at]
+}
+
 /// What a batch changed, to undo it if the FIB refuses it.
 #[derive(Debug, Default)]
 pub struct Applied {
     /// The FIB changes it implies, in order.
     pub fib: Vec<FibInsert>,
     /// Per change: the key, the source's index, the value before and after.
-    undo: Vec<((IpAddr, u8), usize, u32, u32)>,
+    undo: Vec<(Key, usize, u32, u32)>,
 }
 
-/// The routes of every source, the objects they point at, and which route the FIB holds.
+/// The routes of every source, the objects they point at, and which route the FIB holds, per
+/// VRF.
 #[derive(Debug, Clone, Default)]
 pub struct Rib {
-    routes: Prefixes,
+    /// Each VRF's prefixes, by index (those of a VRF with no route yet may be missing).
+    vrfs: Vec<Prefixes>,
     /// The adjacencies and load-balance objects routes point at.
     pub objects: Objects,
 }
@@ -159,9 +175,9 @@ impl Rib {
         batch.iter().try_for_each(check)?;
         let mut out = Applied { fib: Vec::with_capacity(batch.len()), undo: Vec::with_capacity(batch.len()) };
         for c in batch {
-            let key = (network(c.prefix, c.len), c.len);
+            let key = (c.vrf, network(c.prefix, c.len), c.len);
             let s = c.source as usize;
-            let slot = self.routes.slot(key);
+            let slot = table(&mut self.vrfs, c.vrf).slot((key.1, key.2));
             let before = best(slot);
             let old = slot[s];
             let new = match &c.target {
@@ -171,10 +187,10 @@ impl Rib {
             slot[s] = new;
             let after = best(slot);
             if after.is_none() {
-                self.routes.remove(key);
+                table(&mut self.vrfs, c.vrf).remove((key.1, key.2));
             }
             if before.map(|b| b.1) != after.map(|a| a.1) {
-                out.fib.push((key.0, key.1, after.map(|a| a.1)));
+                out.fib.push((key.0, key.1, key.2, after.map(|a| a.1)));
             }
             out.undo.push((key, s, old, new));
         }
@@ -196,54 +212,65 @@ impl Rib {
     pub fn rollback(&mut self, applied: Applied) -> Vec<FibInsert> {
         let mut touched = Vec::new();
         for (key, s, old, new) in applied.undo.into_iter().rev() {
-            let slot = self.routes.slot(key);
+            let slot = table(&mut self.vrfs, key.0).slot((key.1, key.2));
             slot[s] = old;
             let gone = best(slot).is_none();
             if new != NONE {
                 self.objects.release(new);
             }
             if gone {
-                self.routes.remove(key);
+                table(&mut self.vrfs, key.0).remove((key.1, key.2));
             }
             touched.push(key);
         }
         touched.sort();
         touched.dedup();
-        touched.into_iter().map(|k| (k.0, k.1, self.installed(k.0, k.1).map(|b| b.1))).collect()
+        touched.into_iter().map(|(v, p, l)| (v, p, l, self.installed(v, p, l).map(|b| b.1))).collect()
     }
 
-    /// The route the FIB holds for `prefix/len`: its source and FIB value.
-    pub fn installed(&self, prefix: IpAddr, len: u8) -> Option<(Source, u32)> {
-        self.routes.get((network(prefix, len), len)).and_then(best)
+    /// The candidates of `prefix/len` in VRF `vrf`, if it has a route.
+    fn candidates(&self, vrf: u16, prefix: IpAddr, len: u8) -> Option<&Candidates> {
+        self.vrfs.get(usize::from(vrf))?.get((network(prefix, len), len))
     }
 
-    /// The FIB value of the route `source` has for `prefix/len`, if it has one.
-    pub fn value_of(&self, prefix: IpAddr, len: u8, source: Source) -> Option<u32> {
-        let candidates = self.routes.get((network(prefix, len), len))?;
-        Some(candidates[source as usize]).filter(|&v| v != NONE)
+    /// The route the FIB of VRF `vrf` holds for `prefix/len`: its source and FIB value.
+    pub fn installed(&self, vrf: u16, prefix: IpAddr, len: u8) -> Option<(Source, u32)> {
+        self.candidates(vrf, prefix, len).and_then(best)
     }
 
-    /// The routes `source` has, as (prefix, length, FIB value).
-    pub fn routes_of(&self, source: Source) -> impl Iterator<Item = (IpAddr, u8, u32)> + '_ {
-        self.routes
-            .iter()
-            .filter(move |(_, c)| c[source as usize] != NONE)
-            .map(move |((p, l), c)| (p, l, c[source as usize]))
+    /// The FIB value of the route `source` has for `prefix/len` in VRF `vrf`, if it has one.
+    pub fn value_of(&self, vrf: u16, prefix: IpAddr, len: u8, source: Source) -> Option<u32> {
+        Some(self.candidates(vrf, prefix, len)?[source as usize]).filter(|&v| v != NONE)
     }
 
-    /// Number of prefixes with a route.
+    /// The routes `source` has in every VRF, as (VRF index, prefix, length, FIB value).
+    pub fn routes_of(&self, source: Source) -> impl Iterator<Item = (u16, IpAddr, u8, u32)> + '_ {
+        self.vrfs.iter().enumerate().flat_map(move |(vrf, table)| {
+            table
+                .iter()
+                .filter(move |(_, c)| c[source as usize] != NONE)
+                .map(move |((p, l), c)| (vrf as u16, p, l, c[source as usize]))
+        })
+    }
+
+    /// Number of prefixes with a route, in every VRF.
     pub fn len(&self) -> usize {
-        self.routes.len()
+        self.vrfs.iter().map(Prefixes::len).sum()
+    }
+
+    /// Number of prefixes with a route in VRF `vrf`.
+    pub fn len_of(&self, vrf: u16) -> usize {
+        self.vrfs.get(usize::from(vrf)).map_or(0, Prefixes::len)
     }
 
     /// The bytes its prefixes take (the objects not included: [`Objects::bytes`]).
     pub fn bytes(&self) -> usize {
-        self.routes.bytes()
+        self.vrfs.iter().map(Prefixes::bytes).sum()
     }
 
     /// True when there is none.
     pub fn is_empty(&self) -> bool {
-        self.routes.len() == 0
+        self.len() == 0
     }
 }
 
@@ -284,7 +311,7 @@ mod tests {
     }
 
     fn change(p: &str, len: u8, source: Source, target: Option<Target>) -> RouteChange {
-        RouteChange { prefix: ip(p), len, source, target }
+        RouteChange { vrf: 0, prefix: ip(p), len, source, target }
     }
 
     #[test]
@@ -295,22 +322,40 @@ mod tests {
         assert_eq!(a.fib.len(), 1);
         rib.commit(a);
         let b = rib.apply(&[change("10.1.0.0", 16, Source::Config, to("10.0.0.2"))], up).unwrap();
-        let config = b.fib[0].2.unwrap();
+        let config = b.fib[0].3.unwrap();
         rib.commit(b);
-        assert_eq!(rib.installed(ip("10.1.0.0"), 16), Some((Source::Config, config)));
+        assert_eq!(rib.installed(0, ip("10.1.0.0"), 16), Some((Source::Config, config)));
         let c = rib.apply(&[change("10.1.0.0", 16, Source::Kernel, to("10.0.0.3"))], up).unwrap();
         assert!(c.fib.is_empty(), "a kernel change under a config route changes nothing in the FIB");
         rib.commit(c);
         let d = rib.apply(&[change("10.1.0.0", 16, Source::Config, None)], up).unwrap();
         assert_eq!(d.fib.len(), 1, "the kernel's route comes back");
         rib.commit(d);
-        assert_eq!(rib.installed(ip("10.1.0.0"), 16).unwrap().0, Source::Kernel);
+        assert_eq!(rib.installed(0, ip("10.1.0.0"), 16).unwrap().0, Source::Kernel);
         let e = rib.apply(&[change("10.1.0.0", 16, Source::Kernel, None)], up).unwrap();
-        assert_eq!(e.fib, vec![(ip("10.1.0.0"), 16, None)]);
+        assert_eq!(e.fib, vec![(0, ip("10.1.0.0"), 16, None)]);
         rib.commit(e);
         rib.objects.settle();
         assert!(rib.is_empty());
         assert_eq!(rib.objects.in_use(), (2, 0), "nothing leaked");
+    }
+
+    #[test]
+    fn one_prefix_in_two_vrfs_is_two_routes() {
+        let mut rib = Rib::default();
+        let up: Liveness = &|_, _| true;
+        let red = RouteChange { vrf: 1, ..change("10.1.0.0", 16, Source::Config, to("10.0.0.1")) };
+        let blue = RouteChange { vrf: 2, ..change("10.1.0.0", 16, Source::Config, to("10.0.0.2")) };
+        let a = rib.apply(&[red.clone(), blue], up).unwrap();
+        assert_eq!(a.fib.iter().map(|c| (c.0, c.2)).collect::<Vec<_>>(), [(1, 16), (2, 16)]);
+        rib.commit(a);
+        assert_eq!((rib.len(), rib.len_of(1), rib.len_of(2), rib.len_of(0)), (2, 1, 1, 0));
+        assert!(rib.installed(0, ip("10.1.0.0"), 16).is_none(), "not in the default table");
+        assert_ne!(rib.installed(1, ip("10.1.0.0"), 16), rib.installed(2, ip("10.1.0.0"), 16));
+        let gone = rib.apply(&[RouteChange { target: None, ..red }], up).unwrap();
+        assert_eq!(gone.fib, vec![(1, ip("10.1.0.0"), 16, None)]);
+        rib.commit(gone);
+        assert_eq!(rib.routes_of(Source::Config).map(|r| r.0).collect::<Vec<_>>(), [2]);
     }
 
     #[test]
@@ -327,8 +372,8 @@ mod tests {
         rib.commit(a);
         let b = rib.apply(&[change("10.1.0.0", 16, Source::Config, to("10.0.0.9"))], up).unwrap();
         let back = rib.rollback(b);
-        let installed = rib.installed(ip("10.1.0.0"), 16).unwrap().1;
-        assert_eq!(back, vec![(ip("10.1.0.0"), 16, Some(installed))]);
+        let installed = rib.installed(0, ip("10.1.0.0"), 16).unwrap().1;
+        assert_eq!(back, vec![(0, ip("10.1.0.0"), 16, Some(installed))]);
         rib.objects.settle();
         assert_eq!(rib.objects.in_use(), (3, 0), "the refused next hop's adjacency is gone");
     }

@@ -10,6 +10,7 @@ use crate::l3::Adjacency;
 use crate::l3::multipath::LB;
 use crate::l3::objects::Target;
 use crate::l3::rib::{Rib, RouteChange, Source};
+use crate::l3::vrf::DEFAULT_VRF;
 use crate::net::IpPrefix;
 use std::collections::BTreeMap;
 
@@ -55,7 +56,7 @@ fn kind(target: &Target) -> usize {
 /// The [`KINDS`] index of the route `rib` has from the kernel for `prefix`, read from its
 /// FIB value (a load-balance object, or an adjacency), if it has one.
 pub fn kernel_route_kind(rib: &Rib, prefix: IpPrefix) -> Option<usize> {
-    let value = rib.value_of(prefix.addr, prefix.len, Source::Kernel)?;
+    let value = rib.value_of(DEFAULT_VRF, prefix.addr, prefix.len, Source::Kernel)?;
     if value & LB != 0 {
         return Some(1);
     }
@@ -90,7 +91,13 @@ impl KernelRoutes {
             if old.is_none() && target.is_none() {
                 continue;
             }
-            batch.push(RouteChange { prefix: prefix.addr, len: prefix.len, source: Source::Kernel, target });
+            batch.push(RouteChange {
+                vrf: DEFAULT_VRF,
+                prefix: prefix.addr,
+                len: prefix.len,
+                source: Source::Kernel,
+                target,
+            });
             before.push(old);
         }
         if batch.is_empty() {

@@ -224,7 +224,7 @@ mod tests {
         Polling::new(
             interval,
             &[1, 2, 3],
-            &build_interfaces(&cfg.interfaces, cfg.workers.count),
+            &build_interfaces(&cfg.interfaces, cfg.workers.count, |_| 0),
             vec![Arc::new(WorkerCounters::new()) as Arc<dyn PortCounters>],
             links(),
             7,
@@ -260,7 +260,7 @@ mod tests {
     fn vlan_counters_count_both_directions() {
         let cfg =
             Config::load("interfaces: {p0: {index: 1, sub-interfaces: {7: {encapsulation: {dot1q: 70}}}}}").unwrap();
-        let ifs = build_interfaces(&cfg.interfaces, cfg.workers.count);
+        let ifs = build_interfaces(&cfg.interfaces, cfg.workers.count, |_| 0);
         let sub = ifs.iter().find(|i| i.name == "p0.7").unwrap().index;
         let w = Arc::new(WorkerCounters::new());
         let c = w.interface(sub);

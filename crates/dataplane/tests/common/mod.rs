@@ -31,7 +31,7 @@ pub fn graph(yaml: &str) -> (Graph, Vec<Interface>) {
 pub fn graph_with_rejects(yaml: &str, rejects: &[(&str, u8, dataplane::l3::Reject)]) -> Graph {
     let cfg = Config::load(yaml).unwrap();
     let mut f = build_forwarding(&cfg, Arc::new(Qsbr::new(1))).unwrap();
-    let inserts: Vec<_> = rejects.iter().map(|&(p, len, r)| (p.parse().unwrap(), len, Some(r.adj()))).collect();
+    let inserts: Vec<_> = rejects.iter().map(|&(p, len, r)| (0, p.parse().unwrap(), len, Some(r.adj()))).collect();
     f.fib.apply(&inserts).unwrap();
     Graph::new(pool(&cfg), f.tables, f.fib.fibs(), Arc::new(WorkerCounters::new()))
 }

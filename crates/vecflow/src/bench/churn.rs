@@ -34,7 +34,7 @@ fn packets_at(dp: &Dataplane, node: NodeId) -> u64 {
 /// The change that announces (`Some` next hop) or withdraws a kernel route.
 fn change(prefix: IpAddr, len: u8, hop: Option<NextHop>) -> RouteChange {
     let target = hop.map(|h| Target::Paths { hops: vec![h], push: LabelStack::EMPTY });
-    RouteChange { prefix, len, source: Source::Kernel, target }
+    RouteChange { vrf: dataplane::l3::vrf::DEFAULT_VRF, prefix, len, source: Source::Kernel, target }
 }
 
 /// Changes per second of one batch.

@@ -125,6 +125,7 @@ pub(super) fn measure(s: &Scenario, rate: u32, args: &Args, core: Option<u16>, h
             }))
         }
         Kind::Churn => super::churn::churn(core, args.warmup),
+        Kind::VrfMemory => super::vrf::vrf_memory(core),
         Kind::SampleCost => {
             let window = Duration::from_secs_f64(args.seconds);
             let (rate, cycles) = on_core(core, move || crate::sample_bench::cost(window, hz))??;

@@ -13,6 +13,7 @@ mod churn;
 mod measure;
 mod report;
 mod scenarios;
+mod vrf;
 
 pub(crate) use scenarios::{ip4_table, ip6_bgp_table};
 
@@ -234,6 +235,21 @@ struct ChurnMeasured {
     ip6_routes: usize,
 }
 
+/// What `vrf-memory` gave: the growth of the process's resident size (VmRSS) as
+/// [`vrf::MEMORY_VRFS`] VRFs are made live, empty, and then given routes.
+#[derive(Debug, Clone, Serialize)]
+struct VrfMemoryMeasured {
+    name: &'static str,
+    /// VRFs made.
+    vrfs: usize,
+    /// IPv4 routes given to each.
+    routes_per_vrf: usize,
+    /// Growth when the VRFs were made (each sub-interface moved into its own), in bytes.
+    empty_bytes: u64,
+    /// Further growth once every VRF had its routes, in bytes.
+    routes_bytes: u64,
+}
+
 /// One row of the report.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -242,6 +258,7 @@ enum Row {
     Agent(AgentMeasured),
     Codec(CodecMeasured),
     Churn(ChurnMeasured),
+    VrfMemory(VrfMemoryMeasured),
 }
 
 impl Row {
@@ -252,6 +269,7 @@ impl Row {
             Row::Agent(a) => -a.samples_per_s,
             Row::Codec(c) => c.cycles_per_sample,
             Row::Churn(c) => -c.ip4_full_per_s,
+            Row::VrfMemory(m) => (m.empty_bytes + m.routes_bytes) as f64,
         }
     }
 }

@@ -115,6 +115,20 @@ pub(super) fn print_table(r: &Report, core: Option<u16>) {
                     c.ip6_routes
                 );
             }
+            Row::VrfMemory(m) => {
+                let mib = |b: u64| b as f64 / f64::from(1 << 20);
+                println!(
+                    "{:<12} {} VRFs made live: {:.1} MiB resident ({:.1} KiB each, IPv4 and IPv6 tables); \
+                     {} IPv4 routes in each: {:.1} MiB more, {:.1} MiB in all",
+                    m.name,
+                    m.vrfs,
+                    mib(m.empty_bytes),
+                    m.empty_bytes as f64 / 1024.0 / m.vrfs as f64,
+                    m.routes_per_vrf,
+                    mib(m.routes_bytes),
+                    mib(m.empty_bytes + m.routes_bytes)
+                );
+            }
             Row::Codec(c) => {
                 let (name, rate, cps) = (c.name, c.samples_per_s / 1e6, c.cycles_per_sample);
                 let what = if name == "sample-cost" {

@@ -33,6 +33,9 @@ pub(super) enum Kind {
     /// Route changes per second, from a batch handed to the dataplane to workers forwarding
     /// on it, while a forwarding pair on other routes runs.
     Churn,
+    /// What VRFs cost in resident memory: a thousand of them made live, empty, then given
+    /// routes.
+    VrfMemory,
 }
 
 /// Every scenario; without `--scenario`, `vecflow bench` runs them all in this order.
@@ -45,10 +48,13 @@ pub(super) const SCENARIOS: &[Scenario] = &[
     Scenario { name: "ip4-ecmp8", kind: Kind::Forward(ip4_ecmp8), counterpart: Some("ip4-lab") },
     Scenario { name: "ip4-ecmp64", kind: Kind::Forward(ip4_ecmp64), counterpart: Some("ip4-lab") },
     Scenario { name: "ip4-connected", kind: Kind::Forward(ip4_connected), counterpart: Some("ip4-lab") },
+    Scenario { name: "ip4-vrf-one", kind: Kind::Forward(super::vrf::ip4_vrf_one), counterpart: None },
+    Scenario { name: "ip4-vrf", kind: Kind::Forward(super::vrf::ip4_vrf), counterpart: Some("ip4-vrf-one") },
     Scenario { name: "ip6-lab", kind: Kind::Forward(ip6_lab), counterpart: Some("ip4-lab") },
     Scenario { name: "ip6-bgp", kind: Kind::Forward(ip6_bgp), counterpart: Some("ip4-1m") },
     Scenario { name: "ip6-connected", kind: Kind::Forward(ip6_connected), counterpart: Some("ip6-lab") },
     Scenario { name: "fib-churn", kind: Kind::Churn, counterpart: None },
+    Scenario { name: "vrf-memory", kind: Kind::VrfMemory, counterpart: None },
     Scenario { name: "mpls-swap", kind: Kind::Forward(mpls_swap), counterpart: None },
     Scenario { name: "mpls-core", kind: Kind::Forward(mpls_core), counterpart: None },
     Scenario { name: "agent", kind: Kind::Agent, counterpart: None },

@@ -173,6 +173,10 @@ fn show_interface(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
         if speed > 0 {
             let _ = writeln!(text, "{:<36}  {:<20} {:>16}", "", "link speed (Mbit/s)", speed / 1_000_000);
         }
+        let vrf = dp.vrfs().name(i.vrf).unwrap_or("default");
+        if i.vrf != crate::l3::vrf::DEFAULT_VRF {
+            let _ = writeln!(text, "{:<36}  {:<20} {:>16}", "", "vrf", vrf);
+        }
         let rates = dp.rates(i.index);
         if let Some(r) = rates.filter(|r| r.rx_pps + r.tx_pps > 0.0) {
             for (what, pps, bps) in [("rx", r.rx_pps, r.rx_bps), ("tx", r.tx_pps, r.tx_bps)] {
@@ -180,9 +184,8 @@ fn show_interface(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
                 let _ = writeln!(text, "{:<36}  {:<20} {:>16}", "", format!("{what} rate"), line);
             }
         }
-        list.push(
-            json!({"interface": i, "link": {"up": link_up, "speed": speed}, "counters": counters, "rates": rates}),
-        );
+        list.push(json!({"interface": i, "vrf": vrf, "link": {"up": link_up, "speed": speed}, "counters": counters,
+                   "rates": rates}));
     }
     Ok(Reply { text, json: json!({"interfaces": list}) })
 }

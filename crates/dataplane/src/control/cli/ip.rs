@@ -16,20 +16,23 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 pub(super) fn register(r: &mut Registry) {
     r.register(Command {
         words: "show ip fib",
-        help: "IPv4 routes, their sources and adjacencies; optional prefix (exact), address (longest match) or summary",
+        help: "IPv4 routes, their sources and adjacencies: [vrf NAME] and an optional prefix (exact), address \
+               (longest match) or summary",
         run: show_ip_fib,
     });
     r.register(Command {
         words: "show ip6 fib",
-        help: "IPv6 routes, their sources and adjacencies; optional prefix (exact), address (longest match) or summary",
+        help: "IPv6 routes, their sources and adjacencies: [vrf NAME] and an optional prefix (exact), address \
+               (longest match) or summary",
         run: show_ip6_fib,
     });
     r.register(Command {
         words: "ip route add",
-        help: "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...]",
+        help: "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...] \
+               [vrf NAME]",
         run: route_add,
     });
-    r.register(Command { words: "ip route del", help: "ip route del PREFIX", run: route_del });
+    r.register(Command { words: "ip route del", help: "ip route del PREFIX [vrf NAME]", run: route_del });
 }
 
 /// How adjacency `adj` forwards, in words.
@@ -58,9 +61,9 @@ pub(super) fn adjacency(dp: &Dataplane, i: u32) -> Adjacency {
 /// One `show ip fib` / `show ip6 fib` row: the route's source and where it goes; a
 /// multipath route lists its paths, each with its weight, the buckets its weight's share
 /// rounds to, and the buckets it holds (fewer while it is down).
-fn fib_row<A: AddrKey>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value {
+fn fib_row<A: AddrKey>(dp: &Dataplane, vrf: u16, r: Route<A>, text: &mut String) -> Value {
     let prefix = format!("{}/{}", r.prefix, r.len);
-    let source = dp.rib().installed(r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
+    let source = dp.rib().installed(vrf, r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
     if r.adj & LB == 0 {
         let adj = adjacency(dp, r.adj);
         let detail = adjacency_detail(dp, adj);
@@ -100,11 +103,33 @@ fn fib_row<A: AddrKey>(dp: &Dataplane, r: Route<A>, text: &mut String) -> Value 
 }
 
 fn show_ip_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    show_fib(dp, &dp.fib().ip4, "show ip fib", args)
+    let (vrf, args) = in_vrf(dp, "show ip fib", args)?;
+    match vrf {
+        0 => show_fib(dp, 0, &dp.fib().ip4, "show ip fib", args),
+        _ => show_fib(dp, vrf, dp.fib().vrf_ip4(vrf).ok_or("show ip fib: the VRF has no table")?, "show ip fib", args),
+    }
 }
 
 fn show_ip6_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    show_fib(dp, &dp.fib().ip6, "show ip6 fib", args)
+    let (vrf, args) = in_vrf(dp, "show ip6 fib", args)?;
+    match vrf {
+        0 => show_fib(dp, 0, &dp.fib().ip6, "show ip6 fib", args),
+        _ => {
+            show_fib(dp, vrf, dp.fib().vrf_ip6(vrf).ok_or("show ip6 fib: the VRF has no table")?, "show ip6 fib", args)
+        }
+    }
+}
+
+/// The index of the VRF that `vrf NAME` among `args` names (the default table's, 0, without
+/// one) and the other arguments; an error listing the VRFs for an unknown name.
+fn in_vrf<'a>(dp: &Dataplane, cmd: &str, args: &[&'a str]) -> Result<(u16, Vec<&'a str>), String> {
+    let (name, rest) = vrf_name(args, &format!("{cmd} [vrf NAME] ..."))?;
+    let Some(name) = name else { return Ok((0, rest)) };
+    let index = dp.vrfs().iter().find(|(n, _, _)| *n == name).map(|(_, i, _)| i).ok_or_else(|| {
+        let names: String = dp.vrfs().iter().map(|(n, _, _)| format!(", {n}")).collect();
+        format!("{cmd}: no VRF '{name}'; VRFs: default{names}")
+    })?;
+    Ok((index, rest))
 }
 
 /// What `show ip fib` and `show ip6 fib` need of a family's table.
@@ -119,7 +144,7 @@ trait ShownFib<A: AddrKey> {
     fn usage(&self) -> (String, serde_json::Map<String, Value>);
 }
 
-impl ShownFib<Ipv4Addr> for FibWriter<Ipv4Addr> {
+impl<const FIRST: u8> ShownFib<Ipv4Addr> for FibWriter<Ipv4Addr, FIRST> {
     fn all(&self) -> Box<dyn Iterator<Item = Route<Ipv4Addr>> + '_> {
         Box::new(self.routes())
     }
@@ -136,7 +161,7 @@ impl ShownFib<Ipv4Addr> for FibWriter<Ipv4Addr> {
     }
 }
 
-impl ShownFib<Ipv6Addr> for Fib6Writer {
+impl<const FIRST: u32> ShownFib<Ipv6Addr> for Fib6Writer<FIRST> {
     fn all(&self) -> Box<dyn Iterator<Item = Route<Ipv6Addr>> + '_> {
         Box::new(self.routes())
     }
@@ -158,13 +183,14 @@ impl ShownFib<Ipv6Addr> for Fib6Writer {
 /// address, with the table's memory use (IPv4: tbl8 groups; IPv6: bytes).
 fn show_fib<A: AddrKey + PrefixAddr>(
     dp: &Dataplane,
+    vrf: u16,
     fib: &impl ShownFib<A>,
     cmd: &str,
-    args: &[&str],
+    args: Vec<&str>,
 ) -> Result<Reply, String> {
-    let routes: Vec<Route<A>> = match args {
+    let routes: Vec<Route<A>> = match args[..] {
         [] => fib.all().collect(),
-        ["summary"] => return Ok(fib_summary(dp, fib.all())),
+        ["summary"] => return Ok(fib_summary(dp, vrf, fib.all())),
         [a] if a.contains('/') => {
             let p: Prefix<A> = a.parse()?;
             let want = Route::new(p.addr, p.len, 0);
@@ -179,7 +205,7 @@ fn show_fib<A: AddrKey + PrefixAddr>(
         _ => return Err(format!("{cmd}: at most one prefix or address")),
     };
     let mut text = format!("{:<24} {:<9} {:>6}  {}\n", "Prefix", "Source", "Adj", "Forwarding");
-    let rows: Vec<Value> = routes.iter().map(|r| fib_row(dp, *r, &mut text)).collect();
+    let rows: Vec<Value> = routes.iter().map(|r| fib_row(dp, vrf, *r, &mut text)).collect();
     let (total, (usage, fields)) = (fib.count(), fib.usage());
     let _ = writeln!(text, "{} of {total} routes; {usage}", rows.len());
     let mut json = json!({"routes": rows, "total_routes": total});
@@ -190,13 +216,13 @@ fn show_fib<A: AddrKey + PrefixAddr>(
 }
 
 /// Counts of one family's routes by prefix length, by source and by number of paths.
-fn fib_summary<A: AddrKey>(dp: &Dataplane, routes: impl Iterator<Item = Route<A>>) -> Reply {
+fn fib_summary<A: AddrKey>(dp: &Dataplane, vrf: u16, routes: impl Iterator<Item = Route<A>>) -> Reply {
     let (mut by_len, mut by_source, mut by_paths) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut total = 0usize;
     for r in routes {
         total += 1;
         *by_len.entry(r.len).or_insert(0usize) += 1;
-        let source = dp.rib().installed(r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
+        let source = dp.rib().installed(vrf, r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
         *by_source.entry(source).or_insert(0usize) += 1;
         let paths =
             if r.adj & LB == 0 { 1 } else { dp.l3().lbs.get((r.adj & !LB) as usize).map_or(0, |l| l.paths.len()) };
@@ -218,8 +244,10 @@ fn fib_summary<A: AddrKey>(dp: &Dataplane, routes: impl Iterator<Item = Route<A>
 }
 
 fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let usage = "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...]";
-    let (args, out) = out_labels(args)?;
+    let usage = "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...] \
+                 [vrf NAME]";
+    let (vrf, args) = vrf_name(args, usage)?;
+    let (args, out) = out_labels(&args)?;
     let [prefix, rest @ ..] = args else { return Err(format!("usage: {usage}")) };
     let prefix: IpPrefix = prefix.parse()?;
     let mut paths: Vec<RoutePath> = Vec::new();
@@ -250,19 +278,36 @@ fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
             interface: one.interface.clone(),
             ..crate::config::Route::via(prefix, one.via)
         },
-        _ => crate::config::Route { prefix, via: None, interface: None, paths, out_labels: Vec::new() },
+        _ => crate::config::Route { prefix, via: None, interface: None, paths, out_labels: Vec::new(), vrf: None },
     };
-    let route = crate::config::Route { out_labels: out, ..route };
-    dp.set_config_route(prefix, Some(route)).map_err(|e| format!("ip route add: {e}"))?;
+    let route = crate::config::Route { out_labels: out, vrf: vrf.clone(), ..route };
+    dp.set_config_route(vrf.as_deref(), prefix, Some(route)).map_err(|e| format!("ip route add: {e}"))?;
     Ok(Reply { text: String::new(), json: json!({"applied": "ip route add"}) })
 }
 
 fn route_del(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let [prefix] = words(args, "ip route del PREFIX")?;
+    let usage = "ip route del PREFIX [vrf NAME]";
+    let (vrf, args) = vrf_name(args, usage)?;
+    let [prefix] = words(&args, usage)?;
     let prefix: IpPrefix = prefix.parse()?;
-    if !dp.config().routes.iter().any(|r| (r.prefix.masked(), r.prefix.len) == (prefix.masked(), prefix.len)) {
-        return Err(format!("ip route del: no route {prefix}"));
+    if !dp
+        .config()
+        .routes
+        .iter()
+        .any(|r| r.vrf == vrf && (r.prefix.masked(), r.prefix.len) == (prefix.masked(), prefix.len))
+    {
+        let table = vrf.as_ref().map_or(String::new(), |v| format!(" in VRF {v}"));
+        return Err(format!("ip route del: no route {prefix}{table}"));
     }
-    dp.set_config_route(prefix, None).map_err(|e| format!("ip route del: {e}"))?;
+    dp.set_config_route(vrf.as_deref(), prefix, None).map_err(|e| format!("ip route del: {e}"))?;
     Ok(Reply { text: String::new(), json: json!({"applied": "ip route del"}) })
+}
+
+/// The VRF name of `vrf NAME` among `args` (`None` without one, or for `default`) and the
+/// other arguments.
+fn vrf_name<'a>(args: &[&'a str], usage: &str) -> Result<(Option<String>, Vec<&'a str>), String> {
+    let Some(at) = args.iter().position(|&a| a == "vrf") else { return Ok((None, args.to_vec())) };
+    let name = args.get(at + 1).ok_or_else(|| format!("usage: {usage}"))?;
+    let rest = args[..at].iter().chain(&args[at + 2..]).copied().collect();
+    Ok(((*name != "default").then(|| name.to_string()), rest))
 }

@@ -23,6 +23,7 @@ mod mpls;
 mod neighbor;
 mod sflow;
 mod system;
+mod vrf;
 
 /// A command's answer: text for people, JSON for programs.
 #[derive(Debug, Clone)]
@@ -59,6 +60,7 @@ impl Registry {
         system::register(&mut r);
         interface::register(&mut r);
         ip::register(&mut r);
+        vrf::register(&mut r);
         neighbor::register(&mut r);
         mpls::register(&mut r);
         flows::register(&mut r);

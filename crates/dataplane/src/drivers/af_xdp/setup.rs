@@ -78,7 +78,7 @@ pub struct XdpSettings<'a> {
 /// kernel, and that each host interface's MTU lets its frames fit a buffer (the kernel would
 /// drop longer ones unseen).
 pub fn preflight(config: &XdpSettings, hosts: &BTreeMap<String, HostLink>) -> Result<(), PortError> {
-    check_buffers(config, &crate::interface::build::build_interfaces(config.interfaces, config.workers), hosts)?;
+    check_buffers(config, &crate::interface::build::build_interfaces(config.interfaces, config.workers, |_| 0), hosts)?;
     let max = crate::net::max_mtu(config.data_size);
     for (name, link) in hosts {
         if link.mtu > u32::from(max) {

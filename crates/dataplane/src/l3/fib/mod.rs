@@ -27,10 +27,12 @@
 
 mod ip6;
 mod writer;
+mod writers;
 
 pub use ip6::{FIRST_BITS, Fib6, Fib6Writer};
 
-pub use writer::{FibError, FibInsert, FibWriter, FibWriters, Route};
+pub use writer::{FibError, FibWriter, Route};
+pub use writers::{FibInsert, FibWriters};
 
 use crate::net::{AddrKey, key_mask};
 use crate::runtime::hugemem::HugeRegion;
@@ -234,23 +236,43 @@ impl<const FIRST: u8> Fib<Ipv4Addr, FIRST> {
     /// misses overlap (DIR-24-8 has one such level, 16-8-8 two).
     #[inline(always)]
     pub fn lookup_batch(&self, dst: &[u32], out: &mut [u32]) {
+        Self::walk_batch(|_| self, dst, out);
+    }
+
+    /// As [`Fib::lookup_batch`], each address `dst[k]` in its own table, `tables[k]` (VRFs'
+    /// packets in one vector); the first-level entries are prefetched here.
+    #[inline(always)]
+    pub fn lookup_batch_in(tables: &[&Self], dst: &[u32], out: &mut [u32]) {
+        assert!(tables.len() == dst.len(), "a table per address");
+        for (t, &d) in tables.iter().zip(dst) {
+            t.prefetch(d);
+        }
+        Self::walk_batch(|k| tables[k], dst, out);
+    }
+
+    /// The walk of [`Fib::lookup_batch`], address `dst[k]` in table `table(k)`.
+    #[inline(always)]
+    fn walk_batch<'t>(table: impl Fn(usize) -> &'t Self, dst: &[u32], out: &mut [u32])
+    where
+        Self: 't,
+    {
         assert!(dst.len() <= crate::runtime::vector::VECTOR_SIZE && out.len() == dst.len(), "a vector at most");
         let mut going = false;
-        for (e, &d) in out.iter_mut().zip(dst) {
-            *e = self.first_level.get((d >> (32 - FIRST)) as usize).load(Acquire);
+        for (k, (e, &d)) in out.iter_mut().zip(dst).enumerate() {
+            *e = table(k).first_level.get((d >> (32 - FIRST)) as usize).load(Acquire);
             going |= is_ext(*e);
         }
         let mut depth = FIRST;
         while going && depth < 32 {
-            for (&e, &d) in out.iter().zip(dst) {
+            for (k, (&e, &d)) in out.iter().zip(dst).enumerate() {
                 if is_ext(e) {
-                    self.tbl8.prefetch(Self::at(e, d, depth));
+                    table(k).tbl8.prefetch(Self::at(e, d, depth));
                 }
             }
             going = false;
-            for (e, &d) in out.iter_mut().zip(dst) {
+            for (k, (e, &d)) in out.iter_mut().zip(dst).enumerate() {
                 if is_ext(*e) {
-                    *e = self.tbl8.get(Self::at(*e, d, depth)).load(Acquire);
+                    *e = table(k).tbl8.get(Self::at(*e, d, depth)).load(Acquire);
                     going |= is_ext(*e);
                 }
             }
@@ -275,6 +297,28 @@ impl Fibs {
         let ip4 = if resident { Fib::resident(ip4_groups)? } else { Fib::new(ip4_groups)? };
         Ok(Fibs { ip4: Arc::new(ip4), ip6: Arc::new(Fib6::new()?) })
     }
+}
+
+/// The first level's bits of a VRF's IPv4 table: a 16-8-8 trie (a 256 KiB first level).
+pub const VRF_FIRST4: u8 = 16;
+
+/// The first level's bits of a VRF's IPv6 table (a 32 KiB first level).
+pub const VRF_FIRST6: u32 = 12;
+
+/// A VRF's IPv4 table.
+pub type VrfFib4 = Fib<Ipv4Addr, VRF_FIRST4>;
+
+/// A VRF's IPv6 table.
+pub type VrfFib6 = Fib6<VRF_FIRST6>;
+
+/// A VRF's two tables, as a worker holds them: small ones, on small pages, so that a
+/// thousand VRFs of a hundred routes each fit in well under a GiB.
+#[derive(Clone)]
+pub struct VrfFibs {
+    /// The IPv4 table.
+    pub ip4: Arc<VrfFib4>,
+    /// The IPv6 table.
+    pub ip6: Arc<VrfFib6>,
 }
 
 /// The naive longest-prefix match over routes keyed by (key, length): the oracle the tables'

@@ -1,10 +1,9 @@
 //! Changing the IPv4 FIB in place: inserts and deletes with atomic entry stores, tbl8 groups
 //! reclaimed after a quiescent period.
 
-use super::{EXT, Entries, Fib, Fib6Writer, Fibs, GROUP, Leaf, MAX_INDEX, is_ext};
+use super::{EXT, Entries, Fib, GROUP, Leaf, MAX_INDEX, is_ext};
 use crate::net::{AddrKey, PrefixMap, key_mask};
 use crate::runtime::qsbr::Qsbr;
-use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{Acquire, Release};
@@ -27,9 +26,6 @@ impl<A: AddrKey> Route<A> {
     }
 }
 
-/// A FIB change: install `prefix/len` toward adjacency `Some(adj)`, or remove it (`None`).
-pub type FibInsert = (IpAddr, u8, Option<u32>);
-
 /// Why a change was refused. The table is unchanged when one is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FibError {
@@ -39,6 +35,9 @@ pub enum FibError {
     /// A delete of a route that is not there.
     #[error("fib: no route {0}/{1}")]
     NoSuchRoute(IpAddr, u8),
+    /// A change for a VRF index that has no tables.
+    #[error("fib: no VRF has index {0}")]
+    NoSuchVrf(u16),
     /// A prefix length beyond the address or an adjacency index out of range.
     #[error("fib: invalid route {0}/{1} adjacency {2}")]
     Invalid(IpAddr, u8, u32),
@@ -109,7 +108,7 @@ impl<A: AddrKey, const FIRST: u8> FibWriter<A, FIRST> {
     }
 
     /// One change of a batch: insert or replace with `Some(adj)`, delete with `None`.
-    fn change(&mut self, addr: A, len: u8, adj: Option<u32>) -> Result<(), FibError> {
+    pub(super) fn change(&mut self, addr: A, len: u8, adj: Option<u32>) -> Result<(), FibError> {
         match adj {
             Some(adj) => self.insert(Route::new(addr, len, adj)),
             None => self.delete(addr, len),
@@ -260,55 +259,6 @@ impl<A: AddrKey, const FIRST: u8> FibWriter<A, FIRST> {
             t.get(slot).store(first, Release);
             self.retired.push(g as u32);
         }
-    }
-}
-
-/// The writers of both tables, taking changes of either family.
-pub struct FibWriters {
-    /// The IPv4 table's writer.
-    pub ip4: FibWriter<Ipv4Addr>,
-    /// The IPv6 table's writer.
-    pub ip6: Fib6Writer,
-}
-
-impl FibWriters {
-    /// Writers of `fibs`, whose readers announce quiescent states through `qsbr`.
-    pub fn new(fibs: &Fibs, qsbr: Arc<Qsbr>) -> Self {
-        FibWriters { ip4: FibWriter::new(fibs.ip4.clone(), qsbr.clone()), ip6: Fib6Writer::new(fibs.ip6.clone(), qsbr) }
-    }
-
-    /// The tables workers read.
-    pub fn fibs(&self) -> Fibs {
-        Fibs { ip4: self.ip4.fib().clone(), ip6: self.ip6.fib().clone() }
-    }
-
-    /// Applies changes of both families: the IPv4 ones in order (see [`FibWriter::apply`]),
-    /// stopping at the first refused one, the IPv6 ones (those before a refused IPv4 change)
-    /// as one batch of [`Fib6Writer::apply`], all or none; then reclaims what they retired.
-    pub fn apply(&mut self, changes: &[FibInsert]) -> Result<(), FibError> {
-        let mut ip6 = Vec::new();
-        let r = changes.iter().try_for_each(|&(addr, len, adj)| match addr {
-            IpAddr::V4(a) => self.ip4.change(a, len, adj),
-            IpAddr::V6(a) => {
-                ip6.push((a, len, adj));
-                Ok(())
-            }
-        });
-        let r6 = self.ip6.apply(&ip6);
-        self.ip4.reclaim();
-        r.and(r6)
-    }
-
-    /// Every route of both tables (IPv4 first), as `(prefix, len) → adjacency`.
-    pub fn routes(&self) -> BTreeMap<(IpAddr, u8), u32> {
-        let v4 = self.ip4.routes().map(|r| ((IpAddr::V4(r.prefix), r.len), r.adj));
-        let v6 = self.ip6.routes().map(|r| ((IpAddr::V6(r.prefix), r.len), r.adj));
-        v4.chain(v6).collect()
-    }
-
-    /// Waits for every reader to pass a quiescent point (see [`FibWriter::synchronize`]).
-    pub fn synchronize(&self) {
-        self.ip4.synchronize();
     }
 }
 

@@ -6,6 +6,7 @@ use crate::l3::fib::oracle;
 use crate::net::mask;
 use crate::runtime::vector::VECTOR_SIZE;
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 fn writer(groups: u32) -> FibWriter<Ipv4Addr> {
     FibWriter::new(Arc::new(Fib::<Ipv4Addr>::new(groups).unwrap()), Arc::new(Qsbr::new(1)))
