@@ -60,7 +60,7 @@ impl Lab {
 
     /// A veth pair from `host`'s end `h` to the router's end `rt`, the kernel's default
     /// offloads, MTU `mtu`, up; IPv6 on the host's end when `ipv6`.
-    fn veth_pair(&self, host: &str, h: &str, rt: &str, mtu: &str, ipv6: bool) {
+    pub(crate) fn veth_pair(&self, host: &str, h: &str, rt: &str, mtu: &str, ipv6: bool) {
         let queues = ["numtxqueues", "2", "numrxqueues", "2"];
         let mut add = vec!["link", "add", h];
         add.extend_from_slice(&queues);
