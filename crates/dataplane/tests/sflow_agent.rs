@@ -52,6 +52,20 @@ neighbors:
     .unwrap()
 }
 
+/// [`config`] with port0 and port1 in VRF red, whose routes are not the default table's: 16.0.0.0/20
+/// (the default table has no route to the samples' sources at all).
+fn vrf_config(collector_port: u16) -> Config {
+    let mut c = config(collector_port);
+    c.vrfs.insert("red".into(), dataplane::config::VrfConfig { table: 10 });
+    for port in ["port0", "port1"] {
+        c.interfaces.get_mut(port).unwrap().vrf = Some("red".into());
+    }
+    c.routes[0].prefix = "16.0.0.0/20".parse().unwrap();
+    c.routes.iter_mut().for_each(|r| r.vrf = Some("red".into()));
+    c.validate().unwrap();
+    c
+}
+
 /// Flow samples by data source.
 type BySource = BTreeMap<u32, Vec<sflow::FlowSample<'static>>>;
 /// Counter samples by data source.
@@ -139,6 +153,17 @@ fn generic(c: &sflow::CountersSample<'_>) -> sflow::IfCounters {
         .iter()
         .find_map(|r| if let CounterRecord::Generic(g) = r { Some(*g) } else { None })
         .expect("generic counters")
+}
+
+#[test]
+fn a_samples_source_prefix_comes_from_its_vrfs_table() {
+    let Collected { dp, flows, .. } = run(vrf_config);
+    let p0 = u32::from(dp.interfaces().iter().find(|i| i.name == "port0").unwrap().index);
+    assert!(!flows[&p0].is_empty(), "samples of port0");
+    for f in &flows[&p0] {
+        let FlowRecord::Router(r) = f.records[1] else { panic!("router record on routed samples: {:?}", f.records) };
+        assert_eq!((r.src_mask_len, r.dst_mask_len), (20, 24), "red's 16.0.0.0/20 and 48.0.0.0/24");
+    }
 }
 
 #[test]

@@ -155,6 +155,9 @@ impl Dataplane {
             self.neighbors.table.failed(),
         );
         let l3 = L3 { vrfs: VrfTables::new(interfaces, self.routing.fib.vrf_fibs()), ..l3 };
+        if let Some(sf) = &self.sflow {
+            sf.vrfs.set(l3.vrfs.clone());
+        }
         let mut tables = Tables::new(interfaces, l3, flows);
         self.ports.hosts.iter().filter(|h| !h.link.oper_up).for_each(|h| tables.interfaces.link_down(h.index));
         self.publisher.publish(tables);

@@ -6,8 +6,9 @@ use super::engine::{Dataplane, StartError};
 use crate::config::Config;
 use crate::datapath::WorkerCounters;
 use crate::interface::Interface;
+use crate::l3::vrf::PublishedVrfs;
 use crate::runtime::qsbr::Qsbr;
-use crate::sflow::agent::{self, AgentSetup, AgentShared};
+use crate::sflow::agent::{self, AgentSetup, AgentShared, SourceRoutes};
 use crate::sflow::ring::{Consumer, Producer, Ring};
 use crate::sflow::{DataSource, DropBudget, LiveSettings, PortCounters, Refill, Settings, SflowWorker, WorkerBudget};
 use std::net::{IpAddr, SocketAddr};
@@ -29,6 +30,8 @@ pub(super) struct SflowRuntime {
     pub(super) thread: Option<JoinHandle<std::io::Result<()>>>,
     /// The agent address datagrams carry.
     pub(super) agent: IpAddr,
+    /// Where the VRFs' tables go to the agent (for the source prefix length of a sample).
+    pub(super) vrfs: Arc<PublishedVrfs>,
 }
 
 /// The sFlow settings samplers and the agent follow, from a validated configuration (empty
@@ -121,10 +124,11 @@ impl Dataplane {
             self.ports.links.clone(),
             0x9011_5eed,
         );
+        let vrfs = Arc::new(PublishedVrfs::new(self.tables.l3.vrfs.clone()));
         let setup = AgentSetup {
             rings: start.consumers,
             workers,
-            fib: self.routing.fib.fibs(),
+            routes: SourceRoutes::new(self.routing.fib.fibs(), vrfs.clone()),
             qsbr: qsbr.register(usize::from(config.workers.count)),
             agent,
             sub_agent_id: sf.sub_agent_id,
@@ -142,7 +146,7 @@ impl Dataplane {
         };
         let thread = Some(agent::spawn(setup)?);
         let sources = start.settings.sources;
-        self.sflow = Some(SflowRuntime { sources, live: start.live, shared, stop, thread, agent });
+        self.sflow = Some(SflowRuntime { sources, live: start.live, shared, stop, thread, agent, vrfs });
         Ok(())
     }
 }

@@ -5,13 +5,13 @@
 use crate::interface::Interface;
 use crate::l3::RouteMeta;
 use crate::l3::config::VrfConfig;
-use crate::l3::fib::{Fib, Fib6, VrfFib4, VrfFibs};
+use crate::l3::fib::{Fib, Fib6, Fibs, Leaf, VrfFib4, VrfFibs};
 use crate::net::MAX_INTERFACES;
 use crate::runtime::buffer::BufferMeta;
 use crate::runtime::isa::Isa;
 use crate::runtime::vector::VECTOR_SIZE;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 /// The default table's index.
@@ -90,6 +90,10 @@ impl std::fmt::Debug for VrfTables {
     }
 }
 
+/// The VRFs' tables as the main thread publishes them to a thread that is not a worker (the
+/// sFlow agent).
+pub type PublishedVrfs = crate::runtime::published::Published<VrfTables>;
+
 const _: () = assert!(MAX_INTERFACES.is_power_of_two(), "an interface index is masked to the table");
 
 impl VrfTables {
@@ -125,6 +129,17 @@ impl VrfTables {
         match m.lookup_vrf() {
             DEFAULT_VRF => self.of(m.rx_if),
             vrf => vrf,
+        }
+    }
+
+    /// The longest match of `addr` in the tables of VRF `vrf`: `default`'s for the default
+    /// table, none for a VRF without tables. For the main thread and the sFlow agent.
+    pub fn longest(&self, default: &Fibs, vrf: u16, addr: IpAddr) -> Option<Leaf> {
+        match (vrf, addr) {
+            (DEFAULT_VRF, IpAddr::V4(a)) => default.ip4.lookup(u32::from(a)),
+            (DEFAULT_VRF, IpAddr::V6(a)) => default.ip6.lookup(u128::from(a)),
+            (v, IpAddr::V4(a)) => self.fibs(v)?.ip4.lookup(u32::from(a)),
+            (v, IpAddr::V6(a)) => self.fibs(v)?.ip6.lookup(u128::from(a)),
         }
     }
 

@@ -11,16 +11,17 @@
 //! Samples are sent when a datagram fills, or within [`FLUSH`] of the oldest waiting sample.
 
 mod encoder;
+mod routes;
 
 use super::PortCounters;
 use super::ring::Consumer;
 use super::send::Sender;
-use crate::l3::fib::Fibs;
 use crate::net::MAX_INTERFACES;
 use crate::runtime::counter::Counter;
 use crate::runtime::qsbr::QsbrReader;
 use crate::runtime::stats::counter_set;
 use encoder::{Encoder, Source};
+pub use routes::SourceRoutes;
 use sflow::{
     CounterRecord, CountersSample, DataSource, DatagramBuilder, DiscardSample, EthernetCounters, ExtendedMpls,
     ExtendedRouter, ExtendedSwitch, FlowRecord, FlowSample, IfCounters, Interface, RawHeader, Sample,
@@ -84,7 +85,7 @@ pub struct AgentSetup {
     /// The workers' counters (sampler totals, drops).
     pub workers: Vec<Arc<dyn PortCounters>>,
     /// For the source prefix length.
-    pub fib: Fibs,
+    pub routes: SourceRoutes,
     /// Where the agent announces quiescent states; offline when the agent ends, also by a
     /// panic.
     pub qsbr: QsbrReader,
@@ -203,6 +204,7 @@ fn run(mut s: AgentSetup, sender: Sender) -> std::io::Result<()> {
             s.shared.counters.longest_pause_us.set(pause.as_micros() as u64);
         }
         s.qsbr.quiescent();
+        s.routes.refresh();
         if let Some(live) = s.live.changed_since(&mut seen) {
             let ports: Vec<u16> = live.sources.iter().map(|s| s.port).collect();
             s.polling.reconfigure(live.polling_interval, &ports);

@@ -1,8 +1,8 @@
 //! Turning ring slots into sFlow samples: each port's sequence numbers and totals, the flow
 //! samples of forwarded packets packed into datagrams, and the discard samples of dropped ones.
 
+use super::SourceRoutes;
 use super::{AgentSetup, BATCH};
-use crate::l3::fib::Fibs;
 use crate::net::MAX_INTERFACES;
 use crate::sflow::ring::{Fate, Slot};
 use sflow::{
@@ -10,7 +10,6 @@ use sflow::{
     Interface, RawHeader, Sample,
 };
 use std::borrow::Cow;
-use std::net::IpAddr;
 
 /// Per-port state.
 #[derive(Clone, Copy, Default)]
@@ -49,8 +48,8 @@ impl Encoder {
             let mut full = false;
             for k in 0..s.rings.len() {
                 let r = (self.next_ring + k) % s.rings.len();
-                let (rings, shared, fib, workers, if_indices) =
-                    (&mut s.rings, &s.shared, &s.fib, &s.workers, &s.if_indices);
+                let (rings, shared, routes, workers, if_indices) =
+                    (&mut s.rings, &s.shared, &s.routes, &s.workers, &s.if_indices);
                 let (sources, discards) = (&mut self.sources, &mut self.discards);
                 rings[r].drain(usize::MAX, |slot| {
                     match slot.fate {
@@ -71,7 +70,7 @@ impl Encoder {
                     let src = &mut sources[slot.port as usize];
                     src.pool = src.pool.max(slot.pool);
                     src.drops = src.drops.max(slot.drops);
-                    let sample = flow_sample(slot, src, fib, if_indices);
+                    let sample = flow_sample(slot, src, routes, if_indices);
                     if b.push(&sample).is_err() {
                         full = true;
                         return false;
@@ -100,7 +99,7 @@ impl Encoder {
 }
 
 /// The flow sample of a forwarded packet.
-fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs, ifx: &crate::sflow::IfIndices) -> Sample<'a> {
+fn flow_sample<'a>(slot: &'a Slot, src: &Source, routes: &SourceRoutes, ifx: &crate::sflow::IfIndices) -> Sample<'a> {
     let header = &slot.header[..usize::from(slot.header_len)];
     let mut records = vec![FlowRecord::RawHeader(RawHeader {
         protocol: sflow::HEADER_PROTOCOL_ETHERNET,
@@ -123,12 +122,9 @@ fn flow_sample<'a>(slot: &'a Slot, src: &Source, fib: &Fibs, ifx: &crate::sflow:
         }));
     }
     if slot.routed {
-        let src_len = crate::sflow::header::ip_addresses(header)
-            .and_then(|(src, _)| match src {
-                IpAddr::V4(a) => fib.ip4.lookup(u32::from(a)),
-                IpAddr::V6(a) => fib.ip6.lookup(u128::from(a)),
-            })
-            .map_or(0, |l| l.prefix_len);
+        // In the input interface's VRF, where the packet's source would be routed.
+        let src_len =
+            crate::sflow::header::ip_addresses(header).map_or(0, |(src, _)| routes.prefix_len(slot.input, src));
         records.push(FlowRecord::Router(ExtendedRouter {
             next_hop: slot.next_hop,
             src_mask_len: u32::from(src_len),

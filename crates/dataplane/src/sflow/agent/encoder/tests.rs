@@ -1,6 +1,13 @@
 use super::*;
+use crate::l3::fib::Fibs;
+use std::sync::Arc;
+
+/// Source routes of empty tables, no VRF.
+fn no_routes() -> SourceRoutes {
+    SourceRoutes::new(Fibs::new(1, false).unwrap(), Arc::new(crate::l3::vrf::PublishedVrfs::new(Default::default())))
+}
 use crate::l3::LabelStack;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 /// A sample of a frame tagged with priority 5 on VLAN 100, routed: `extended_switch`
 /// carries the received priority and the router record the next hop.
@@ -18,9 +25,7 @@ fn flow_samples_carry_the_received_priority_and_the_next_hop() {
         (100, true, Ipv4Addr::new(10, 7, 0, 9).into(), 24);
     (slot.pool, slot.drops, slot.rate) = (1234, 5, 10);
     let src = Source { pool: 1234, drops: 5, ..Source::default() };
-    let Sample::Flow(f) = flow_sample(&slot, &src, &Fibs::new(1, false).unwrap(), &Default::default()) else {
-        panic!("a flow sample")
-    };
+    let Sample::Flow(f) = flow_sample(&slot, &src, &no_routes(), &Default::default()) else { panic!("a flow sample") };
     assert_eq!((f.sample_pool, f.drops, f.sampling_rate), (1234, 5, 10));
     assert!(f.records.contains(&FlowRecord::Switch(ExtendedSwitch {
         src_vlan: 100,
@@ -44,10 +49,7 @@ fn label_switched_samples_carry_extended_mpls() {
     (slot.header_len, slot.frame_len, slot.port, slot.input, slot.output) = (64, 60, 2, 2, 1);
     (slot.next_hop, slot.routed) = (Ipv4Addr::new(100, 64, 0, 0).into(), false);
     (slot.in_labels, slot.out_labels) = (LabelStack::new(&[18, 77]), LabelStack::new(&[30, 31, 77]));
-    let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &Fibs::new(1, false).unwrap(), &Default::default())
-    else {
-        panic!()
-    };
+    let Sample::Flow(f) = flow_sample(&slot, &Source::default(), &no_routes(), &Default::default()) else { panic!() };
     let mpls = FlowRecord::Mpls(ExtendedMpls {
         next_hop: IpAddr::V4(Ipv4Addr::new(100, 64, 0, 0)),
         in_stack: vec![18, 77],
