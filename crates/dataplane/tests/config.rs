@@ -217,6 +217,26 @@ const FIELD_ERRORS: &[(&str, &str)] = &[
         "routes[1].prefix: 1.0.0.0/8 is not allowed; allowed: a prefix no other route in VRF blue has (routes[0] has it)",
     ),
     (
+        "vrfs: {red: {table: 10}}\nroutes: [{prefix: 0.0.0.0/0, vrf: red, next-vrf: green}]",
+        "routes[0].next-vrf: green is not allowed; allowed: the name of a VRF (default, red)",
+    ),
+    (
+        "vrfs: {red: {table: 10}}\nroutes: [{prefix: 0.0.0.0/0, vrf: red, next-vrf: red}]",
+        "routes[0].next-vrf: red is not allowed; allowed: another VRF than the route's own",
+    ),
+    (
+        "interfaces: {p0: {addresses: [10.0.0.1/24]}}\nvrfs: {red: {table: 10}}\nroutes: [{prefix: 0.0.0.0/0, vrf: red, next-vrf: default, via: 10.0.0.2}]",
+        "routes[0].next-vrf: default is not allowed; allowed: a lookup alone: no via, paths or out-labels beside it",
+    ),
+    (
+        "vrfs: {red: {table: 10}}\nroutes: [{prefix: 0.0.0.0/0, vrf: red, next-vrf: default}, {prefix: 0.0.0.0/0, next-vrf: red}]",
+        "routes[1].next-vrf: red is not allowed; allowed: a VRF where the route's packets meet no other next-vrf route: 0.0.0.0/0 would go default → red → default (routes[0] there); a packet takes one lookup after its first at most",
+    ),
+    (
+        "vrfs: {a: {table: 10}, b: {table: 20}}\nroutes: [{prefix: 10.9.0.0/16, vrf: a, next-vrf: b}, {prefix: 10.9.1.0/24, vrf: b, next-vrf: default}, {prefix: 10.0.0.0/8, next-vrf: a}]",
+        "routes[2].next-vrf: a is not allowed; allowed: a VRF where the route's packets meet no other next-vrf route: 10.9.0.0/16 would go default → a → b (routes[0] there); a packet takes one lookup after its first at most",
+    ),
+    (
         "interfaces: {p0: {pcap: {read: a.pcap}}}",
         "interfaces.p0.pcap: settings is not allowed; allowed: pcap settings only with driver: pcap",
     ),

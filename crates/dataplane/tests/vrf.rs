@@ -157,3 +157,57 @@ fn the_routers_overlapping_address_answers_pings_in_both_vrfs() {
         "each echo reply (type 0) goes back out of its own VRF's sub-interface to its own host"
     );
 }
+
+/// [`YAML`] with leaks both ways: red's packets to 198.51.100.0/24 are looked up again in the
+/// default table, and the default table's to 10.0.0.0/24 in red.
+fn leaking() -> String {
+    YAML.replace(
+        "routes:\n",
+        "routes:\n  - {prefix: 198.51.100.0/24, vrf: red, next-vrf: default}\n  - {prefix: 10.0.0.0/24, next-vrf: red}\n",
+    )
+}
+
+#[test]
+fn a_leak_looks_a_packet_up_once_more_in_the_vrf_it_names() {
+    let (mut g, ifs) = common::graph(&leaking());
+    let red_in = index(&ifs, "port0.10");
+    let to_isp = (1, [0, 0, 0, 0, 0, 0xc2], None);
+    // Red to the default table's route; blue has no such leak.
+    assert_eq!(forward(&mut g, &[ip4(Some(10), [198, 51, 100, 7], false)]), [to_isp]);
+    let blue_error = forward(&mut g, &[ip4(Some(20), [198, 51, 100, 7], false)]);
+    assert_eq!(blue_error.iter().map(|o| o.2).collect::<Vec<_>>(), [Some(20)], "blue: no route, its ICMP error");
+    // And back: the default table's packets to 10.0.0.0/24 reach red's host on its VLAN.
+    assert_eq!(forward(&mut g, &[ip4(None, [10, 0, 0, 2], false)]), [(red_in, [0, 0, 0, 0, 0x0a, 0], Some(10))]);
+    // A mixed vector: leaked, plain red, plain default.
+    let mixed = [
+        ip4(Some(10), [198, 51, 100, 9], false),
+        ip4(Some(10), [172, 16, 0, 1], false),
+        ip4(None, [198, 51, 100, 1], false),
+    ];
+    let red_out = (index(&ifs, "port1.10"), [0, 0, 0, 0, 0x0a, 2], Some(10));
+    assert_eq!(forward(&mut g, &mixed), [to_isp, to_isp, red_out]);
+}
+
+#[test]
+fn a_leak_is_shown_as_a_lookup_in_its_vrf() {
+    use dataplane::control::cli::Registry;
+    use dataplane::control::engine::Dataplane;
+    let mut dp = Dataplane::start(&dataplane::config::Config::load(&leaking()).unwrap()).unwrap();
+    let r = Registry::with_builtins();
+    let red = r.execute(&mut dp, "show ip fib vrf red 198.51.100.0/24").unwrap();
+    assert!(red.text.contains("lookup in VRF default"), "{}", red.text);
+    let default = r.execute(&mut dp, "show ip fib 10.0.0.0/24").unwrap();
+    assert_eq!(default.json["routes"][0]["lookup_in_vrf"], "red", "{}", default.text);
+    // From ctl: blue's leak too, and away again.
+    r.execute(&mut dp, "ip route add 198.51.100.0/24 next-vrf default vrf blue").unwrap();
+    assert!(r.execute(&mut dp, "show ip fib vrf blue").unwrap().text.contains("lookup in VRF default"));
+    r.execute(&mut dp, "ip route del 198.51.100.0/24 vrf blue").unwrap();
+    let looped = r.execute(&mut dp, "ip route add 0.0.0.0/0 next-vrf blue");
+    assert!(looped.is_ok(), "the default table's default route into blue meets no leak of blue's");
+    let cycle = r.execute(&mut dp, "ip route add 0.0.0.0/0 next-vrf default vrf blue").unwrap_err();
+    assert!(
+        cycle.contains("0.0.0.0/0 would go default → blue → default") && cycle.contains("next-vrf: blue"),
+        "the circle, named by its VRFs: {cycle}"
+    );
+    dp.stop().unwrap();
+}

@@ -33,6 +33,7 @@ impl Config {
             }
             self.validate_route(k, r)?;
         }
+        self.validate_leaks()?;
         let known = |n: &str| self.has_interface(n);
         crate::neighbor::config::validate_neighbors(&self.neighbors, known)?;
         self.mpls.validate(known)
@@ -139,6 +140,9 @@ impl Config {
     /// Route `k`: `via` or 1 to [`MAX_PATHS`] paths, each next hop once, with a weight, and
     /// reachable (see [`Config::check_next_hop`]); its labels.
     fn validate_route(&self, k: usize, r: &Route) -> Result<(), ConfigError> {
+        if let Some(next) = &r.next_vrf {
+            return self.check_next_vrf(k, r, next);
+        }
         let paths = match (r.via, r.paths.len()) {
             (Some(_), 0) => vec![(format!("routes[{k}]"), r.next_hops().remove(0))],
             (None, 1..=MAX_PATHS) => {

@@ -22,6 +22,7 @@ use std::net::IpAddr;
 mod interfaces;
 mod l3;
 mod lcp;
+mod leaks;
 
 pub use crate::flows::config::FlowCacheConfig;
 pub use crate::interface::config::{

@@ -130,7 +130,7 @@ impl Dataplane {
             .routes
             .iter()
             .find(|r| r.vrf.as_deref() == vrf_name && (r.prefix.masked(), r.prefix.len) == (prefix, len))
-            .map(|r| crate::l3::configured_route(r, vrf, &self.interfaces));
+            .map(|r| crate::l3::configured_route(r, &self.routing.vrfs, &self.interfaces));
         self.apply_routes(&[RouteChange { vrf, prefix, len, source: Source::Config, target }])?;
         self.config.routes = new.routes;
         Ok(())

@@ -18,6 +18,7 @@ use crate::l3::L3Worker;
 use crate::l3::RouteMeta;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash4};
+use crate::l3::vrf::{LOOKUP, looked_up};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
@@ -55,7 +56,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         let m = g.pool.meta_mut(i);
         m.set_adj(adj);
         m.set_dst_prefix_len(prefix_len);
-        plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
+        plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LOOKUP - ADJ_FIRST_ROUTED;
     }
     if plain {
         g.forward(v, nodes::IP4_REWRITE);
@@ -77,6 +78,9 @@ fn destination<F: L3Worker>(g: &Graph<F>, i: u32) -> u32 {
 /// their flow's path, then the vector goes on whole or split.
 #[cold]
 fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+    if g.vectors[v].indices().iter().any(|&i| looked_up(g.pool.meta(i).adj()).is_some()) {
+        leak(g, v);
+    }
     let (mut multipath, mut routed) = (false, true);
     for &i in g.vectors[v].indices() {
         let adj = g.pool.meta(i).adj();
@@ -90,6 +94,20 @@ fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         g.forward(v, nodes::IP4_REWRITE);
     } else {
         split_unrouted(g, v);
+    }
+}
+
+/// Looks each packet of `v` whose route is a lookup in another VRF up again, there.
+#[cold]
+fn leak<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
+    for k in 0..g.vectors[v].len() {
+        let i = g.vectors[v].indices()[k];
+        let Some(vrf) = looked_up(g.pool.meta(i).adj()) else { continue };
+        let dst = std::net::Ipv4Addr::from(destination(g, i)).into();
+        let (adj, len) = g.features.l3().vrfs.second_lookup(g.features.fibs(), vrf, dst);
+        let m = g.pool.meta_mut(i);
+        m.set_adj(adj);
+        m.set_dst_prefix_len(len);
     }
 }
 

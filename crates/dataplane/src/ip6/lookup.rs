@@ -18,6 +18,7 @@ use crate::l3::L3Worker;
 use crate::l3::RouteMeta;
 use crate::l3::fib::Leaf;
 use crate::l3::multipath::{LB, hash6};
+use crate::l3::vrf::{LOOKUP, looked_up};
 use crate::l3::{ADJ_DROP, ADJ_FIRST_ROUTED, ADJ_LOCAL, Reject};
 use crate::runtime::drops::DropReason;
 use crate::runtime::graph::Graph;
@@ -127,11 +128,14 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         let m = g.pool.meta_mut(i);
         m.set_adj(adj);
         m.set_dst_prefix_len(len);
-        plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LB - ADJ_FIRST_ROUTED;
+        plain &= adj.wrapping_sub(ADJ_FIRST_ROUTED) < LOOKUP - ADJ_FIRST_ROUTED;
     }
     if plain {
         g.forward(v, nodes::IP6_REWRITE);
         return;
+    }
+    if g.vectors[v].indices().iter().any(|&i| looked_up(g.pool.meta(i).adj()).is_some()) {
+        leak(g, v, &dst);
     }
     // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
     // adjacency changes.
@@ -142,6 +146,20 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         g.forward(v, nodes::IP6_REWRITE);
     } else {
         split(g, v, &dst);
+    }
+}
+
+/// Looks each packet of `v` (destinations `dst`) whose route is a lookup in another VRF up
+/// again, there.
+#[cold]
+fn leak<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, dst: &[[u8; 16]; VECTOR_SIZE]) {
+    for (k, d) in dst.iter().enumerate().take(g.vectors[v].len()) {
+        let i = g.vectors[v].indices()[k];
+        let Some(vrf) = looked_up(g.pool.meta(i).adj()) else { continue };
+        let (adj, len) = g.features.l3().vrfs.second_lookup(g.features.fibs(), vrf, Ipv6Addr::from(*d).into());
+        let m = g.pool.meta_mut(i);
+        m.set_adj(adj);
+        m.set_dst_prefix_len(len);
     }
 }
 

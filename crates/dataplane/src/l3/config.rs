@@ -68,6 +68,10 @@ pub struct Route {
     /// interfaces. Default: the default table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vrf: Option<String>,
+    /// Instead of next hops: look the destination up again in this VRF's tables (a name from
+    /// `vrfs`, or `default` for the default table): route leaking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_vrf: Option<String>,
 }
 
 /// Most paths a route can have.
@@ -95,7 +99,15 @@ fn default_weight() -> u8 {
 impl Route {
     /// A one-path route to `via`.
     pub fn via(prefix: IpPrefix, via: IpAddr) -> Self {
-        Route { prefix, via: Some(via), interface: None, paths: Vec::new(), out_labels: Vec::new(), vrf: None }
+        Route {
+            prefix,
+            via: Some(via),
+            interface: None,
+            paths: Vec::new(),
+            out_labels: Vec::new(),
+            vrf: None,
+            next_vrf: None,
+        }
     }
 
     /// Its paths: `via` (weight 1) or `paths`.

@@ -386,15 +386,18 @@ pub fn configured(routes: &[Route], interfaces: &[Interface], vrfs: &vrf::VrfIds
     routes
         .iter()
         .map(|r| {
-            let vrf = vrfs.index(r.vrf.as_deref());
-            ((vrf, r.prefix.masked(), r.prefix.len), configured_route(r, vrf, interfaces))
+            ((vrfs.index(r.vrf.as_deref()), r.prefix.masked(), r.prefix.len), configured_route(r, vrfs, interfaces))
         })
         .collect()
 }
 
-/// Where a validated configuration's route `r`, in VRF `vrf`, goes: its next hops resolved to
-/// interfaces.
-pub fn configured_route(r: &Route, vrf: u16, interfaces: &[Interface]) -> Target {
+/// Where a validated configuration's route `r` goes: its next hops resolved to the interfaces
+/// of its VRF, or a lookup in another VRF (`vrfs` numbers them).
+pub fn configured_route(r: &Route, vrfs: &vrf::VrfIds, interfaces: &[Interface]) -> Target {
+    if let Some(next) = &r.next_vrf {
+        return Target::Lookup { vrf: vrfs.index(Some(next.as_str()).filter(|n| *n != "default")) };
+    }
+    let vrf = vrfs.index(r.vrf.as_deref());
     let hops = r
         .next_hops()
         .into_iter()

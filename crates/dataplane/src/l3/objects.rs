@@ -26,6 +26,11 @@ pub enum Target {
     /// A route that forwards nothing: its packets are dropped (blackhole) or answered
     /// with an ICMP error (unreachable, prohibit).
     Reject(Reject),
+    /// A lookup of the destination in another VRF's tables (route leaking): its index.
+    Lookup {
+        /// The VRF's index (0: the default table).
+        vrf: u16,
+    },
     /// One or more next hops (1 to 64), `push` pushed on every one.
     Paths {
         /// The next hops.
@@ -150,6 +155,7 @@ impl Objects {
         match target {
             Target::Local => 1,
             &Target::Reject(r) => r.adj(),
+            &Target::Lookup { vrf } => crate::l3::vrf::lookup_value(vrf),
             &Target::Glean { tx_if } => self.acquire_adj(Adjacency::Glean { tx_if }),
             Target::Paths { hops, push } if hops.len() == 1 => self.acquire_adj(via(hops[0], *push)),
             Target::Paths { hops, push } => {
@@ -224,7 +230,9 @@ impl Objects {
     /// no route holds any more is dying until [`Objects::settle`].
     pub fn release(&mut self, value: u32) {
         let i = (value & !LB) as usize;
-        if value & LB != 0 {
+        if crate::l3::vrf::looked_up(value).is_some() {
+            // Nothing to count: a lookup names a VRF, not an object.
+        } else if value & LB != 0 {
             self.lb_refs[i] -= 1;
             if self.lb_refs[i] == 0 {
                 self.dying_lbs.push(i as u32);

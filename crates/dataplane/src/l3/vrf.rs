@@ -17,6 +17,21 @@ use std::sync::Arc;
 /// The default table's index.
 pub const DEFAULT_VRF: u16 = 0;
 
+/// Set in a FIB value that names a lookup in another VRF (route leaking), whose index is in
+/// the bits below: adjacency and load-balance indices stay below it.
+pub const LOOKUP: u32 = 1 << 20;
+
+/// The FIB value of a lookup in VRF `vrf`.
+pub fn lookup_value(vrf: u16) -> u32 {
+    LOOKUP | u32::from(vrf)
+}
+
+/// The VRF FIB value `value` names a lookup in, if it is one.
+#[inline(always)]
+pub fn looked_up(value: u32) -> Option<u16> {
+    (value & (LOOKUP | crate::l3::multipath::LB) == LOOKUP).then_some(value as u16)
+}
+
 /// Each configured VRF's index (1 and up) and table id.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VrfIds {
@@ -140,6 +155,17 @@ impl VrfTables {
             (DEFAULT_VRF, IpAddr::V6(a)) => default.ip6.lookup(u128::from(a)),
             (v, IpAddr::V4(a)) => self.fibs(v)?.ip4.lookup(u32::from(a)),
             (v, IpAddr::V6(a)) => self.fibs(v)?.ip6.lookup(u128::from(a)),
+        }
+    }
+
+    /// The adjacency and prefix length of a leaked packet's second lookup, of `addr` in VRF
+    /// `vrf` (which its first lookup named): no route (adjacency 0) when that finds nothing or
+    /// names a lookup again (a packet takes one lookup after its first at most; `check`
+    /// refuses routes that would lead to a second).
+    pub fn second_lookup(&self, default: &Fibs, vrf: u16, addr: IpAddr) -> (u32, u8) {
+        match self.longest(default, vrf, addr) {
+            Some(l) if looked_up(l.adj).is_none() => (l.adj, l.prefix_len),
+            _ => (crate::l3::ADJ_DROP, 0),
         }
     }
 

@@ -45,7 +45,7 @@ pub struct KernelRoutes {
 fn kind(target: &Target) -> usize {
     match target {
         // Local never comes from the kernel (its addresses are vecflow's).
-        Target::Local => 0,
+        Target::Local | Target::Lookup { .. } => 0,
         Target::Paths { hops, .. } if hops.len() == 1 => 0,
         Target::Paths { .. } => 1,
         Target::Glean { .. } => 2,

@@ -29,7 +29,7 @@ pub(super) fn register(r: &mut Registry) {
     r.register(Command {
         words: "ip route add",
         help: "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...] \
-               [vrf NAME]",
+               [vrf NAME], or PREFIX next-vrf NAME [vrf NAME] (a lookup in VRF NAME)",
         run: route_add,
     });
     r.register(Command { words: "ip route del", help: "ip route del PREFIX [vrf NAME]", run: route_del });
@@ -64,6 +64,11 @@ pub(super) fn adjacency(dp: &Dataplane, i: u32) -> Adjacency {
 fn fib_row<A: AddrKey>(dp: &Dataplane, vrf: u16, r: Route<A>, text: &mut String) -> Value {
     let prefix = format!("{}/{}", r.prefix, r.len);
     let source = dp.rib().installed(vrf, r.prefix.into(), r.len).map_or("?", |(s, _)| s.name());
+    if let Some(next) = crate::l3::vrf::looked_up(r.adj) {
+        let name = dp.vrfs().name(next).unwrap_or("default");
+        let _ = writeln!(text, "{prefix:<24} {source:<9} {:>6}  lookup in VRF {name}", "-");
+        return json!({"prefix": prefix, "source": source, "lookup_in_vrf": name});
+    }
     if r.adj & LB == 0 {
         let adj = adjacency(dp, r.adj);
         let detail = adjacency_detail(dp, adj);
@@ -245,8 +250,21 @@ fn fib_summary<A: AddrKey>(dp: &Dataplane, vrf: u16, routes: impl Iterator<Item 
 
 fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
     let usage = "ip route add PREFIX via ADDRESS [IF] [weight W] [via ADDRESS [IF] [weight W] ...] [out-labels L ...] \
-                 [vrf NAME]";
+                 [vrf NAME], or PREFIX next-vrf NAME [vrf NAME]";
     let (vrf, args) = vrf_name(args, usage)?;
+    let (next_vrf, args) = named(&args, "next-vrf", usage)?;
+    if let Some(next) = next_vrf {
+        let [prefix] = words(&args, usage)?;
+        let prefix: IpPrefix = prefix.parse()?;
+        let route = crate::config::Route {
+            via: None,
+            vrf: vrf.clone(),
+            next_vrf: Some(next),
+            ..crate::config::Route::via(prefix, prefix.addr)
+        };
+        dp.set_config_route(vrf.as_deref(), prefix, Some(route)).map_err(|e| format!("ip route add: {e}"))?;
+        return Ok(Reply { text: String::new(), json: json!({"applied": "ip route add"}) });
+    }
     let (args, out) = out_labels(&args)?;
     let [prefix, rest @ ..] = args else { return Err(format!("usage: {usage}")) };
     let prefix: IpPrefix = prefix.parse()?;
@@ -278,7 +296,15 @@ fn route_add(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
             interface: one.interface.clone(),
             ..crate::config::Route::via(prefix, one.via)
         },
-        _ => crate::config::Route { prefix, via: None, interface: None, paths, out_labels: Vec::new(), vrf: None },
+        _ => crate::config::Route {
+            prefix,
+            via: None,
+            interface: None,
+            paths,
+            out_labels: Vec::new(),
+            vrf: None,
+            next_vrf: None,
+        },
     };
     let route = crate::config::Route { out_labels: out, vrf: vrf.clone(), ..route };
     dp.set_config_route(vrf.as_deref(), prefix, Some(route)).map_err(|e| format!("ip route add: {e}"))?;
@@ -306,8 +332,13 @@ fn route_del(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 /// The VRF name of `vrf NAME` among `args` (`None` without one, or for `default`) and the
 /// other arguments.
 fn vrf_name<'a>(args: &[&'a str], usage: &str) -> Result<(Option<String>, Vec<&'a str>), String> {
-    let Some(at) = args.iter().position(|&a| a == "vrf") else { return Ok((None, args.to_vec())) };
-    let name = args.get(at + 1).ok_or_else(|| format!("usage: {usage}"))?;
-    let rest = args[..at].iter().chain(&args[at + 2..]).copied().collect();
-    Ok(((*name != "default").then(|| name.to_string()), rest))
+    let (name, rest) = named(args, "vrf", usage)?;
+    Ok((name.filter(|n| n != "default"), rest))
+}
+
+/// The value of `KEY VALUE` among `args` (`None` without one) and the other arguments.
+fn named<'a>(args: &[&'a str], key: &str, usage: &str) -> Result<(Option<String>, Vec<&'a str>), String> {
+    let Some(at) = args.iter().position(|&a| a == key) else { return Ok((None, args.to_vec())) };
+    let value = args.get(at + 1).ok_or_else(|| format!("usage: {usage}"))?;
+    Ok((Some(value.to_string()), args[..at].iter().chain(&args[at + 2..]).copied().collect()))
 }
