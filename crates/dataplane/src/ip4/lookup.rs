@@ -40,13 +40,7 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         }
         g.features.fibs().ip4.lookup_batch(&dst[..n], &mut entry[..n]);
     } else {
-        let mut vrf = [0u16; VECTOR_SIZE];
-        let vrfs = &g.features.l3().vrfs;
-        for ((d, w), &i) in dst.iter_mut().zip(&mut vrf).zip(g.vectors[v].indices()) {
-            *d = destination(g, i);
-            *w = vrfs.of_packet(g.pool.meta(i));
-        }
-        vrfs.lookup4(&g.features.fibs().ip4, &vrf[..n], &dst[..n], &mut entry[..n]);
+        lookup_in_vrfs(g, v, &mut dst[..n], &mut entry[..n]);
     }
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = true;
@@ -65,6 +59,19 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     }
 }
 
+/// The destination of each packet of `v` (into `dst`) and its lookup (into `entry`) in the
+/// tables of its VRF ([`crate::l3::vrf::VrfTables::lookup4`]).
+#[inline(never)]
+fn lookup_in_vrfs<F: L3Worker>(g: &Graph<F>, v: VecHandle, dst: &mut [u32], entry: &mut [u32]) {
+    let vrfs = &g.features.l3().vrfs;
+    let mut vrf = [0u16; VECTOR_SIZE];
+    for ((d, w), &i) in dst.iter_mut().zip(&mut vrf).zip(g.vectors[v].indices()) {
+        *d = destination(g, i);
+        *w = vrfs.of_packet(g.pool.meta(i));
+    }
+    vrfs.lookup4(&g.features.fibs().ip4, &vrf[..dst.len()], dst, entry);
+}
+
 /// The destination address of buffer `i` (host order), to which `ip4-input` guaranteed 20
 /// header bytes at its `l3_offset`.
 #[inline(always)]
@@ -78,7 +85,10 @@ fn destination<F: L3Worker>(g: &Graph<F>, i: u32) -> u32 {
 /// their flow's path, then the vector goes on whole or split.
 #[cold]
 fn not_plain<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
-    if g.vectors[v].indices().iter().any(|&i| looked_up(g.pool.meta(i).adj()).is_some()) {
+    // Leaks exist only where VRFs do.
+    if !g.features.l3().vrfs.is_empty()
+        && g.vectors[v].indices().iter().any(|&i| looked_up(g.pool.meta(i).adj()).is_some())
+    {
         leak(g, v);
     }
     let (mut multipath, mut routed) = (false, true);

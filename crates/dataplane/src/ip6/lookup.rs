@@ -111,15 +111,10 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     }
     let odd = first.maybe_never_forwarded();
     let mut e = [0u32; VECTOR_SIZE];
-    let vrfs = &g.features.l3().vrfs;
-    if vrfs.is_empty() {
+    if g.features.l3().vrfs.is_empty() {
         fib.lookup_batch(g.isa, &dst[..n], &mut e[..n]);
     } else {
-        let mut vrf = [0u16; VECTOR_SIZE];
-        for (w, &i) in vrf.iter_mut().zip(g.vectors[v].indices()) {
-            *w = vrfs.of_packet(g.pool.meta(i));
-        }
-        vrfs.lookup6(g.isa, &fib, &vrf[..n], &dst[..n], &mut e[..n]);
+        lookup_in_vrfs(g, v, &dst[..n], &mut e[..n]);
     }
     // One compare per packet: an adjacency to rewrite toward, not a load-balance object.
     let mut plain = !odd;
@@ -134,7 +129,10 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
         g.forward(v, nodes::IP6_REWRITE);
         return;
     }
-    if g.vectors[v].indices().iter().any(|&i| looked_up(g.pool.meta(i).adj()).is_some()) {
+    // Leaks exist only where VRFs do.
+    if !g.features.l3().vrfs.is_empty()
+        && g.vectors[v].indices().iter().any(|&i| looked_up(g.pool.meta(i).adj()).is_some())
+    {
         leak(g, v, &dst);
     }
     // A multipath value goes where its adjacency would (it is above ADJ_LOCAL): only the
@@ -147,6 +145,18 @@ pub fn run<F: L3Worker>(g: &mut Graph<F>, v: VecHandle) {
     } else {
         split(g, v, &dst);
     }
+}
+
+/// The lookup of each packet of `v` (destinations `dst`, results into `e`) in the tables of
+/// its VRF ([`crate::l3::vrf::VrfTables::lookup6`]).
+#[inline(never)]
+fn lookup_in_vrfs<F: L3Worker>(g: &Graph<F>, v: VecHandle, dst: &[[u8; 16]], e: &mut [u32]) {
+    let vrfs = &g.features.l3().vrfs;
+    let mut vrf = [0u16; VECTOR_SIZE];
+    for (w, &i) in vrf.iter_mut().zip(g.vectors[v].indices()) {
+        *w = vrfs.of_packet(g.pool.meta(i));
+    }
+    vrfs.lookup6(g.isa, &g.features.fibs().ip6, &vrf[..dst.len()], dst, e);
 }
 
 /// Looks each packet of `v` (destinations `dst`) whose route is a lookup in another VRF up

@@ -180,6 +180,7 @@ impl VrfTables {
     /// tables. A vector of one VRF is one batch in its table; otherwise the default table's
     /// addresses are looked up as one batch, the VRFs' as another, each address in its own
     /// table.
+    #[inline(never)]
     pub fn lookup4(&self, default: &Fib<Ipv4Addr>, vrf: &[u16], dst: &[u32], out: &mut [u32]) {
         // The common case: a vector of one VRF (one sub-interface's, one port's).
         if let Some(&one) = vrf.first()
@@ -230,6 +231,7 @@ impl VrfTables {
 
     /// As [`VrfTables::lookup4`] for IPv6 destinations: the addresses of each table are looked
     /// up as one batch ([`crate::l3::fib::Fib6::lookup_batch`]), the default table's first.
+    #[inline(never)]
     pub fn lookup6(&self, isa: Isa, default: &Fib6, vrf: &[u16], dst: &[[u8; 16]], out: &mut [u32]) {
         out.fill(0);
         let (mut at, mut addrs, mut found) = ([0u8; VECTOR_SIZE], [[0u8; 16]; VECTOR_SIZE], [0u32; VECTOR_SIZE]);
