@@ -211,3 +211,43 @@ fn a_leak_is_shown_as_a_lookup_in_its_vrf() {
     );
     dp.stop().unwrap();
 }
+
+/// `vecflow plan` of a change into VRFs is the commands that make it one by one: VRFs made
+/// first, interfaces moved, routes in their VRFs, a VRF removed last.
+#[test]
+fn the_plan_into_vrfs_is_commands_that_make_it() {
+    use dataplane::config::Config;
+    use dataplane::control::cli::Registry;
+    use dataplane::control::engine::Dataplane;
+    let a = "metrics: {enabled: false}\nvrfs: {old: {table: 5}}\ninterfaces:\n  p0: {addresses: [10.0.0.1/24]}\n  p1: {addresses: [10.1.0.1/24]}\n  p2: {vrf: old}\nroutes: [{prefix: 172.16.0.0/16, via: 10.1.0.2}]\n";
+    let b = "metrics: {enabled: false}\nvrfs: {red: {table: 10}}\ninterfaces:\n  p0: {addresses: [10.0.0.1/24]}\n  p1: {addresses: [10.0.0.1/24], vrf: red}\n  p2: {}\nroutes: [{prefix: 172.16.0.0/16, via: 10.0.0.2, vrf: red}, {prefix: 0.0.0.0/0, vrf: red, next-vrf: default}]\n";
+    let (a, b) = (Config::load(a).unwrap(), Config::load(b).unwrap());
+    let mut dp = Dataplane::start(&a).unwrap();
+    let plan = dp.plan(&b).unwrap();
+    assert_eq!(
+        plan,
+        [
+            "ip route del 172.16.0.0/16",
+            "vrf add red table 10",
+            "set interface ip address del p1 10.1.0.1/24",
+            "set interface vrf p1 red",
+            "set interface ip address p1 10.0.0.1/24",
+            "set interface vrf p2 default",
+            "ip route add 0.0.0.0/0 next-vrf default vrf red",
+            "ip route add 172.16.0.0/16 via 10.0.0.2 vrf red",
+            "vrf del old",
+        ]
+    );
+    let r = Registry::with_builtins();
+    for command in &plan {
+        r.execute(&mut dp, command).unwrap_or_else(|e| panic!("{command}: {e}"));
+    }
+    let sorted = |c: &Config| {
+        let mut c = c.clone();
+        c.routes.sort_by_key(|r| (r.vrf.clone(), r.prefix));
+        c
+    };
+    assert_eq!(sorted(dp.config()), sorted(&b), "the commands made b (routes in another order)");
+    assert!(dp.plan(&b).unwrap().is_empty());
+    dp.stop().unwrap();
+}

@@ -34,19 +34,26 @@ fn sflow_plan(
     out
 }
 
-/// One interface's (or sub-interface's) live settings, as the plan compares them.
-type LiveSettings = (AdminState, Option<u16>, Vec<IpPrefix>, bool, Option<String>);
+/// One interface's (or sub-interface's) live settings, as the plan compares them: state,
+/// MTU, addresses, MPLS, cross-connect, VRF.
+type LiveSettings = (AdminState, Option<u16>, Vec<IpPrefix>, bool, Option<String>, Option<String>);
 
 /// Every interface's and sub-interface's live settings, by name.
 fn live_settings(c: &Config) -> BTreeMap<String, LiveSettings> {
     let mut out = BTreeMap::new();
     for (name, i) in &c.interfaces {
-        out.insert(name.clone(), (i.state, i.mtu, i.addresses.clone(), i.mpls, i.l2xc.clone()));
+        out.insert(name.clone(), (i.state, i.mtu, i.addresses.clone(), i.mpls, i.l2xc.clone(), i.vrf.clone()));
         for (id, s) in &i.sub_interfaces {
-            out.insert(format!("{name}.{id}"), (s.state, s.mtu, s.addresses.clone(), s.mpls, s.l2xc.clone()));
+            let live = (s.state, s.mtu, s.addresses.clone(), s.mpls, s.l2xc.clone(), s.vrf.clone());
+            out.insert(format!("{name}.{id}"), live);
         }
     }
     out
+}
+
+/// ` vrf NAME` for a route or command in VRF `vrf`, nothing for the default table.
+fn in_vrf(vrf: &Option<String>) -> String {
+    vrf.as_ref().map_or(String::new(), |v| format!(" vrf {v}"))
 }
 
 /// The commands that turn running configuration `old` into `new` (both validated, `new` not
@@ -60,14 +67,22 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
     };
     let (la, lb) = (labels(old), labels(new));
     out.extend(la.keys().filter(|l| !lb.contains_key(l)).map(|l| format!("mpls local-label del {l}")));
-    let routes = |c: &Config| -> BTreeMap<IpPrefix, Route> { c.routes.iter().map(|r| (r.prefix, r.clone())).collect() };
+    let routes = |c: &Config| -> BTreeMap<(Option<String>, IpPrefix), Route> {
+        c.routes.iter().map(|r| ((r.vrf.clone(), r.prefix), r.clone())).collect()
+    };
     let (ra, rb) = (routes(old), routes(new));
-    out.extend(ra.keys().filter(|p| !rb.contains_key(p)).map(|p| format!("ip route del {p}")));
+    out.extend(ra.keys().filter(|k| !rb.contains_key(k)).map(|(v, p)| format!("ip route del {p}{}", in_vrf(v))));
     let neighbors = |c: &Config| -> BTreeMap<(String, IpAddr), Mac> {
         c.neighbors.iter().map(|n| ((n.interface.clone(), n.address), n.mac)).collect()
     };
     let (na, nb) = (neighbors(old), neighbors(new));
     out.extend(na.keys().filter(|k| !nb.contains_key(k)).map(|(i, a)| format!("ip neighbor del {i} {a}")));
+    // VRFs come before the interfaces and routes that move into them, and go after.
+    for (name, v) in &new.vrfs {
+        if old.vrfs.get(name) != Some(v) {
+            out.push(format!("vrf add {name} table {}", v.table));
+        }
+    }
     out.extend(interface_plan(&a, &b));
     for (name, i) in &new.interfaces {
         let Some(o) = old.interfaces.get(name) else { continue };
@@ -88,9 +103,9 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
             out.push(format!("ip neighbor {i} {a} {}", mac.0));
         }
     }
-    for (p, r) in &rb {
-        if ra.get(p) != Some(r) {
-            out.push(route_add(p, r));
+    for (k, r) in &rb {
+        if ra.get(k) != Some(r) {
+            out.push(route_add(&k.1, r));
         }
     }
     for (l, e) in &lb {
@@ -98,15 +113,16 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
             out.push(label_add(*l, e));
         }
     }
+    out.extend(old.vrfs.keys().filter(|n| !new.vrfs.contains_key(*n)).map(|n| format!("vrf del {n}")));
     out
 }
 
 /// The commands that change each interface both `a` and `b` have: addresses removed, MTU,
-/// cross-connect, MPLS, addresses added, admin state, in that order.
+/// cross-connect, MPLS, VRF, addresses added, admin state, in that order.
 fn interface_plan(a: &BTreeMap<String, LiveSettings>, b: &BTreeMap<String, LiveSettings>) -> Vec<String> {
     let mut out = Vec::new();
-    for (name, (state, mtu, addrs, mpls, l2xc)) in b {
-        let Some((state0, mtu0, addrs0, mpls0, l2xc0)) = a.get(name) else { continue };
+    for (name, (state, mtu, addrs, mpls, l2xc, vrf)) in b {
+        let Some((state0, mtu0, addrs0, mpls0, l2xc0, vrf0)) = a.get(name) else { continue };
         out.extend(
             addrs0.iter().filter(|p| !addrs.contains(p)).map(|p| format!("set interface ip address del {name} {p}")),
         );
@@ -121,6 +137,9 @@ fn interface_plan(a: &BTreeMap<String, LiveSettings>, b: &BTreeMap<String, LiveS
         }
         if mpls != mpls0 {
             out.push(format!("set interface mpls {name} {}", if *mpls { "enable" } else { "disable" }));
+        }
+        if vrf != vrf0 {
+            out.push(format!("set interface vrf {name} {}", vrf.as_deref().unwrap_or("default")));
         }
         out.extend(
             addrs.iter().filter(|p| !addrs0.contains(p)).map(|p| format!("set interface ip address {name} {p}")),
@@ -147,6 +166,9 @@ fn agent_plan(a: &crate::config::SflowConfig, b: &crate::config::SflowConfig) ->
 /// The `ip route add` command that makes route `r` to `p`.
 fn route_add(p: &IpPrefix, r: &Route) -> String {
     let mut cmd = format!("ip route add {p}");
+    if let Some(next) = &r.next_vrf {
+        return format!("{cmd} next-vrf {next}{}", in_vrf(&r.vrf));
+    }
     for (k, h) in r.next_hops().iter().enumerate() {
         cmd += &format!(" via {}", h.via);
         if let Some(i) = &h.interface {
@@ -156,6 +178,8 @@ fn route_add(p: &IpPrefix, r: &Route) -> String {
             cmd += &format!(" weight {}", h.weight);
         }
     }
+    // Before out-labels, which take the rest of the line.
+    cmd += &in_vrf(&r.vrf);
     if !r.out_labels.is_empty() {
         cmd += &format!(" out-labels {}", labels_text(&r.out_labels));
     }

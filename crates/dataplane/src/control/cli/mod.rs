@@ -152,6 +152,7 @@ pub(in crate::control) struct Settings<'a> {
     pub(in crate::control) addresses: &'a mut Vec<IpPrefix>,
     mpls: &'a mut bool,
     l2xc: &'a mut Option<String>,
+    pub(in crate::control) vrf: &'a mut Option<String>,
 }
 
 /// The settings of interface or sub-interface `name` in `c`; an error naming it when there
@@ -166,6 +167,7 @@ pub(in crate::control) fn settings<'a>(c: &'a mut Config, name: &str) -> Result<
             addresses: &mut i.addresses,
             mpls: &mut i.mpls,
             l2xc: &mut i.l2xc,
+            vrf: &mut i.vrf,
         });
     }
     let (parent, sub) = name.rsplit_once('.').ok_or_else(unknown)?;
@@ -177,6 +179,7 @@ pub(in crate::control) fn settings<'a>(c: &'a mut Config, name: &str) -> Result<
         addresses: &mut s.addresses,
         mpls: &mut s.mpls,
         l2xc: &mut s.l2xc,
+        vrf: &mut s.vrf,
     })
 }
 
