@@ -71,21 +71,6 @@ impl VrfIds {
     pub fn iter(&self) -> impl Iterator<Item = (&str, u16, u32)> + '_ {
         self.by_name.iter().map(|(n, &(i, t))| (n.as_str(), i, t))
     }
-
-    /// The largest index in use (0 without VRFs).
-    pub fn max_index(&self) -> u16 {
-        self.by_name.values().map(|&(i, _)| i).max().unwrap_or(DEFAULT_VRF)
-    }
-
-    /// Number of VRFs (the default table not counted).
-    pub fn len(&self) -> usize {
-        self.by_name.len()
-    }
-
-    /// True without VRFs.
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
 }
 
 /// The VRFs as workers see them (a part of the snapshot's layer 3 tables): each interface's
@@ -275,7 +260,7 @@ mod tests {
         assert_eq!(ids.index(Some("red")), 2, "red keeps its index (and takes its new table id)");
         assert_eq!(ids.index(Some("aaa")), 1, "the new VRF takes the lowest free index, blue's");
         assert_eq!(ids.iter().collect::<Vec<_>>(), [("aaa", 1, 5), ("red", 2, 21)]);
-        assert_eq!((ids.name(2), ids.name(0), ids.max_index()), (Some("red"), None, 2));
+        assert_eq!((ids.name(2), ids.name(0)), (Some("red"), None));
         assert_eq!(ids.assign(&BTreeMap::new()), VrfIds::default());
     }
 }
