@@ -50,7 +50,7 @@ fn af_xdp_without_cap_bpf_fails_naming_it() {
     let dir = owned_dir();
     let launch = setpriv(dir.path(), &["net_raw", "net_admin", "ipc_lock"]);
     let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
-    let vecflow = lab.spawn_vecflow(dir.path(), &config(&lab, Port::AfXdp), &launch);
+    let vecflow = spawn_vecflow_in(&lab.r, dir.path(), &config(&lab, Port::AfXdp), &launch);
     let status = vecflow.wait_exit(Duration::from_secs(20));
     let log = std::fs::read_to_string(dir.path().join("vecflow.log")).unwrap();
     assert!(!status.success(), "{log}");
@@ -119,7 +119,7 @@ fn unprivileged_lab(port: Port, caps: &[&str], keeps: &str) {
     let dir = owned_dir();
     let launch = setpriv(dir.path(), caps);
     let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
-    let mut vecflow = lab.spawn_vecflow(dir.path(), &config(&lab, port), &launch);
+    let mut vecflow = spawn_vecflow_in(&lab.r, dir.path(), &config(&lab, port), &launch);
     let started = wait_for_log(&dir.path().join("vecflow.log"), "running");
     assert!(started.contains(&format!("capabilities while running: {keeps} in the main thread, none in")), "{started}");
 

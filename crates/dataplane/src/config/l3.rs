@@ -36,7 +36,11 @@ impl Config {
         self.validate_leaks()?;
         let known = |n: &str| self.has_interface(n);
         crate::neighbor::config::validate_neighbors(&self.neighbors, known)?;
-        self.mpls.validate(known)
+        self.mpls.validate(known)?;
+        for (k, l) in self.mpls.local_labels.iter().enumerate() {
+            self.check_vrf(&format!("mpls.local-labels[{k}].vrf"), l.vrf.as_deref())?;
+        }
+        Ok(())
     }
 
     /// The `vrfs` section: at most [`MAX_VRFS`], each name and table id valid, no table id
@@ -166,7 +170,7 @@ impl Config {
             if p.weight == 0 {
                 return Err(invalid(format!("{at}.weight"), 0, "1 to 255"));
             }
-            self.check_next_hop(at, r.prefix, r.vrf.as_deref(), p)?;
+            self.check_next_hop(at, r.prefix, r.next_hop_vrf(), p)?;
         }
         check_labels(&format!("routes[{k}].out-labels"), &r.out_labels)
     }

@@ -195,6 +195,9 @@ fn label_add(l: u32, e: &LocalLabel) -> String {
     if e.payload == Payload::Ip6 {
         cmd += " payload ip6";
     }
+    if let Some(v) = &e.vrf {
+        cmd += &format!(" vrf {v}");
+    }
     if !e.out_labels.is_empty() {
         cmd += &format!(" out-labels {}", labels_text(&e.out_labels));
     }

@@ -4,16 +4,24 @@
 use crate::config::Config;
 use crate::interface::Interface;
 use crate::l3::objects::{Liveness, NextHop, Objects, Target};
+use crate::l3::vrf::VrfIds;
 use crate::l3::{L3, LabelEntry, LabelStack, LabelTable};
+use crate::mpls::config::IMPLICIT_NULL;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Builds what the configuration alone decides of the layer 3 tables: the static neighbors
-/// and the label table (a swap takes its adjacency from `objects`; the references are
+/// and the label table (a pop names its VRF by its index in `vrfs`; a swap takes its adjacency from `objects`; the references are
 /// returned, to release when the labels are replaced). Adjacencies and load-balance
 /// objects come from `objects` when the tables are published ([`L3::with_objects`]).
-pub fn build_l3(config: &Config, interfaces: &[Interface], objects: &mut Objects, live: Liveness) -> (L3, Vec<u32>) {
+pub fn build_l3(
+    config: &Config,
+    interfaces: &[Interface],
+    vrfs: &VrfIds,
+    objects: &mut Objects,
+    live: Liveness,
+) -> (L3, Vec<u32>) {
     let index: BTreeMap<&str, u16> = interfaces.iter().map(|i| (i.name.as_str(), i.index)).collect();
     let mut l3 = L3::default();
     for n in &config.neighbors {
@@ -31,9 +39,10 @@ pub fn build_l3(config: &Config, interfaces: &[Interface], objects: &mut Objects
                 let hop = NextHop { via, tx_if: index[n.as_str()], weight: 1 };
                 let adj = objects.acquire(&Target::Paths { hops: vec![hop], push: LabelStack::EMPTY }, None, live);
                 held.push(adj);
-                LabelEntry::Swap { adj, out: LabelStack::new(&l.out_labels) }
+                let out = if l.out_labels == [IMPLICIT_NULL] { &[][..] } else { &l.out_labels[..] };
+                LabelEntry::Swap { adj, out: LabelStack::new(out) }
             }
-            _ => LabelEntry::Pop { payload: l.payload },
+            _ => LabelEntry::Pop { payload: l.payload, vrf: vrfs.index(l.vrf.as_deref()) },
         };
         l3.label_entries.push(entry);
         l3.entry_labels.push(l.label);

@@ -11,10 +11,10 @@ crate::interface::declare_drops! {
         "capture frame of a pcapng interface whose link type is not Ethernet";
     CSUM_NOT_READY = 4, "csum-not-ready", InErrors, super::nodes::AF_PACKET_INPUT, 289,
         "the sender left the checksum to offload at offsets outside the frame";
-    TX_ERROR = 64, "tx-error", OutErrors, super::nodes::AF_PACKET_TX, 259,
+    TX_ERROR = 63, "tx-error", OutErrors, super::nodes::AF_PACKET_TX, 259,
         "the kernel refused the frame (its transmit queue was full, or its link went down in the 10 ms before vecflow read it)";
-    TX_RING_FULL = 65, "tx-ring-full", OutErrors, super::nodes::AF_XDP_TX, 259,
+    TX_RING_FULL = 64, "tx-ring-full", OutErrors, super::nodes::AF_XDP_TX, 259,
         "the AF_XDP socket's tx ring was full (the kernel sends slower than vecflow forwards)";
-    PCAP_WRITE_ERROR = 66, "write-error", OutErrors, super::nodes::PCAP_TX, 259,
+    PCAP_WRITE_ERROR = 65, "write-error", OutErrors, super::nodes::PCAP_TX, 259,
         "the capture file could not be written (disk full, say)";
 }

@@ -3,6 +3,6 @@
 //! it means.
 
 crate::interface::declare_drops! {
-    ACL = 60, "acl", InDiscards, super::nodes::FLOW_CLASSIFY, 258,
+    ACL = 59, "acl", InDiscards, super::nodes::FLOW_CLASSIFY, 258,
         "a flow rule with actions=drop matched";
 }

@@ -65,7 +65,8 @@ pub struct Route {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_labels: Vec<u32>,
     /// The VRF (a name from `vrfs`) the route is in; its next hops are on that VRF's
-    /// interfaces. Default: the default table.
+    /// interfaces, or for a route with `out-labels` (an L3VPN route toward a remote provider
+    /// edge) on the default table's: the provider's core. Default: the default table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vrf: Option<String>,
     /// Instead of next hops: look the destination up again in this VRF's tables (a name from
@@ -108,6 +109,12 @@ impl Route {
             vrf: None,
             next_vrf: None,
         }
+    }
+
+    /// The VRF its next hops are in: its own, or the default table (`None`) for a labelled
+    /// route: an L3VPN route leaves its VRF with its labels through the provider's core.
+    pub fn next_hop_vrf(&self) -> Option<&str> {
+        if self.out_labels.is_empty() { self.vrf.as_deref() } else { None }
     }
 
     /// Its paths: `via` (weight 1) or `paths`.

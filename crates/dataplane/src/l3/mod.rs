@@ -122,17 +122,22 @@ pub struct PlainRewrite {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum LabelEntry {
-    /// Replace the top label with `out` and send through adjacency `adj` (a `Via`).
+    /// Replace the top label with `out` and send through adjacency `adj` (a `Via`); an empty
+    /// `out` pops it (penultimate-hop popping: implicit null).
     Swap {
         /// Adjacency index.
         adj: u32,
         /// Labels replacing the top one, outermost first.
         out: LabelStack,
     },
-    /// Remove the top label (end of stack only) and route the packet inside.
+    /// Remove the top label: with more under it, look the next one up; at the end of the
+    /// stack, route the packet inside.
     Pop {
-        /// What is under the label: IPv4 or IPv6.
+        /// What is under the label at the end of the stack: IPv4 or IPv6.
         payload: Payload,
+        /// The VRF whose tables route it ([`RouteMeta::lookup_vrf`]); 0: the input
+        /// interface's.
+        vrf: u16,
     },
 }
 
@@ -392,12 +397,12 @@ pub fn configured(routes: &[Route], interfaces: &[Interface], vrfs: &vrf::VrfIds
 }
 
 /// Where a validated configuration's route `r` goes: its next hops resolved to the interfaces
-/// of its VRF, or a lookup in another VRF (`vrfs` numbers them).
+/// of their VRF ([`Route::next_hop_vrf`]), or a lookup in another VRF (`vrfs` numbers them).
 pub fn configured_route(r: &Route, vrfs: &vrf::VrfIds, interfaces: &[Interface]) -> Target {
     if let Some(next) = &r.next_vrf {
         return Target::Lookup { vrf: vrfs.index(Some(next.as_str()).filter(|n| *n != "default")) };
     }
-    let vrf = vrfs.index(r.vrf.as_deref());
+    let vrf = vrfs.index(r.next_hop_vrf());
     let hops = r
         .next_hops()
         .into_iter()

@@ -233,7 +233,7 @@ pub(crate) fn resolve_misses<F: L3Worker>(g: &mut Graph<F>, v: VecHandle, r: &Re
         let (tx_if, native) = {
             let m = g.pool.meta(i);
             let entry = g.features.l3().entry(m.label_entry());
-            (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload } if *payload == r.family)))
+            (m.tx_if, entry.is_none_or(|e| matches!(e, LabelEntry::Pop { payload, .. } if *payload == r.family)))
         };
         g.nexts[k] = crate::interface::nodes::ERROR_DROP;
         // A subnet's network or broadcast address is nobody's: no ARP for it.

@@ -9,10 +9,8 @@ crate::interface::declare_drops! {
         "top label TTL of 0 or 1: forwarding would take it to 0";
     NO_LABEL = 53, "no-label", InDiscards, super::nodes::MPLS_LOOKUP, 0,
         "no local-label entry for the top label";
-    POP_NOT_EOS = 54, "pop-not-eos", InDiscards, super::nodes::MPLS_LOOKUP, 285,
-        "the top label's entry pops, but more labels follow (only end-of-stack pops are supported)";
-    MPLS_NO_NEIGHBOR = 55, "no-neighbor", OutDiscards, super::nodes::MPLS_REWRITE, 279,
+    MPLS_NO_NEIGHBOR = 54, "no-neighbor", OutDiscards, super::nodes::MPLS_REWRITE, 279,
         "the swap's next hop has no neighbor (MAC) entry on the output interface";
-    MPLS_NO_HEADROOM = 56, "no-headroom", OutDiscards, super::nodes::MPLS_REWRITE, 259,
+    MPLS_NO_HEADROOM = 55, "no-headroom", OutDiscards, super::nodes::MPLS_REWRITE, 259,
         "the driver left too little headroom in front of the frame for the swap's extra labels";
 }

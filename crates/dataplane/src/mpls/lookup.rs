@@ -1,10 +1,9 @@
-//! `mpls-lookup`: looks the top label up in the local-label table. A swap entry goes to
-//! `mpls-rewrite`; a pop entry too when the label is the bottom of the stack (the only pop
-//! supported: `pop-not-eos` otherwise); no entry drops as `no-label`. The entry goes into the
-//! metadata's `label_entry`.
+//! `mpls-lookup`: looks the top label up in the local-label table. A swap or pop entry goes
+//! to `mpls-rewrite`; no entry drops as `no-label`. The entry goes into the metadata's
+//! `label_entry`.
 
 use crate::l3::L3Worker;
-use crate::l3::{LabelEntry, RouteMeta};
+use crate::l3::RouteMeta;
 use crate::mpls::input::top_label;
 use crate::mpls::{drops, nodes};
 use crate::runtime::drops::DropReason;
@@ -12,29 +11,26 @@ use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 
 /// The local-label entry of the top label `e` (a label stack entry) and whether the packet
-/// goes on with it: a swap, or a pop at the bottom of the stack.
+/// goes on with it: it has an entry.
 #[inline(always)]
 fn verdict<F: L3Worker>(g: &Graph<F>, e: u32) -> (u16, Result<(), DropReason>) {
     let entry = g.features.l3().labels.get(e >> 12);
     let verdict = match g.features.l3().entry(entry) {
-        Some(LabelEntry::Swap { .. }) => Ok(()),
-        Some(LabelEntry::Pop { .. }) if e & 0x100 != 0 => Ok(()),
-        Some(LabelEntry::Pop { .. }) => Err(drops::POP_NOT_EOS),
+        Some(_) => Ok(()),
         None => Err(drops::NO_LABEL),
     };
     (entry, verdict)
 }
 
-/// The bits of a label stack entry an entry's verdict depends on: the label and the
-/// bottom-of-stack bit.
+/// The bits of a label stack entry an entry's verdict depends on: the label.
 #[inline(always)]
 fn key(e: u32) -> u32 {
-    e >> 8 & !0xe
+    e >> 12
 }
 
 /// Processes one vector: one pass that stores each packet's entry and, when some packet
 /// cannot go on, a second pass that drops it under its reason. The first packet's label is
-/// looked up once for the packets that share it (and its bottom-of-stack bit); from the first
+/// looked up once for the packets that share it; from the first
 /// packet with another (a vector over several paths), each packet's is looked up (a branch on
 /// whether it is the last one looked up would mispredict there).
 #[inline(never)]

@@ -6,16 +6,23 @@
 //!   MACs are written and the frame goes to `interface-output` (`no-neighbor` through
 //!   `ip4-arp`, which asks for the MAC, when there is none; `no-headroom` when the frame has
 //!   no room for the extra labels).
-//! - Pop (bottom of stack): the label is removed and the ethertype becomes the entry's payload,
-//!   IPv4 or IPv6. The IPv4 TTL (IPv6 hop limit) is lowered to the label's TTL − 1 if that is
-//!   smaller (uniform TTL model; for IPv4 with an incremental checksum update), and the packet
-//!   goes to `ip4-input` (`ip6-input`) to be validated and routed.
+//!   A swap to no label (implicit null: penultimate-hop popping) pops the top label instead,
+//!   what was under it taking its TTL − 1 if that is smaller, and sends the frame on; at the
+//!   end of the stack the IP version says whether that is IPv4 or IPv6.
+//! - Pop: the label is removed. With more labels under it, the next label's TTL is lowered to
+//!   the popped one's TTL if that is smaller and the frame goes back to `mpls-input` for
+//!   the next label (an egress provider edge pops the transport label, then the VPN label).
+//!   At the end of the stack the ethertype becomes the entry's payload, IPv4 or IPv6, the IPv4
+//!   TTL (IPv6 hop limit) is lowered to the label's TTL − 1 if that is smaller (uniform TTL
+//!   model; for IPv4 with an incremental checksum update), and the packet goes to `ip4-input` (`ip6-input`) to be
+//!   validated and routed in the entry's VRF ([`RouteMeta::lookup_vrf`]) or, without one, its
+//!   input interface's.
 
 use crate::l3::L3Tables;
 use crate::l3::RouteMeta;
 use crate::l3::{Adjacency, LabelEntry, LabelStack};
 use crate::mpls::MplsWorker;
-use crate::mpls::drops;
+use crate::mpls::{drops, nodes};
 use crate::net::Payload;
 use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
@@ -95,14 +102,16 @@ pub fn run<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) {
                 g.mark_drop(k, i, drops::MPLS_NO_NEIGHBOR);
                 g.nexts[k] = resolve;
             }
-            Some(LabelEntry::Pop { payload: Payload::Ip6 }) => {
-                pop(g, i, EtherType::IPV6);
-                g.nexts[k] = F::NEXT.ip6_input;
+            Some(&LabelEntry::Pop { payload, vrf }) => {
+                g.nexts[k] = match pop(g, i, Some(payload)) {
+                    EtherType::IPV4 => F::NEXT.ip4_input,
+                    EtherType::IPV6 => F::NEXT.ip6_input,
+                    _ => nodes::MPLS_INPUT,
+                };
+                g.pool.meta_mut(i).set_lookup_vrf(vrf);
             }
-            _ => {
-                pop(g, i, EtherType::IPV4);
-                g.nexts[k] = F::NEXT.ip4_input;
-            }
+            // mpls-lookup sends only packets with an entry.
+            None => g.mark_drop(k, i, drops::NO_LABEL),
         }
     }
     if all_swapped { g.forward(v, crate::interface::nodes::INTERFACE_OUTPUT) } else { g.split(v) }
@@ -114,8 +123,14 @@ pub fn run<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) {
 fn swap<F: MplsWorker>(g: &mut Graph<F>, i: u32, tx_if: u16, macs: &[u8; 12], out: &LabelStack) -> bool {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     g.pool.meta_mut(i).tx_if = tx_if;
-    if let [label] = out.labels() {
-        return swap_one(g.pool.frame_mut(i), l3, *label, macs);
+    match out.labels() {
+        [label] => return swap_one(g.pool.frame_mut(i), l3, *label, macs),
+        [] => {
+            pop(g, i, None);
+            g.pool.frame_mut(i)[..12].copy_from_slice(macs);
+            return true;
+        }
+        _ => {}
     }
     let f = g.pool.frame(i);
     let old = u32::from_be_bytes([f[l3], f[l3 + 1], f[l3 + 2], f[l3 + 3]]);
@@ -145,28 +160,53 @@ fn swap_one(f: &mut [u8], l3: usize, label: u32, macs: &[u8; 12]) -> bool {
     true
 }
 
-/// Removes the bottom-of-stack label of buffer `i`, leaving a frame of `ethertype` (IPv4 or
-/// IPv6) for `ip4-input` or `ip6-input`.
+/// Removes the top label of buffer `i` and returns the frame's new ethertype: MPLS when more
+/// labels follow, else that of `payload` (`None`, a swap to implicit null: read from the IP
+/// version, 6 or else 4). What is under the label takes the label's TTL when that is smaller
+/// (uniform TTL model): the next label's TTL, the IPv4 TTL (with an incremental checksum
+/// update) or the IPv6 hop limit. Less one where this router is done with the label stack
+/// (it sends the frame on, or routes what the last label held); not for a label popped
+/// before the next one is looked up here, which counts the hop itself.
 #[cold]
-fn pop<F: MplsWorker>(g: &mut Graph<F>, i: u32, ethertype: u16) {
+fn pop<F: MplsWorker>(g: &mut Graph<F>, i: u32, payload: Option<Payload>) -> u16 {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);
-    let ttl = f[l3 + 3] - 1;
+    let bottom = f[l3 + 2] & 1 != 0;
+    let ttl = f[l3 + 3] - u8::from(bottom || payload.is_none());
     f.copy_within(0..12, 4);
     let f = g.pool.shrink_head(i, 4).expect("the frame holds the label it pops");
+    let version = f.get(l3).map(|b| b >> 4);
+    let ethertype = match (bottom, payload) {
+        (false, _) => EtherType::MPLS,
+        (true, Some(Payload::Ip6)) => EtherType::IPV6,
+        (true, None) if version == Some(6) => EtherType::IPV6,
+        (true, _) => EtherType::IPV4,
+    };
     f[ethernet::ETHERTYPE].copy_from_slice(&ethertype.to_be_bytes());
-    if ethertype == EtherType::IPV6 {
-        if let Some(ip) =
-            f.get_mut(l3..l3 + 8).filter(|ip| ip[ipv6::field::VERSION_TC] >> 4 == 6 && ip[ipv6::field::HOP_LIMIT] > ttl)
-        {
-            ip[ipv6::field::HOP_LIMIT] = ttl; // no header checksum in IPv6
+    match ethertype {
+        EtherType::MPLS => {
+            if let Some(next) = f.get_mut(l3 + 3).filter(|t| **t > ttl) {
+                *next = ttl;
+            }
         }
-        return;
+        EtherType::IPV6 => {
+            if let Some(ip) = f
+                .get_mut(l3..l3 + 8)
+                .filter(|ip| ip[ipv6::field::VERSION_TC] >> 4 == 6 && ip[ipv6::field::HOP_LIMIT] > ttl)
+            {
+                ip[ipv6::field::HOP_LIMIT] = ttl; // no header checksum in IPv6
+            }
+        }
+        _ => lower_ip4_ttl(f, l3, ttl),
     }
-    if let Some(ip) =
-        f.get_mut(l3..l3 + 20).filter(|ip| ip[ipv4::field::VERSION_IHL] >> 4 == 4 && ip[ipv4::field::TTL] > ttl)
-    {
-        use ipv4::field;
+    ethertype
+}
+
+/// Lowers the TTL of the IPv4 header at `l3` in frame `f` to `ttl` if that is smaller, with
+/// an incremental checksum update (nothing when no IPv4 header is there).
+fn lower_ip4_ttl(f: &mut [u8], l3: usize, ttl: u8) {
+    use ipv4::field;
+    if let Some(ip) = f.get_mut(l3..l3 + 20).filter(|ip| ip[field::VERSION_IHL] >> 4 == 4 && ip[field::TTL] > ttl) {
         let old = field_u16(ip, field::TTL_PROTOCOL);
         let new = (u16::from(ttl) << 8) | u16::from(ip[field::PROTOCOL]);
         let csum = checksum::update16(field_u16(ip, field::CHECKSUM), old, new);

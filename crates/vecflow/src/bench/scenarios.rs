@@ -405,6 +405,7 @@ fn mpls_core(core: Option<u16>) -> Config {
                 interface: Some(port.to_string()),
                 out_labels: vec![first + 10_000 + k],
                 payload: Default::default(),
+                vrf: None,
             })
         })
         .collect();

@@ -58,29 +58,9 @@ impl Lab {
         lab
     }
 
-    /// A veth pair from `host`'s end `h` to the router's end `rt`, the kernel's default
-    /// offloads, MTU `mtu`, up; IPv6 on the host's end when `ipv6`.
+    /// A veth pair from `host`'s end `h` to the router's end `rt` ([`veth_between`]).
     pub(crate) fn veth_pair(&self, host: &str, h: &str, rt: &str, mtu: &str, ipv6: bool) {
-        let queues = ["numtxqueues", "2", "numrxqueues", "2"];
-        let mut add = vec!["link", "add", h];
-        add.extend_from_slice(&queues);
-        add.extend_from_slice(&["netns", host, "type", "veth", "peer", "name", rt]);
-        add.extend_from_slice(&queues);
-        add.extend_from_slice(&["netns", &self.r]);
-        must("ip", &add);
-        // The kernel's default offloads stay on (TSO, GSO, tx checksums; veth has GRO off): a
-        // host facing an AF_XDP port turns its tx checksums off ([`Lab::facing_af_xdp`]).
-        for (ns, dev) in [(host, h), (self.r.as_str(), rt)] {
-            let host_ipv6 = ipv6 && ns == host;
-            let sysctl = |key: &str, value: &str| {
-                must("ip", &["netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{dev}.{key}={value}")]);
-            };
-            sysctl("disable_ipv6", if host_ipv6 { "0" } else { "1" });
-            if host_ipv6 {
-                sysctl("accept_dad", "0");
-            }
-            must("ip", &["-n", ns, "link", "set", dev, "mtu", mtu, "up"]);
-        }
+        veth_between((host, h), (&self.r, rt), mtu, ipv6);
     }
 
     /// One more link between host `side` and the router, set up as the first (MTU 1500):
@@ -124,34 +104,9 @@ impl Lab {
         }
     }
 
-    /// Starts `vecflow run --show-at-exit` in the router namespace on `config` (written to
-    /// `dir`) and waits until it runs; its stderr goes to `dir/vecflow.log`, its stdout (the
-    /// `show` commands at exit) to `dir/show.txt`. Returns it and the start-up log.
+    /// Starts `vecflow run --show-at-exit` in the router namespace ([`start_vecflow_in`]).
     pub(crate) fn start_vecflow(&self, dir: &Path, config: &str) -> (Daemon, String) {
-        let vecflow = self.spawn_vecflow(dir, config, &[env!("CARGO_BIN_EXE_vecflow")]);
-        let started = wait_for_log(&dir.join("vecflow.log"), "running");
-        (vecflow, started)
-    }
-
-    /// Starts `vecflow run --show-at-exit` as [`Lab::start_vecflow`] does, through `launch`
-    /// (the program and its arguments up to vecflow's binary: `setpriv …  path/vecflow`),
-    /// without waiting for it.
-    pub(crate) fn spawn_vecflow(&self, dir: &Path, config: &str, launch: &[&str]) -> Daemon {
-        let yaml = dir.join("router.yaml");
-        std::fs::write(&yaml, config).unwrap();
-        let log = dir.join("vecflow.log");
-        Daemon::spawn(
-            Command::new("ip")
-                .args(["netns", "exec", &self.r])
-                .args(launch)
-                .args(["run", "--show-at-exit"])
-                .arg("--socket")
-                .arg(dir.join("api.sock"))
-                .arg("-c")
-                .arg(&yaml)
-                .stdout(std::fs::File::create(dir.join("show.txt")).unwrap())
-                .stderr(std::fs::File::create(&log).unwrap()),
-        )
+        start_vecflow_in(&self.r, dir, config)
     }
 
     /// The routed labs' configuration: two workers, `wa` (index 1) on veth A's router end and
@@ -176,12 +131,9 @@ sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0
         )
     }
 
-    /// Stops vecflow with SIGTERM, checks it exited 0, and returns what it printed at exit.
+    /// Stops vecflow ([`stop_vecflow_in`]).
     pub(crate) fn stop_vecflow(&self, vecflow: Daemon, dir: &Path) -> String {
-        let status = vecflow.stop(libc::SIGTERM, Duration::from_secs(10));
-        let text = std::fs::read_to_string(dir.join("vecflow.log")).unwrap_or_default();
-        assert!(status.success() && text.contains("stopped"), "vecflow run exits 0 on SIGTERM ({status}):\n{text}");
-        std::fs::read_to_string(dir.join("show.txt")).unwrap()
+        stop_vecflow_in(vecflow, dir)
     }
 
     /// iperf3 from A to B's `server` address for 2 s (`extra`: e.g. UDP options); the bytes B
@@ -205,19 +157,9 @@ sflow: {{sampling-rate: 10, polling-interval: 1, collectors: [{{address: 127.0.0
         (bytes, end["sum"]["lost_percent"].as_f64().filter(|_| extra.contains(&"-u")))
     }
 
-    /// Waits (up to 10 s) until a TCP socket listens on `port` in namespace `ns`: a server
-    /// started with `ip netns exec` may take longer than any fixed sleep on a loaded machine.
+    /// Waits until a TCP socket listens on `port` in namespace `ns` ([`wait_listening_in`]).
     pub(crate) fn wait_listening(&self, ns: &str, port: &str) {
-        let filter = format!("sport = :{port}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let out = self.exec(ns, &["ss", "-Hltn", &filter]);
-            if !out.stdout.is_empty() {
-                return;
-            }
-            assert!(Instant::now() < deadline, "nothing listens on TCP port {port} in {ns} after 10 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_listening_in(ns, port)
     }
 
     /// The veth of `side` ("a" or "b"): 0 the host's end, 1 the router's.
@@ -255,6 +197,105 @@ impl Drop for Lab {
             let _ = run("ip", &["netns", "del", ns]);
         }
     }
+}
+
+/// A veth pair from `h` (namespace, device) to the router's end `rt`, with two queues each,
+/// the kernel's default offloads, MTU `mtu`, up; IPv6 on `h` when `ipv6` (duplicate address
+/// detection off, so that addresses work at once), never on `rt`: vecflow, not the kernel,
+/// answers there.
+pub(crate) fn veth_between(h: (&str, &str), rt: (&str, &str), mtu: &str, ipv6: bool) {
+    let queues = ["numtxqueues", "2", "numrxqueues", "2"];
+    let mut add = vec!["link", "add", h.1];
+    add.extend_from_slice(&queues);
+    add.extend_from_slice(&["netns", h.0, "type", "veth", "peer", "name", rt.1]);
+    add.extend_from_slice(&queues);
+    add.extend_from_slice(&["netns", rt.0]);
+    must("ip", &add);
+    // The kernel's default offloads stay on (TSO, GSO, tx checksums; veth has GRO off): a
+    // host facing an AF_XDP port turns its tx checksums off ([`Lab::facing`]).
+    for ((ns, dev), host_ipv6) in [(h, ipv6), (rt, false)] {
+        let sysctl = |key: &str, value: &str| {
+            must("ip", &["netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{dev}.{key}={value}")]);
+        };
+        sysctl("disable_ipv6", if host_ipv6 { "0" } else { "1" });
+        if host_ipv6 {
+            sysctl("accept_dad", "0");
+        }
+        must("ip", &["-n", ns, "link", "set", dev, "mtu", mtu, "up"]);
+    }
+}
+
+/// Starts `vecflow run --show-at-exit` in namespace `ns` on `config` (written to `dir`) and
+/// waits until it runs; its stderr goes to `dir/vecflow.log`, its stdout (the `show` commands
+/// at exit) to `dir/show.txt`, its API socket is `dir/api.sock`. Returns it and the start-up
+/// log.
+pub(crate) fn start_vecflow_in(ns: &str, dir: &Path, config: &str) -> (Daemon, String) {
+    let vecflow = spawn_vecflow_in(ns, dir, config, &[env!("CARGO_BIN_EXE_vecflow")]);
+    let started = wait_for_log(&dir.join("vecflow.log"), "running");
+    (vecflow, started)
+}
+
+/// Starts `vecflow run --show-at-exit` as [`start_vecflow_in`] does, through `launch` (the
+/// program and its arguments up to vecflow's binary: `setpriv …  path/vecflow`), without
+/// waiting for it.
+pub(crate) fn spawn_vecflow_in(ns: &str, dir: &Path, config: &str, launch: &[&str]) -> Daemon {
+    let yaml = dir.join("router.yaml");
+    std::fs::write(&yaml, config).unwrap();
+    let log = dir.join("vecflow.log");
+    Daemon::spawn(
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(launch)
+            .args(["run", "--show-at-exit"])
+            .arg("--socket")
+            .arg(dir.join("api.sock"))
+            .arg("-c")
+            .arg(&yaml)
+            .stdout(std::fs::File::create(dir.join("show.txt")).unwrap())
+            .stderr(std::fs::File::create(&log).unwrap()),
+    )
+}
+
+/// Stops the vecflow started in `dir` with SIGTERM, checks it exited 0, and returns what it
+/// printed at exit.
+pub(crate) fn stop_vecflow_in(vecflow: Daemon, dir: &Path) -> String {
+    let status = vecflow.stop(libc::SIGTERM, Duration::from_secs(10));
+    let text = std::fs::read_to_string(dir.join("vecflow.log")).unwrap_or_default();
+    assert!(status.success() && text.contains("stopped"), "vecflow run exits 0 on SIGTERM ({status}):\n{text}");
+    std::fs::read_to_string(dir.join("show.txt")).unwrap()
+}
+
+/// Waits (up to 10 s) until a TCP socket listens on `port` in namespace `ns`: a server
+/// started with `ip netns exec` may take longer than any fixed sleep on a loaded machine.
+pub(crate) fn wait_listening_in(ns: &str, port: &str) {
+    let filter = format!("sport = :{port}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = run("ip", &["netns", "exec", ns, "ss", "-Hltn", &filter]);
+        if !out.stdout.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "nothing listens on TCP port {port} in {ns} after 10 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// TCP from namespace `client` to `server` at `addr` (iperf3, 1 s, on a port of this test
+/// process's): the bytes received.
+#[allow(dead_code)] // netns.rs's labs measure with `Lab::iperf3`
+pub(crate) fn tcp_bytes(client: &str, server: &str, addr: &str) -> u64 {
+    let port = (21000 + (std::process::id() % 20000) as u16).to_string();
+    let _server = Daemon::spawn(
+        Command::new("ip")
+            .args(["netns", "exec", server, "iperf3", "-s", "-1", "-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_listening_in(server, &port);
+    let out = run("ip", &["netns", "exec", client, "iperf3", "-c", addr, "-p", &port, "-t", "1", "-J"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(out.status.success(), "iperf3 {client} -> {addr}: {report}");
+    report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
 }
 
 /// An sFlow collector: a UDP socket on 127.0.0.1 inside namespace `ns`, read by a thread.
