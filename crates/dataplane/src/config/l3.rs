@@ -28,7 +28,7 @@ impl Config {
                 return Err(invalid(
                     format!("routes[{k}].prefix"),
                     r.prefix,
-                    format!("a prefix no other route {} has (routes[{first}] has it)", in_vrf(r.vrf.as_deref())),
+                    format!("a prefix no other route {} has (routes[{first}] has it)", vrf_phrase(r.vrf.as_deref())),
                 ));
             }
             self.validate_route(k, r)?;
@@ -134,7 +134,7 @@ impl Config {
                 return Err(invalid(
                     format!("interfaces.{owner}.addresses"),
                     a,
-                    format!("an address configured once {} ({other} already has {})", in_vrf(vrf), a.addr),
+                    format!("an address configured once {} ({other} already has {})", vrf_phrase(vrf), a.addr),
                 ));
             }
         }
@@ -196,7 +196,7 @@ impl Config {
             Some(n) if self.vrf_of(n) != vrf => Err(invalid(
                 format!("{at}.interface"),
                 n,
-                format!("an interface {} ({n} is {})", in_vrf(vrf), in_vrf(self.vrf_of(n))),
+                format!("an interface {} ({n} is {})", vrf_phrase(vrf), vrf_phrase(self.vrf_of(n))),
             )),
             Some(_) => Ok(()),
             None if is_link_local(p.via) => Err(invalid(
@@ -209,7 +209,7 @@ impl Config {
                 p.via,
                 format!(
                     "an address inside the subnet of an interface {}, or name the interface in {at}.interface",
-                    in_vrf(vrf)
+                    vrf_phrase(vrf)
                 ),
             )),
             None => Ok(()),
@@ -218,6 +218,6 @@ impl Config {
 }
 
 /// "in VRF NAME" or "in the default table", for messages.
-fn in_vrf(vrf: Option<&str>) -> String {
+fn vrf_phrase(vrf: Option<&str>) -> String {
     vrf.map_or("in the default table".into(), |v| format!("in VRF {v}"))
 }

@@ -52,7 +52,7 @@ fn live_settings(c: &Config) -> BTreeMap<String, LiveSettings> {
 }
 
 /// ` vrf NAME` for a route or command in VRF `vrf`, nothing for the default table.
-fn in_vrf(vrf: &Option<String>) -> String {
+fn vrf_words(vrf: &Option<String>) -> String {
     vrf.as_ref().map_or(String::new(), |v| format!(" vrf {v}"))
 }
 
@@ -71,7 +71,7 @@ pub fn plan(old: &Config, new: &Config) -> Vec<String> {
         c.routes.iter().map(|r| ((r.vrf.clone(), r.prefix), r.clone())).collect()
     };
     let (ra, rb) = (routes(old), routes(new));
-    out.extend(ra.keys().filter(|k| !rb.contains_key(k)).map(|(v, p)| format!("ip route del {p}{}", in_vrf(v))));
+    out.extend(ra.keys().filter(|k| !rb.contains_key(k)).map(|(v, p)| format!("ip route del {p}{}", vrf_words(v))));
     let neighbors = |c: &Config| -> BTreeMap<(String, IpAddr), Mac> {
         c.neighbors.iter().map(|n| ((n.interface.clone(), n.address), n.mac)).collect()
     };
@@ -167,7 +167,7 @@ fn agent_plan(a: &crate::config::SflowConfig, b: &crate::config::SflowConfig) ->
 fn route_add(p: &IpPrefix, r: &Route) -> String {
     let mut cmd = format!("ip route add {p}");
     if let Some(next) = &r.next_vrf {
-        return format!("{cmd} next-vrf {next}{}", in_vrf(&r.vrf));
+        return format!("{cmd} next-vrf {next}{}", vrf_words(&r.vrf));
     }
     for (k, h) in r.next_hops().iter().enumerate() {
         cmd += &format!(" via {}", h.via);
@@ -179,7 +179,7 @@ fn route_add(p: &IpPrefix, r: &Route) -> String {
         }
     }
     // Before out-labels, which take the rest of the line.
-    cmd += &in_vrf(&r.vrf);
+    cmd += &vrf_words(&r.vrf);
     if !r.out_labels.is_empty() {
         cmd += &format!(" out-labels {}", labels_text(&r.out_labels));
     }

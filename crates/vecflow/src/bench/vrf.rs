@@ -130,25 +130,19 @@ fn memory_config(core: Option<u16>, vrfs: bool) -> anyhow::Result<Config> {
     Ok(c)
 }
 
-/// The process's resident size (VmRSS), in bytes.
-fn resident() -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).context("VmRSS")?;
-    Ok(kb.trim().trim_end_matches("kB").trim().parse::<u64>()? * 1024)
-}
-
 /// `vrf-memory`: a dataplane starts with [`MEMORY_VRFS`] sub-interfaces in the default table;
 /// then one live change puts each in a VRF of its own (empty but for its connected routes),
 /// and one batch gives every VRF a default route and 99 /16–/24s (seeded). Reported: the
 /// growth of the resident size at each step.
 pub(super) fn vrf_memory(core: Option<u16>) -> anyhow::Result<Row> {
+    let resident = || dataplane::control::cli::resident().0;
     let settle = || std::thread::sleep(std::time::Duration::from_millis(300));
     let mut dp = Dataplane::start(&memory_config(core, false)?)?;
     settle();
-    let before = resident()?;
+    let before = resident();
     dp.apply(&memory_config(core, true)?).context("making the VRFs")?;
     settle();
-    let empty = resident()?;
+    let empty = resident();
     let mut rng = 0x5eed_0f0f_u64;
     let mut batch = Vec::with_capacity(MEMORY_VRFS * MEMORY_ROUTES);
     for k in 0..MEMORY_VRFS {
@@ -174,7 +168,7 @@ pub(super) fn vrf_memory(core: Option<u16>) -> anyhow::Result<Row> {
     }
     dp.apply_routes(&batch).context("the VRFs' routes")?;
     settle();
-    let routed = resident()?;
+    let routed = resident();
     dp.stop()?;
     Ok(Row::VrfMemory(VrfMemoryMeasured {
         name: "vrf-memory",

@@ -108,7 +108,7 @@ fn fib_row<A: AddrKey>(dp: &Dataplane, vrf: u16, r: Route<A>, text: &mut String)
 }
 
 fn show_ip_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let (vrf, args) = in_vrf(dp, "show ip fib", args)?;
+    let (vrf, args) = vrf_argument(dp, "show ip fib", args)?;
     match vrf {
         0 => show_fib(dp, 0, &dp.fib().ip4, "show ip fib", args),
         _ => show_fib(dp, vrf, dp.fib().vrf_ip4(vrf).ok_or("show ip fib: the VRF has no table")?, "show ip fib", args),
@@ -116,7 +116,7 @@ fn show_ip_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 }
 
 fn show_ip6_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
-    let (vrf, args) = in_vrf(dp, "show ip6 fib", args)?;
+    let (vrf, args) = vrf_argument(dp, "show ip6 fib", args)?;
     match vrf {
         0 => show_fib(dp, 0, &dp.fib().ip6, "show ip6 fib", args),
         _ => {
@@ -127,7 +127,7 @@ fn show_ip6_fib(dp: &mut Dataplane, args: &[&str]) -> Result<Reply, String> {
 
 /// The index of the VRF that `vrf NAME` among `args` names (the default table's, 0, without
 /// one) and the other arguments; an error listing the VRFs for an unknown name.
-fn in_vrf<'a>(dp: &Dataplane, cmd: &str, args: &[&'a str]) -> Result<(u16, Vec<&'a str>), String> {
+fn vrf_argument<'a>(dp: &Dataplane, cmd: &str, args: &[&'a str]) -> Result<(u16, Vec<&'a str>), String> {
     let (name, rest) = vrf_name(args, &format!("{cmd} [vrf NAME] ..."))?;
     let Some(name) = name else { return Ok((0, rest)) };
     let index = dp.vrfs().iter().find(|(n, _, _)| *n == name).map(|(_, i, _)| i).ok_or_else(|| {

@@ -48,6 +48,24 @@ fn tables(dp: &Dataplane) -> Vec<Table> {
             bytes: objects.bytes(),
         },
     ];
+    if dp.vrfs().iter().next().is_some() {
+        let [ip4, ip6] = fib.vrf_usage();
+        let vrfs = [
+            Table {
+                name: "vrf-ip4-fibs",
+                holds: "every VRF's IPv4 table: first level, tbl8 groups in use, the writer's routes",
+                entries: ip4.0,
+                bytes: ip4.1,
+            },
+            Table {
+                name: "vrf-ip6-fibs",
+                holds: "every VRF's IPv6 table: first level, trees, hosts, the writer's routes",
+                entries: ip6.0,
+                bytes: ip6.1,
+            },
+        ];
+        out.splice(2..2, vrfs);
+    }
     if let Some(lcp) = dp.linux_cp() {
         let view = lcp.view_counts();
         out.push(Table {
@@ -60,8 +78,9 @@ fn tables(dp: &Dataplane) -> Vec<Table> {
     out
 }
 
-/// The process's resident size and its peak, in bytes (`VmRSS`, `VmHWM`).
-fn resident() -> (u64, u64) {
+/// The process's resident size and its peak, in bytes (`VmRSS`, `VmHWM`; 0 where
+/// `/proc/self/status` does not say).
+pub fn resident() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| -> u64 {
         let line = status.lines().find_map(|l| l.strip_prefix(name)).unwrap_or("");

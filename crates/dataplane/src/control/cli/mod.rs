@@ -19,6 +19,7 @@ mod interface;
 mod ip;
 mod lcp;
 mod memory;
+pub use memory::resident;
 mod mpls;
 mod neighbor;
 mod sflow;

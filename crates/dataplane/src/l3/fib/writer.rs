@@ -93,6 +93,13 @@ impl<A: AddrKey, const FIRST: u8> FibWriter<A, FIRST> {
         ((1 << FIRST) + self.fib.tbl8_groups() as usize * 256) * 4 + self.routes.bytes()
     }
 
+    /// Bytes of the table in use: its first level, the tbl8 groups in use and its writer's
+    /// map of routes. Less than [`FibWriter::bytes`] where the groups are on small pages,
+    /// resident only once used (a VRF's table).
+    pub fn used_bytes(&self) -> usize {
+        ((1 << FIRST) + self.tbl8_in_use() as usize * 256) * 4 + self.routes.bytes()
+    }
+
     /// tbl8 groups in use.
     pub fn tbl8_in_use(&self) -> u32 {
         self.fib.tbl8_groups() - self.free.len() as u32 - self.retired.len() as u32

@@ -120,6 +120,15 @@ impl FibWriters {
         self.vrfs.get_mut(at).and_then(Option::as_mut).ok_or(FibError::NoSuchVrf(vrf))
     }
 
+    /// The routes and the bytes in use of every VRF's tables: IPv4 ([`FibWriter::used_bytes`]),
+    /// then IPv6 ([`Fib6Writer::bytes`]).
+    pub fn vrf_usage(&self) -> [(usize, usize); 2] {
+        let vrfs = self.vrfs.iter().flatten();
+        let ip4 = vrfs.clone().fold((0, 0), |(n, b), v| (n + v.ip4.len(), b + v.ip4.used_bytes()));
+        let ip6 = vrfs.fold((0, 0), |(n, b), v| (n + v.ip6.len(), b + v.ip6.bytes()));
+        [ip4, ip6]
+    }
+
     /// The IPv4 writer of VRF `vrf` (1 and up), if it has tables.
     pub fn vrf_ip4(&self, vrf: u16) -> Option<&FibWriter<Ipv4Addr, VRF_FIRST4>> {
         Some(&self.vrfs.get(usize::from(vrf).wrapping_sub(1))?.as_ref()?.ip4)
