@@ -467,3 +467,21 @@ routes:
     );
     assert!(e.starts_with("routes[0].via: 10.101.0.2 is not allowed"), "{e}");
 }
+
+#[test]
+fn with_linux_cp_the_vrfs_and_an_interfaces_vrf_need_a_restart_and_routes_do_not() {
+    let base = "linux-cp: {}\nvrfs: {red: {table: 10}}\ninterfaces: {p0: {vrf: red, addresses: [10.0.0.1/24]}, p1: {addresses: [10.1.0.1/24]}}\n";
+    let load = |yaml: &str| Config::load(yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let moved = base.replace("p1: {addresses", "p1: {vrf: red, addresses");
+    let added = base.replace("{red: {table: 10}}", "{red: {table: 10}, blue: {table: 20}}");
+    let routed = format!("{base}routes: [{{prefix: 172.16.0.0/16, via: 10.0.0.2, vrf: red}}]\n");
+    let c = load(base);
+    let restart = |new: &str| c.needs_restart(&load(new)).unwrap_or_default();
+    assert!(restart(&moved).starts_with("interfaces.p1.vrf (while linux-cp is on"), "{}", restart(&moved));
+    assert!(restart(&added).starts_with("vrfs (while linux-cp is on"), "{}", restart(&added));
+    assert_eq!(c.needs_restart(&load(&routed)), None, "a route in a VRF changes live");
+    // Without linux-cp, both change live.
+    let off = |yaml: &str| load(&yaml.replace("linux-cp: {}\n", ""));
+    assert_eq!(off(base).needs_restart(&off(&moved)), None);
+    assert_eq!(off(base).needs_restart(&off(&added)), None);
+}

@@ -239,16 +239,31 @@ fn linux_cp(r: &mut Registry, dp: &Dataplane) {
         per_tap(|c| c.inject_lost.load(Relaxed)),
     );
     kernel_routes(r, dp);
-    let Some(c) = lcp.listener_counters() else { return };
+    // Every namespace's listener (the default table's and each VRF's) together.
+    let sum = |f: fn(&dataplane::lcp::listener::ListenerCounters) -> u64| -> u64 {
+        lcp.listeners().filter_map(|(_, _, c)| c).map(f).sum()
+    };
     let listener: [(&str, &str, u64); 4] = [
-        ("lcp_netlink_messages", "Netlink notifications the linux-cp listener took in", c.messages.load(Relaxed)),
+        (
+            "lcp_netlink_messages",
+            "Netlink notifications the linux-cp listeners took in",
+            sum(|c| c.messages.load(Relaxed)),
+        ),
         (
             "lcp_netlink_dumps",
             "Netlink dumps of links and addresses (the first and each after an overrun)",
-            c.dumps.load(Relaxed),
+            sum(|c| c.dumps.load(Relaxed)),
         ),
-        ("lcp_netlink_overruns", "Times the kernel dropped netlink notifications (ENOBUFS)", c.overruns.load(Relaxed)),
-        ("lcp_netlink_resync_changes", "Changes only a dump after an overrun found", c.resync_changes.load(Relaxed)),
+        (
+            "lcp_netlink_overruns",
+            "Times the kernel dropped netlink notifications (ENOBUFS)",
+            sum(|c| c.overruns.load(Relaxed)),
+        ),
+        (
+            "lcp_netlink_resync_changes",
+            "Changes only a dump after an overrun found",
+            sum(|c| c.resync_changes.load(Relaxed)),
+        ),
     ];
     for (name, help, value) in listener {
         let counter = Counter::<u64>::default();
@@ -274,7 +289,11 @@ fn kernel_routes(r: &mut Registry, dp: &Dataplane) {
     let view = lcp.view_counts();
     let (largest_batch, longest_slice) = k.largest();
     let gauges: [(&str, &str, i64); 4] = [
-        ("lcp_view_routes", "Routes (of every table) in linux-cp's one kernel view", view.routes as i64),
+        (
+            "lcp_view_routes",
+            "Routes (of every table) in linux-cp's kernel views, one per namespace",
+            view.routes as i64,
+        ),
         ("lcp_routes_waiting", "Prefixes whose kernel route changed and waits to be mirrored", view.waiting as i64),
         (
             "lcp_routes_waiting_max",

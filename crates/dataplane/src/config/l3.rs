@@ -83,8 +83,7 @@ impl Config {
         Ok(())
     }
 
-    /// `vrf` at `field`: none (the default table) or a name of `vrfs`; with linux-cp on, none
-    /// (linux-cp mirrors the default table only).
+    /// `vrf` at `field`: none (the default table) or a name of `vrfs`.
     fn check_vrf(&self, field: &str, vrf: Option<&str>) -> Result<(), ConfigError> {
         match vrf {
             None => Ok(()),
@@ -92,9 +91,6 @@ impl Config {
                 let names: Vec<&str> = self.vrfs.keys().map(String::as_str).collect();
                 let allowed = if names.is_empty() { "none: vrfs is empty".into() } else { names.join(", ") };
                 Err(invalid(field, v, format!("the name of a VRF of vrfs ({allowed})")))
-            }
-            Some(v) if self.linux_cp.is_some() => {
-                Err(invalid(field, v, "no VRF while linux-cp is on (it mirrors the default table only, for now)"))
             }
             Some(_) => Ok(()),
         }

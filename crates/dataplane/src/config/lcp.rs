@@ -45,6 +45,10 @@ impl Config {
     pub(super) fn validate_linux_cp(&self) -> Result<(), ConfigError> {
         let Some(lcp) = &self.linux_cp else { return Ok(()) };
         lcp.validate()?;
+        if let Some(name) = self.vrfs.keys().find(|v| lcp.vrf_netns(v).len() > 255) {
+            let allowed = format!("a name short enough for VRF {name}'s namespace, {}", lcp.vrf_netns(name));
+            return Err(invalid("linux-cp.netns", &lcp.netns, format!("{allowed} (at most 255 characters)")));
+        }
         self.linux_names().map(|_| ())
     }
 }

@@ -379,6 +379,9 @@ impl Config {
     /// settings, and the sFlow agent's sampling rate, direction, header bytes and polling
     /// interval (turning the agent on or off, collectors and the rest need a restart).
     pub fn needs_restart(&self, new: &Config) -> Option<String> {
+        if let Some(key) = self.linux_cp_vrf_change(new) {
+            return Some(key);
+        }
         let live = |mut v: serde_json::Value| {
             for key in ["routes", "neighbors", "mpls", "flows", "flow-cache", "vrfs"] {
                 v.as_object_mut().map(|o| o.remove(key));
@@ -404,6 +407,31 @@ impl Config {
         };
         let to_json = |c: &Config| serde_json::to_value(c).expect("a configuration serializes");
         first_difference(&live(to_json(self)), &live(to_json(new)), "")
+    }
+
+    /// With linux-cp on in `self` and `new`, the first VRF key that differs: the VRFs' names
+    /// (each VRF's namespace is made at start) or an interface's VRF (its TAP is in its VRF's
+    /// namespace).
+    fn linux_cp_vrf_change(&self, new: &Config) -> Option<String> {
+        if self.linux_cp.is_none() || new.linux_cp.is_none() {
+            return None;
+        }
+        if !self.vrfs.keys().eq(new.vrfs.keys()) {
+            return Some("vrfs (while linux-cp is on: the VRFs' namespaces are made at start)".into());
+        }
+        let vrfs = |c: &Config| -> BTreeMap<String, Option<String>> {
+            let mut out = BTreeMap::new();
+            for (name, i) in &c.interfaces {
+                out.insert(format!("interfaces.{name}.vrf"), i.vrf.clone());
+                for (sub, s) in &i.sub_interfaces {
+                    out.insert(format!("interfaces.{name}.sub-interfaces.{sub}.vrf"), s.vrf.clone());
+                }
+            }
+            out
+        };
+        let (old, new) = (vrfs(self), vrfs(new));
+        let moved = old.iter().find(|&(key, vrf)| new.get(key).is_some_and(|v| v != vrf));
+        moved.map(|(key, _)| format!("{key} (while linux-cp is on: its TAP is in its VRF's namespace)"))
     }
 
     /// Every address with the interface it is on: each interface's own, then its

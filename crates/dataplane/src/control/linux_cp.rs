@@ -157,8 +157,8 @@ impl RouteSink for Dataplane {
         Dataplane::apply_routes(self, batch).map_err(|e| e.to_string())
     }
 
-    fn kernel_route_kind(&self, prefix: IpPrefix) -> Option<usize> {
-        crate::lcp::mirror::kernel_route_kind(&self.routing.rib, prefix)
+    fn kernel_route_kind(&self, vrf: u16, prefix: IpPrefix) -> Option<usize> {
+        crate::lcp::mirror::kernel_route_kind(&self.routing.rib, vrf, prefix)
     }
 
     /// Has worker 0 ask for the MAC of each next hop the neighbor table has no entry for (an

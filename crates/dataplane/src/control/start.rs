@@ -94,7 +94,9 @@ impl Dataplane {
         let stop = Arc::new(AtomicBool::new(false));
         // linux-cp's listener first: its dump of the kernel's table goes on while the rest
         // starts (at a full table it takes longer than all the rest).
-        let lcp = config.linux_cp.as_ref().map(|c| LinuxCp::open(c, stop.clone()));
+        let vrf_ids = crate::l3::vrf::VrfIds::default().assign(&config.vrfs);
+        let vrfs: Vec<(u16, &str)> = vrf_ids.iter().map(|(name, index, _)| (index, name)).collect();
+        let lcp = config.linux_cp.as_ref().map(|c| LinuxCp::open(c, &vrfs, stop.clone()));
         let lcp = lcp.transpose().map_err(StartError::LinuxCp)?;
         // The sFlow agent, when there is one, reads the FIB too (reader `workers.count`).
         let qsbr = Arc::new(Qsbr::new(usize::from(config.workers.count) + 1));

@@ -94,6 +94,11 @@ pub(crate) fn valid_linux_name(n: &str) -> bool {
 }
 
 impl LinuxCpConfig {
+    /// The namespace of VRF `vrf`'s TAPs: `NETNS-VRF` (`dataplane-red` by default).
+    pub fn vrf_netns(&self, vrf: &str) -> String {
+        format!("{}-{vrf}", self.netns)
+    }
+
     /// Checks the section's own values (the TAPs' names are checked with the interfaces:
     /// [`crate::config::Config::linux_names`]).
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {

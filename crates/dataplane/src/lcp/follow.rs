@@ -1,5 +1,5 @@
-//! The linux-cp controller, the main thread's side: it takes what the netlink listener found
-//! changed in the one kernel view ([`super::LinuxCp::take_kernel_changes`]) in bounded
+//! The linux-cp controller, the main thread's side: it takes what the netlink listeners found
+//! changed in the kernel views, one per namespace ([`super::LinuxCp::take_kernel_changes`]), in bounded
 //! batches and time-bounded slices, and drives the dataplane through the narrow
 //! [`KernelFollower`] it implements: routes to the RIB ([`RouteSink`]), neighbor entries to
 //! the neighbor table, TAP links to the interfaces.
@@ -48,7 +48,7 @@ pub fn follow_kernel(dataplane: &mut impl KernelFollower) -> bool {
     while let Some(update) = dataplane.linux_cp().and_then(|l| l.take_kernel_changes(ROUTE_BATCH)) {
         let full = update.routes.len() == ROUTE_BATCH;
         let mut routes = std::mem::take(dataplane.kernel_routes_mut());
-        routes.mirror(dataplane, update.routes);
+        routes.mirror(dataplane, update.vrf, update.routes);
         *dataplane.kernel_routes_mut() = routes;
         neighbors |= mirror_neighbors(dataplane, &update.neighbors);
         if update.taps {

@@ -1,6 +1,6 @@
-//! The TAPs as Linux has them, read from the one kernel view: what the netlink listener
-//! found changed (links, addresses, neighbor entries, routes), and the configuration's
-//! addresses set on the TAPs.
+//! The TAPs as Linux has them, read from each namespace's kernel view: what its netlink
+//! listener found changed (links, addresses, neighbor entries, routes), and the
+//! configuration's addresses set on the TAPs.
 
 use super::LinuxCp;
 use super::listener::{Change, LinkFacts};
@@ -8,9 +8,12 @@ use super::neighbors::{KernelNeighbor, Trust};
 use super::targets::Mirrored;
 use crate::net::IpPrefix;
 
-/// What Linux changed on the TAPs and in the mirrored table since the last look.
+/// What Linux changed in one namespace, on its TAPs and in its mirrored table, since the last
+/// look.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct KernelUpdate {
+    /// The VRF of the namespace: its routes go into that VRF's tables.
+    pub vrf: u16,
     /// A TAP's link or addresses changed.
     pub taps: bool,
     /// TAPs whose admin state or MTU is not what vecflow last set: interface index and what
@@ -37,12 +40,19 @@ pub struct ViewCounts {
 }
 
 impl LinuxCp {
-    /// Takes what the netlink listener found changed since the last call, with at most
-    /// `max_routes` of the routes waiting (the rest wait for the next call); `None` when
-    /// nothing changed. Addresses are read with [`LinuxCp::kernel_owned`].
+    /// Takes what a netlink listener found changed since the last call, in the first
+    /// namespace with a change (the default table's first), with at most `max_routes` of the
+    /// routes waiting (the rest wait for the next call); `None` when nothing changed anywhere.
+    /// Addresses are read with [`LinuxCp::kernel_owned`].
     pub fn take_kernel_changes(&self, max_routes: usize) -> Option<KernelUpdate> {
-        self.listener.as_ref()?;
-        let mut k = self.kernel.lock();
+        (0..self.spaces.len()).find_map(|space| self.take_space_changes(space, max_routes))
+    }
+
+    /// [`LinuxCp::take_kernel_changes`] of namespace `space`.
+    fn take_space_changes(&self, space: usize, max_routes: usize) -> Option<KernelUpdate> {
+        let here = &self.spaces[space];
+        here.listener.as_ref()?;
+        let mut k = here.kernel.lock();
         let (mut taps, mut neighbors) = (false, Vec::new());
         for change in k.take_taps() {
             match change {
@@ -62,6 +72,7 @@ impl LinuxCp {
         let links = self
             .pairs
             .iter()
+            .filter(|p| p.space == space)
             .filter_map(|p| {
                 let facts = *k.view.links.get(&p.tap.ifindex)?;
                 let as_set = facts.up == p.set.up && facts.mtu == u32::from(p.set.mtu);
@@ -69,23 +80,34 @@ impl LinuxCp {
                 (p.settled.get() && !as_set).then_some((p.index, facts))
             })
             .collect();
-        Some(KernelUpdate { taps, links, neighbors, routes })
+        Some(KernelUpdate { vrf: here.vrf, taps, links, neighbors, routes })
     }
 
-    /// How big the kernel view is and what waits in it.
+    /// How big the kernel views are and what waits in them, all namespaces together.
     pub fn view_counts(&self) -> ViewCounts {
-        let k = self.kernel.lock();
-        let (waiting, most_waiting) = k.waiting();
-        ViewCounts { routes: k.view.routes.len(), waiting, most_waiting, bytes: k.bytes() }
+        let mut all = ViewCounts { routes: 0, waiting: 0, most_waiting: 0, bytes: 0 };
+        for space in &self.spaces {
+            let k = space.kernel.lock();
+            let (waiting, most_waiting) = k.waiting();
+            all.routes += k.view.routes.len();
+            all.waiting += waiting;
+            all.most_waiting += most_waiting;
+            all.bytes += k.bytes();
+        }
+        all
     }
 
     /// The kernel's `PERMANENT` neighbor entries on the TAPs: interface index, address, MAC.
     pub fn permanent_neighbors(&self) -> Vec<(u16, std::net::IpAddr, wire::MacAddr)> {
-        let k = self.kernel.lock();
-        let permanent = k.view.neighbors.iter().filter(|(_, n)| n.trust == Trust::Permanent);
-        permanent
-            .filter_map(|(&(ifindex, address), n)| Some((k.interface_of(ifindex)?, address, wire::MacAddr(n.mac))))
-            .collect()
+        let mut out = Vec::new();
+        for space in &self.spaces {
+            let k = space.kernel.lock();
+            let permanent = k.view.neighbors.iter().filter(|(_, n)| n.trust == Trust::Permanent);
+            out.extend(permanent.filter_map(|(&(ifindex, address), n)| {
+                Some((k.interface_of(ifindex)?, address, wire::MacAddr(n.mac)))
+            }));
+        }
+        out
     }
 
     /// Has vecflow take the TAP of interface `index` as being at `facts`, so that the next
@@ -102,7 +124,7 @@ impl LinuxCp {
     /// configuration (neither one of `configured` nor one vecflow set before).
     pub fn kernel_owned(&self, index: u16, configured: &[IpPrefix]) -> Vec<IpPrefix> {
         let Some(p) = self.pairs.iter().find(|p| p.index == index) else { return Vec::new() };
-        let k = self.kernel.lock();
+        let k = self.spaces[p.space].kernel.lock();
         let on_tap = k.view.addresses.iter().filter(|&&(i, _)| i == p.tap.ifindex).map(|&(_, a)| a);
         on_tap.filter(|a| !configured.contains(a) && !p.asserted.contains(a)).collect()
     }
@@ -111,12 +133,14 @@ impl LinuxCp {
     /// index): adds each one the TAP lacks (so an `ip addr del` holds until the next call)
     /// and removes each one set before and no longer wanted.
     pub fn assert_addresses(&mut self, wanted: impl Fn(u16) -> Vec<IpPrefix>) {
-        let mut k = self.kernel.lock();
         for p in &mut self.pairs {
+            let space = &mut self.spaces[p.space];
+            let kernel = space.kernel.clone();
+            let mut k = kernel.lock();
             let want = wanted(p.index);
             let ifindex = p.tap.ifindex;
             for &a in p.asserted.iter().filter(|a| !want.contains(a)) {
-                match self.requests.del_address(ifindex, a) {
+                match space.requests.del_address(ifindex, a) {
                     // Gone for vecflow at once: not taken for a kernel-owned address until
                     // the listener reports it removed.
                     Ok(()) => _ = k.view.change(Change::Address(ifindex, a, false)),
@@ -124,7 +148,7 @@ impl LinuxCp {
                 }
             }
             for &a in want.iter().filter(|&&a| !k.view.addresses.contains(&(ifindex, a))) {
-                if let Err(e) = self.requests.add_address(ifindex, a) {
+                if let Err(e) = space.requests.add_address(ifindex, a) {
                     tracing::warn!("linux-cp: setting {a} on {}: {e}", p.tap.name);
                 }
             }

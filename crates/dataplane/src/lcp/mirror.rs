@@ -10,7 +10,6 @@ use crate::l3::Adjacency;
 use crate::l3::multipath::LB;
 use crate::l3::objects::Target;
 use crate::l3::rib::{Rib, RouteChange, Source};
-use crate::l3::vrf::DEFAULT_VRF;
 use crate::net::IpPrefix;
 use std::collections::BTreeMap;
 
@@ -21,19 +20,19 @@ pub const KINDS: [&str; 6] = ["unicast", "multipath", "device", "blackhole", "un
 pub trait RouteSink {
     /// Applies a batch of route changes, all or nothing; why not when refused.
     fn apply_routes(&mut self, batch: &[RouteChange]) -> Result<(), String>;
-    /// The [`KINDS`] index of the route the RIB has from the kernel for `prefix`
+    /// The [`KINDS`] index of the route the RIB has from the kernel for `prefix` in VRF `vrf`
     /// ([`kernel_route_kind`]), if it has one.
-    fn kernel_route_kind(&self, prefix: IpPrefix) -> Option<usize>;
+    fn kernel_route_kind(&self, vrf: u16, prefix: IpPrefix) -> Option<usize>;
     /// Has the next hops of `targets` resolved before their first packet: asks for the MAC
     /// of each one the neighbor table does not know.
     fn resolve_next_hops(&mut self, targets: &[&Target]);
 }
 
 /// Counts of the kernel's routes the FIB holds, by kind, and of those it does not, by why
-/// (with the prefixes of the latter: few, and each must be counted once).
+/// (with the VRFs and prefixes of the latter: few, and each must be counted once).
 #[derive(Debug, Default)]
 pub struct KernelRoutes {
-    unmirrored: BTreeMap<IpPrefix, &'static str>,
+    unmirrored: BTreeMap<(u16, IpPrefix), &'static str>,
     by_kind: [u64; KINDS.len()],
     /// The most routes taken in one batch.
     largest_batch: usize,
@@ -53,10 +52,10 @@ fn kind(target: &Target) -> usize {
     }
 }
 
-/// The [`KINDS`] index of the route `rib` has from the kernel for `prefix`, read from its
-/// FIB value (a load-balance object, or an adjacency), if it has one.
-pub fn kernel_route_kind(rib: &Rib, prefix: IpPrefix) -> Option<usize> {
-    let value = rib.value_of(DEFAULT_VRF, prefix.addr, prefix.len, Source::Kernel)?;
+/// The [`KINDS`] index of the route `rib` has from the kernel for `prefix` in VRF `vrf`,
+/// read from its FIB value (a load-balance object, or an adjacency), if it has one.
+pub fn kernel_route_kind(rib: &Rib, vrf: u16, prefix: IpPrefix) -> Option<usize> {
+    let value = rib.value_of(vrf, prefix.addr, prefix.len, Source::Kernel)?;
     if value & LB != 0 {
         return Some(1);
     }
@@ -68,36 +67,30 @@ pub fn kernel_route_kind(rib: &Rib, prefix: IpPrefix) -> Option<usize> {
 }
 
 impl KernelRoutes {
-    /// Mirrors `routes` into the FIB through `sink`, in one batch; when the batch is refused,
-    /// route by route, leaving out (and logging) the ones the FIB refuses. Those not mirrored
-    /// are counted by why.
-    pub fn mirror(&mut self, sink: &mut impl RouteSink, routes: Vec<(IpPrefix, Mirrored)>) {
+    /// Mirrors `routes` into VRF `vrf`'s tables through `sink`, in one batch; when the batch
+    /// is refused, route by route, leaving out (and logging) the ones the FIB refuses. Those
+    /// not mirrored are counted by why.
+    pub fn mirror(&mut self, sink: &mut impl RouteSink, vrf: u16, routes: Vec<(IpPrefix, Mirrored)>) {
         self.largest_batch = self.largest_batch.max(routes.len());
         let mut batch = Vec::with_capacity(routes.len());
         let mut before = Vec::with_capacity(routes.len());
         for (prefix, mirrored) in routes {
             let target = match mirrored {
                 Ok(target) => {
-                    self.set_unmirrored(prefix, None);
+                    self.set_unmirrored(vrf, prefix, None);
                     target
                 }
                 Err(why) => {
                     tracing::debug!("linux-cp: not mirroring the kernel's route to {prefix}: {why}");
-                    self.set_unmirrored(prefix, Some(why));
+                    self.set_unmirrored(vrf, prefix, Some(why));
                     None
                 }
             };
-            let old = sink.kernel_route_kind(prefix);
+            let old = sink.kernel_route_kind(vrf, prefix);
             if old.is_none() && target.is_none() {
                 continue;
             }
-            batch.push(RouteChange {
-                vrf: DEFAULT_VRF,
-                prefix: prefix.addr,
-                len: prefix.len,
-                source: Source::Kernel,
-                target,
-            });
+            batch.push(RouteChange { vrf, prefix: prefix.addr, len: prefix.len, source: Source::Kernel, target });
             before.push(old);
         }
         if batch.is_empty() {
@@ -111,7 +104,8 @@ impl KernelRoutes {
                     Ok(()) => true,
                     Err(e) => {
                         tracing::warn!("linux-cp: the kernel's route is not mirrored: {e}");
-                        self.set_unmirrored(IpPrefix { addr: c.prefix, len: c.len }, Some("refused by the FIB"));
+                        let prefix = IpPrefix { addr: c.prefix, len: c.len };
+                        self.set_unmirrored(vrf, prefix, Some("refused by the FIB"));
                         false
                     }
                 })
@@ -133,12 +127,12 @@ impl KernelRoutes {
         sink.resolve_next_hops(&targets);
     }
 
-    /// Records that the kernel's route to `prefix` is not mirrored, and why (`None`: it is,
-    /// or there is none).
-    fn set_unmirrored(&mut self, prefix: IpPrefix, why: Option<&'static str>) {
+    /// Records that the kernel's route to `prefix` in VRF `vrf` is not mirrored, and why
+    /// (`None`: it is, or there is none).
+    fn set_unmirrored(&mut self, vrf: u16, prefix: IpPrefix, why: Option<&'static str>) {
         match why {
-            Some(why) => self.unmirrored.insert(prefix, why),
-            None => self.unmirrored.remove(&prefix),
+            Some(why) => self.unmirrored.insert((vrf, prefix), why),
+            None => self.unmirrored.remove(&(vrf, prefix)),
         };
     }
 

@@ -36,6 +36,7 @@ pub mod redump;
 pub mod route_bytes;
 pub mod route_table;
 pub mod routes;
+mod space;
 mod tap;
 mod targets;
 pub mod worker;
@@ -64,6 +65,8 @@ struct TapState {
 #[derive(Debug)]
 struct Pair {
     index: u16,
+    /// The space (namespace) the TAP is in, by its place in [`LinuxCp`]'s.
+    space: usize,
     tap: Tap,
     set: TapState,
     counters: std::sync::Arc<io::TapCounters>,
@@ -76,36 +79,35 @@ struct Pair {
     settled: std::cell::Cell<bool>,
 }
 
-/// The running Linux control plane: the namespace, a TAP per interface, the control thread,
-/// the netlink listener and its kernel view.
+/// The running Linux control plane: the namespaces (the default table's, then one per VRF),
+/// a TAP per interface in its VRF's, the control thread, and per namespace a netlink listener
+/// and its kernel view.
 #[derive(Debug)]
 pub struct LinuxCp {
-    netns: Netns,
+    /// The default table's namespace first, then the VRFs'.
+    spaces: Vec<space::Space>,
     pairs: Vec<Pair>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// Address changes on the TAPs, made in the namespace.
-    requests: netlink::Netlink,
-    listener: Option<listener::Listener>,
-    /// The one kernel view: the listener writes it, the main thread takes what changed.
-    kernel: pending::SharedKernel,
-    /// The routing table mirrored (`linux-cp.table`).
+    /// The routing table mirrored in each namespace (`linux-cp.table`).
     table: u32,
-    /// Set, the control thread and the listener end.
+    /// Set, the control thread and the listeners end.
     stop: Arc<AtomicBool>,
 }
 
 impl LinuxCp {
-    /// Opens (or makes) the namespace and starts the netlink listener in it (`stop` ends it),
-    /// before anything else of the dataplane: its first dump of the namespace's links,
-    /// addresses and routes (seconds at a full table) goes on while the rest starts. The TAPs
-    /// come with [`LinuxCp::open_taps`], the control thread with [`LinuxCp::start_io`].
-    pub fn open(config: &LinuxCpConfig, stop: Arc<AtomicBool>) -> stdio::Result<LinuxCp> {
-        let netns = Netns::open_or_create(&config.netns)?;
-        let requests = netns.run(netlink::Netlink::requests)?;
-        let kernel = pending::SharedKernel::new(config.table);
-        let sockets = netns.run(|| listener::Listener::sockets(config.netlink_buffer))?;
-        let listener = Some(listener::Listener::spawn(sockets, kernel.clone(), stop.clone())?);
-        Ok(LinuxCp { netns, pairs: Vec::new(), thread: None, requests, listener, kernel, table: config.table, stop })
+    /// Opens (or makes) the namespaces, `linux-cp.netns` for the default table and
+    /// `NETNS-VRF` for each of `vrfs` (index, name), and starts a netlink listener in each
+    /// (`stop` ends them), before anything else of the dataplane: their first dumps of the
+    /// namespaces' links, addresses and routes (seconds at a full table) go on while the rest
+    /// starts. The TAPs come with [`LinuxCp::open_taps`], the control thread with
+    /// [`LinuxCp::start_io`].
+    pub fn open(config: &LinuxCpConfig, vrfs: &[(u16, &str)], stop: Arc<AtomicBool>) -> stdio::Result<LinuxCp> {
+        let names = std::iter::once((crate::l3::vrf::DEFAULT_VRF, config.netns.clone()))
+            .chain(vrfs.iter().map(|&(vrf, name)| (vrf, config.vrf_netns(name))));
+        let spaces = names
+            .map(|(vrf, name)| space::Space::open(&name, vrf, config.table, config.netlink_buffer, stop.clone()))
+            .collect::<stdio::Result<Vec<_>>>()?;
+        Ok(LinuxCp { spaces, pairs: Vec::new(), thread: None, table: config.table, stop })
     }
 
     /// Opens a TAP for each of `interfaces` (`names` gives each one's TAP name, by interface
@@ -120,9 +122,11 @@ impl LinuxCp {
         for i in interfaces {
             let Some((_, linux)) = names.iter().find(|(n, _)| *n == i.name) else { continue };
             let state = TapState { up: i.admin_up, carrier: link_up(i.index), mtu: i.mtu };
+            let space = self.spaces.iter().position(|s| s.vrf == i.vrf).unwrap_or(0);
+            let netns = &self.spaces[space].netns;
             // An adopted TAP (a restart) keeps its state where it is right: a down and up
             // would end the sessions of the daemons on it.
-            let tap = self.netns.run(|| {
+            let tap = netns.run(|| {
                 let tap = Tap::open(linux)?;
                 if tap.mac()? != i.mac {
                     tap.set_mac(i.mac)?;
@@ -140,10 +144,11 @@ impl LinuxCp {
                 i.name,
                 tap.name,
                 tap.ifindex,
-                self.netns.name
+                netns.name
             );
             self.pairs.push(Pair {
                 index: i.index,
+                space,
                 tap,
                 set: state,
                 counters: Default::default(),
@@ -151,7 +156,10 @@ impl LinuxCp {
                 settled: Default::default(),
             });
         }
-        self.kernel.lock().set_interfaces(self.pairs.iter().map(|p| (p.tap.ifindex, p.index)));
+        for (k, space) in self.spaces.iter().enumerate() {
+            let here = self.pairs.iter().filter(|p| p.space == k);
+            space.kernel.lock().set_interfaces(here.map(|p| (p.tap.ifindex, p.index)));
+        }
         Ok(())
     }
 
@@ -223,20 +231,23 @@ impl LinuxCp {
         Ok(ends)
     }
 
-    /// Waits for the control thread and the netlink listener to end (after the stop flag was
-    /// set).
+    /// Waits for the control thread and the netlink listeners to end (after the stop flag
+    /// was set).
     pub fn join(&mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        if let Some(l) = self.listener.take() {
-            l.join();
+        for space in &mut self.spaces {
+            if let Some(l) = space.listener.take() {
+                l.join();
+            }
         }
     }
 
-    /// The netlink listener's counters (none once it has ended).
-    pub fn listener_counters(&self) -> Option<&listener::ListenerCounters> {
-        self.listener.as_ref().map(|l| &*l.counters)
+    /// Each namespace's name, VRF index and netlink listener's counters (none once it has
+    /// ended), the default table's first.
+    pub fn listeners(&self) -> impl Iterator<Item = (&str, u16, Option<&listener::ListenerCounters>)> {
+        self.spaces.iter().map(|s| (s.netns.name.as_str(), s.vrf, s.listener.as_ref().map(|l| &*l.counters)))
     }
 
     /// Each interface's TAP: interface index, TAP name, Linux ifindex, its counters.
@@ -249,9 +260,9 @@ impl LinuxCp {
         self.table
     }
 
-    /// The namespace's name.
+    /// The default table's namespace's name.
     pub fn netns(&self) -> &str {
-        &self.netns.name
+        &self.spaces[0].netns.name
     }
 }
 
@@ -259,7 +270,7 @@ impl Drop for LinuxCp {
     /// Ends the threads still running: a start that fails after [`LinuxCp::open`] leaves
     /// none behind.
     fn drop(&mut self) {
-        if self.listener.is_some() || self.thread.is_some() {
+        if self.spaces.iter().any(|s| s.listener.is_some()) || self.thread.is_some() {
             self.stop.store(true, Relaxed);
             self.join();
         }

@@ -20,6 +20,9 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
         return Ok(Reply { text: "linux-cp is off\n".into(), json: json!({"enabled": false}) });
     };
     let mut text = format!("namespace {}\n", lcp.netns());
+    for (netns, vrf, _) in lcp.listeners().skip(1) {
+        let _ = writeln!(text, "namespace {netns} (VRF {})", dp.vrfs().name(vrf).unwrap_or("?"));
+    }
     let _ = writeln!(
         text,
         "{:<16} {:<16} {:>8} {:>12} {:>10} {:>10} {:>10} {:>12} {:>11} {:>12}",
@@ -55,20 +58,26 @@ fn show_lcp(dp: &mut Dataplane, _args: &[&str]) -> Result<Reply, String> {
     }
     let duplicates = dp.drops_of(0)[crate::lcp::drops::LCP_DUPLICATE_ANSWER.index()];
     let _ = writeln!(text, "answers from Linux dropped (vecflow answered): {duplicates}");
-    let listener = lcp.listener_counters().map(|c| {
-        let counts = [&c.messages, &c.dumps, &c.overruns, &c.resync_changes].map(|n| n.load(Relaxed));
-        let [messages, dumps, overruns, found] = counts;
-        let _ = writeln!(
-            text,
-            "netlink listener: {messages} messages, {dumps} dumps, {overruns} overruns, {found} changes found by re-dumps"
-        );
-        json!({"messages": messages, "dumps": dumps, "overruns": overruns, "resync_changes": found})
-    });
+    let mut namespaces = Vec::new();
+    for (netns, vrf, counters) in lcp.listeners() {
+        let listener = counters.map(|c| {
+            let counts = [&c.messages, &c.dumps, &c.overruns, &c.resync_changes].map(|n| n.load(Relaxed));
+            let [messages, dumps, overruns, found] = counts;
+            let which = if vrf == 0 { String::new() } else { format!(" ({netns})") };
+            let _ = writeln!(
+                text,
+                "netlink listener{which}: {messages} messages, {dumps} dumps, {overruns} overruns, {found} changes found by re-dumps"
+            );
+            json!({"messages": messages, "dumps": dumps, "overruns": overruns, "resync_changes": found})
+        });
+        namespaces.push(json!({"netns": netns, "vrf": dp.vrfs().name(vrf).unwrap_or("default"), "listener": listener}));
+    }
+    let listener = namespaces[0]["listener"].clone();
     let routes = kernel_routes(dp, lcp.table(), lcp.view_counts(), &mut text);
     Ok(Reply {
         text,
         json: json!({
-            "enabled": true, "netns": lcp.netns(), "pairs": rows, "duplicate_answers": duplicates, "listener": listener,
+            "enabled": true, "netns": lcp.netns(), "namespaces": namespaces, "pairs": rows, "duplicate_answers": duplicates, "listener": listener,
             "kernel_routes": routes,
         }),
     })
