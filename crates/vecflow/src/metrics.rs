@@ -240,34 +240,18 @@ fn linux_cp(r: &mut Registry, dp: &Dataplane) {
     );
     kernel_routes(r, dp);
     // Every namespace's listener (the default table's and each VRF's) together.
-    let sum = |f: fn(&dataplane::lcp::listener::ListenerCounters) -> u64| -> u64 {
-        lcp.listeners().filter_map(|(_, _, c)| c).map(f).sum()
-    };
-    let listener: [(&str, &str, u64); 4] = [
-        (
-            "lcp_netlink_messages",
-            "Netlink notifications the linux-cp listeners took in",
-            sum(|c| c.messages.load(Relaxed)),
-        ),
-        (
-            "lcp_netlink_dumps",
-            "Netlink dumps of links and addresses (the first and each after an overrun)",
-            sum(|c| c.dumps.load(Relaxed)),
-        ),
-        (
-            "lcp_netlink_overruns",
-            "Times the kernel dropped netlink notifications (ENOBUFS)",
-            sum(|c| c.overruns.load(Relaxed)),
-        ),
-        (
-            "lcp_netlink_resync_changes",
-            "Changes only a dump after an overrun found",
-            sum(|c| c.resync_changes.load(Relaxed)),
-        ),
+    type Count = fn(&dataplane::lcp::listener::ListenerCounters) -> &std::sync::atomic::AtomicU64;
+    let listener: [(&str, &str, Count); 4] = [
+        ("lcp_netlink_messages", "Netlink notifications the linux-cp listeners took in", |c| &c.messages),
+        ("lcp_netlink_dumps", "Netlink dumps of links and addresses (the first and each after an overrun)", |c| {
+            &c.dumps
+        }),
+        ("lcp_netlink_overruns", "Times the kernel dropped netlink notifications (ENOBUFS)", |c| &c.overruns),
+        ("lcp_netlink_resync_changes", "Changes only a dump after an overrun found", |c| &c.resync_changes),
     ];
-    for (name, help, value) in listener {
+    for (name, help, count) in listener {
         let counter = Counter::<u64>::default();
-        counter.inc_by(value);
+        counter.inc_by(lcp.listeners().filter_map(|(_, _, c)| c).map(|c| count(c).load(Relaxed)).sum());
         r.register(name, help, counter);
     }
 }
