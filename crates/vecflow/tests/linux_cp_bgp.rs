@@ -23,6 +23,9 @@ mod common;
 #[path = "netns/bird.rs"]
 #[allow(dead_code)] // the BIRD helpers this lab does not use
 mod bird;
+#[path = "netns/frr.rs"]
+#[allow(dead_code)] // the FRR helpers this lab does not use
+mod frr;
 #[path = "netns/lab.rs"]
 #[allow(dead_code)] // the routed labs' helpers this lab does not use
 mod lab;
@@ -40,54 +43,6 @@ const A4: &str = "10.255.0.1";
 const B4: &str = "10.255.0.2";
 const A6: &str = "fd00:255::1";
 const B6: &str = "fd00:255::2";
-
-/// A BIRD configuration: router `id` in AS `asn`, its kernel protocols exporting what
-/// `kernel_export` lets through (`merge paths on`: one ECMP route from equal BGP routes), an
-/// `extra` part, and BGP `sessions` (see [`session`]).
-fn bird_conf(id: &str, asn: u32, kernel_export: &str, extra: &str, sessions: &[String]) -> String {
-    format!(
-        r#"
-log stderr all;
-router id {id};
-protocol device {{ scan time 1; }}
-protocol kernel k4 {{ ipv4 {{ import none; export {kernel_export}; }}; merge paths on; }}
-protocol kernel k6 {{ ipv6 {{ import none; export {kernel_export}; }}; merge paths on; }}
-template bgp peer {{
-  local as {asn};
-  hold time 30;
-  connect retry time 1;
-  # A peer still starting (FRR's bgpd reads its configuration after it listens) may reset
-  # the first connection: retry within a second, not after BIRD's default minute.
-  error wait time 1, 5;
-}}
-{extra}
-{}"#,
-        sessions.concat()
-    )
-}
-
-/// A BGP session `name` to `neighbor` (its family is the session's channel) in AS `peer_as`,
-/// importing everything and exporting what `export` lets through.
-fn session(name: &str, neighbor: &str, peer_as: u32, export: &str) -> String {
-    let family = if neighbor.contains(':') { "ipv6" } else { "ipv4" };
-    format!(
-        "protocol bgp {name} from peer {{ neighbor {neighbor} as {peer_as}; {family} {{ import all; export {export}; }}; }}\n"
-    )
-}
-
-/// A host's BIRD: announces its loopback prefixes (protocol `loop`: those on `lo` in
-/// 10.255.0.0/16 and fd00:255::/32, not 127.0.0.1 and ::1) on `sessions` to the
-/// router, installs what it learns by BGP in the kernel.
-fn host_conf(id: &str, asn: u32, routers: &[(&str, &str)]) -> String {
-    let sessions: Vec<String> =
-        routers.iter().map(|(name, addr)| session(name, addr, 65000, "where source = RTS_DEVICE")).collect();
-    let direct = r#"protocol direct loop {
-  ipv4 { import where net ~ [10.255.0.0/16+]; };
-  ipv6 { import where net ~ [fd00:255::/32+]; };
-  interface "lo";
-}"#;
-    bird_conf(id, asn, "where source = RTS_BGP", direct, &sessions)
-}
 
 /// Gives host namespace `ns` loopback addresses `v4`/32 and `v6`/128 on `lo` (this kernel
 /// has no dummy devices).
@@ -109,22 +64,6 @@ fn router_yaml(lcp: &str, ports: &[(&str, String, &str)]) -> String {
         );
     }
     yaml
-}
-
-/// Waits up to 40 s until each of the BGP sessions `names` on `sock` is Established.
-fn established(sock: &Path, names: &[&str]) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(40);
-    loop {
-        let out = bird::birdc(sock, "show protocols");
-        let up = |n: &&str| out.lines().any(|l| l.starts_with(&format!("{n} ")) && l.contains("Established"));
-        if names.iter().all(up) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(out);
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// `show ip fib PREFIX` (or `show ip6 fib`) of the vecflow whose socket is in `dir`.
@@ -207,14 +146,9 @@ fn state(lcp: &str, dir: &Path, router: Option<&Path>) -> String {
     }
     s += &format!("--- ip route (linux-cp)\n{}", must("ip", &["-n", lcp, "route"]));
     s += &format!("--- ip -6 route (linux-cp)\n{}", must("ip", &["-n", lcp, "-6", "route"]));
-    let frr = dir.join("frr");
-    if frr.exists() {
+    if dir.join("frr").exists() {
         for c in ["show bgp summary", "show bgp ipv6 unicast"] {
-            let out = std::process::Command::new("vtysh").arg("--vty_socket").arg(&frr).args(["-c", c]).output();
-            s += &format!(
-                "--- vtysh -c '{c}'\n{}",
-                out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
-            );
+            s += &format!("--- vtysh -c '{c}'\n{}", frr::vtysh(dir, &[c]));
         }
     }
     s + &bird::logs(dir, &["router.log", "a.log", "b.log", "frr/zebra.log", "frr/bgpd.log", "vecflow.log"])
@@ -230,17 +164,17 @@ fn bird_bgp_routes_are_forwarded_by_vecflow_and_a_withdrawal_leaves_the_fib_with
     let dir = dir.path();
     let (lcp, vecflow, b, _hosts) = hosts_lab(&lab, dir);
     let sessions = [
-        session("a4", "10.66.1.2", 65001, "all"),
-        session("a6", "fd00:66:1::2", 65001, "all"),
-        session("b4", "10.66.2.2", 65002, "all"),
-        session("b6", "fd00:66:2::2", 65002, "all"),
+        bird::session("a4", "10.66.1.2", 65001, "all"),
+        bird::session("a6", "fd00:66:1::2", 65001, "all"),
+        bird::session("b4", "10.66.2.2", 65002, "all"),
+        bird::session("b6", "fd00:66:2::2", 65002, "all"),
     ];
     let (_router_bird, router) =
-        bird::start(&lcp.0, dir, "router", &bird_conf("10.66.1.1", 65000, "all", "", &sessions));
+        bird::start(&lcp.0, dir, "router", &bird::bird_conf("10.66.1.1", 65000, "all", "", &sessions));
     let shown = || state(&lcp.0, dir, Some(&router));
     let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", shown()) };
 
-    if let Err(out) = established(&router, &["a4", "a6", "b4", "b6"]) {
+    if let Err(out) = bird::established(&router, &["a4", "a6", "b4", "b6"]) {
         fail("four BGP sessions Established over the TAPs", &out);
     }
     loopbacks_in_the_fib(dir, &shown);
@@ -297,9 +231,9 @@ fn hosts_lab(lab: &Lab, dir: &Path) -> (lcp_lab::Namespace, common::Daemon, Path
         ("wb", lab.veth("b", 1), "10.66.2.1/24, 'fd00:66:2::1/64'"),
     ];
     let (vecflow, _) = lab.start_vecflow(dir, &router_yaml(&lcp.0, &ports));
-    let a_conf = host_conf(A4, 65001, &[("r4", "10.66.1.1"), ("r6", "fd00:66:1::1")]);
+    let a_conf = bird::host_conf(A4, 65001, &[("r4", "10.66.1.1"), ("r6", "fd00:66:1::1")]);
     let (a_bird, _) = bird::start(&lab.a, dir, "a", &a_conf);
-    let b_conf = host_conf(B4, 65002, &[("r4", "10.66.2.1"), ("r6", "fd00:66:2::1")]);
+    let b_conf = bird::host_conf(B4, 65002, &[("r4", "10.66.2.1"), ("r6", "fd00:66:2::1")]);
     let (b_bird, b) = bird::start(&lab.b, dir, "b", &b_conf);
     (lcp, vecflow, b, [a_bird, b_bird])
 }
@@ -392,41 +326,6 @@ router bgp 65000
  exit-address-family
 ";
 
-/// Starts FRR's `zebra` and then `bgpd` (`FRR_BGPD`) in namespace `ns`, as user `frr`
-/// (FRR will not run as root, which is not in its vty group), their sockets, configurations
-/// and logs (`zebra.log`, `bgpd.log`) in `dir`/frr (owned by `frr`), no vty on TCP.
-fn start_frr(ns: &str, dir: &Path) -> [common::Daemon; 2] {
-    let dir = dir.join("frr");
-    std::fs::create_dir(&dir).unwrap();
-    must("chown", &["frr:frr", &dir.display().to_string()]);
-    let zserv = dir.join("zserv.api");
-    let daemon = |name: &str, conf: &str| {
-        let file = dir.join(format!("{name}.conf"));
-        std::fs::write(&file, conf).unwrap();
-        let mut cmd = std::process::Command::new("ip");
-        cmd.args(["netns", "exec", ns, &format!("/usr/lib/frr/{name}"), "-u", "frr", "-g", "frr", "-P", "0", "-f"])
-            .arg(&file)
-            .arg("-z")
-            .arg(&zserv)
-            .arg("-i")
-            .arg(dir.join(format!("{name}.pid")))
-            .arg("--vty_socket")
-            .arg(&dir)
-            .arg("--log")
-            .arg(format!("file:{}", dir.join(format!("{name}.log")).display()))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        common::Daemon::spawn(&mut cmd)
-    };
-    let zebra = daemon("zebra", "hostname vecflow-router\n");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !zserv.exists() {
-        assert!(Instant::now() < deadline, "zebra made no {}: {}", zserv.display(), bird::logs(&dir, &["zebra.log"]));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    [zebra, daemon("bgpd", FRR_BGPD)]
-}
-
 /// FRR's zebra and bgpd as vecflow's routing daemons, with the linux-cp namespace's
 /// `net.ipv4.nexthop_compat_mode=0`: zebra installs next-hop objects and routes that name
 /// them (`nhid`), which vecflow follows. The loopbacks reach the FIB, traffic flows, a
@@ -441,7 +340,7 @@ fn frr_bgp_routes_through_next_hop_objects_are_forwarded_by_vecflow() {
     let dir = dir.path();
     let (lcp, vecflow, b, _hosts) = hosts_lab(&lab, dir);
     must("ip", &["netns", "exec", &lcp.0, "sysctl", "-qw", "net.ipv4.nexthop_compat_mode=0"]);
-    let _frr = start_frr(&lcp.0, dir);
+    let _frr = frr::start(&lcp.0, dir, &[], FRR_BGPD);
     let shown = || state(&lcp.0, dir, None);
     let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", shown()) };
     loopbacks_in_the_fib(dir, &shown);
@@ -504,18 +403,18 @@ fn two_bgp_sessions_over_two_links_make_an_ecmp_route_and_a_link_down_moves_its_
     ];
     let (vecflow, _) = lab.start_vecflow(dir, &router_yaml(&lcp.0, &ports));
     let sessions = [
-        session("a4", "10.66.1.2", 65001, "all"),
-        session("b1", "10.66.2.2", 65002, "all"),
-        session("b2", "10.66.3.2", 65002, "all"),
+        bird::session("a4", "10.66.1.2", 65001, "all"),
+        bird::session("b1", "10.66.2.2", 65002, "all"),
+        bird::session("b2", "10.66.3.2", 65002, "all"),
     ];
     let (_router_bird, router) =
-        bird::start(&lcp.0, dir, "router", &bird_conf("10.66.1.1", 65000, "all", "", &sessions));
-    let (_a_bird, _) = bird::start(&lab.a, dir, "a", &host_conf(A4, 65001, &[("r4", "10.66.1.1")]));
-    let b_conf = host_conf(B4, 65002, &[("r1", "10.66.2.1"), ("r2", "10.66.3.1")]);
+        bird::start(&lcp.0, dir, "router", &bird::bird_conf("10.66.1.1", 65000, "all", "", &sessions));
+    let (_a_bird, _) = bird::start(&lab.a, dir, "a", &bird::host_conf(A4, 65001, &[("r4", "10.66.1.1")]));
+    let b_conf = bird::host_conf(B4, 65002, &[("r1", "10.66.2.1"), ("r2", "10.66.3.1")]);
     let (_b_bird, _) = bird::start(&lab.b, dir, "b", &b_conf);
     let fail = |what: &str, seen: &str| -> ! { panic!("{what}:\n{seen}\n{}", state(&lcp.0, dir, Some(&router))) };
 
-    if let Err(out) = established(&router, &["a4", "b1", "b2"]) {
+    if let Err(out) = bird::established(&router, &["a4", "b1", "b2"]) {
         fail("three BGP sessions Established over the TAPs", &out);
     }
     // Two equal BGP routes to B's loopback, merged by the kernel protocol into one ECMP

@@ -15,6 +15,7 @@
 mod common;
 
 #[path = "netns/bird.rs"]
+#[allow(dead_code)] // the BIRD helpers this lab does not use
 mod bird;
 #[path = "netns/lab.rs"]
 #[allow(dead_code)] // the routed labs' helpers this lab does not use

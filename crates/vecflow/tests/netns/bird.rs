@@ -1,5 +1,6 @@
-//! BIRD 2 in the linux-cp labs' namespaces: started on a configuration written to the test's
-//! directory, asked with `birdc`, its log shown when a test fails.
+//! BIRD 2 in the linux-cp labs' namespaces: its configurations (a router's, a host's that
+//! announces its loopbacks), started on one written to the test's directory, asked with
+//! `birdc`, its log shown when a test fails.
 
 use crate::common::{self, Daemon};
 use std::path::{Path, PathBuf};
@@ -58,4 +59,68 @@ pub(crate) fn wait_for(sock: &Path, cmd: &str, needle: &str, secs: u64) -> Resul
 /// a failure's message.
 pub(crate) fn logs(dir: &Path, names: &[&str]) -> String {
     names.iter().map(|f| format!("--- {f}\n{}", std::fs::read_to_string(dir.join(f)).unwrap_or_default())).collect()
+}
+
+/// A BIRD configuration: router `id` in AS `asn`, its kernel protocols exporting what
+/// `kernel_export` lets through (`merge paths on`: one ECMP route from equal BGP routes), an
+/// `extra` part, and BGP `sessions` (see [`session`]).
+pub(crate) fn bird_conf(id: &str, asn: u32, kernel_export: &str, extra: &str, sessions: &[String]) -> String {
+    format!(
+        r#"
+log stderr all;
+router id {id};
+protocol device {{ scan time 1; }}
+protocol kernel k4 {{ ipv4 {{ import none; export {kernel_export}; }}; merge paths on; }}
+protocol kernel k6 {{ ipv6 {{ import none; export {kernel_export}; }}; merge paths on; }}
+template bgp peer {{
+  local as {asn};
+  hold time 30;
+  connect retry time 1;
+  # A peer still starting (FRR's bgpd reads its configuration after it listens) may reset
+  # the first connection: retry within a second, not after BIRD's default minute.
+  error wait time 1, 5;
+}}
+{extra}
+{}"#,
+        sessions.concat()
+    )
+}
+
+/// A BGP session `name` to `neighbor` (its family is the session's channel) in AS `peer_as`,
+/// importing everything and exporting what `export` lets through.
+pub(crate) fn session(name: &str, neighbor: &str, peer_as: u32, export: &str) -> String {
+    let family = if neighbor.contains(':') { "ipv6" } else { "ipv4" };
+    format!(
+        "protocol bgp {name} from peer {{ neighbor {neighbor} as {peer_as}; {family} {{ import all; export {export}; }}; }}\n"
+    )
+}
+
+/// A host's BIRD: announces its loopback prefixes (protocol `loop`: those on `lo` in
+/// 10.255.0.0/16 and fd00:255::/32, not 127.0.0.1 and ::1) on `sessions` to the
+/// router, installs what it learns by BGP in the kernel.
+pub(crate) fn host_conf(id: &str, asn: u32, routers: &[(&str, &str)]) -> String {
+    let sessions: Vec<String> =
+        routers.iter().map(|(name, addr)| session(name, addr, 65000, "where source = RTS_DEVICE")).collect();
+    let direct = r#"protocol direct loop {
+  ipv4 { import where net ~ [10.255.0.0/16+]; };
+  ipv6 { import where net ~ [fd00:255::/32+]; };
+  interface "lo";
+}"#;
+    bird_conf(id, asn, "where source = RTS_BGP", direct, &sessions)
+}
+
+/// Waits up to 40 s until each of the BGP sessions `names` on `sock` is Established.
+pub(crate) fn established(sock: &Path, names: &[&str]) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let out = birdc(sock, "show protocols");
+        let up = |n: &&str| out.lines().any(|l| l.starts_with(&format!("{n} ")) && l.contains("Established"));
+        if names.iter().all(up) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(out);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
