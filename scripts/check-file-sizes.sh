@@ -16,7 +16,6 @@ listed=(
     "crates/vecflow/tests/api.rs|one test binary for the API: every command's round trip against one running vecflow; splitting it adds a binary to link"
     "crates/vecflow/tests/netns.rs|one namespace lab: its scenarios share the veth fixture and run in one binary"
     "crates/vecflow/tests/linux_cp.rs|one namespace lab: linux-cp's scenarios share the namespace, TAP and veth fixture"
-    "crates/vecflow/tests/linux_cp_bgp.rs|one lab: BIRD and FRR sessions share the namespace fixture and the full-table feeder"
     "crates/vecflow/tests/interop.rs|one lab: each decoder (tshark, goflow2, pmacct, sflowtool) against the same agent run"
     "crates/dataplane/tests/sflow_agent.rs|the agent's end-to-end checks share one harness of workers, rings and a UDP collector"
     "crates/dataplane/src/l3/fib/ip6.rs|one data structure: the IPv6 FIB's trie, its lookup and its writer keep one set of invariants"
