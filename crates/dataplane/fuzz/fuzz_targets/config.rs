@@ -20,7 +20,8 @@ fuzz_target!(|data: &[u8]| {
             idx.dedup();
             assert_eq!((names.len(), idx.len()), (ifs.len(), ifs.len()), "names and indices are unique");
             let mut objects = dataplane::l3::objects::Objects::default();
-            let (l3, _) = dataplane::control::tables::build_l3(&c, &ifs, &vrfs, &mut objects, &|_, _| true);
+            let (l3, _) = dataplane::control::tables::build_l3(&c, &ifs, &vrfs, &mut objects, &|_, _| true)
+                .expect("a validated configuration's labels fit the objects");
             let mut routes = dataplane::l3::connected(&ifs, c.linux_cp.is_some());
             routes.extend(dataplane::l3::configured(&c.routes, &ifs, &vrfs));
             assert!(routes.keys().all(|&(_, a, len)| len <= if a.is_ipv4() { 32 } else { 128 }));

@@ -49,7 +49,13 @@ impl Dataplane {
         let old_statics = self.static_neighbors(&self.config, &self.interfaces);
         let live = self.liveness();
         let objects = &mut self.routing.rib.objects;
-        let (base, label_refs) = super::tables::build_l3(&new, &interfaces, &vrfs, objects, &live);
+        let (base, label_refs) = match super::tables::build_l3(&new, &interfaces, &vrfs, objects, &live) {
+            Ok(built) => built,
+            Err(e) => {
+                self.routing.fib.set_vrfs(&old_vrfs).expect("only tables are dropped");
+                return Err(e.into());
+            }
+        };
         let applied = match self.routing.rib.apply(&batch, &live) {
             Ok(a) => a,
             Err(e) => {

@@ -44,7 +44,8 @@ pub fn start_needs(config: &Config) -> Vec<Need> {
         }
     }
     if let Some(lcp) = &config.linux_cp {
-        need(Capability::CAP_SYS_ADMIN, format!("making and entering linux-cp's namespace {}", lcp.netns));
+        let vrfs = if config.vrfs.is_empty() { "" } else { " and its VRFs' (NETNS-VRF)" };
+        need(Capability::CAP_SYS_ADMIN, format!("making and entering linux-cp's namespace {}{vrfs}", lcp.netns));
         need(Capability::CAP_NET_ADMIN, "linux-cp's TAPs and their addresses".into());
     }
     needs

@@ -57,7 +57,7 @@ pub fn build_forwarding(config: &Config, qsbr: Arc<Qsbr>) -> Result<Forwarding, 
     let interfaces = build_interfaces(&config.interfaces, config.workers.count, |v| vrfs.index(v));
     let mut rib = Rib::default();
     let up = |_: u16, _: IpAddr| true;
-    let (base, label_refs) = super::tables::build_l3(config, &interfaces, &vrfs, &mut rib.objects, &up);
+    let (base, label_refs) = super::tables::build_l3(config, &interfaces, &vrfs, &mut rib.objects, &up)?;
     let mut batch = crate::l3::changes(
         &Routes::new(),
         &crate::l3::connected(&interfaces, config.linux_cp.is_some()),

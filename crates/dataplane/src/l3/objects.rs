@@ -61,6 +61,15 @@ type AdjKey = (u8, u16, IpAddr, LabelStack);
 /// Reference count of the objects that are never freed (drop, local and the rejects).
 const PINNED: u32 = u32::MAX;
 
+/// Most adjacencies, and most load-balance objects: a FIB value names one by an index below
+/// its lookup bit ([`crate::l3::vrf::LOOKUP`]).
+pub const MAX_OBJECTS: u32 = crate::l3::vrf::LOOKUP;
+
+/// An object a route needs cannot be made: every index of its kind is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("all {MAX_OBJECTS} {0} a FIB value can name are in use")]
+pub struct ObjectsFull(pub &'static str);
+
 /// Every adjacency and load-balance object, with what uses them.
 #[derive(Debug, Clone)]
 pub struct Objects {
@@ -76,6 +85,8 @@ pub struct Objects {
     dying_lbs: Vec<u32>,
     /// Set when an object was made or changed since [`Objects::take_changed`].
     changed: bool,
+    /// Most objects of each kind: [`MAX_OBJECTS`] (fewer in tests).
+    limit: u32,
 }
 
 impl Default for Objects {
@@ -98,6 +109,7 @@ impl Default for Objects {
             free_lbs: Vec::new(),
             dying_lbs: Vec::new(),
             changed: true,
+            limit: MAX_OBJECTS,
         }
     }
 }
@@ -115,6 +127,13 @@ fn key_of(a: &Adjacency) -> AdjKey {
 }
 
 impl Objects {
+    /// Objects with room for `limit` of each kind (drop, local and the rejects included), so
+    /// that a test reaches the limit.
+    #[cfg(test)]
+    pub(crate) fn with_limit(limit: u32) -> Objects {
+        Objects { limit, ..Objects::default() }
+    }
+
     /// Adjacencies by index (next hops' rewrites unset: [`super::L3::with_neighbors`] fills
     /// them).
     pub fn adjs(&self) -> &[Adjacency] {
@@ -151,17 +170,24 @@ impl Objects {
 
     /// The FIB value of `target`, taking a reference on it (made if new). `from` is the value
     /// the route had before, if any: a new load-balance object starts from its buckets.
-    pub fn acquire(&mut self, target: &Target, from: Option<u32>, live: Liveness) -> u32 {
-        match target {
+    /// Nothing is taken when an object it needs cannot be made.
+    pub fn acquire(&mut self, target: &Target, from: Option<u32>, live: Liveness) -> Result<u32, ObjectsFull> {
+        Ok(match target {
             Target::Local => 1,
             &Target::Reject(r) => r.adj(),
             &Target::Lookup { vrf } => crate::l3::vrf::lookup_value(vrf),
-            &Target::Glean { tx_if } => self.acquire_adj(Adjacency::Glean { tx_if }),
-            Target::Paths { hops, push } if hops.len() == 1 => self.acquire_adj(via(hops[0], *push)),
+            &Target::Glean { tx_if } => self.acquire_adj(Adjacency::Glean { tx_if })?,
+            Target::Paths { hops, push } if hops.len() == 1 => self.acquire_adj(via(hops[0], *push))?,
             Target::Paths { hops, push } => {
                 let mut paths: Vec<Path> = Vec::with_capacity(hops.len());
                 for &h in hops {
-                    let adj = self.acquire_adj(via(h, *push));
+                    let adj = match self.acquire_adj(via(h, *push)) {
+                        Ok(adj) => adj,
+                        Err(e) => {
+                            paths.iter().for_each(|p| self.release(p.adj));
+                            return Err(e);
+                        }
+                    };
                     match paths.iter_mut().find(|p| p.adj == adj) {
                         // The same next hop twice: one path with both weights.
                         Some(p) => {
@@ -178,7 +204,11 @@ impl Objects {
                         self.release(p.adj);
                     }
                     self.lb_refs[i as usize] += 1;
-                    return LB | i;
+                    return Ok(LB | i);
+                }
+                if self.free_lbs.is_empty() && self.lbs.len() as u32 >= self.limit {
+                    paths.iter().for_each(|p| self.release(p.adj));
+                    return Err(ObjectsFull("load-balance objects"));
                 }
                 let old = from.filter(|v| v & LB != 0).map(|v| self.lbs[(v & !LB) as usize].clone());
                 let alive = paths.iter().map(|p| self.adj_live(p.adj, live)).collect();
@@ -199,15 +229,15 @@ impl Objects {
                 self.changed = true;
                 LB | i
             }
-        }
+        })
     }
 
     /// Takes a reference on adjacency `a`, made if new.
-    fn acquire_adj(&mut self, a: Adjacency) -> u32 {
+    fn acquire_adj(&mut self, a: Adjacency) -> Result<u32, ObjectsFull> {
         let key = key_of(&a);
         if let Some(&i) = self.adj_index.get(&key) {
             self.adj_refs[i as usize] += 1;
-            return i;
+            return Ok(i);
         }
         let i = match self.free_adjs.pop() {
             Some(i) => {
@@ -215,6 +245,7 @@ impl Objects {
                 self.adj_refs[i as usize] = 1;
                 i
             }
+            None if self.adjs.len() as u32 >= self.limit => return Err(ObjectsFull("adjacencies")),
             None => {
                 self.adjs.push(a);
                 self.adj_refs.push(1);
@@ -223,7 +254,7 @@ impl Objects {
         };
         self.adj_index.insert(key, i);
         self.changed = true;
-        i
+        Ok(i)
     }
 
     /// Drops a reference on FIB value `value` (an adjacency or a load-balance object); one
@@ -317,18 +348,18 @@ mod tests {
         let mut o = Objects::default();
         let up: Liveness = &|_, _| true;
         let two = Target::Paths { hops: vec![hop(1, 2), hop(2, 3)], push: LabelStack::EMPTY };
-        let a = o.acquire(&two, None, up);
-        let b = o.acquire(&two, None, up);
+        let a = o.acquire(&two, None, up).unwrap();
+        let b = o.acquire(&two, None, up).unwrap();
         assert_eq!(a, b, "same paths, same object");
         assert!(a & LB != 0);
-        let one = o.acquire(&Target::Paths { hops: vec![hop(1, 2)], push: LabelStack::EMPTY }, None, up);
+        let one = o.acquire(&Target::Paths { hops: vec![hop(1, 2)], push: LabelStack::EMPTY }, None, up).unwrap();
         assert_eq!(o.in_use(), (4, 1), "drop, local and the two next hops");
         o.release(a);
         o.release(b);
         o.settle();
         assert_eq!(o.in_use(), (3, 0), "the object went, the next hop a route still uses stayed");
         o.release(one);
-        let again = o.acquire(&Target::Glean { tx_if: 2 }, None, up);
+        let again = o.acquire(&Target::Glean { tx_if: 2 }, None, up).unwrap();
         assert_ne!(again, one, "a dying index is not reused before settle");
         o.settle();
         assert_eq!(o.in_use(), (3, 0));
@@ -338,7 +369,8 @@ mod tests {
     fn a_path_going_down_rebalances_every_object_through_it_once() {
         let mut o = Objects::default();
         let up: Liveness = &|_, _| true;
-        let lb = o.acquire(&Target::Paths { hops: vec![hop(1, 2), hop(2, 3)], push: LabelStack::EMPTY }, None, up);
+        let lb =
+            o.acquire(&Target::Paths { hops: vec![hop(1, 2), hop(2, 3)], push: LabelStack::EMPTY }, None, up).unwrap();
         o.take_changed();
         let down: Liveness = &|tx_if, _| tx_if != 3;
         assert!(o.set_live(down));
@@ -346,5 +378,34 @@ mod tests {
         let obj = &o.lbs()[(lb & !LB) as usize];
         assert_eq!(obj.counts(), vec![512, 0]);
         assert!(!o.set_live(down), "nothing more to move");
+    }
+
+    #[test]
+    fn past_the_most_objects_a_fib_value_names_nothing_is_taken() {
+        // Room for drop, local, the three rejects and two next hops.
+        let mut o = Objects::with_limit(7);
+        let up: Liveness = &|_, _| true;
+        let paths = |hops: Vec<NextHop>| Target::Paths { hops, push: LabelStack::EMPTY };
+        let two = o.acquire(&paths(vec![hop(1, 2), hop(2, 2)]), None, up).unwrap();
+        assert_eq!(o.in_use(), (4, 1));
+        // A third next hop has no index: its path's first hop is given back, and no object made.
+        let three = o.acquire(&paths(vec![hop(1, 2), hop(3, 2)]), None, up);
+        assert_eq!(three, Err(ObjectsFull("adjacencies")));
+        assert_eq!(o.acquire(&Target::Glean { tx_if: 9 }, None, up), Err(ObjectsFull("adjacencies")));
+        assert_eq!(o.in_use(), (4, 1), "nothing more taken");
+        assert_eq!(
+            o.acquire(&paths(vec![hop(2, 2)]), None, up).map(|v| v & LB),
+            Ok(0),
+            "a shared next hop is no new index"
+        );
+        // As many load-balance objects (the same two next hops, weighed differently), then none.
+        let weighed = |w: u8| paths(vec![hop(1, 2), NextHop { weight: w, ..hop(2, 2) }]);
+        for w in 2..=7 {
+            assert!(o.acquire(&weighed(w), None, up).is_ok_and(|v| v & LB != 0));
+        }
+        assert_eq!(o.in_use(), (4, 7));
+        assert_eq!(o.acquire(&weighed(8), None, up), Err(ObjectsFull("load-balance objects")));
+        assert_eq!(o.in_use(), (4, 7));
+        assert_eq!(two & LB, LB);
     }
 }

@@ -73,6 +73,9 @@ pub enum RouteError {
         /// What is wrong.
         why: String,
     },
+    /// An adjacency or load-balance object a route needs cannot be made.
+    #[error("{0}")]
+    Full(#[from] crate::l3::objects::ObjectsFull),
 }
 
 /// No route from this source.
@@ -169,7 +172,7 @@ pub struct Rib {
 
 impl Rib {
     /// Checks every change of `batch`, then applies them in order: returns the FIB changes
-    /// they imply. The references of replaced routes are kept until [`Rib::commit`] (or put
+    /// they imply, or an error and none applied when an object a route needs cannot be made. The references of replaced routes are kept until [`Rib::commit`] (or put
     /// back by [`Rib::rollback`]).
     pub fn apply(&mut self, batch: &[RouteChange], live: Liveness) -> Result<Applied, RouteError> {
         batch.iter().try_for_each(check)?;
@@ -180,8 +183,17 @@ impl Rib {
             let slot = table(&mut self.vrfs, c.vrf).slot((key.1, key.2));
             let before = best(slot);
             let old = slot[s];
-            let new = match &c.target {
-                Some(t) => self.objects.acquire(t, (old != NONE).then_some(old), live),
+            let new = match c.target.as_ref().map(|t| self.objects.acquire(t, (old != NONE).then_some(old), live)) {
+                Some(Ok(value)) => value,
+                Some(Err(full)) => {
+                    // Nothing of the batch reached the FIB: the routes only are put back (and
+                    // this prefix's slot, made for it, goes when it holds no other route).
+                    if best(slot).is_none() {
+                        table(&mut self.vrfs, c.vrf).remove((key.1, key.2));
+                    }
+                    self.rollback(out);
+                    return Err(full.into());
+                }
                 None => NONE,
             };
             slot[s] = new;
@@ -300,7 +312,7 @@ fn check(c: &RouteChange) -> Result<(), RouteError> {
 mod tests {
     use super::*;
     use crate::l3::LabelStack;
-    use crate::l3::objects::NextHop;
+    use crate::l3::objects::{NextHop, Objects};
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
@@ -356,6 +368,26 @@ mod tests {
         assert_eq!(gone.fib, vec![(1, ip("10.1.0.0"), 16, None)]);
         rib.commit(gone);
         assert_eq!(rib.routes_of(Source::Config).map(|r| r.0).collect::<Vec<_>>(), [2]);
+    }
+
+    #[test]
+    fn a_batch_whose_next_hop_has_no_object_left_applies_nothing() {
+        // Room for one next hop beside drop, local and the three rejects.
+        let mut rib = Rib { objects: Objects::with_limit(6), ..Rib::default() };
+        let up: Liveness = &|_, _| true;
+        let batch = [
+            change("10.1.0.0", 16, Source::Config, to("10.0.0.1")),
+            change("10.2.0.0", 16, Source::Config, to("10.0.0.2")),
+        ];
+        let refused = rib.apply(&batch, up).unwrap_err();
+        assert_eq!(refused.to_string(), "all 1048576 adjacencies a FIB value can name are in use");
+        rib.objects.settle();
+        assert!(rib.is_empty(), "the first route is put back too");
+        assert_eq!(rib.objects.in_use(), (2, 0), "its next hop is given back");
+        // One of them fits.
+        let a = rib.apply(&batch[..1], up).unwrap();
+        rib.commit(a);
+        assert_eq!(rib.len(), 1);
     }
 
     #[test]
