@@ -484,4 +484,9 @@ fn with_linux_cp_the_vrfs_and_an_interfaces_vrf_need_a_restart_and_routes_do_not
     let off = |yaml: &str| load(&yaml.replace("linux-cp: {}\n", ""));
     assert_eq!(off(base).needs_restart(&off(&moved)), None);
     assert_eq!(off(base).needs_restart(&off(&added)), None);
+    // The TAPs' Linux ifindexes are numbered per namespace: not sFlow's with VRFs.
+    let linux = format!("{base}sflow: {{if-index: linux, collectors: [{{address: 127.0.0.1}}]}}\n");
+    let e = Config::load(&linux).unwrap_err().to_string();
+    assert!(e.starts_with("sflow.if-index: linux is not allowed; allowed: vecflow while there are VRFs"), "{e}");
+    assert!(Config::load(&linux.replace("vrfs: {red: {table: 10}}\n", "").replace("vrf: red, ", "")).is_ok());
 }

@@ -167,6 +167,17 @@ fn vrf_routes_push_the_vpn_label_under_the_transport_label() {
 }
 
 #[test]
+fn a_packet_takes_at_most_eight_pops_with_labels_under_them() {
+    let (mut g, _) = common::graph(YAML);
+    let to_host = ip4([10, 1, 0, 2], [10, 0, 0, 2], 64, false);
+    let stack = |pops: usize| -> Vec<(u32, u8)> { vec![(500, 64); pops].into_iter().chain([(1010, 64)]).collect() };
+    let out = forward(&mut g, CORE, &[labelled(&stack(8), &to_host), labelled(&stack(9), &to_host)]);
+    assert_eq!(out.iter().map(|(tx, f)| (*tx, f.len())).collect::<Vec<_>>(), [(RED, 14 + 48)], "8 go on, 9 do not");
+    let dropped = g.counters.error(CORE, dataplane::mpls::drops::TOO_MANY_POPS).get();
+    assert_eq!(dropped, 1);
+}
+
+#[test]
 fn the_edges_own_address_answers_in_the_vrf_back_over_the_vpn() {
     let (mut g, _) = common::graph(YAML);
     let echo = ip4([10, 1, 0, 2], [10, 0, 0, 1], 64, true);

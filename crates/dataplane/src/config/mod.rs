@@ -349,6 +349,7 @@ impl Config {
             first_address: self.first_address(),
             longest_interface_name: self.interfaces.keys().map(String::len).max().unwrap_or(0),
             linux_cp: self.linux_cp.is_some(),
+            vrfs: !self.vrfs.is_empty(),
         })
     }
 
@@ -373,8 +374,9 @@ impl Config {
 
     /// The first key whose change from `self` to `new` a running dataplane cannot apply
     /// (`vecflow apply` refuses it: restart to change it), or `None`. What can change live:
-    /// VRFs, routes, neighbors, MPLS local labels, flow rules and the flow cache's settings,
-    /// of each interface and sub-interface its state, MTU, addresses, VRF, MPLS flag,
+    /// VRFs (not while linux-cp is on), routes, neighbors, MPLS local labels, flow rules and
+    /// the flow cache's settings, of each interface and sub-interface its state, MTU,
+    /// addresses, VRF (not while linux-cp is on), MPLS flag,
     /// cross-connect and description, each interface's sFlow
     /// settings, and the sFlow agent's sampling rate, direction, header bytes and polling
     /// interval (turning the agent on or off, collectors and the rest need a restart).

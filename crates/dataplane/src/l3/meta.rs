@@ -19,10 +19,16 @@ pub trait RouteMeta {
     /// Sets [`RouteMeta::label_entry`].
     fn set_label_entry(&mut self, entry: u16);
     /// The VRF to look the packet up in when it is not its input interface's: a packet this
-    /// router originates (input interface 0) about one received in a VRF; 0 when none.
+    /// router originates (input interface 0) about one received in a VRF, or one an L3VPN
+    /// label popped into its VRF; 0 when none.
     fn lookup_vrf(&self) -> u16;
     /// Sets [`RouteMeta::lookup_vrf`].
     fn set_lookup_vrf(&mut self, vrf: u16);
+    /// The MPLS labels `mpls-rewrite` popped from the packet with more labels under them (each
+    /// one sends it back to `mpls-input` for the next).
+    fn labels_popped(&self) -> u8;
+    /// Sets [`RouteMeta::labels_popped`].
+    fn set_labels_popped(&mut self, n: u8);
 }
 
 impl RouteMeta for BufferMeta {
@@ -64,5 +70,15 @@ impl RouteMeta for BufferMeta {
     #[inline(always)]
     fn set_lookup_vrf(&mut self, vrf: u16) {
         self.scratch.half2 = vrf;
+    }
+
+    #[inline(always)]
+    fn labels_popped(&self) -> u8 {
+        self.scratch.byte2
+    }
+
+    #[inline(always)]
+    fn set_labels_popped(&mut self, n: u8) {
+        self.scratch.byte2 = n;
     }
 }

@@ -41,11 +41,17 @@ pub struct ViewCounts {
 
 impl LinuxCp {
     /// Takes what a netlink listener found changed since the last call, in the first
-    /// namespace with a change (the default table's first), with at most `max_routes` of the
-    /// routes waiting (the rest wait for the next call); `None` when nothing changed anywhere.
-    /// Addresses are read with [`LinuxCp::kernel_owned`].
+    /// namespace with a change, with at most `max_routes` of the routes waiting (the rest wait
+    /// for the next call); `None` when nothing changed anywhere. The namespaces take turns
+    /// being looked at first, so that one with constant changes (the default table's churn)
+    /// keeps none of the others waiting. Addresses are read with [`LinuxCp::kernel_owned`].
     pub fn take_kernel_changes(&self, max_routes: usize) -> Option<KernelUpdate> {
-        (0..self.spaces.len()).find_map(|space| self.take_space_changes(space, max_routes))
+        let n = self.spaces.len();
+        let first = self.next_space.get() % n.max(1);
+        let (space, update) =
+            (0..n).map(|k| (first + k) % n).find_map(|s| Some((s, self.take_space_changes(s, max_routes)?)))?;
+        self.next_space.set(space + 1);
+        Some(update)
     }
 
     /// [`LinuxCp::take_kernel_changes`] of namespace `space`.
@@ -83,7 +89,8 @@ impl LinuxCp {
         Some(KernelUpdate { vrf: here.vrf, taps, links, neighbors, routes })
     }
 
-    /// How big the kernel views are and what waits in them, all namespaces together.
+    /// How big the kernel views are and what waits in them, all namespaces together (the most
+    /// that ever waited: in one namespace).
     pub fn view_counts(&self) -> ViewCounts {
         let mut all = ViewCounts { routes: 0, waiting: 0, most_waiting: 0, bytes: 0 };
         for space in &self.spaces {
@@ -91,7 +98,7 @@ impl LinuxCp {
             let (waiting, most_waiting) = k.waiting();
             all.routes += k.view.routes.len();
             all.waiting += waiting;
-            all.most_waiting += most_waiting;
+            all.most_waiting = all.most_waiting.max(most_waiting);
             all.bytes += k.bytes();
         }
         all

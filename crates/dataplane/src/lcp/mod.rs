@@ -13,11 +13,13 @@
 //! copied up, and what Linux writes on a TAP leaves its interface ([`worker::inject`]),
 //! through a control thread (`vecflow-lcp`, [`io`]). Never up: transit traffic, frames for
 //! other MACs, LACP, STP. A netlink listener ([`listener`], thread `vecflow-netlink`, started
-//! before the rest of the dataplane so that its first dump overlaps the start) keeps the one
-//! kernel view of the namespace's links, addresses, neighbor entries, next-hop objects and
+//! before the rest of the dataplane so that its first dump overlaps the start) keeps the
+//! kernel view of its namespace's links, addresses, neighbor entries, next-hop objects and
 //! routes ([`pending`]); the controller ([`follow`]) takes what changed in it into the
 //! dataplane (routes to the FIB, [`mirror`]; neighbor entries; the TAPs' addresses, MTUs and
-//! admin states), and the configured addresses are set on the TAPs (`kernel.rs`).
+//! admin states), and the configured addresses are set on the TAPs (`kernel.rs`). With VRFs,
+//! each VRF has a namespace of its own (`NETNS-VRF`, `space.rs`) with its interfaces' TAPs,
+//! its listener and its view, whose routes go into that VRF's tables.
 
 pub mod config;
 pub mod drops;
@@ -90,6 +92,9 @@ pub struct LinuxCp {
     thread: Option<std::thread::JoinHandle<()>>,
     /// The routing table mirrored in each namespace (`linux-cp.table`).
     table: u32,
+    /// The namespace whose changes are taken first next time: each in turn, so that a busy
+    /// one (the default table's churn) cannot keep the others waiting.
+    next_space: std::cell::Cell<usize>,
     /// Set, the control thread and the listeners end.
     stop: Arc<AtomicBool>,
 }
@@ -104,10 +109,19 @@ impl LinuxCp {
     pub fn open(config: &LinuxCpConfig, vrfs: &[(u16, &str)], stop: Arc<AtomicBool>) -> stdio::Result<LinuxCp> {
         let names = std::iter::once((crate::l3::vrf::DEFAULT_VRF, config.netns.clone()))
             .chain(vrfs.iter().map(|&(vrf, name)| (vrf, config.vrf_netns(name))));
-        let spaces = names
-            .map(|(vrf, name)| space::Space::open(&name, vrf, config.table, config.netlink_buffer, stop.clone()))
-            .collect::<stdio::Result<Vec<_>>>()?;
-        Ok(LinuxCp { spaces, pairs: Vec::new(), thread: None, table: config.table, stop })
+        let mut lcp = LinuxCp {
+            spaces: Vec::new(),
+            pairs: Vec::new(),
+            thread: None,
+            table: config.table,
+            next_space: Default::default(),
+            stop: stop.clone(),
+        };
+        for (vrf, name) in names {
+            // On an error, dropping `lcp` ends the listeners already started.
+            lcp.spaces.push(space::Space::open(&name, vrf, config.table, config.netlink_buffer, stop.clone())?);
+        }
+        Ok(lcp)
     }
 
     /// Opens a TAP for each of `interfaces` (`names` gives each one's TAP name, by interface

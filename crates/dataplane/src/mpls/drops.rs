@@ -13,4 +13,6 @@ crate::interface::declare_drops! {
         "the swap's next hop has no neighbor (MAC) entry on the output interface";
     MPLS_NO_HEADROOM = 55, "no-headroom", OutDiscards, super::nodes::MPLS_REWRITE, 259,
         "the driver left too little headroom in front of the frame for the swap's extra labels";
+    TOO_MANY_POPS = 66, "too-many-pops", InDiscards, super::nodes::MPLS_REWRITE, 285,
+        "a ninth label popped from one packet with labels still under it (a pop looks the next label up, at most 8 times)";
 }

@@ -11,7 +11,8 @@
 //!   end of the stack the IP version says whether that is IPv4 or IPv6.
 //! - Pop: the label is removed. With more labels under it, the next label's TTL is lowered to
 //!   the popped one's TTL if that is smaller and the frame goes back to `mpls-input` for
-//!   the next label (an egress provider edge pops the transport label, then the VPN label).
+//!   the next label (an egress provider edge pops the transport label, then the VPN label),
+//!   at most [`MAX_POPS`] times per packet (`too-many-pops` after that).
 //!   At the end of the stack the ethertype becomes the entry's payload, IPv4 or IPv6, the IPv4
 //!   TTL (IPv6 hop limit) is lowered to the label's TTL − 1 if that is smaller (uniform TTL
 //!   model; for IPv4 with an incremental checksum update), and the packet goes to `ip4-input` (`ip6-input`) to be
@@ -28,6 +29,11 @@ use crate::runtime::graph::Graph;
 use crate::runtime::vector::VecHandle;
 use wire::ethernet::field as ethernet;
 use wire::{EtherType, checksum, field_u16, ipv4, ipv6};
+
+/// The most labels popped from one packet with labels still under them (a transport label
+/// and a few service labels, as label stacks go); the next such pop drops it as
+/// `too-many-pops`, so that a stack of pop labels cannot keep a packet going round.
+pub const MAX_POPS: u8 = 8;
 
 /// The plain swaps at the start of vector `v`: each one's entry swaps the top label for one
 /// label toward a resolved next hop; done in place. Returns how many it took; the packet after
@@ -108,7 +114,15 @@ pub fn run<F: MplsWorker>(g: &mut Graph<F>, v: VecHandle) {
                     EtherType::IPV6 => F::NEXT.ip6_input,
                     _ => nodes::MPLS_INPUT,
                 };
-                g.pool.meta_mut(i).set_lookup_vrf(vrf);
+                let m = g.pool.meta_mut(i);
+                m.set_lookup_vrf(vrf);
+                if g.nexts[k] == nodes::MPLS_INPUT {
+                    // Each such pop costs the packet a pass of the MPLS nodes: a bounded few.
+                    m.set_labels_popped(m.labels_popped() + 1);
+                    if m.labels_popped() > MAX_POPS {
+                        g.mark_drop(k, i, drops::TOO_MANY_POPS);
+                    }
+                }
             }
             // mpls-lookup sends only packets with an entry.
             None => g.mark_drop(k, i, drops::NO_LABEL),
@@ -166,8 +180,8 @@ fn swap_one(f: &mut [u8], l3: usize, label: u32, macs: &[u8; 12]) -> bool {
 /// (uniform TTL model): the next label's TTL, the IPv4 TTL (with an incremental checksum
 /// update) or the IPv6 hop limit. Less one where this router is done with the label stack
 /// (it sends the frame on, or routes what the last label held); not for a label popped
-/// before the next one is looked up here, which counts the hop itself.
-#[cold]
+/// before the next one is looked up here, which counts the hop itself. Not cold: an egress
+/// provider edge pops every packet it receives from the core.
 fn pop<F: MplsWorker>(g: &mut Graph<F>, i: u32, payload: Option<Payload>) -> u16 {
     let l3 = usize::from(g.pool.meta(i).l3_offset);
     let f = g.pool.frame_mut(i);

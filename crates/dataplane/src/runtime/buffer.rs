@@ -83,6 +83,8 @@ pub struct Scratch {
     pub half: u16,
     /// An 8-bit result.
     pub byte: u8,
+    /// A second 8-bit result.
+    pub byte2: u8,
     /// A second 16-bit result.
     pub half2: u16,
 }
@@ -108,7 +110,7 @@ impl BufferMeta {
             tx_if: 0,
             error: NOT_DROPPED,
             l3_offset: wire::ethernet::HEADER_LEN as u16,
-            scratch: Scratch { word: 0, half: 0, byte: 0, half2: 0 },
+            scratch: Scratch { word: 0, half: 0, byte: 0, byte2: 0, half2: 0 },
             flags: 0,
         }
     }

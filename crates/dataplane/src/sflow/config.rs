@@ -112,6 +112,8 @@ pub(crate) struct SflowSurroundings {
     pub longest_interface_name: usize,
     /// Whether `linux-cp` is on (`if-index: linux` needs it).
     pub linux_cp: bool,
+    /// Whether there are VRFs (`if-index: linux` is refused with them).
+    pub vrfs: bool,
 }
 
 impl SflowConfig {
@@ -154,6 +156,10 @@ impl SflowConfig {
         }
         if s.if_index == crate::sflow::IfIndexSource::Linux && !around.linux_cp {
             return Err(invalid("sflow.if-index", "linux", "vecflow, or linux when linux-cp is on"));
+        }
+        if s.if_index == crate::sflow::IfIndexSource::Linux && around.vrfs {
+            let allowed = "vecflow while there are VRFs (their TAPs are in namespaces of their own, which number ifindexes apart: two TAPs may share one)";
+            return Err(invalid("sflow.if-index", "linux", allowed));
         }
         if s.collectors.len() > 16 {
             return Err(invalid("sflow.collectors", format!("{} collectors", s.collectors.len()), "at most 16"));
