@@ -87,17 +87,7 @@ fn fib_rows(dir: &Path, prefix: &str) -> Vec<String> {
 /// Polls `show ip fib PREFIX` every 5 ms for up to `secs` until `done` holds of its rows;
 /// how long that took, or the last rows.
 fn wait_fib(dir: &Path, prefix: &str, secs: u64, done: impl Fn(&[String]) -> bool) -> Result<Duration, Vec<String>> {
-    let start = Instant::now();
-    loop {
-        let rows = fib_rows(dir, prefix);
-        if done(&rows) {
-            return Ok(start.elapsed());
-        }
-        if start.elapsed() > Duration::from_secs(secs) {
-            return Err(rows);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    lab::poll(secs, Duration::from_millis(5), || fib_rows(dir, prefix), |rows| done(rows)).map(|(_, took)| took)
 }
 
 /// Whether `rows` hold a kernel route whose forwarding contains each of `via`.

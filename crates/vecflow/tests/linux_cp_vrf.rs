@@ -17,7 +17,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[path = "netns/lab.rs"]
 #[allow(dead_code)] // the routed labs' helpers this lab does not use
@@ -31,14 +31,10 @@ use lcp_lab::Namespace;
 
 /// Polls `ctl show ip fib vrf red` (up to 5 s) until `present` says what it should of it.
 fn wait_for_fib(dir: &std::path::Path, what: &str, present: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let fib = ctl(dir, &["show", "ip", "fib", "vrf", "red"]);
-        if present(&fib) {
-            return fib;
-        }
-        assert!(Instant::now() < deadline, "{what} within 5 s:\n{fib}");
-        std::thread::sleep(Duration::from_millis(50));
+    let read = || ctl(dir, &["show", "ip", "fib", "vrf", "red"]);
+    match poll(5, Duration::from_millis(50), read, |fib| present(fib)) {
+        Ok((fib, _)) => fib,
+        Err(fib) => panic!("{what} within 5 s:\n{fib}"),
     }
 }
 

@@ -90,17 +90,8 @@ fn wait_route(
     secs: u64,
     done: impl Fn(Option<&str>) -> bool,
 ) -> Result<Duration, Option<String>> {
-    let start = Instant::now();
-    loop {
-        let row = route(dir, vrf, prefix);
-        if done(row.as_deref()) {
-            return Ok(start.elapsed());
-        }
-        if start.elapsed() > Duration::from_secs(secs) {
-            return Err(row);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let read = || route(dir, vrf, prefix);
+    lab::poll(secs, Duration::from_millis(5), read, |row| done(row.as_deref())).map(|(_, took)| took)
 }
 
 /// A kernel route through `port`.

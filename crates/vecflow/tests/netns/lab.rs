@@ -265,6 +265,28 @@ pub(crate) fn stop_vecflow_in(vecflow: Daemon, dir: &Path) -> String {
     std::fs::read_to_string(dir.join("show.txt")).unwrap()
 }
 
+/// Reads `read` every `period` for up to `secs` until `done` holds of what it read: that
+/// reading and how long it took, or the last reading.
+#[allow(dead_code)] // netns.rs's labs poll nothing
+pub(crate) fn poll<T>(
+    secs: u64,
+    period: Duration,
+    mut read: impl FnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> Result<(T, Duration), T> {
+    let start = Instant::now();
+    loop {
+        let reading = read();
+        if done(&reading) {
+            return Ok((reading, start.elapsed()));
+        }
+        if start.elapsed() > Duration::from_secs(secs) {
+            return Err(reading);
+        }
+        std::thread::sleep(period);
+    }
+}
+
 /// Waits (up to 10 s) until a TCP socket listens on `port` in namespace `ns`: a server
 /// started with `ip netns exec` may take longer than any fixed sleep on a loaded machine.
 pub(crate) fn wait_listening_in(ns: &str, port: &str) {
