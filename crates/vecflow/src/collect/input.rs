@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 /// How often a waiting socket checks for Ctrl-C and the deadline.
 const POLL: Duration = Duration::from_millis(100);
 
-/// Opens the listening socket: dual-stack [::] by default, falling back to 0.0.0.0.
-fn bind(addr: Option<IpAddr>, port: u16) -> anyhow::Result<UdpSocket> {
+/// Opens the listening socket: dual-stack [::] by default, falling back to 0.0.0.0. With
+/// `reuse_port`, other collectors may listen on the same port (SO_REUSEPORT): the kernel gives
+/// each sender (address and port) to one of them.
+fn bind(addr: Option<IpAddr>, port: u16, reuse_port: bool) -> anyhow::Result<UdpSocket> {
     let open = |ip: IpAddr| -> std::io::Result<UdpSocket> {
         let sa = SocketAddr::new(ip, port);
         let s = Socket::new(Domain::for_address(sa), Type::DGRAM, Some(Protocol::UDP))?;
@@ -23,6 +25,7 @@ fn bind(addr: Option<IpAddr>, port: u16) -> anyhow::Result<UdpSocket> {
         }
         // Bursts of datagrams arrive faster than they are printed; a large buffer avoids loss.
         let _ = s.set_recv_buffer_size(4 << 20);
+        s.set_reuse_port(reuse_port)?;
         s.bind(&sa.into())?;
         Ok(s.into())
     };
@@ -36,32 +39,105 @@ fn bind(addr: Option<IpAddr>, port: u16) -> anyhow::Result<UdpSocket> {
     Ok(sock)
 }
 
-/// Receives datagrams until `each` says stop, Ctrl-C, or the deadline.
+/// Where and how to listen.
+pub struct Listen {
+    /// Address; None: [::], else 0.0.0.0.
+    pub addr: Option<IpAddr>,
+    /// UDP port.
+    pub port: u16,
+    /// Share the port with other collectors (SO_REUSEPORT).
+    pub reuse_port: bool,
+}
+
+/// Receives datagrams until `each` says stop, Ctrl-C (SIGINT, SIGTERM), or the deadline. On
+/// Ctrl-C and at the deadline it drains: it stops the kernel from giving it new datagrams,
+/// then handles every one already waiting in its socket, so that nothing acknowledged to the
+/// network is dropped (with `reuse_port`, the other collectors on the port get the senders).
 pub fn udp(
-    addr: Option<IpAddr>,
-    port: u16,
+    l: &Listen,
     stop: &AtomicBool,
     deadline: Option<Instant>,
     each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let sock = bind(addr, port)?;
+    let sock = bind(l.addr, l.port, l.reuse_port)?;
     eprintln!("vecflow collect: listening on {}", sock.local_addr()?);
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-        match sock.recv_from(&mut buf) {
-            Ok((n, from)) => {
-                let from = SocketAddr::new(canonical(from.ip()), from.port());
-                if !each(&Received { from, unix_secs: now_unix(), bytes: &buf[..n] })? {
-                    break;
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e).context("receiving"),
+        match receive(&sock, &mut buf, each) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) if quiet(&e) => {}
+            Err(e) => return Err(e.into()),
         }
+    }
+    drain(&sock, &mut buf, each)
+}
+
+/// Receives one datagram and hands it to `each`; its answer (go on?) is returned.
+fn receive(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>,
+) -> Result<bool, ReceiveError> {
+    let (n, from) = sock.recv_from(buf).map_err(ReceiveError::Io)?;
+    let from = SocketAddr::new(canonical(from.ip()), from.port());
+    each(&Received { from, unix_secs: now_unix(), bytes: &buf[..n] }).map_err(ReceiveError::Handler)
+}
+
+/// What [`receive`] can fail with: the socket, or the handler.
+enum ReceiveError {
+    Io(std::io::Error),
+    Handler(anyhow::Error),
+}
+
+impl From<ReceiveError> for anyhow::Error {
+    fn from(e: ReceiveError) -> Self {
+        match e {
+            ReceiveError::Io(e) => anyhow::Error::new(e).context("receiving"),
+            ReceiveError::Handler(e) => e,
+        }
+    }
+}
+
+/// A timeout or an interrupted wait: nothing to receive yet.
+fn quiet(e: &ReceiveError) -> bool {
+    matches!(e, ReceiveError::Io(e) if matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+    ))
+}
+
+/// How long the drain waits for a datagram the kernel was already delivering.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// Ends a listening run without loss: connects the socket to its own address (a connected
+/// UDP socket only takes datagrams from its peer, so the kernel sends no sender's datagrams
+/// to it any more, and in a SO_REUSEPORT group gives them to the others), then handles
+/// what is already queued until the socket stays empty for [`SETTLE`].
+fn drain(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let local = sock.local_addr()?;
+    let itself = match local.ip() {
+        IpAddr::V4(a) if a.is_unspecified() => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), local.port()),
+        IpAddr::V6(a) if a.is_unspecified() => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), local.port()),
+        _ => local,
+    };
+    sock.connect(itself).context("closing the socket to new datagrams")?;
+    sock.set_read_timeout(Some(SETTLE))?;
+    let mut drained = 0u64;
+    loop {
+        match receive(sock, buf, each) {
+            Ok(true) => drained += 1,
+            Ok(false) => break,
+            Err(e) if quiet(&e) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if drained > 0 {
+        eprintln!("vecflow collect: drained {drained} datagrams that were waiting");
     }
     Ok(())
 }

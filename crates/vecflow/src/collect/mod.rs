@@ -1,17 +1,20 @@
 //! `vecflow collect`: an sFlow collector. Listens on UDP (IPv4 and IPv6) or reads a pcap file,
 //! prints each datagram as sflowtool-style text or as JSON lines, or (`--summary`) prints
-//! per-agent, per-interface and top-N flow estimates with their error bounds at the end.
+//! per-agent, per-interface and top-N flow estimates with their error bounds at the end, or
+//! (`--kafka`) produces every sample as a row to Kafka, the decoder tier of the flow pipeline.
 
 mod accumulate;
 mod capped;
 mod direction;
 mod escape;
 mod input;
+mod kafka;
 mod limits;
 mod packet;
 mod polled;
 mod reasons;
 mod report;
+mod rows;
 mod sequence;
 pub mod summary;
 mod text;
@@ -56,6 +59,31 @@ pub struct Args {
     /// Stop after this many seconds (listening only).
     #[arg(long)]
     duration: Option<f64>,
+    /// Share the UDP port with other `vecflow collect` instances (SO_REUSEPORT): the kernel
+    /// gives each sender to one of them, and a stopping one's senders to the others.
+    #[arg(long)]
+    reuse_port: bool,
+    /// Produce every flow, discard and counter sample as a JSON row to these Kafka brokers
+    /// (`host:port[,host:port…]`), one message per datagram keyed by its agent, with
+    /// acknowledgements from all in-sync replicas; prints nothing on standard output.
+    #[arg(long, value_name = "BROKERS", conflicts_with_all = ["json", "summary"])]
+    kafka: Option<String>,
+    /// The Kafka topic; with several (comma-separated), each agent's datagrams always go to
+    /// the same one (one topic per ClickHouse shard).
+    #[arg(long, value_name = "TOPIC[,TOPIC...]", default_value = "flows", value_delimiter = ',', requires = "kafka")]
+    topic: Vec<String>,
+    /// A librdkafka producer setting, applied after vecflow's own (repeatable), e.g.
+    /// `--kafka-option linger.ms=50`.
+    #[arg(long = "kafka-option", value_name = "KEY=VALUE", value_parser = key_value, requires = "kafka")]
+    kafka_option: Vec<(String, String)>,
+}
+
+/// Parses `KEY=VALUE`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("{s}: expected KEY=VALUE (a librdkafka setting, such as linger.ms=50)")),
+    }
 }
 
 /// Where a datagram came from and when.
@@ -68,17 +96,38 @@ pub struct Received<'a> {
     pub bytes: &'a [u8],
 }
 
-/// Handles each datagram: prints it or adds it to the summary.
+/// Handles each datagram: prints it, adds it to the summary or produces its rows to Kafka.
 struct Sink {
     json: bool,
     summary: Option<Summary>,
+    kafka: Option<kafka::Sink>,
     out: std::io::BufWriter<std::io::Stdout>,
     text: String,
+    /// A datagram's rows for Kafka.
+    rows: Vec<u8>,
+    /// Datagrams handled, and of them not decodable.
+    datagrams: u64,
+    errors: u64,
 }
 
 impl Sink {
-    fn handle(&mut self, r: &Received<'_>) -> std::io::Result<()> {
+    fn handle(&mut self, r: &Received<'_>) -> anyhow::Result<()> {
         let decoded = sflow::decode(r.bytes);
+        self.datagrams += 1;
+        self.errors += u64::from(decoded.is_err());
+        if let Some(k) = &mut self.kafka {
+            match &decoded {
+                Ok(d) => {
+                    self.rows.clear();
+                    let n = rows::append(&mut self.rows, r.unix_secs, d);
+                    if n > 0 {
+                        k.send(d.agent, n, &self.rows)?;
+                    }
+                }
+                Err(e) => eprintln!("vecflow collect: datagram from {} ({} bytes): {e}", r.from, r.bytes.len()),
+            }
+            return Ok(());
+        }
         if let Some(s) = &mut self.summary {
             match &decoded {
                 Ok(d) => s.add(d),
@@ -102,7 +151,7 @@ impl Sink {
             }
             (Err(e), false) => eprintln!("vecflow collect: datagram from {} ({} bytes): {e}", r.from, r.bytes.len()),
         }
-        self.out.flush()
+        Ok(self.out.flush()?)
     }
 }
 
@@ -114,11 +163,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed)).context("installing the Ctrl-C handler")?;
+    let kafka = match &args.kafka {
+        Some(brokers) => Some(kafka::Sink::open(kafka::Options {
+            brokers: brokers.clone(),
+            topics: args.topic.clone(),
+            settings: args.kafka_option.clone(),
+        })?),
+        None => None,
+    };
     let mut sink = Sink {
         json: args.json,
         summary: args.summary.then(Summary::default),
+        kafka,
         out: std::io::BufWriter::new(std::io::stdout()),
         text: String::new(),
+        rows: Vec::new(),
+        datagrams: 0,
+        errors: 0,
     };
     let limit = args.count.unwrap_or(u64::MAX);
     let mut seen = 0u64;
@@ -131,7 +192,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => input::pcap(path, args.port, &mut on_datagram)?,
         None => {
             let deadline = args.duration.map(|d| std::time::Instant::now() + Duration::from_secs_f64(d));
-            input::udp(args.bind, args.port.unwrap_or(sflow::DEFAULT_PORT), &stop, deadline, &mut on_datagram)?;
+            let listen = input::Listen {
+                addr: args.bind,
+                port: args.port.unwrap_or(sflow::DEFAULT_PORT),
+                reuse_port: args.reuse_port,
+            };
+            input::udp(&listen, &stop, deadline, &mut on_datagram)?;
         }
     }
     if let Some(s) = &sink.summary {
@@ -143,6 +209,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     sink.out.flush()?;
+    if let Some(k) = sink.kafka.take() {
+        eprintln!("vecflow collect: {} datagrams received, {} not decodable", sink.datagrams, sink.errors);
+        k.finish()?;
+    }
     Ok(())
 }
 

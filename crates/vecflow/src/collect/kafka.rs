@@ -1,0 +1,160 @@
+//! `vecflow collect --kafka`: each datagram's rows (rows.rs) as one Kafka message, keyed by the
+//! agent's address, produced with acknowledgements from every in-sync replica and
+//! idempotence (librdkafka, through the rdkafka crate), so that a broker lost or a retry
+//! neither loses nor doubles an acknowledged message.
+//!
+//! One message per datagram: a datagram's samples reach the topic together or not at all, and
+//! loss is counted in datagrams by their sequence numbers. With several topics (one per
+//! ClickHouse shard), an agent's messages always go to the same one; within a topic, the key
+//! keeps an agent on one partition.
+
+use anyhow::Context;
+use rdkafka::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long the end of a run waits for the messages still in flight to be acknowledged.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where and how to produce.
+pub struct Options {
+    /// Bootstrap brokers, `host:port[,host:port…]`.
+    pub brokers: String,
+    /// The topics; an agent's messages go to `topics[hash(agent) % len]`.
+    pub topics: Vec<String>,
+    /// librdkafka settings given on the command line (`KEY=VALUE`), applied last.
+    pub settings: Vec<(String, String)>,
+}
+
+/// Counts of what was produced, kept by librdkafka's delivery callback.
+#[derive(Default)]
+pub struct Delivery {
+    delivered: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl ClientContext for Delivery {}
+
+impl ProducerContext for Delivery {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => self.delivered.fetch_add(1, Ordering::Relaxed),
+            Err((e, _)) => {
+                // Each failure is a datagram lost: say so, but not once per message in a storm.
+                let n = self.failed.fetch_add(1, Ordering::Relaxed);
+                if n.is_power_of_two() || n == 0 {
+                    eprintln!("vecflow collect: a message was not delivered ({} so far): {e}", n + 1);
+                }
+                n
+            }
+        };
+    }
+}
+
+/// A Kafka producer of datagrams' rows.
+pub struct Sink {
+    producer: ThreadedProducer<Delivery>,
+    topics: Vec<String>,
+    /// Messages handed to librdkafka.
+    produced: u64,
+    /// Rows in them.
+    rows: u64,
+}
+
+impl Sink {
+    /// Connects (lazily: librdkafka connects in the background and retries).
+    pub fn open(o: Options) -> anyhow::Result<Sink> {
+        anyhow::ensure!(
+            !o.topics.is_empty() && o.topics.iter().all(|t| !t.is_empty()),
+            "--topic: a topic name is empty"
+        );
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &o.brokers)
+            .set("client.id", format!("vecflow-collect-{}", std::process::id()))
+            // Every in-sync replica has the message before it counts as sent; retries never
+            // reorder or repeat one (the broker drops a producer's duplicates).
+            .set("acks", "all")
+            .set("enable.idempotence", "true")
+            // Datagrams arrive one by one: wait a little to send them in batches.
+            .set("linger.ms", "20");
+        for (k, v) in &o.settings {
+            config.set(k, v);
+        }
+        let producer: ThreadedProducer<Delivery> =
+            config.create_with_context(Delivery::default()).with_context(|| format!("--kafka {}", o.brokers))?;
+        Ok(Sink { producer, topics: o.topics, produced: 0, rows: 0 })
+    }
+
+    /// Queues one datagram's rows for its agent's topic; waits while librdkafka's queue is full.
+    pub fn send(&mut self, agent: IpAddr, rows: usize, payload: &[u8]) -> anyhow::Result<()> {
+        let key = agent.to_string();
+        let topic = &self.topics[topic_index(agent, self.topics.len())];
+        let mut record = BaseRecord::to(topic).key(key.as_str()).payload(payload);
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    record = r;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err((e, _)) => return Err(e).context("producing to Kafka"),
+            }
+        }
+        self.produced += 1;
+        self.rows += rows as u64;
+        Ok(())
+    }
+
+    /// Waits until every message is acknowledged or failed (at most a minute), and says what
+    /// happened on standard error.
+    pub fn finish(self) -> anyhow::Result<()> {
+        let start = Instant::now();
+        let flushed = self.producer.flush(FLUSH_TIMEOUT);
+        let d = self.producer.context();
+        let (delivered, failed) = (d.delivered.load(Ordering::Relaxed), d.failed.load(Ordering::Relaxed));
+        let pending = self.produced.saturating_sub(delivered + failed);
+        eprintln!(
+            "vecflow collect: kafka: {} messages ({} rows) produced, {delivered} delivered, {failed} failed, {pending} not acknowledged after {:.1} s",
+            self.produced,
+            self.rows,
+            start.elapsed().as_secs_f64()
+        );
+        flushed.context("waiting for Kafka to acknowledge what was produced")?;
+        anyhow::ensure!(failed == 0, "{failed} messages were not delivered to Kafka");
+        Ok(())
+    }
+}
+
+/// Which of `n` topics an agent's messages go to: FNV-1a of its address, so the choice is the
+/// same in every decoder and every run.
+fn topic_index(agent: IpAddr, n: usize) -> usize {
+    let octets = match agent {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    };
+    let hash = octets.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    (hash % n as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_always_goes_to_the_same_topic_and_agents_spread() {
+        let agents: Vec<IpAddr> = (1..=64).map(|i| IpAddr::from([127, 0, 0, i])).collect();
+        let first: Vec<usize> = agents.iter().map(|&a| topic_index(a, 2)).collect();
+        let again: Vec<usize> = agents.iter().map(|&a| topic_index(a, 2)).collect();
+        assert_eq!(first, again);
+        let ones = first.iter().filter(|&&t| t == 1).count();
+        assert!((16..=48).contains(&ones), "{ones} of 64 agents on topic 1");
+        assert!(agents.iter().all(|&a| topic_index(a, 1) == 0));
+    }
+}
