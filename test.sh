@@ -316,8 +316,8 @@ fi
 step "the other builds (started beside the tests, at SCHED_IDLE): the release binary, loom's models, Miri's test binary, the fuzz targets"
 queue_wait target/builds
 
-step "flow pipeline: vecflow -> goflow2 -> Kafka -> ClickHouse (contrib/flow-pipeline/test-pipeline.sh)"
-contrib/flow-pipeline/test-pipeline.sh target/debug/vecflow
+step "flow pipeline: decoders -> Kafka -> ClickHouse, the single chain, goflow2's, and the cluster with a broker killed (contrib/flow-pipeline/test-pipeline.sh)"
+contrib/flow-pipeline/test-pipeline.sh target/release/vecflow
 
 step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
 # The release binary (built above) is what the README's `cargo run --release` builds and what

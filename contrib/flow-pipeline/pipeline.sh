@@ -163,6 +163,7 @@ while True:
         define "kafka-$k" java "-Xmx${heap}m" -cp "$kcp" kafka.Kafka "$dir/kafka-$k.properties"
     done
     echo "$bootstrap" >"$dir/bootstrap"
+    echo "$kafka_lib/lib" >"$dir/kafka-lib"
     topics() { java -cp "$kcp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" "$@"; }
     wait_for "Kafka" 90 topics --list
     # The topics exist before ClickHouse subscribes (it starts at the newest offset and only

@@ -1,6 +1,7 @@
 -- What pipeline.sh creates on each ClickHouse shard for `vecflow collect --kafka`'s rows (one
--- JSON object per flow, discard or counter sample; several per Kafka message, one message per
--- datagram). pipeline.sh fills in:
+-- JSON object per flow, discard or counter sample, one per Kafka message: ClickHouse 18.16's
+-- Kafka engine loses the rest of a message of several rows when a block fills inside it).
+-- pipeline.sh fills in:
 --   @KAFKA@      the brokers, host:port,host:port...
 --   @TOPIC@      this shard's topic (an agent's datagrams always go to the same topic, so all
 --                of an agent's rows are on one shard)
@@ -71,7 +72,7 @@ CREATE TABLE IF NOT EXISTS vecflow.queue (
     out_discards UInt32,
     out_errors UInt32,
     promiscuous_mode UInt32
-) ENGINE = Kafka('@KAFKA@', '@TOPIC@', '@GROUP@', 'JSONEachRow', '\n', '', @CONSUMERS@);
+) ENGINE = Kafka('@KAFKA@', '@TOPIC@', '@GROUP@', 'JSONEachRow', '', '', @CONSUMERS@);
 
 CREATE TABLE IF NOT EXISTS vecflow.flows_local (
     date Date,

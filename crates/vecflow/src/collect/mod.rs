@@ -64,7 +64,7 @@ pub struct Args {
     #[arg(long)]
     reuse_port: bool,
     /// Produce every flow, discard and counter sample as a JSON row to these Kafka brokers
-    /// (`host:port[,host:port…]`), one message per datagram keyed by its agent, with
+    /// (`host:port[,host:port…]`), one message each keyed by its agent, with
     /// acknowledgements from all in-sync replicas; prints nothing on standard output.
     #[arg(long, value_name = "BROKERS", conflicts_with_all = ["json", "summary"])]
     kafka: Option<String>,
@@ -103,7 +103,7 @@ struct Sink {
     kafka: Option<kafka::Sink>,
     out: std::io::BufWriter<std::io::Stdout>,
     text: String,
-    /// A datagram's rows for Kafka.
+    /// A row for Kafka.
     rows: Vec<u8>,
     /// Datagrams handled, and of them not decodable.
     datagrams: u64,
@@ -118,11 +118,7 @@ impl Sink {
         if let Some(k) = &mut self.kafka {
             match &decoded {
                 Ok(d) => {
-                    self.rows.clear();
-                    let n = rows::append(&mut self.rows, r.unix_secs, d);
-                    if n > 0 {
-                        k.send(d.agent, n, &self.rows)?;
-                    }
+                    rows::each_row(&mut self.rows, r.unix_secs, d, |row| k.send(d.agent, row))?;
                 }
                 Err(e) => eprintln!("vecflow collect: datagram from {} ({} bytes): {e}", r.from, r.bytes.len()),
             }

@@ -1,5 +1,5 @@
-//! The rows of the flow pipeline: each sample of a datagram as one JSON object on a line of its
-//! own (ClickHouse's `JSONEachRow`), flow, discard and counter samples alike. Every row carries
+//! The rows of the flow pipeline: each sample of a datagram as one JSON object (ClickHouse's
+//! `JSONEachRow`), flow, discard and counter samples alike. Every row carries
 //! where it came from (agent, sub-agent, the datagram's sequence number and the sample's index
 //! in it), so a row lost or delivered twice can be told exactly. The columns are those of
 //! `contrib/flow-pipeline/schema.sql`; a field a row does not have is left out (ClickHouse
@@ -108,9 +108,15 @@ struct CounterRow<'a> {
     counters: Option<&'a IfCounters>,
 }
 
-/// Appends one line per flow, discard and counter sample of `d` to `out` and returns how many
-/// (samples of unknown formats have no row). `unix_secs` is when the datagram arrived.
-pub fn append(out: &mut Vec<u8>, unix_secs: u64, d: &Datagram<'_>) -> usize {
+/// Hands each flow, discard and counter sample of `d` as a JSON row to `each`, in the order of
+/// the datagram (samples of unknown formats have no row), and returns how many. `unix_secs` is
+/// when the datagram arrived; `buf` is scratch space.
+pub fn each_row(
+    buf: &mut Vec<u8>,
+    unix_secs: u64,
+    d: &Datagram<'_>,
+    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<usize> {
     let mut rows = 0;
     for (index, sample) in d.samples.iter().enumerate() {
         let head = |kind, sequence, source: &sflow::DataSource| Head {
@@ -125,19 +131,20 @@ pub fn append(out: &mut Vec<u8>, unix_secs: u64, d: &Datagram<'_>) -> usize {
             source_id_class: source.class,
             source_id_index: source.index,
         };
+        buf.clear();
         let written = match sample {
-            Sample::Flow(f) => serde_json::to_writer(&mut *out, &flow(head("flow", f.sequence, &f.source), f)),
-            Sample::Discard(x) => serde_json::to_writer(&mut *out, &discard(head("discard", x.sequence, &x.source), x)),
+            Sample::Flow(f) => serde_json::to_writer(&mut *buf, &flow(head("flow", f.sequence, &f.source), f)),
+            Sample::Discard(x) => serde_json::to_writer(&mut *buf, &discard(head("discard", x.sequence, &x.source), x)),
             Sample::Counters(c) => {
-                serde_json::to_writer(&mut *out, &counters(head("counters", c.sequence, &c.source), c))
+                serde_json::to_writer(&mut *buf, &counters(head("counters", c.sequence, &c.source), c))
             }
             Sample::Unknown { .. } => continue,
         };
         written.expect("rows are plain data");
-        out.push(b'\n');
+        each(buf)?;
         rows += 1;
     }
-    rows
+    Ok(rows)
 }
 
 fn flow(head: Head, f: &FlowSample<'_>) -> FlowRow {
