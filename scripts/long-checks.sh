@@ -2,7 +2,7 @@
 # The checks that belong to a release rather than to every change (docs/testing.md, "The long
 # checks"): each runs at its full length, and the results go into one dated report.
 #
-#   sudo scripts/long-checks.sh [--only soak,overload,bench,table,fuzz] [--soak-min N] [--fuzz-cap-min C]
+#   sudo scripts/long-checks.sh [--only soak,overload,bench,table,fuzz,pipeline] [--soak-min N] [--fuzz-cap-min C]
 #                               [--dir DIR]
 #
 #   soak      scripts/soak.sh for N minutes (default 10; root)
@@ -12,15 +12,18 @@
 #             scripts/lcp-bgp-full-table.sh with BIRD and with FRR (root; BIRD 2 and FRR)
 #   fuzz      a fuzzing round of every target, C minutes each (default 20: scripts/fuzz-campaign.sh,
 #             on a worktree of HEAD, corpora kept in ~/.cache/vecflow-fuzz), two targets at a time
+#   pipeline  the flow pipeline's knee (contrib/flow-pipeline/knee.sh: a minute a rate, then 5
+#             minutes at the knee) for the single chain, then for the cluster (2 decoders, 3
+#             brokers, 4 partitions, 2 shards, 8 routers) with its faults at half the knee
 #
 # The report is DIR/long-checks-DATE-COMMIT.md (default DIR: target/long-checks), beside each
 # check's raw output; the last line printed names it. The checks run one after another (the
-# fuzz round on both cores), so a run of them all takes about 1 h 45 min on two cores. Exits 1
+# fuzz round on both cores), so a run of them all takes about 2 h 25 min on two cores. Exits 1
 # when a check failed (every check still runs), 2 when one cannot run here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-only=soak,overload,bench,table,fuzz soak_min=10 fuzz_cap=20 dir=target/long-checks
+only=soak,overload,bench,table,fuzz,pipeline soak_min=10 fuzz_cap=20 dir=target/long-checks
 while [ $# -gt 0 ]; do
     case $1 in
         --only) only=$2; shift ;;
@@ -33,7 +36,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 for c in ${only//,/ }; do
-    case $c in soak|overload|bench|table|fuzz) ;; *) echo "--only: no check $c (soak, overload, bench, table, fuzz)" >&2; exit 2 ;; esac
+    case $c in soak|overload|bench|table|fuzz|pipeline) ;; *) echo "--only: no check $c (soak, overload, bench, table, fuzz, pipeline)" >&2; exit 2 ;; esac
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
 if { wants soak || wants table; } && [ "$(id -u)" != 0 ]; then
@@ -118,6 +121,24 @@ if wants fuzz; then
         return "$status"
     }
     check "fuzz round, $fuzz_cap min a target (scripts/fuzz-campaign.sh)" '.' fuzz_round
+fi
+
+if wants pipeline; then
+    # Both shapes run; the check fails when one found no knee or its faults lost more than
+    # they may.
+    pipeline_knees() {
+        local status=0 ports=(--sflow-port 26343 --kafka-port 29092 --clickhouse-port 28123)
+        echo "=== the single chain"
+        contrib/flow-pipeline/knee.sh --dir "$dir/pipeline-single" --vecflow "$vecflow" \
+            --rates 10000,15000,20000,25000,30000,40000 -- "${ports[@]}" || status=1
+        echo "=== the cluster: 2 decoders, 3 brokers, 4 partitions, 2 shards"
+        contrib/flow-pipeline/knee.sh --dir "$dir/pipeline-cluster" --vecflow "$vecflow" --routers 8 \
+            --rates 10000,20000,30000,40000,50000 --faults broker,shard,decoder-term,decoder-kill \
+            -- "${ports[@]}" --decoders 2 --brokers 3 --partitions 4 --shards 2 || status=1
+        return "$status"
+    }
+    check "flow pipeline knees and faults (contrib/flow-pipeline/knee.sh)" \
+        '^(===|---|knee:|FAIL)|^load: (sent|CPU|[0-9 .]+ s |127)' pipeline_knees
 fi
 
 echo >>"$report"

@@ -43,6 +43,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# What a SIGKILLed decoder may lose: datagrams sent in the seconds before the kill (its socket
+# buffer and librdkafka's queue; the send time estimated from the sequence number).
+KILL_WINDOW_S = 5
 
 FAULT_PLAN = {
     "broker": [(0.20, "stop", "kafka-2", "KILL"), (0.30, "start", "kafka-2", None)],
@@ -134,8 +137,10 @@ class Pipeline:
     def lag(self):
         """Messages in the topics not yet committed by ClickHouse's consumer groups."""
         kafka_lib = (self.dir / "kafka-lib").read_text().strip()
+        # At the lowest priority: a JVM starting takes both cores for a second, which at
+        # 40 000 samples/s overflowed the decoder's socket (3 168 datagrams lost to it).
         r = subprocess.run(
-            ["java", "-cp", f"{kafka_lib}/*", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            ["nice", "-n", "19", "java", "-cp", f"{kafka_lib}/*", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
              "--bootstrap-server", self.bootstrap, "--describe", "--all-groups"],
             capture_output=True, text=True)
         total = 0
@@ -351,6 +356,7 @@ def main():
               "pps_per_router": pps, "faults": faults, "events": events, "cpu_percent": cpu_share,
               "udp_drops": drops, "lag_mid": lag_mid, "lag_end": lag_end, "caught_up_s": caught_up, "agents": {}}
     lost_total = dup_total = 0
+    missing_by_agent = {}
     fails = []
     for agent in agents:
         s, got = sent[agent], per_agent.get(agent, {"rows": 0, "datagrams": 0, "first": 0, "last": -1, "distinct": 0})
@@ -361,6 +367,7 @@ def main():
         rows_want = sum(s[k] for k in kinds_sent)
         dups = got["rows"] - got["distinct"]
         lost_total += len(missing)
+        missing_by_agent[agent] = missing
         dup_total += dups
         row = {"sent": s, "found": got, "missing_datagrams": len(missing),
                "missing_ranges": ranges(missing), "rows_missing": rows_want - got["distinct"], "duplicates": dups,
@@ -381,9 +388,19 @@ def main():
         if dups_after:
             fails.append(f"{dups_after} rows still doubled after OPTIMIZE ... FINAL")
     report.update(lost_datagrams=lost_total, duplicates=dup_total, duplicates_after_optimize=dups_after)
-    allowed_loss = "decoder-kill" in faults
-    if lost_total and not allowed_loss:
-        fails.append(f"{lost_total} datagrams lost")
+    # Only the SIGKILLed decoder may lose, and only what it held when it died: each missing
+    # datagram's send time (its sequence number over the agent's datagram rate) must fall in
+    # the seconds before the kill.
+    kills = [e["at_s"] for e in events if e["fault"] == "decoder-kill" and e["action"] == "stop"]
+    outside = 0
+    for agent, row in report["agents"].items():
+        per_s = sent[agent]["datagrams"] / ran
+        times = [seq / per_s for seq in missing_by_agent[agent]]
+        row["missing_at_s"] = [round(min(times), 2), round(max(times), 2)] if times else []
+        outside += sum(1 for t in times if not any(k - KILL_WINDOW_S <= t <= k + 1 for k in kills))
+    report["lost_outside_kill"] = outside
+    if outside:
+        fails.append(f"{outside} datagrams lost{' outside the seconds before the SIGKILL' if kills else ''}")
     if a.check_queries:
         truths = {agents[i]: router_truth((run / f"router-{i + 1}.show").read_text()) for i in range(a.routers)}
         fails += check_queries(p, agents, truths, a.sampling_rate, p.goflow2)
@@ -398,7 +415,8 @@ def main():
     print("load: CPU % of one core: " + ", ".join(f"{c} {v}" for c, v in sorted(cpu_share.items())))
     for agent, row in report["agents"].items():
         if row["missing_datagrams"] or row["duplicates"]:
-            print(f"load: {agent}: missing {row['missing_datagrams']} datagrams {row['missing_ranges'][:10]}, "
+            print(f"load: {agent}: missing {row['missing_datagrams']} datagrams {row['missing_ranges'][:10]} "
+                  f"(sent at {row.get('missing_at_s')} s), "
                   f"{row['duplicates']} rows twice")
     for f in fails:
         print(f"FAIL {f}")

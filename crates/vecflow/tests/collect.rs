@@ -411,3 +411,73 @@ fn overflow_of_the_agent_table_is_shown() {
     let text = run(&["collect", "--pcap", p, "--summary"]);
     assert!(text.contains("left out at the state limits: 1 datagrams (over 1024 agents)"), "{text}");
 }
+
+/// A `vecflow collect --reuse-port --json` on 127.0.0.1 (port 0: the kernel picks one), its
+/// port, and a thread collecting the sequence numbers of the datagrams it prints.
+fn sharing_collector(port: u16) -> (common::Daemon, u16, std::thread::JoinHandle<Vec<u64>>) {
+    let mut c = common::Daemon::spawn(
+        vecflow()
+            .args(["collect", "--bind", "127.0.0.1", "--port", &port.to_string(), "--reuse-port", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let mut err = BufReader::new(c.child().stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("vecflow collect: listening on ")
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .unwrap_or_else(|| panic!("not a listening line: {line}"))
+        .port();
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let out = BufReader::new(c.child().stdout.take().unwrap());
+    let lines = std::thread::spawn(move || {
+        out.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap()["datagram"]["sequence"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    });
+    (c, port, lines)
+}
+
+#[test]
+fn collectors_sharing_a_port_take_over_from_one_that_stops_and_lose_nothing() {
+    let (a, port, a_seqs) = sharing_collector(0);
+    let (b, _, b_seqs) = sharing_collector(port);
+    // 64 routers (source ports); each round every one sends a datagram numbered round * 100 + i.
+    let routers: Vec<UdpSocket> = (0..64).map(|_| UdpSocket::bind("127.0.0.1:0").unwrap()).collect();
+    let mut sent = Vec::new();
+    let mut send_round = |round: u32| {
+        for (i, r) in routers.iter().enumerate() {
+            let seq = round * 100 + i as u32;
+            r.send_to(&datagram(seq, 1), ("127.0.0.1", port)).unwrap();
+            sent.push(u64::from(seq));
+        }
+    };
+    send_round(0);
+    // SIGTERM to A while the routers go on sending: what A had queued it drains, what comes
+    // after goes to B.
+    let stopping = std::thread::spawn(move || a.stop(libc::SIGTERM, Duration::from_secs(10)));
+    for round in 1..40 {
+        send_round(round);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(stopping.join().unwrap().success());
+    for round in 40..45 {
+        send_round(round);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(b.stop(libc::SIGTERM, Duration::from_secs(10)).success());
+    let (a_got, b_got) = (a_seqs.join().unwrap(), b_seqs.join().unwrap());
+    assert!(a_got.iter().any(|&s| s < 100) && b_got.iter().any(|&s| s < 100), "the kernel spread the routers");
+    assert!(a_got.iter().all(|&s| s < 4000), "nothing reached A after it stopped");
+    let mut got: Vec<u64> = a_got.iter().chain(&b_got).copied().collect();
+    got.sort_unstable();
+    sent.sort_unstable();
+    assert_eq!(got.len(), sent.len(), "A took {}, B {}", a_got.len(), b_got.len());
+    assert_eq!(got, sent);
+}

@@ -16,27 +16,61 @@ const POLL: Duration = Duration::from_millis(100);
 /// Opens the listening socket: dual-stack [::] by default, falling back to 0.0.0.0. With
 /// `reuse_port`, other collectors may listen on the same port (SO_REUSEPORT): the kernel gives
 /// each sender (address and port) to one of them.
-fn bind(addr: Option<IpAddr>, port: u16, reuse_port: bool) -> anyhow::Result<UdpSocket> {
-    let open = |ip: IpAddr| -> std::io::Result<UdpSocket> {
-        let sa = SocketAddr::new(ip, port);
+fn bind(l: &Listen) -> anyhow::Result<UdpSocket> {
+    let open = |ip: IpAddr| -> std::io::Result<Socket> {
+        let sa = SocketAddr::new(ip, l.port);
         let s = Socket::new(Domain::for_address(sa), Type::DGRAM, Some(Protocol::UDP))?;
         if ip.is_ipv6() {
-            s.set_only_v6(addr.is_some())?;
+            s.set_only_v6(l.addr.is_some())?;
         }
-        // Bursts of datagrams arrive faster than they are printed; a large buffer avoids loss.
-        let _ = s.set_recv_buffer_size(4 << 20);
-        s.set_reuse_port(reuse_port)?;
+        s.set_reuse_port(l.reuse_port)?;
         s.bind(&sa.into())?;
-        Ok(s.into())
+        Ok(s)
     };
-    let sock = match addr {
-        Some(ip) => open(ip).with_context(|| format!("listening on {}", SocketAddr::new(ip, port)))?,
+    let sock = match l.addr {
+        Some(ip) => open(ip).with_context(|| format!("listening on {}", SocketAddr::new(ip, l.port)))?,
         None => open(IpAddr::V6(Ipv6Addr::UNSPECIFIED))
             .or_else(|_| open(IpAddr::V4(Ipv4Addr::UNSPECIFIED)))
-            .with_context(|| format!("listening on UDP port {port}"))?,
+            .with_context(|| format!("listening on UDP port {}", l.port))?,
     };
+    receive_buffer(&sock, l.receive_buffer);
     sock.set_read_timeout(Some(POLL))?;
-    Ok(sock)
+    Ok(sock.into())
+}
+
+/// Sizes the socket's receive buffer, which takes the bursts (and the pauses of a busy host)
+/// that the collector does not keep up with: past `net.core.rmem_max` with CAP_NET_ADMIN
+/// (SO_RCVBUFFORCE), else as far as that limit allows.
+fn receive_buffer(sock: &Socket, bytes: usize) {
+    let _ = sock.set_recv_buffer_size(bytes);
+    // Linux reports twice what was set (the other half is its bookkeeping).
+    if sock.recv_buffer_size().unwrap_or(0) / 2 < bytes {
+        let forced = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: setsockopt(2) reads `size_of::<c_int>()` bytes from a live local; the fd is
+        // the socket's own, open for this call.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(sock),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                std::ptr::from_ref(&forced).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// Says so when the receive buffer is smaller than asked.
+fn report_receive_buffer(sock: &UdpSocket, bytes: usize) {
+    // Linux reports twice what was set (the other half is its bookkeeping).
+    let got = socket2::SockRef::from(sock).recv_buffer_size().unwrap_or(0) / 2;
+    if got < bytes {
+        eprintln!(
+            "vecflow collect: receive buffer {} KiB, not the {} KiB of --receive-buffer (raise net.core.rmem_max, or give vecflow CAP_NET_ADMIN)",
+            got >> 10,
+            bytes >> 10
+        );
+    }
 }
 
 /// Where and how to listen.
@@ -47,6 +81,8 @@ pub struct Listen {
     pub port: u16,
     /// Share the port with other collectors (SO_REUSEPORT).
     pub reuse_port: bool,
+    /// The socket's receive buffer, in bytes.
+    pub receive_buffer: usize,
 }
 
 /// Receives datagrams until `each` says stop, Ctrl-C (SIGINT, SIGTERM), or the deadline. On
@@ -59,8 +95,9 @@ pub fn udp(
     deadline: Option<Instant>,
     each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let sock = bind(l.addr, l.port, l.reuse_port)?;
+    let sock = bind(l)?;
     eprintln!("vecflow collect: listening on {}", sock.local_addr()?);
+    report_receive_buffer(&sock, l.receive_buffer);
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
         match receive(&sock, &mut buf, each) {

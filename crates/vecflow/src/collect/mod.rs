@@ -63,6 +63,10 @@ pub struct Args {
     /// gives each sender to one of them, and a stopping one's senders to the others.
     #[arg(long)]
     reuse_port: bool,
+    /// The UDP socket's receive buffer in bytes, which takes bursts and the pauses of a busy
+    /// host (beyond net.core.rmem_max only with CAP_NET_ADMIN; a smaller one is reported).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, value_parser = clap::value_parser!(u32).range(65536..=1 << 30))]
+    receive_buffer: u32,
     /// Produce every flow, discard and counter sample as a JSON row to these Kafka brokers
     /// (`host:port[,host:port…]`), one message each keyed by its agent, with
     /// acknowledgements from all in-sync replicas; prints nothing on standard output.
@@ -192,6 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 addr: args.bind,
                 port: args.port.unwrap_or(sflow::DEFAULT_PORT),
                 reuse_port: args.reuse_port,
+                receive_buffer: args.receive_buffer as usize,
             };
             input::udp(&listen, &stop, deadline, &mut on_datagram)?;
         }
