@@ -27,7 +27,7 @@ allow (nothing, except datagrams of the SIGKILLed decoder's agents), or rows rem
 
 Usage: load.py --dir PIPELINE_DIR [--vecflow PATH] [--routers N] [--rate SAMPLES_PER_S]
                [--seconds S] [--sampling-rate N] [--faults broker,shard,decoder-term,decoder-kill]
-               [--json FILE]
+               [--router-nice N] [--json FILE]
 """
 import argparse
 import json
@@ -159,15 +159,43 @@ def cpu_seconds(pid):
         return None
 
 
-def udp_drops(port):
-    """Drops of every UDP socket bound to `port` (IPv4 and IPv6)."""
-    total = 0
+def udp_sockets(port):
+    """{inode: drops} of every UDP socket bound to `port` (IPv4 and IPv6)."""
+    out = {}
     for table in ("/proc/net/udp", "/proc/net/udp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             f = line.split()
             if int(f[1].rsplit(":", 1)[1], 16) == port:
-                total += int(f[-1])
-    return total
+                out[f[9]] = int(f[-1])
+    return out
+
+
+class Sampler:
+    """CPU seconds per component and UDP drops of the sFlow port over a run, through restarts:
+    each process (pid) and socket (inode) counts from its first reading to its last, from 0
+    when it appeared during the run."""
+
+    def __init__(self, p):
+        self.p, self.cpu, self.drops, self.first = p, {}, {}, True
+
+    def sample(self):
+        for c in self.p.components:
+            pid = self.p.pid(c)
+            v = cpu_seconds(pid) if pid else None
+            if v is not None:
+                self.cpu.setdefault((c, pid), [0 if not self.first else v, v])[1] = v
+        for inode, d in udp_sockets(self.p.sflow_port).items():
+            self.drops.setdefault(inode, [0 if not self.first else d, d])[1] = d
+        self.first = False
+
+    def cpu_seconds(self):
+        out = {}
+        for (c, _), (a, b) in self.cpu.items():
+            out[c] = out.get(c, 0) + b - a
+        return out
+
+    def udp_drops(self):
+        return sum(b - a for a, b in self.drops.values())
 
 
 def sent_by(show):
@@ -261,6 +289,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--sampling-rate", type=int, default=1)
     ap.add_argument("--faults", default="")
+    ap.add_argument("--router-nice", type=int, default=0,
+                    help="run the routers at this nice value: they stand for machines of their own, and at 10 "
+                         "they leave the pipeline the CPU it wants")
     ap.add_argument("--json")
     ap.add_argument("--check-queries", action="store_true",
                     help="run queries.sql and check each answer against the routers' counts (a fresh pipeline only)")
@@ -283,8 +314,8 @@ def main():
     print(f"load: {a.routers} routers, {a.rate} flow samples/s ({pps} pps each at 1:{a.sampling_rate}), "
           f"{a.seconds:g} s, faults: {', '.join(faults) or 'none'}; agents {prefix}.1-{a.routers}", flush=True)
 
-    cpu_start = {c: cpu_seconds(p.pid(c)) for c in p.components}
-    drops_start = udp_drops(p.sflow_port)
+    sampler = Sampler(p)
+    sampler.sample()
     routers = []
     for i, agent in enumerate(agents):
         cfg = run / f"router-{i + 1}.yaml"
@@ -292,21 +323,27 @@ def main():
         out = open(run / f"router-{i + 1}.show", "w")
         err = open(run / f"router-{i + 1}.log", "w")
         routers.append(subprocess.Popen(
-            [a.vecflow, "run", "-c", str(cfg), "--socket", str(run / f"router-{i + 1}.sock"), "--show-at-exit"],
+            ["nice", "-n", str(a.router_nice), a.vecflow, "run", "-c", str(cfg), "--socket", str(run / f"router-{i + 1}.sock"), "--show-at-exit"],
             stdout=out, stderr=err))
     start = time.monotonic()
     router_cpu_start = sum(cpu_seconds(r.pid) or 0 for r in routers)
     events = []
     lag_mid = None
+    sampled = start
     for at, act, name, sig, f in plan + [(1.0, "end", None, None, None)]:
         while time.monotonic() - start < at * a.seconds:
             if lag_mid is None and time.monotonic() - start > 0.5 * a.seconds and not faults:
                 lag_mid = p.lag()
+            if time.monotonic() - sampled > 0.5:
+                sampler.sample()
+                sampled = time.monotonic()
             time.sleep(0.05)
+        sampler.sample()
         if act == "end":
             break
         t = time.monotonic() - start
         p.control(act, name, sig)
+        sampler.sample()
         events.append({"at_s": round(t, 2), "fault": f, "action": act, "component": name, "signal": sig})
         print(f"load: {t:6.1f} s  {act} {name}{' (SIG' + sig + ')' if sig else ''}", flush=True)
     lag_end = p.lag()
@@ -316,11 +353,10 @@ def main():
     for r in routers:
         r.wait(timeout=60)
     ran = time.monotonic() - start
-    cpu = {c: cpu_seconds(p.pid(c)) for c in p.components}
-    cpu_share = {c: round(100 * (cpu[c] - cpu_start[c]) / ran, 1) for c in p.components
-                 if cpu[c] is not None and cpu_start[c] is not None}
+    sampler.sample()
+    cpu_share = {c: round(100 * v / ran, 1) for c, v in sampler.cpu_seconds().items()}
     cpu_share["routers"] = round(100 * router_cpu / ran, 1)
-    drops = udp_drops(p.sflow_port) - drops_start
+    drops = sampler.udp_drops()
     sent = {agents[i]: sent_by((run / f"router-{i + 1}.show").read_text()) for i in range(a.routers)}
 
     # ClickHouse's Kafka tables flush every 7.5 s: wait until every row is in, or nothing
@@ -352,7 +388,7 @@ def main():
         per_agent[agent] = {"rows": int(n), "datagrams": int(datagrams), "first": int(lo), "last": int(hi), "distinct": int(distinct)}
     kinds = {(agent, kind): int(n) for agent, kind, n in p.ch(
         f"SELECT sampler_address, kind, uniqExact(sequence_num, sample_index) FROM ({union}) GROUP BY sampler_address, kind")}
-    report = {"routers": a.routers, "rate": a.rate, "seconds": round(ran, 1), "sampling_rate": a.sampling_rate,
+    report = {"routers": a.routers, "router_nice": a.router_nice, "rate": a.rate, "seconds": round(ran, 1), "sampling_rate": a.sampling_rate,
               "pps_per_router": pps, "faults": faults, "events": events, "cpu_percent": cpu_share,
               "udp_drops": drops, "lag_mid": lag_mid, "lag_end": lag_end, "caught_up_s": caught_up, "agents": {}}
     lost_total = dup_total = 0
@@ -388,6 +424,11 @@ def main():
         if dups_after:
             fails.append(f"{dups_after} rows still doubled after OPTIMIZE ... FINAL")
     report.update(lost_datagrams=lost_total, duplicates=dup_total, duplicates_after_optimize=dups_after)
+    # Each shard's rows of this run: after a shard was stopped, its share shows that it
+    # consumed again (its agents' rows are complete above).
+    if not p.goflow2:
+        report["rows_per_shard"] = [int(p.ch(f"SELECT count() FROM vecflow.flows_local WHERE sampler_address IN ({in_list})", k)[0][0])
+                                    for k in range(1, p.shards + 1)]
     # Only the SIGKILLed decoder may lose, and only what it held when it died: each missing
     # datagram's send time (its sequence number over the agent's datagram rate) must fall in
     # the seconds before the kill.
@@ -413,6 +454,8 @@ def main():
           f"{'' if dups_after is None else f' ({dups_after} after OPTIMIZE FINAL)'}; UDP drops {drops}; "
           f"lag at the end {lag_end}; ClickHouse complete {caught_up} s after the routers stopped")
     print("load: CPU % of one core: " + ", ".join(f"{c} {v}" for c, v in sorted(cpu_share.items())))
+    if report.get("rows_per_shard") and p.shards > 1:
+        print("load: flow rows per shard: " + ", ".join(f"clickhouse-{k + 1} {n}" for k, n in enumerate(report["rows_per_shard"])))
     for agent, row in report["agents"].items():
         if row["missing_datagrams"] or row["duplicates"]:
             print(f"load: {agent}: missing {row['missing_datagrams']} datagrams {row['missing_ranges'][:10]} "

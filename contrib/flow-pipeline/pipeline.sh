@@ -217,10 +217,14 @@ start_decoders() {
         return
     fi
     for ((k = 1; k <= shards; k++)); do all_topics+="${all_topics:+,}$(topic "$k")"; done
+    # The decoders are the one stage that cannot make its senders wait (UDP): as root they run
+    # at nice -10, ahead of the brokers' and shards' many threads when the CPU is short.
+    local prio=()
+    [ "$(id -u)" != 0 ] || prio=(nice -n -10)
     for ((k = 1; k <= decoders; k++)); do
         # 32 MiB of socket buffer: about 3 s of 40 000 samples/s, for the moments the busy
         # machine gives the decoders no CPU (a JVM starting, a shard merging).
-        define "decoder-$k" "$vecflow" collect --bind 127.0.0.1 --port "$sflow_port" --reuse-port \
+        define "decoder-$k" "${prio[@]}" "$vecflow" collect --bind 127.0.0.1 --port "$sflow_port" --reuse-port \
             --receive-buffer 33554432 --kafka "$bootstrap" --topic "$all_topics"
     done
     for ((k = 1; k <= decoders; k++)); do
@@ -262,25 +266,32 @@ up() {
 
 need_dir() { [ -n "$dir" ] || die "$cmd needs --dir DIR (the one up printed)"; [ -f "$dir/components" ] || die "nothing was started from $dir"; }
 
-# stop_one NAME SIGNAL: signals its process group, waits up to 60 s (a decoder drains and
-# waits for Kafka's acknowledgements), then kills it.
-stop_one() {
-    local name=$1 sig=$2 pid
-    [ -f "$dir/$name.pid" ] || return 0
-    pid=$(cat "$dir/$name.pid")
-    kill "-$sig" -- "-$pid" 2>/dev/null || true
-    for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$dir/$name.pid"
+# stop SIGNAL NAME...: signals each component's process group, then waits up to 60 s for each
+# (a decoder drains and waits for Kafka's acknowledgements), then kills what remains. All at
+# once: Kafka nodes stopped one by one would leave the last without its controller quorum,
+# waiting out the minute.
+stop() {
+    local sig=$1 name pid
+    shift
+    for name; do
+        [ -f "$dir/$name.pid" ] && kill "-$sig" -- "-$(cat "$dir/$name.pid")" 2>/dev/null || true
+    done
+    for name; do
+        [ -f "$dir/$name.pid" ] || continue
+        pid=$(cat "$dir/$name.pid")
+        for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL -- "-$pid" 2>/dev/null || true
+        rm -f "$dir/$name.pid"
+    done
 }
 
 down() {
     need_dir
     # Decoders first (they drain into Kafka), then ClickHouse, then Kafka.
-    local c
-    for c in $(grep -E '^(decoder|goflow2)' "$dir/components" || true) $(grep '^clickhouse' "$dir/components" || true) \
-        $(grep '^kafka' "$dir/components" || true); do
-        stop_one "$c" TERM
+    local kind
+    for kind in 'decoder|goflow2' clickhouse kafka; do
+        # shellcheck disable=SC2046 # one name per line
+        stop TERM $(grep -E "^($kind)" "$dir/components" || true)
     done
 }
 
@@ -298,7 +309,7 @@ one() {
     [ -n "$name" ] && grep -qx "$name" "$dir/components" ||
         die "$cmd: no component ${name:-(none given)} in $dir (allowed: $(paste -sd ' ' "$dir/components"))"
     case $cmd in
-        stop) stop_one "$name" "$signal" ;;
+        stop) stop "$signal" "$name" ;;
         start) running "$name" && die "$name already runs"; launch "$name" ;;
     esac
 }

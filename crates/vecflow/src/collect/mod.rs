@@ -188,8 +188,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seen += 1;
         Ok(seen < limit)
     };
-    match &args.pcap {
-        Some(path) => input::pcap(path, args.port, &mut on_datagram)?,
+    let received = match &args.pcap {
+        Some(path) => input::pcap(path, args.port, &mut on_datagram),
         None => {
             let deadline = args.duration.map(|d| std::time::Instant::now() + Duration::from_secs_f64(d));
             let listen = input::Listen {
@@ -198,9 +198,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 reuse_port: args.reuse_port,
                 receive_buffer: args.receive_buffer as usize,
             };
-            input::udp(&listen, &stop, deadline, &mut on_datagram)?;
+            input::udp(&listen, &stop, deadline, &mut on_datagram)
         }
+    };
+    if let Some(k) = sink.kafka.take() {
+        // However the run ended, what was produced gets its minute to reach Kafka.
+        eprintln!("vecflow collect: {} datagrams received, {} not decodable", sink.datagrams, sink.errors);
+        let finished = k.finish();
+        received?;
+        return finished;
     }
+    received?;
     if let Some(s) = &sink.summary {
         let report = s.report(args.top);
         if args.json {
@@ -210,10 +218,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     sink.out.flush()?;
-    if let Some(k) = sink.kafka.take() {
-        eprintln!("vecflow collect: {} datagrams received, {} not decodable", sink.datagrams, sink.errors);
-        k.finish()?;
-    }
     Ok(())
 }
 
