@@ -15,8 +15,8 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// Opens the listening socket: dual-stack [::] by default, falling back to 0.0.0.0. With
 /// `reuse_port`, other collectors may listen on the same port (SO_REUSEPORT): the kernel gives
-/// each sender (address and port) to one of them.
-fn bind(l: &Listen) -> anyhow::Result<UdpSocket> {
+/// each sender (address and port) to one of them. Returns it with the receive buffer it got.
+fn bind(l: &Listen) -> anyhow::Result<(UdpSocket, usize)> {
     let open = |ip: IpAddr| -> std::io::Result<Socket> {
         let sa = SocketAddr::new(ip, l.port);
         let s = Socket::new(Domain::for_address(sa), Type::DGRAM, Some(Protocol::UDP))?;
@@ -33,18 +33,19 @@ fn bind(l: &Listen) -> anyhow::Result<UdpSocket> {
             .or_else(|_| open(IpAddr::V4(Ipv4Addr::UNSPECIFIED)))
             .with_context(|| format!("listening on UDP port {}", l.port))?,
     };
-    receive_buffer(&sock, l.receive_buffer);
+    let buffer = receive_buffer(&sock, l.receive_buffer);
     sock.set_read_timeout(Some(POLL))?;
-    Ok(sock.into())
+    Ok((sock.into(), buffer))
 }
 
 /// Sizes the socket's receive buffer, which takes the bursts (and the pauses of a busy host)
 /// that the collector does not keep up with: past `net.core.rmem_max` with CAP_NET_ADMIN
-/// (SO_RCVBUFFORCE), else as far as that limit allows.
-fn receive_buffer(sock: &Socket, bytes: usize) {
-    let _ = sock.set_recv_buffer_size(bytes);
+/// (SO_RCVBUFFORCE), else as far as that limit allows. Returns the size it got.
+fn receive_buffer(sock: &Socket, bytes: usize) -> usize {
     // Linux reports twice what was set (the other half is its bookkeeping).
-    if sock.recv_buffer_size().unwrap_or(0) / 2 < bytes {
+    let got = || sock.recv_buffer_size().unwrap_or(0) / 2;
+    let _ = sock.set_recv_buffer_size(bytes);
+    if got() < bytes {
         let forced = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         // SAFETY: setsockopt(2) reads `size_of::<c_int>()` bytes from a live local; the fd is
         // the socket's own, open for this call.
@@ -58,19 +59,7 @@ fn receive_buffer(sock: &Socket, bytes: usize) {
             );
         }
     }
-}
-
-/// Says so when the receive buffer is smaller than asked.
-fn report_receive_buffer(sock: &UdpSocket, bytes: usize) {
-    // Linux reports twice what was set (the other half is its bookkeeping).
-    let got = socket2::SockRef::from(sock).recv_buffer_size().unwrap_or(0) / 2;
-    if got < bytes {
-        eprintln!(
-            "vecflow collect: receive buffer {} KiB, not the {} KiB of --receive-buffer (raise net.core.rmem_max, or give vecflow CAP_NET_ADMIN)",
-            got >> 10,
-            bytes >> 10
-        );
-    }
+    got()
 }
 
 /// Where and how to listen.
@@ -95,9 +84,15 @@ pub fn udp(
     deadline: Option<Instant>,
     each: &mut dyn FnMut(&Received<'_>) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let sock = bind(l)?;
+    let (sock, buffer) = bind(l)?;
     eprintln!("vecflow collect: listening on {}", sock.local_addr()?);
-    report_receive_buffer(&sock, l.receive_buffer);
+    if buffer < l.receive_buffer {
+        eprintln!(
+            "vecflow collect: receive buffer {} KiB, not the {} KiB of --receive-buffer (raise net.core.rmem_max, or give vecflow CAP_NET_ADMIN)",
+            buffer >> 10,
+            l.receive_buffer >> 10
+        );
+    }
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
         match receive(&sock, &mut buf, each) {

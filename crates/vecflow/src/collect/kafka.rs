@@ -44,17 +44,24 @@ impl ProducerContext for Delivery {
 
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         match result {
-            Ok(_) => self.delivered.fetch_add(1, Ordering::Relaxed),
-            Err((e, _)) => {
-                // Each failure is a datagram lost: say so, but not once per message in a storm.
-                let n = self.failed.fetch_add(1, Ordering::Relaxed);
-                if n.is_power_of_two() || n == 0 {
-                    eprintln!("vecflow collect: a message was not delivered ({} so far): {e}", n + 1);
-                }
-                n
+            Ok(_) => {
+                self.delivered.fetch_add(1, Ordering::Relaxed);
             }
-        };
+            Err((e, _)) => {
+                // Each failure is a row lost: say so, but not once per row in a storm.
+                let failed = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+                if failed.is_power_of_two() {
+                    eprintln!("vecflow collect: a row was not delivered ({failed} so far): {e}");
+                }
+            }
+        }
     }
+}
+
+/// Where an agent's rows go: its key and its topic, worked out once per datagram.
+pub struct Route {
+    key: String,
+    topic: usize,
 }
 
 /// A Kafka producer of datagrams' rows.
@@ -101,11 +108,15 @@ impl Sink {
         Ok(Sink { producer, topics: o.topics, produced: 0, refused: 0, waited: Duration::ZERO })
     }
 
-    /// Queues one row for its agent's topic; waits while librdkafka's queue is full.
-    pub fn send(&mut self, agent: IpAddr, payload: &[u8]) -> anyhow::Result<()> {
-        let key = agent.to_string();
-        let topic = &self.topics[topic_index(agent, self.topics.len())];
-        let mut record = BaseRecord::to(topic).key(key.as_str()).payload(payload);
+    /// Where `agent`'s rows go.
+    pub fn route(&self, agent: IpAddr) -> Route {
+        Route { key: agent.to_string(), topic: topic_index(agent, self.topics.len()) }
+    }
+
+    /// Queues one row; waits while librdkafka's queue is full. A row the producer refuses
+    /// (too large, say) is counted, and the rest goes on.
+    pub fn send(&mut self, to: &Route, payload: &[u8]) {
+        let mut record = BaseRecord::to(&self.topics[to.topic]).key(to.key.as_str()).payload(payload);
         loop {
             match self.producer.send(record) {
                 Ok(()) => break,
@@ -116,17 +127,15 @@ impl Sink {
                     self.waited += start.elapsed();
                 }
                 Err((e, _)) => {
-                    // This row only (too large, say): counted, and the rest goes on.
                     self.refused += 1;
                     if self.refused.is_power_of_two() {
                         eprintln!("vecflow collect: a row was refused by the producer ({} so far): {e}", self.refused);
                     }
-                    return Ok(());
+                    return;
                 }
             }
         }
         self.produced += 1;
-        Ok(())
     }
 
     /// Waits until every message is acknowledged or failed (at most a minute), and says what
@@ -153,11 +162,13 @@ impl Sink {
 /// Which of `n` topics an agent's messages go to: FNV-1a of its address, so the choice is the
 /// same in every decoder and every run.
 fn topic_index(agent: IpAddr, n: usize) -> usize {
-    let octets = match agent {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
+    let fnv = |octets: &[u8]| {
+        octets.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
     };
-    let hash = octets.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let hash = match agent {
+        IpAddr::V4(a) => fnv(&a.octets()),
+        IpAddr::V6(a) => fnv(&a.octets()),
+    };
     (hash % n as u64) as usize
 }
 

@@ -122,7 +122,8 @@ impl Sink {
         if let Some(k) = &mut self.kafka {
             match &decoded {
                 Ok(d) => {
-                    rows::each_row(&mut self.rows, r.unix_secs, d, |row| k.send(d.agent, row))?;
+                    let to = k.route(d.agent);
+                    rows::each_row(&mut self.rows, r.unix_secs, d, |row| k.send(&to, row));
                 }
                 Err(e) => eprintln!("vecflow collect: datagram from {} ({} bytes): {e}", r.from, r.bytes.len()),
             }

@@ -109,15 +109,9 @@ struct CounterRow<'a> {
 }
 
 /// Hands each flow, discard and counter sample of `d` as a JSON row to `each`, in the order of
-/// the datagram (samples of unknown formats have no row), and returns how many. `unix_secs` is
-/// when the datagram arrived; `buf` is scratch space.
-pub fn each_row(
-    buf: &mut Vec<u8>,
-    unix_secs: u64,
-    d: &Datagram<'_>,
-    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
-) -> anyhow::Result<usize> {
-    let mut rows = 0;
+/// the datagram (samples of unknown formats have no row). `unix_secs` is when the datagram
+/// arrived; `buf` is scratch space.
+pub fn each_row(buf: &mut Vec<u8>, unix_secs: u64, d: &Datagram<'_>, mut each: impl FnMut(&[u8])) {
     for (index, sample) in d.samples.iter().enumerate() {
         let head = |kind, sequence, source: &sflow::DataSource| Head {
             kind,
@@ -141,10 +135,8 @@ pub fn each_row(
             Sample::Unknown { .. } => continue,
         };
         written.expect("rows are plain data");
-        each(buf)?;
-        rows += 1;
+        each(buf);
     }
-    Ok(rows)
 }
 
 fn flow(head: Head, f: &FlowSample<'_>) -> FlowRow {
