@@ -113,6 +113,19 @@ step "no Rust source file over 500 lines but the listed few (scripts/check-file-
 scripts/check-file-sizes.sh
 
 if [ "$tier" = full ]; then
+    step "disk space for the builds"
+    # A clean clone's full tier fills about 11 GiB (target/ with its loom and Miri builds, the
+    # fuzz crates' ASan builds). A disk that fills half-way fails a build with a message that
+    # does not say why (cargo-fuzz printed only its backtrace), so it is checked first; what
+    # is built already counts as room.
+    need_gib=12
+    free_kib=$(df -Pk . | awk 'NR == 2 {print $4}')
+    built_kib=$(du -sk target crates/*/fuzz/target 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    room_gib=$(((free_kib + built_kib) / 1048576))
+    echo "$((free_kib / 1048576)) GiB free, $((built_kib / 1048576)) GiB built already; the builds need about $need_gib GiB"
+    [ "$room_gib" -ge "$need_gib" ] ||
+        { echo "not enough disk for the full tier's builds: free some space on $(df -P . | awk 'NR == 2 {print $6}') first"; exit 1; }
+
     step "tools the tests need (installed when missing)"
     need_apt tshark tshark
     need_apt sfacctd pmacct

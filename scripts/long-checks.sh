@@ -130,10 +130,10 @@ if wants pipeline; then
         local status=0 ports=(--sflow-port 26343 --kafka-port 29092 --clickhouse-port 28123)
         echo "=== the single chain"
         contrib/flow-pipeline/knee.sh --dir "$dir/pipeline-single" --vecflow "$vecflow" \
-            --rates 10000,15000,20000,25000,30000,40000 -- "${ports[@]}" || status=1
+            --rates 20000,40000,60000,80000,100000 -- "${ports[@]}" || status=1
         echo "=== the cluster: 2 decoders, 3 brokers, 4 partitions, 2 shards"
         contrib/flow-pipeline/knee.sh --dir "$dir/pipeline-cluster" --vecflow "$vecflow" --routers 8 \
-            --rates 10000,20000,30000,40000,50000 --faults broker,shard,decoder-term,decoder-kill \
+            --rates 10000,20000,30000,40000,50000,60000 --faults broker,shard,decoder-term,decoder-kill \
             -- "${ports[@]}" --decoders 2 --brokers 3 --partitions 4 --shards 2 || status=1
         return "$status"
     }

@@ -140,7 +140,8 @@ class Pipeline:
         # At the lowest priority: a JVM starting takes both cores for a second, which at
         # 40 000 samples/s overflowed the decoder's socket (3 168 datagrams lost to it).
         r = subprocess.run(
-            ["nice", "-n", "19", "java", "-cp", f"{kafka_lib}/*", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            ["nice", "-n", "19", "java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+             "-cp", f"{kafka_lib}/*", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
              "--bootstrap-server", self.bootstrap, "--describe", "--all-groups"],
             capture_output=True, text=True)
         total = 0
