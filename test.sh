@@ -120,7 +120,10 @@ if [ "$tier" = full ]; then
     # is built already counts as room.
     need_gib=12
     free_kib=$(df -Pk . | awk 'NR == 2 {print $4}')
-    built_kib=$(du -sk target crates/*/fuzz/target 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    built_kib=0
+    for d in target crates/*/fuzz/target; do
+        [ ! -d "$d" ] || built_kib=$((built_kib + $(du -sk "$d" | cut -f1)))
+    done
     room_gib=$(((free_kib + built_kib) / 1048576))
     echo "$((free_kib / 1048576)) GiB free, $((built_kib / 1048576)) GiB built already; the builds need about $need_gib GiB"
     [ "$room_gib" -ge "$need_gib" ] ||
