@@ -60,13 +60,13 @@ print_step_times() {
 # builds started beside the tests go on) and what they started.
 stop_queues() {
     local pid
-    for pid in $(cat target/release-build/pids target/builds/pids target/checks/pids 2>/dev/null); do
+    for pid in $(cat target/builds/pids target/checks/pids 2>/dev/null); do
         kill -0 "$pid" 2>/dev/null || continue
         pkill -TERM -P "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
     done
 }
-rm -rf target/release-build target/builds target/checks
+rm -rf target/builds target/checks
 trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
@@ -172,8 +172,7 @@ fi
 # its last one ends; each job's output goes to a log of its own. queue_start returns at once;
 # queue_wait waits for the workers, prints each job's result and time (also into the step
 # table) and the output of those that failed, and fails if one did. With `idle` as $3 the
-# workers run at SCHED_IDLE: they get only the CPU time nothing else wants; with `low`, at
-# nice 19: little beside the tests, but ahead of SCHED_IDLE's.
+# workers run at SCHED_IDLE: they get only the CPU time nothing else wants.
 queue_start() {
     local dir=$1 workers=$2 policy=$3 w
     shift 3
@@ -190,7 +189,6 @@ queue_start() {
 queue_worker() {
     local dir=$1 policy=$2 n job
     [ "$policy" != idle ] || chrt --idle -p 0 "$BASHPID" >/dev/null
-    [ "$policy" != low ] || renice -n 19 -p "$BASHPID" >/dev/null
     while :; do
         n=$(flock "$dir/next" bash -c 'n=$(cat "$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$dir/next")
         job=$(sed -n "$((n + 1))p" "$dir/jobs")
@@ -262,15 +260,12 @@ cargo test "${test_args[@]}" --no-run --quiet
 
 if [ "$tier" = full ]; then
     # The other builds of the full tier, each into a target directory or profile of its own,
-    # start now and take the CPU the tests leave (the namespace labs mostly wait on the
-    # network) without slowing them. The release binary, which the steps after the tests
-    # need, builds at nice 19, ahead of the rest; the step "the release binary" waits for it.
-    # The rest build at SCHED_IDLE, four cargo processes at once (both cores stay busy where
-    # one build alone waits on its longest crate), on through the steps up to the linux-cp
-    # full table, whose labs also leave CPU; the step "the other builds" waits for them.
-    queue_start target/release-build 1 low \
-        "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow"
-    queue_start target/builds 4 idle \
+    # start now, five cargo processes at once at SCHED_IDLE: they take the CPU the tests leave
+    # (the namespace labs mostly wait on the network) without slowing them, and keep both
+    # cores busy where one build alone waits on its longest crate (the release build compiles
+    # dataplane in one codegen unit). The step "the other builds" waits for them.
+    queue_start target/builds 5 idle \
+        "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow" \
         "loom's models (--cfg loom)|loom_test --quiet --no-run" \
         "Miri's unit-test binary|miri_build" \
         "fuzz targets of dataplane|fuzz_build dataplane" \
@@ -334,8 +329,8 @@ EOF
 fi
 
 
-step "the release binary (built beside the tests at nice 19)"
-queue_wait target/release-build
+step "the other builds (started beside the tests, at SCHED_IDLE): the release binary, loom's models, Miri's test binary, the fuzz targets"
+queue_wait target/builds
 
 step "flow pipeline: decoders -> Kafka -> ClickHouse, the single chain, goflow2's, and the cluster with a broker killed (contrib/flow-pipeline/test-pipeline.sh)"
 contrib/flow-pipeline/test-pipeline.sh target/release/vecflow
@@ -394,9 +389,6 @@ cat target/lcp-full-table.txt
 PATH="$PWD/target/release:$PATH" scripts/lcp-bgp-full-table.sh --ipv4 20000 --ipv6 5000 >target/lcp-bgp-smoke.txt 2>&1 ||
     { tail -40 target/lcp-bgp-smoke.txt; exit 1; }
 grep -E '^bird: 25000 routes|lag|OK$' target/lcp-bgp-smoke.txt
-
-step "the other builds (started beside the tests, at SCHED_IDLE): loom's models, Miri's test binary, the fuzz targets"
-queue_wait target/builds
 
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built above)"
 loom_test --quiet loom
