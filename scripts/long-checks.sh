@@ -138,7 +138,7 @@ if wants pipeline; then
         return "$status"
     }
     check "flow pipeline knees and faults (contrib/flow-pipeline/knee.sh)" \
-        '^(===|---|knee:|FAIL)|^load: (sent|CPU|flow rows|[0-9 .]+ s |127)' pipeline_knees
+        '^(===|---|knee:|FAIL|Traceback)|^load: (sent|CPU|flow rows|[0-9 .]+ s |127)|Error|denied|not found' pipeline_knees
 fi
 
 echo >>"$report"

@@ -227,8 +227,9 @@ start_decoders() {
     # the kernel groups tasks by session (sched_autogroup_enabled, most distributions' default),
     # a nice value counts only within its session's group, and the groups share the CPU
     # equally: every component has a session of its own (setsid), so the decoder's group gets
-    # the nice value too. Without it a decoder had a fifth of a core at 20 000 samples/s on a
-    # busy machine, its socket overflowed and it lost 18 % of the datagrams.
+    # the nice value too. Without it (and with librdkafka's busy loop, since left out: see
+    # collect/kafka.rs) a decoder had a fifth of a core at 20 000 samples/s and its socket
+    # overflowed.
     local prio=()
     if [ "$(id -u)" = 0 ]; then
         prio=(nice -n -10)
