@@ -69,7 +69,7 @@ check() {
         echo "## $title: $verdict in $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s"
         echo
         echo '```text'
-        grep -E "$summary" "$out" | tail -40 || true
+        grep -E "$summary" "$out" | tail -100 || true
         echo '```'
     } >>"$report"
     echo "    $verdict ($((SECONDS - start)) s; output in $out)" >&2
