@@ -8,7 +8,7 @@ use super::*;
 #[test]
 fn reclaim_waits_for_an_online_reader() {
     let q = Arc::new(Qsbr::new(1));
-    let mut w = Fib6Writer::new(Arc::new(Fib6::<FIRST_BITS>::new().unwrap()), q.clone());
+    let mut w = Fib6Writer::new(Arc::new(Fib6::<TEST_FIRST>::new().unwrap()), q.clone());
     let host: Ipv6Addr = "2001:db8::1".parse().unwrap();
     w.apply(&[(host, 128, Some(2))]).unwrap();
     let mut reader = q.register(0);
@@ -35,7 +35,7 @@ fn reclaim_waits_for_an_online_reader() {
 #[test]
 fn readers_see_old_or_new_never_garbage_during_updates() {
     let q = Arc::new(Qsbr::new(1));
-    let mut w = Fib6Writer::new(Arc::new(Fib6::<FIRST_BITS>::new().unwrap()), q.clone());
+    let mut w = Fib6Writer::new(Arc::new(Fib6::<TEST_FIRST>::new().unwrap()), q.clone());
     let base = u128::from("2001:db8::".parse::<Ipv6Addr>().unwrap());
     w.apply(&[(Ipv6Addr::from(base), 32, Some(1))]).unwrap();
     let fib = w.fib().clone();
@@ -84,7 +84,7 @@ fn readers_see_old_or_new_never_garbage_during_updates() {
 #[test]
 fn escapes_finish_in_their_own_tree_while_the_window_moves() {
     let q = Arc::new(Qsbr::new(1));
-    let mut w = Fib6Writer::new(Arc::new(Fib6::<FIRST_BITS>::new().unwrap()), q.clone());
+    let mut w = Fib6Writer::new(Arc::new(Fib6::<TEST_FIRST>::new().unwrap()), q.clone());
     let a = |s: &str| s.parse::<Ipv6Addr>().unwrap();
     let host = u128::from(a("2001:db8:1:2:3:4:5:600"));
     w.apply(&[(a("2001:db8::"), 32, Some(1)), (Ipv6Addr::from(host), 120, Some(5))]).unwrap();
