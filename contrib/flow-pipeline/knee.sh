@@ -5,14 +5,17 @@
 # the highest rate that lost nothing (a step lower each time that one loses), then, with
 # --faults, 5 minutes at half the knee with those faults. Stops the pipeline at the end.
 # Prints one line per run (load.py's), then `knee: RATE` or `knee: none`; each run's JSON
-# report goes to DIR/knee-*.json. Run by scripts/long-checks.sh (check `pipeline`).
+# report goes to DIR/knee-*.json. Run by scripts/long-checks.sh (check `pipeline`). The
+# pipeline's data (Kafka's logs and ClickHouse's tables, about 10 GB after a long check's
+# cluster) is deleted when it stops, unless --keep-data; the components' logs stay in DIR.
 #
 #   contrib/flow-pipeline/knee.sh --dir DIR [--rates 5000,10000,...] [--minutes 5]
 #                                 [--faults broker,shard,decoder-term,decoder-kill]
-#                                 [--routers N] [--vecflow PATH] [-- pipeline.sh up options]
+#                                 [--routers N] [--vecflow PATH] [--keep-data]
+#                                 [-- pipeline.sh up options]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-dir="" rates=5000,10000,15000,20000,25000,30000,40000,50000 minutes=5 faults="" vecflow="" routers=4
+dir="" rates=5000,10000,15000,20000,25000,30000,40000,50000 minutes=5 faults="" vecflow="" routers=4 keep_data=""
 while [ $# -gt 0 ]; do
     case $1 in
         --dir) dir=$2; shift ;;
@@ -21,6 +24,7 @@ while [ $# -gt 0 ]; do
         --faults) faults=$2; shift ;;
         --vecflow) vecflow=$2; shift ;;
         --routers) routers=$2; shift ;;
+        --keep-data) keep_data=1 ;;
         --) shift; break ;;
         *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
     esac
@@ -30,7 +34,11 @@ done
 vecflow=${vecflow:-$here/../../target/release/vecflow}
 mkdir -p "$dir"
 pipeline="$dir/pipeline"
-trap '"$here/pipeline.sh" down --dir "$pipeline" 2>/dev/null || true' EXIT
+stop_pipeline() {
+    "$here/pipeline.sh" down --dir "$pipeline" 2>/dev/null || true
+    [ -n "$keep_data" ] || rm -rf "$pipeline"/kafka-*-data "$pipeline"/clickhouse-*/data "$pipeline"/clickhouse-*/tmp
+}
+trap stop_pipeline EXIT
 "$here/pipeline.sh" up --dir "$pipeline" --vecflow "$vecflow" "$@"
 
 # run NAME RATE SECONDS [FAULTS]: one load.py run; its status says whether it lost anything.
