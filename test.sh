@@ -70,6 +70,8 @@ stop_queues() {
     for pid in $(cat target/builds/pids target/checks/pids 2>/dev/null); do
         kill -0 "$pid" 2>/dev/null || continue
         pkill -TERM -P "$pid" 2>/dev/null || true
+        # A background worker leads a session of its own: all of it.
+        [ "$(ps -o sid= -p "$pid" | tr -d ' ')" != "$pid" ] || pkill -TERM -s "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
     done
 }
@@ -179,7 +181,10 @@ fi
 # its last one ends; each job's output goes to a log of its own. queue_start returns at once;
 # queue_wait waits for the workers, prints each job's result and time (also into the step
 # table) and the output of those that failed, and fails if one did. With `idle` as $3 the
-# workers run at SCHED_IDLE: they get only the CPU time nothing else wants.
+# workers run at SCHED_IDLE: they get only the CPU time nothing else of this script's session
+# wants. With `background` each worker runs in a session of its own at nice 19, its session's
+# group too where the kernel groups tasks by session (autogroup, where a nice value counts only
+# inside its group): so they also leave the CPU to daemons in sessions of their own.
 queue_start() {
     local dir=$1 workers=$2 policy=$3 w
     shift 3
@@ -189,7 +194,16 @@ queue_start() {
     echo 0 >"$dir/next"
     : >"$dir/pids"
     for ((w = 0; w < workers; w++)); do
-        queue_worker "$dir" "$policy" &
+        if [ "$policy" = background ]; then
+            # (A new bash, given this script's functions: a session needs a process of its own.)
+            setsid -w bash -c "$(declare -f)
+                FUZZ_SECONDS=$FUZZ_SECONDS
+                echo 19 >/proc/self/autogroup 2>/dev/null || true
+                renice -n 19 -p \$\$ >/dev/null
+                queue_worker \"\$@\"" _ "$dir" "$policy" &
+        else
+            queue_worker "$dir" "$policy" &
+        fi
         echo $! >>"$dir/pids"
     done
 }
@@ -342,6 +356,26 @@ queue_wait target/builds
 step "flow pipeline: decoders -> Kafka -> ClickHouse, the single chain, goflow2's, and the cluster with a broker killed (contrib/flow-pipeline/test-pipeline.sh)"
 contrib/flow-pipeline/test-pipeline.sh target/release/vecflow
 
+# Miri over the unit tests of the modules with unsafe code or lock-free sharing (sFlow ring,
+# AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib) and FUZZ_SECONDS of each fuzz target.
+# Each job runs on one core: two workers take them, longest first: Miri's tests in three jobs
+# (under Miri the FIB's take 10-40 s each, the IPv6 table's at a 12-bit first level: see its
+# tests), each fuzz job one target. They start now, in the background (nice 19, in a session
+# group of their own), and take the CPU the steps up to the linux-cp full table leave; not
+# during the flow pipeline, whose decoders must keep up with UDP.
+scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
+jobs=(
+    "Miri: the FIB tests but the IPv6 table's|miri_weak_off fib:: --skip l3::fib::ip6::tests::"
+    "Miri: the IPv6 table's tests|miri_weak_off l3::fib::ip6::tests::"
+    "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
+)
+# shellcheck source=scripts/fuzz-targets.sh
+. scripts/fuzz-targets.sh
+for t in "${fuzz_targets[@]}"; do
+    jobs+=("fuzz $t|fuzz ${t%/*} ${t#*/} $(fuzz_args "$t" "$PWD" "$PWD/target/fuzz-seeds/netlink" | tr '\n' ' ')")
+done
+queue_start target/checks 2 background "${jobs[@]}"
+
 step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
 # The release binary (built above) is what the README's `cargo run --release` builds and what
 # the blocks find as `vecflow` on their PATH (never an installed one).
@@ -400,23 +434,7 @@ grep -E '^bird: 25000 routes|lag|OK$' target/lcp-bgp-smoke.txt
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built above)"
 loom_test --quiet loom
 
-# Miri and the fuzz targets each run on one core: they go through a queue of jobs that two
-# workers take from, longest first, one job per core: Miri's tests in three jobs (under Miri
-# the FIB's take 10-40 s each, the IPv6 table's at a 12-bit first level: see its tests), each
-# fuzz job one target for FUZZ_SECONDS.
-step "Miri (the unit tests of the modules with unsafe code or lock-free sharing: sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib) and ${FUZZ_SECONDS} s of each fuzz target, two at a time"
-scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
-jobs=(
-    "Miri: the FIB tests but the IPv6 table's|miri_weak_off fib:: --skip l3::fib::ip6::tests::"
-    "Miri: the IPv6 table's tests|miri_weak_off l3::fib::ip6::tests::"
-    "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
-)
-# shellcheck source=scripts/fuzz-targets.sh
-. scripts/fuzz-targets.sh
-for t in "${fuzz_targets[@]}"; do
-    jobs+=("fuzz $t|fuzz ${t%/*} ${t#*/} $(fuzz_args "$t" "$PWD" "$PWD/target/fuzz-seeds/netlink" | tr '\n' ' ')")
-done
-queue_start target/checks 2 normal "${jobs[@]}"
+step "Miri and the fuzz targets (started after the flow pipeline, in the background): what is left of them"
 queue_wait target/checks
 
 step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice of sflow/decode on a worktree of HEAD)"
