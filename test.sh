@@ -27,21 +27,25 @@ for arg in "$@"; do
 done
 [ "$tier" = quick ] || export CI=true
 
-# Each step prints its name; the time each took, and how busy the machine's CPUs were meanwhile
-# (a step near 100 % waits on the CPU, one far below waits on something else), are printed when
-# the next starts and, as a table, when the run ends (also on failure), so a slow step is easy
-# to find and to tell apart.
+# Each step prints its name; the time each took, and how busy the machine's CPUs were meanwhile,
+# are printed when the next starts and, as a table, when the run ends (also on failure), so a
+# slow step is easy to find and to tell apart: near 100 % it waited on the CPU, far below on
+# something else. Time of tasks at a positive nice value (the background queue below) is
+# counted apart: the CPU the step itself left.
 step_name= step_start=$SECONDS step_cpu= step_times=()
-# Busy and all jiffies of every CPU since boot (/proc/stat: user nice system idle iowait irq
-# softirq steal; guest time is already in user and nice).
-cpu_jiffies() { awk '/^cpu / {printf "%d %d\n", $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit}' /proc/stat; }
+# Jiffies of every CPU since boot (/proc/stat: user nice system idle iowait irq softirq steal;
+# guest time is already in user and nice): busy but niced, niced, and all.
+cpu_jiffies() {
+    awk '/^cpu / {printf "%d %d %d\n", $2 + $4 + $7 + $8 + $9, $3, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit}' /proc/stat
+}
 end_step() {
     [ -n "$step_name" ] || return 0
-    local took=$((SECONDS - step_start)) busy
-    busy=$(awk -v a="$step_cpu" -v b="$(cpu_jiffies)" \
-        'BEGIN {split(a, x, " "); split(b, y, " "); d = y[2] - x[2]; printf "%d", (d > 0 ? 100 * (y[1] - x[1]) / d : 0)}')
-    step_times+=("$(printf '%5ds  %3d %%  %s' "$took" "$busy" "$step_name")")
-    printf '    (%ds, CPUs %d %% busy)\n' "$took" "$busy"
+    local took=$((SECONDS - step_start)) busy niced
+    read -r busy niced < <(awk -v a="$step_cpu" -v b="$(cpu_jiffies)" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); d = y[3] - x[3]; if (d <= 0) d = 1
+        printf "%d %d\n", 100 * (y[1] - x[1]) / d, 100 * (y[2] - x[2]) / d }')
+    step_times+=("$(printf '%5ds  %3d %%  %3d %%  %s' "$took" "$busy" "$niced" "$step_name")")
+    printf '    (%ds, CPUs %d %% busy, %d %% with niced work)\n' "$took" "$busy" "$niced"
 }
 step() {
     end_step
@@ -60,26 +64,35 @@ install_step() {
 print_step_times() {
     end_step
     step_name=
-    printf '\n==> time per step, and how busy the CPUs were (%s tier, total %ds)\n' "$tier" "$SECONDS"
+    printf '\n==> time per step, the CPUs busy, and busy with niced work (%s tier, total %ds)\n' "$tier" "$SECONDS"
     printf '%s\n' "${step_times[@]}"
 }
 # At exit, also the workers of a queue still running (a failed step ends the run while the
-# builds started beside the tests go on) and what they started.
+# builds started beside the tests go on) and what they started. A background worker leads a
+# process group of its own (queue_start): the whole group goes.
 stop_queues() {
     local pid
     for pid in $(cat target/builds/pids target/checks/pids 2>/dev/null); do
         kill -0 "$pid" 2>/dev/null || continue
         pkill -TERM -P "$pid" 2>/dev/null || true
-        # A background worker leads a session of its own: all of it.
-        [ "$(ps -o sid= -p "$pid" | tr -d ' ')" != "$pid" ] || pkill -TERM -s "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
     done
+    stop_background_workers
 }
+# The background workers listed in target/checks/groups, each with its process group (only
+# processes that are still such a worker: also for the workers a killed run left behind).
+stop_background_workers() {
+    local pid
+    for pid in $(cat target/checks/groups 2>/dev/null); do
+        grep -qs queue_worker "/proc/$pid/cmdline" && kill -TERM -- "-$pid" 2>/dev/null || true
+    done
+}
+stop_background_workers
 rm -rf target/builds target/checks
 trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 # Installs a Debian package when its command is missing (one `apt-get update` per run).
 apt_updated=
@@ -195,12 +208,16 @@ queue_start() {
     : >"$dir/pids"
     for ((w = 0; w < workers; w++)); do
         if [ "$policy" = background ]; then
-            # (A new bash, given this script's functions: a session needs a process of its own.)
-            setsid -w bash -c "$(declare -f)
-                FUZZ_SECONDS=$FUZZ_SECONDS
-                echo 19 >/proc/self/autogroup 2>/dev/null || true
+            # (A new bash, given this script's functions and options: a session needs a process
+            # of its own. Without root, the kernel takes one group nice value in 100 ms.)
+            setsid -w bash -c "set -euo pipefail
+                $(declare -f)
+                for try in 1 2 3 4 5 6 7 8 9 10; do
+                    echo 19 2>/dev/null >/proc/self/autogroup && break || sleep 0.1
+                done
                 renice -n 19 -p \$\$ >/dev/null
                 queue_worker \"\$@\"" _ "$dir" "$policy" &
+            echo $! >>"$dir/groups"
         else
             queue_worker "$dir" "$policy" &
         fi
@@ -223,8 +240,11 @@ queue_worker() {
 queue_wait() {
     local dir=$1 failed=0 secs status name log pid
     while read -r pid; do wait "$pid" || true; done <"$dir/pids"
+    # (Gone: their pids may be another process's by the end of the run.)
+    : >"$dir/pids"
+    rm -f "$dir/groups"
     while IFS='|' read -r secs status name log; do
-        step_times+=("$(printf '%5ds           %s (in a queue)' "$secs" "$name")")
+        step_times+=("$(printf '%5ds                  %s (in a queue)' "$secs" "$name")")
         if [ "$status" = 0 ]; then
             printf 'ok      %4ds  %s\n' "$secs" "$name"
             grep -E '^(Done|stat::number_of_executed_units|==[0-9]+==|SUMMARY|test result)' "$log" | sed 's/^/        /' || true

@@ -18,7 +18,7 @@
 #
 # The report is DIR/long-checks-DATE-COMMIT.md (default DIR: target/long-checks), beside each
 # check's raw output; the last line printed names it. The checks run one after another (the
-# fuzz round on both cores), so a run of them all takes about 2 h 25 min on two cores. Exits 1
+# fuzz round on both cores), so a run of them all takes about 2 h 15 min on two cores. Exits 1
 # when a check failed (every check still runs), 2 when one cannot run here.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -162,11 +162,13 @@ def autogroup():
 
 def router_nice_prefix(nice):
     """The command that starts a router at `nice`: plain nice, or, under autogroup (where the
-    router runs in a session of its own), the session group's nice value first."""
+    router runs in a session of its own), the session group's nice value first (without root
+    the kernel takes one such value in 100 ms, hence the tries)."""
     if nice == 0:
         return []
     if autogroup():
-        return ["sh", "-c", 'echo "$0" >/proc/self/autogroup && exec nice -n "$0" "$@"', str(nice)]
+        return ["sh", "-c", 'for try in 1 2 3 4 5 6 7 8 9 10; do echo "$0" 2>/dev/null >/proc/self/autogroup && break '
+                '|| sleep 0.1; done; exec nice -n "$0" "$@"', str(nice)]
     return ["nice", "-n", str(nice)]
 
 
