@@ -72,7 +72,7 @@ print_step_times() {
 # process group of its own (queue_start): the whole group goes.
 stop_queues() {
     local pid
-    for pid in $(cat target/builds/pids target/checks/pids 2>/dev/null); do
+    for pid in $(cat target/builds/pids target/checks/pids target/fuzz/pids 2>/dev/null); do
         kill -0 "$pid" 2>/dev/null || continue
         pkill -TERM -P "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
@@ -88,11 +88,11 @@ stop_background_workers() {
     done
 }
 stop_background_workers
-rm -rf target/builds target/checks
+rm -rf target/builds target/checks target/fuzz
 trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
-export FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 
 # Installs a Debian package when its command is missing (one `apt-get update` per run).
 apt_updated=
@@ -377,24 +377,16 @@ step "flow pipeline: decoders -> Kafka -> ClickHouse, the single chain, goflow2'
 contrib/flow-pipeline/test-pipeline.sh target/release/vecflow
 
 # Miri over the unit tests of the modules with unsafe code or lock-free sharing (sFlow ring,
-# AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib) and FUZZ_SECONDS of each fuzz target.
-# Each job runs on one core: two workers take them, longest first: Miri's tests in three jobs
-# (under Miri the FIB's take 10-40 s each, the IPv6 table's at a 12-bit first level: see its
-# tests), each fuzz job one target. They start now, in the background (nice 19, in a session
-# group of their own), and take the CPU the steps up to the linux-cp full table leave; not
-# during the flow pipeline, whose decoders must keep up with UDP.
-scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
-jobs=(
-    "Miri: the FIB tests but the IPv6 table's|miri_weak_off fib:: --skip l3::fib::ip6::tests::"
-    "Miri: the IPv6 table's tests|miri_weak_off l3::fib::ip6::tests::"
+# AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib), in three jobs that two workers take,
+# longest first, one core each (under Miri the FIB's tests take 10-40 s each, the IPv6 table's
+# at a 12-bit first level: see its tests). They start now, in the background (nice 19, in a
+# session group of their own), and take the CPU the steps up to the linux-cp full table leave;
+# not during the flow pipeline, whose decoders must keep up with UDP. (The fuzz targets run
+# for a time, not for a number of inputs: they run at the end, in the foreground.)
+queue_start target/checks 2 background \
+    "Miri: the FIB tests but the IPv6 table's|miri_weak_off fib:: --skip l3::fib::ip6::tests::" \
+    "Miri: the IPv6 table's tests|miri_weak_off l3::fib::ip6::tests::" \
     "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
-)
-# shellcheck source=scripts/fuzz-targets.sh
-. scripts/fuzz-targets.sh
-for t in "${fuzz_targets[@]}"; do
-    jobs+=("fuzz $t|fuzz ${t%/*} ${t#*/} $(fuzz_args "$t" "$PWD" "$PWD/target/fuzz-seeds/netlink" | tr '\n' ' ')")
-done
-queue_start target/checks 2 background "${jobs[@]}"
 
 step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
 # The release binary (built above) is what the README's `cargo run --release` builds and what
@@ -454,7 +446,18 @@ grep -E '^bird: 25000 routes|lag|OK$' target/lcp-bgp-smoke.txt
 step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built above)"
 loom_test --quiet loom
 
-step "Miri and the fuzz targets (started after the flow pipeline, in the background): what is left of them"
+step "${FUZZ_SECONDS} s of each fuzz target, two at a time"
+scripts/netlink-seeds.sh "$PWD/target/fuzz-seeds/netlink"
+jobs=()
+# shellcheck source=scripts/fuzz-targets.sh
+. scripts/fuzz-targets.sh
+for t in "${fuzz_targets[@]}"; do
+    jobs+=("fuzz $t|fuzz ${t%/*} ${t#*/} $(fuzz_args "$t" "$PWD" "$PWD/target/fuzz-seeds/netlink" | tr '\n' ' ')")
+done
+queue_start target/fuzz 2 normal "${jobs[@]}"
+queue_wait target/fuzz
+
+step "Miri (started after the flow pipeline, in the background): what is left of it"
 queue_wait target/checks
 
 step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice of sflow/decode on a worktree of HEAD)"
