@@ -92,7 +92,7 @@ rm -rf target/builds target/checks target/fuzz
 trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
-export FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+export FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 
 # Installs a Debian package when its command is missing (one `apt-get update` per run).
 apt_updated=
