@@ -72,7 +72,7 @@ print_step_times() {
 # process group of its own (queue_start): the whole group goes.
 stop_queues() {
     local pid
-    for pid in $(cat target/builds/pids target/checks/pids target/fuzz/pids 2>/dev/null); do
+    for pid in $(cat target/release-queue/pids target/checks/pids target/fuzz/pids 2>/dev/null); do
         kill -0 "$pid" 2>/dev/null || continue
         pkill -TERM -P "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
@@ -88,7 +88,7 @@ stop_background_workers() {
     done
 }
 stop_background_workers
-rm -rf target/builds target/checks target/fuzz
+rm -rf target/release-queue target/checks target/fuzz
 trap 'stop_queues; print_step_times' EXIT
 
 # Each fuzz target runs for a bounded time with a fixed seed (FUZZ_SECONDS to change).
@@ -301,16 +301,28 @@ cargo test "${test_args[@]}" --no-run --quiet
 
 if [ "$tier" = full ]; then
     # The other builds of the full tier, each into a target directory or profile of its own,
-    # start now, five cargo processes at once at SCHED_IDLE: they take the CPU the tests leave
-    # (the namespace labs mostly wait on the network) without slowing them, and keep both
-    # cores busy where one build alone waits on its longest crate (the release build compiles
-    # dataplane in one codegen unit). The step "the other builds" waits for them.
-    queue_start target/builds 5 idle \
-        "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow" \
-        "loom's models (--cfg loom)|loom_test --quiet --no-run" \
+    # start now and take the CPU the tests leave (the namespace labs mostly wait on the
+    # network) without slowing them. The release binary, which the flow pipeline and every
+    # step after it run, goes first: at SCHED_IDLE in this script's session group, so ahead of
+    # the background queue. The step "the release binary" waits for it.
+    queue_start target/release-queue 1 idle \
+        "release binary (cargo build --release)|cargo build --release --locked --quiet -p vecflow"
+    # The rest is needed only by the last steps: loom's models, Miri's unit-test binary, the
+    # fuzz targets, then Miri over the unit tests of the modules with unsafe code or lock-free
+    # sharing (sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib), in three jobs,
+    # longest first, one core each (under Miri the FIB's tests take 10-40 s each, the IPv6
+    # table's at a 12-bit first level: see its tests). Two workers take them in the
+    # background (nice 19, each in a session group of its own), through all the steps up to
+    # the fuzz targets' runs; a job that needs a build another worker has not finished waits
+    # for it on cargo's lock. The last step waits for what is left.
+    queue_start target/checks 2 background \
         "Miri's unit-test binary|miri_build" \
         "fuzz targets of dataplane|fuzz_build dataplane" \
-        "fuzz targets of sflow|fuzz_build sflow"
+        "loom's models (--cfg loom)|loom_test --quiet --no-run" \
+        "fuzz targets of sflow|fuzz_build sflow" \
+        "Miri: the FIB tests but the IPv6 table's|miri_weak_off fib:: --skip l3::fib::ip6::tests::" \
+        "Miri: the IPv6 table's tests|miri_weak_off l3::fib::ip6::tests::" \
+        "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
 fi
 
 step "run the tests (unit, node, property, engine, sFlow, CLI$([ "$tier" = quick ] || echo ", namespace, linux-cp and decoder") tests)"
@@ -370,23 +382,11 @@ EOF
 fi
 
 
-step "the other builds (started beside the tests, at SCHED_IDLE): the release binary, loom's models, Miri's test binary, the fuzz targets"
-queue_wait target/builds
+step "the release binary (started beside the tests, at SCHED_IDLE): what is left of its build"
+queue_wait target/release-queue
 
 step "flow pipeline: decoders -> Kafka -> ClickHouse, the single chain, goflow2's, and the cluster with a broker killed (contrib/flow-pipeline/test-pipeline.sh)"
 contrib/flow-pipeline/test-pipeline.sh target/release/vecflow
-
-# Miri over the unit tests of the modules with unsafe code or lock-free sharing (sFlow ring,
-# AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib), in three jobs that two workers take,
-# longest first, one core each (under Miri the FIB's tests take 10-40 s each, the IPv6 table's
-# at a 12-bit first level: see its tests). They start now, in the background (nice 19, in a
-# session group of their own), and take the CPU the steps up to the linux-cp full table leave;
-# not during the flow pipeline, whose decoders must keep up with UDP. (The fuzz targets run
-# for a time, not for a number of inputs: they run at the end, in the foreground.)
-queue_start target/checks 2 background \
-    "Miri: the FIB tests but the IPv6 table's|miri_weak_off fib:: --skip l3::fib::ip6::tests::" \
-    "Miri: the IPv6 table's tests|miri_weak_off l3::fib::ip6::tests::" \
-    "Miri: buffer, hugemem, sFlow ring, AF_XDP rings, qsbr, snapshot|miri_all buffer:: hugemem:: sflow::ring:: drivers::af_xdp::ring:: qsbr:: snapshot::"
 
 step "README and docs: every command block as written, links and subcommands (scripts/readme-test.py)"
 # The release binary (built above) is what the README's `cargo run --release` builds and what
@@ -443,7 +443,9 @@ PATH="$PWD/target/release:$PATH" scripts/lcp-bgp-full-table.sh --ipv4 20000 --ip
     { tail -40 target/lcp-bgp-smoke.txt; exit 1; }
 grep -E '^bird: 25000 routes|lag|OK$' target/lcp-bgp-smoke.txt
 
-step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built above)"
+# The last steps need builds of the background queue; cargo's lock holds a step that comes to
+# one still under way until it is done.
+step "loom: every interleaving of the sFlow ring and of QSBR (cargo test --cfg loom, built in the background)"
 loom_test --quiet loom
 
 step "${FUZZ_SECONDS} s of each fuzz target, two at a time"
@@ -457,7 +459,7 @@ done
 queue_start target/fuzz 2 normal "${jobs[@]}"
 queue_wait target/fuzz
 
-step "Miri (started after the flow pipeline, in the background): what is left of it"
+step "the background queue (builds, then Miri, from the tests' start): what is left of it"
 queue_wait target/checks
 
 step "smoke run of scripts/fuzz-campaign.sh (one 5 s slice of sflow/decode on a worktree of HEAD)"
