@@ -279,6 +279,11 @@ fn frr_with_namespaces_as_vrfs_drives_each_vrf_and_takes_a_vrf_added_while_it_ru
     if let Err(row) = wait_route(dir, "green", SHARED, 20, through("wc")) {
         panic!("C's loopback in VRF green: {row:?}\n{}", shown());
     }
-    assert!(through("wa")(route(dir, "red", SHARED).as_deref()), "red keeps A's route\n{}", shown());
+    // Red's route came back too: vecflow's restart took its TAP wa away, and with it the
+    // kernel's route through it, until bgpd's session in red is up again (its own time: it
+    // once lagged green's).
+    if let Err(row) = wait_route(dir, "red", SHARED, 40, through("wa")) {
+        panic!("A's loopback back in VRF red after the restart: {row:?}\n{}", shown());
+    }
     c.stop(dir);
 }
