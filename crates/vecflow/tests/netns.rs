@@ -147,19 +147,10 @@ fn ipv4_lab(pa: Port, pb: Port) {
     // load the kernel may drop frames vecflow's ring had no room for: rx-miss, which goes
     // into ifInDiscards, not the packet counters.) A packet vecflow sends between that poll
     // and the hosts' snapshot counts on its side only: its neighbors' probes, 35 s after an
-    // entry's last confirmation, once fell there. So each host now resolves the router again,
-    // an ARP request addressed to vecflow that confirms its entry, and keeps the router's MAC
-    // from here on (no ARP of theirs lands after vecflow stopped); the sub-interface's
-    // neighbor is made by the tagged requests below.
-    for (ns, dev, gw, mac) in [
-        (&lab.a, lab.veth("a", 0), "10.0.1.1", "02:fe:00:00:00:01"),
-        (&lab.b, lab.veth("b", 0), "10.0.2.1", "02:fe:00:00:00:02"),
-    ] {
-        must("ip", &["-n", ns, "neigh", "flush", "dev", &dev]);
-        let (ok, out) = lab.ping(ns, &["-c", "1", "-W", "2", gw]);
-        assert!(ok, "ping {gw} from {ns}:\n{out}");
-        must("ip", &["-n", ns, "neigh", "replace", gw, "lladdr", mac, "dev", &dev, "nud", "permanent"]);
-    }
+    // entry's last confirmation, once fell there. So the exchange starts with every neighbor
+    // of vecflow's freshly confirmed: the hosts' (here), the sub-interface's (the tagged
+    // requests below).
+    confirm_hosts_and_keep_the_routers_mac(&lab);
     // Tagged frames: the kernel strips the tag before a packet socket sees the frame, vecflow
     // puts it back, so wa's VLAN 100 sub-interface answers ARP (its replies go out tagged);
     // its counters are checked with the others below.
@@ -225,6 +216,21 @@ fn ipv4_lab(pa: Port, pb: Port) {
             host,
             "ifIndex {index}: vecflow received what the host sent, and sent what it received"
         );
+    }
+}
+
+/// Each host resolves the router again (an ARP request addressed to vecflow, which confirms
+/// its entry for the host: no probe of it for 35 s), then keeps the router's MAC, so that no
+/// ARP of theirs lands after vecflow stopped.
+fn confirm_hosts_and_keep_the_routers_mac(lab: &Lab) {
+    for (ns, dev, gw, mac) in [
+        (&lab.a, lab.veth("a", 0), "10.0.1.1", "02:fe:00:00:00:01"),
+        (&lab.b, lab.veth("b", 0), "10.0.2.1", "02:fe:00:00:00:02"),
+    ] {
+        must("ip", &["-n", ns, "neigh", "flush", "dev", &dev]);
+        let (ok, out) = lab.ping(ns, &["-c", "1", "-W", "2", gw]);
+        assert!(ok, "ping {gw} from {ns}:\n{out}");
+        must("ip", &["-n", ns, "neigh", "replace", gw, "lladdr", mac, "dev", &dev, "nud", "permanent"]);
     }
 }
 
