@@ -310,11 +310,11 @@ if [ "$tier" = full ]; then
     # The rest is needed only by the last steps: loom's models, Miri's unit-test binary, the
     # fuzz targets, then Miri over the unit tests of the modules with unsafe code or lock-free
     # sharing (sFlow ring, AF_XDP rings, buffer, hugemem, qsbr, snapshot, fib), in three jobs,
-    # longest first, one core each (under Miri the FIB's tests take 10-40 s each, the IPv6
-    # table's at a 12-bit first level: see its tests). Two workers take them in the
-    # background (nice 19, each in a session group of its own), through all the steps up to
-    # the fuzz targets' runs; a job that needs a build another worker has not finished waits
-    # for it on cargo's lock. The last step waits for what is left.
+    # longest first, one core each (under Miri the IPv4 table's heaviest tests take 6-19 s
+    # each, the IPv6 table's run at a 12-bit first level: see their tests). Two workers take
+    # them in the background (nice 19, each in a session group of its own), through all the
+    # steps up to the fuzz targets' runs; a job that needs a build another worker has not
+    # finished waits for it on cargo's lock. The last step waits for what is left.
     queue_start target/checks 2 background \
         "Miri's unit-test binary|miri_build" \
         "fuzz targets of dataplane|fuzz_build dataplane" \
